@@ -1,0 +1,22 @@
+"""Darwin: a query-compiling, scale-in stream processing engine.
+
+    import darwin as dw
+    from darwin import col
+    q = dw.read_parquet("bids.parquet", time="ts").window(dw.Tumble("10s", on="ts")) \\
+          .group_by("auction").agg(n=dw.count())
+    q.collect()
+"""
+
+from darwin import errors
+from darwin.api import GroupedTable, RunResult, Table, WindowedTable, from_arrow, from_batches, read_parquet
+from darwin.config import Config, HardwareInfo
+from darwin.expr import Expr, avg, col, count, lit, max, mean, min, sum, when
+from darwin.plan.window import Slide, Tumble, Window
+from darwin.types import DType
+
+__all__ = [
+    "Config", "DType", "Expr", "GroupedTable", "HardwareInfo", "RunResult", "Slide", "Table", "Tumble",
+    "Window", "WindowedTable", "avg", "col", "count", "errors", "from_arrow", "from_batches", "lit", "max",
+    "mean", "min", "read_parquet", "sum", "when",
+]
+__version__ = "0.1.0"

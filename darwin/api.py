@@ -1,0 +1,181 @@
+"""The fluent API: immutable tables that build a logical plan.
+
+Examples
+--------
+>>> import pyarrow as pa, darwin as dw
+>>> t = dw.from_arrow(pa.table({"ts": pa.array([0, 1500], pa.timestamp("ms")), "k": [1, 2]}), time="ts")
+>>> t.window(dw.Tumble("1s", on="ts")).agg(n=dw.count()).collect()["n"].to_pylist()
+[1, 1]
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterable, Iterator
+
+import pyarrow as pa
+
+from darwin.config import Config
+from darwin.durations import to_millis
+from darwin.errors import PlanError
+from darwin.expr import Agg, Expr, IntoExpr, _node
+from darwin.io.source import Source
+from darwin.io.sources import ArrowSource, BatchSource, ParquetSource
+from darwin.plan import nodes as pn
+from darwin.plan.exprs import Column
+from darwin.plan.window import Window
+
+
+class Table:
+    """A query under construction; every method returns a new ``Table``."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self, plan: pn.PlanNode) -> None:
+        self.plan = plan
+
+    # -- schema ---------------------------------------------------------------------
+    @property
+    def schema(self) -> pa.Schema:
+        return self.plan.schema.to_arrow()
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.plan.schema.names)
+
+    def __repr__(self) -> str:
+        return f"Table({self.plan.schema})"
+
+    # -- relational operations ------------------------------------------------------
+    def filter(self, predicate: Expr) -> Table:
+        """Keep the rows where ``predicate`` is true (null counts as false)."""
+        return Table(pn.Filter(self.plan, _node(predicate)))
+
+    def select(self, *columns: str | Expr, **named: IntoExpr) -> Table:
+        """Exactly these columns, in this order: names, aliased expressions, or name=expression."""
+        exprs = [_named(c) for c in columns] + [(name, _node(e)) for name, e in named.items()]
+        return Table(pn.Project(self.plan, tuple(exprs)))
+
+    def with_columns(self, *columns: Expr, **named: IntoExpr) -> Table:
+        """All current columns, plus (or replacing) the given ones."""
+        new = dict([_named(c) for c in columns] + [(name, _node(e)) for name, e in named.items()])
+        exprs = [(n, new.pop(n, Column(n))) for n in self.plan.schema.names]
+        return Table(pn.Project(self.plan, tuple(exprs + list(new.items()))))
+
+    def drop(self, *names: str) -> Table:
+        for n in names:
+            self.plan.schema.field(n, "drop")
+        return self.select(*[n for n in self.plan.schema.names if n not in names])
+
+    def window(self, window: Window, late_output: bool = False) -> WindowedTable:
+        """Assign rows to event-time windows; ``late_output`` keeps late rows instead of only counting them."""
+        if not isinstance(window, Window):
+            raise PlanError(f"window() takes dw.Tumble(...) or dw.Slide(...), got {window!r}")
+        return WindowedTable(pn.WindowAssign(self.plan, window, late_output))
+
+    # -- execution ------------------------------------------------------------------
+    def explain(self, config: Config | None = None) -> str:
+        """Every stage: logical plan, optimized plan, operator graph with pipelines, generated source."""
+        from darwin.runtime.executor import explain
+
+        return explain(self.plan, config or Config())
+
+    def execute(self, config: Config | None = None) -> RunResult:
+        """Run to the end; the result, the late rows (if asked for) and the run's metrics."""
+        from darwin.runtime.executor import run
+
+        return run(self.plan, config or Config())
+
+    def collect(self, config: Config | None = None) -> pa.Table:
+        return self.execute(config).table
+
+    def iter_batches(self, config: Config | None = None) -> Iterator[pa.RecordBatch]:
+        """Results as they are produced: for windowed queries, as windows fire."""
+        from darwin.runtime.executor import stream
+
+        yield from stream(self.plan, config or Config())
+
+
+class WindowedTable:
+    """A table whose rows carry windows; group it or aggregate it."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self, plan: pn.WindowAssign) -> None:
+        self.plan = plan
+
+    def group_by(self, *keys: str | Expr) -> GroupedTable:
+        names = []
+        for k in keys:
+            if isinstance(k, Expr) and isinstance(k.node, Column):
+                k = k.node.name
+            if not isinstance(k, str):
+                raise PlanError(f"group_by takes column names; compute {k!r} first with with_columns()")
+            self.plan.schema.field(k, "group_by")
+            names.append(k)
+        return GroupedTable(self.plan, tuple(names))
+
+    def agg(self, **aggs: Agg) -> Table:
+        """One row per window over all rows (a global windowed aggregation)."""
+        return GroupedTable(self.plan, ()).agg(**aggs)
+
+    def table(self) -> Table:
+        """The rows with their window_start/window_end columns (one row per window)."""
+        return Table(self.plan)
+
+
+class GroupedTable:
+    __slots__ = ("plan", "keys")
+
+    def __init__(self, plan: pn.WindowAssign, keys: tuple[str, ...]) -> None:
+        self.plan, self.keys = plan, keys
+
+    def agg(self, **aggs: Agg) -> Table:
+        calls = []
+        for name, a in aggs.items():
+            if not isinstance(a, Agg):
+                raise PlanError(f"agg: {name}= must be an aggregate such as dw.sum('x'), got {a!r}")
+            calls.append((name, a.call))
+        return Table(pn.Aggregate(self.plan, self.keys, tuple(calls)))
+
+
+class RunResult:
+    """What one run produced."""
+
+    def __init__(self, table: pa.Table, late: pa.Table | None, metrics: dict[str, Any]) -> None:
+        self.table, self.late, self.metrics = table, late, metrics
+
+    def __repr__(self) -> str:
+        return f"RunResult({self.table.num_rows} rows, metrics={self.metrics})"
+
+
+def _named(c: str | Expr) -> tuple[str, Any]:
+    if isinstance(c, str):
+        return c, Column(c)
+    if isinstance(c, Expr):
+        if c.name is None:
+            raise PlanError(f"select: give the expression {c.node} a name with .alias('name') or name=...")
+        return c.name, c.node
+    raise PlanError(f"select takes column names or expressions, got {c!r}")
+
+
+def _scan(source: Source, time: str | None, max_delay: Any) -> Table:
+    delay = None if max_delay is None else to_millis(max_delay, "max_delay")
+    return Table(pn.Scan(source, source.schema.names, time, delay))
+
+
+def from_arrow(table: pa.Table | pa.RecordBatch, time: str | None = None, max_delay: Any = None,
+               name: str = "arrow") -> Table:
+    """A table over in-memory Arrow data whose event time is column ``time``."""
+    return _scan(ArrowSource(table, name), time, max_delay)
+
+
+def read_parquet(path: str | os.PathLike[str], time: str | None = None, max_delay: Any = None) -> Table:
+    """A table over a Parquet file; only the columns the query uses are read."""
+    return _scan(ParquetSource(path), time, max_delay)
+
+
+def from_batches(schema: pa.Schema, batches: Callable[[], Iterable[pa.RecordBatch]], time: str | None = None,
+                 max_delay: Any = None, name: str = "batches", non_null: Iterable[str] = ()) -> Table:
+    """A table over a replayable factory of record batches (called once per run)."""
+    return _scan(BatchSource(schema, batches, name, non_null), time, max_delay)

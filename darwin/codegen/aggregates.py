@@ -1,0 +1,99 @@
+"""How a windowed aggregation lays out its state, and how a drained entry becomes a row.
+
+The generator and the runtime both read this layout, so the kernel's writes and
+the drain's reads cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from darwin.plan import exprs as ex
+from darwin.plan import nodes as pn
+from darwin.types import DType, Schema
+
+
+@dataclass(frozen=True)
+class KeySlot:
+    name: str
+    dtype: DType
+    position: int  # column of the int64 key row holding the value (bit pattern for floats)
+    valid_position: int | None  # column holding 1/0 validity, for nullable keys
+
+
+@dataclass(frozen=True)
+class AccSlot:
+    """Value arrays of one aggregate: ``value`` (None for count-only) and ``count`` (None if not needed)."""
+
+    name: str
+    func: str
+    arg: ex.ExprNode | None
+    arg_nullable: bool
+    value: int | None
+    value_dtype: np.dtype | None
+    count: int | None
+
+
+@dataclass(frozen=True)
+class AggLayout:
+    keys: tuple[KeySlot, ...]  # position 0 of the key row is the window start
+    accs: tuple[AccSlot, ...]
+    value_dtypes: tuple[np.dtype, ...]
+
+    @property
+    def key_width(self) -> int:
+        return 1 + sum(1 + (k.valid_position is not None) for k in self.keys)
+
+
+def layout(agg: pn.Aggregate) -> AggLayout:
+    schema: Schema = agg.input.input.schema
+    keys, pos = [], 1
+    for name in agg.keys:
+        f = schema.field(name)
+        keys.append(KeySlot(name, f.dtype, pos, pos + 1 if f.nullable else None))
+        pos += 2 if f.nullable else 1
+    dtypes: list[np.dtype] = []
+
+    def slot(dtype: np.dtype) -> int:
+        dtypes.append(np.dtype(dtype))
+        return len(dtypes) - 1
+
+    accs = []
+    for name, call in agg.aggs:
+        t = ex.type_of(call.arg, schema) if call.arg is not None else None
+        nullable = bool(t and t.nullable)
+        if call.func == "count":
+            accs.append(AccSlot(name, "count", call.arg, nullable, None, None, slot(np.int64)))
+            continue
+        vdt = np.dtype(np.float64) if call.func == "avg" or t.dtype is DType.FLOAT64 else np.dtype(np.int64)
+        value = slot(vdt)
+        count = slot(np.int64) if call.func == "avg" or nullable else None
+        accs.append(AccSlot(name, call.func, call.arg, nullable, value, vdt, count))
+    return AggLayout(tuple(keys), tuple(accs), tuple(dtypes))
+
+
+def finalize(lay: AggLayout, keys: np.ndarray, values: list[np.ndarray], size_ms: int) \
+        -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+    """Output columns (values, validity) of drained entries, in the Aggregate's schema order."""
+    out: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
+    start = np.ascontiguousarray(keys[:, 0])
+    out[pn.WINDOW_START] = (start, None)
+    out[pn.WINDOW_END] = (start + size_ms, None)
+    for k in lay.keys:
+        raw = np.ascontiguousarray(keys[:, k.position])
+        v = raw.view(np.float64) if k.dtype is DType.FLOAT64 else raw.astype(np.bool_) if k.dtype is DType.BOOL \
+            else raw
+        valid = None if k.valid_position is None else keys[:, k.valid_position].astype(np.bool_)
+        out[k.name] = (v, valid)
+    for a in lay.accs:
+        counts = None if a.count is None else values[a.count]
+        if a.func == "count":
+            out[a.name] = (counts, None)
+        elif a.func == "avg":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[a.name] = (np.where(counts > 0, values[a.value] / np.maximum(counts, 1), 0.0), counts > 0)
+        else:
+            out[a.name] = (values[a.value], None if counts is None else counts > 0)
+    return out

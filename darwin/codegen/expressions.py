@@ -1,0 +1,193 @@
+"""Emits fused-loop code for expressions: each value is a (value, valid) pair of locals.
+
+Validity is tracked statically: a sub-expression that cannot be NULL carries no
+validity code at all, so non-nullable queries pay nothing for SQL null semantics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from darwin.codegen.source import SourceBuilder, number
+from darwin.errors import UnsupportedError
+from darwin.plan import exprs as ex
+from darwin.types import DType, Schema
+
+Value = tuple[str, str | None]  # (value code, validity code or None = never null)
+Env = dict[str, Value]
+
+_ARITH = {"add": "+", "sub": "-", "mul": "*"}
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_ZERO = {DType.FLOAT64: "0.0", DType.BOOL: "False"}
+ISIN_INLINE_LIMIT = 16
+
+
+@dataclass
+class Params:
+    """Values passed to a kernel as arguments instead of being written into its source."""
+
+    strings: list[str] = field(default_factory=list)  # literal strings, passed as dictionary codes
+    arrays: list[tuple[str, list[Any]]] = field(default_factory=list)  # (numpy dtype, sorted values)
+
+    def string(self, value: str) -> str:
+        if value not in self.strings:
+            self.strings.append(value)
+        return f"ps{self.strings.index(value)}"
+
+    def array(self, dtype: str, values: list[Any]) -> str:
+        self.arrays.append((dtype, sorted(values)))
+        return f"pa{len(self.arrays) - 1}"
+
+    def names(self) -> list[str]:
+        return [f"ps{i}" for i in range(len(self.strings))] + [f"pa{i}" for i in range(len(self.arrays))]
+
+
+def _and(a: str | None, b: str | None) -> str | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return f"({a} & {b})"
+
+
+class ExprEmitter:
+    def __init__(self, src: SourceBuilder, params: Params) -> None:
+        self.src, self.params = src, params
+
+    def emit(self, e: ex.ExprNode, env: Env, schema: Schema) -> Value:
+        """Code computing ``e`` for the current row, assigned to fresh locals."""
+        t = ex.type_of(e, schema)
+        val, ok = self._emit(e, env, schema, t.dtype)
+        if isinstance(e, (ex.Column, ex.Literal)):
+            return val, ok
+        name = self.src.fresh()
+        self.src.line(f"{name} = {val}")
+        if ok is not None and ok not in ("True", "False"):
+            self.src.line(f"{name}_ok = {ok}")
+            ok = f"{name}_ok"
+        return name, ok
+
+    def _emit(self, e: ex.ExprNode, env: Env, schema: Schema, dtype: DType | None) -> Value:
+        if isinstance(e, ex.Column):
+            return env[e.name]
+        if isinstance(e, ex.Literal):
+            return self._literal(e, dtype)
+        if isinstance(e, ex.Binary):
+            return self._binary(e, env, schema)
+        if isinstance(e, ex.Unary):
+            v, ok = self.emit(e.operand, env, schema)
+            if e.op == "is_null":
+                return ("False" if ok is None else f"(not {ok})"), None
+            if e.op == "is_not_null":
+                return ("True" if ok is None else ok), None
+            code = {"neg": f"(-{v})", "abs": f"abs({v})", "not": f"(not {v})"}[e.op]
+            return code, ok
+        if isinstance(e, ex.IsIn):
+            return self._isin(e, env, schema)
+        if isinstance(e, ex.Cast):
+            return self._cast(e, env, schema)
+        if isinstance(e, ex.Case):
+            return self._case(e, env, schema, dtype)
+        if isinstance(e, ex.DatePart):
+            v, ok = self.emit(e.operand, env, schema)
+            return f"dt_{e.part}({v})", ok
+        raise UnsupportedError(f"the compiled engine cannot evaluate {e}")
+
+    def _literal(self, e: ex.Literal, dtype: DType | None) -> Value:
+        if e.value is None:
+            return _ZERO.get(dtype, "np.int64(0)"), "False"
+        if e.dtype is DType.STRING:
+            return self.params.string(e.value), None
+        if e.dtype is DType.FLOAT64 or dtype is DType.FLOAT64:
+            return number(float(e.value)), None
+        return number(e.value), None
+
+    def _binary(self, e: ex.Binary, env: Env, schema: Schema) -> Value:
+        lv, lok = self.emit(e.left, env, schema)
+        rv, rok = self.emit(e.right, env, schema)
+        ok = _and(lok, rok)
+        if e.op == "and":
+            if lok is None and rok is None:
+                return f"({lv} & {rv})", None
+            val = f"({lok or 'True'} & {lv} & {rok or 'True'} & {rv})"
+            false_l = f"({lok} & (not {lv}))" if lok else f"(not {lv})"
+            false_r = f"({rok} & (not {rv}))" if rok else f"(not {rv})"
+            return val, f"({val} | {false_l} | {false_r})"
+        if e.op == "or":
+            if lok is None and rok is None:
+                return f"({lv} | {rv})", None
+            val = f"(({lok or 'True'} & {lv}) | ({rok or 'True'} & {rv}))"
+            return val, f"({val} | {_and(lok, rok)})"
+        lt = ex.type_of(e.left, schema).dtype
+        rt = ex.type_of(e.right, schema).dtype
+        floats = DType.FLOAT64 in (lt, rt)
+        if floats or e.op == "truediv":
+            lv, rv = f"np.float64({lv})", f"np.float64({rv})"
+        if e.op in _CMP:
+            return f"({lv} {_CMP[e.op]} {rv})", ok
+        if e.op in _ARITH:
+            return f"({lv} {_ARITH[e.op]} {rv})", ok
+        nonzero = f"({rv} != 0)"
+        ok = _and(ok, nonzero)
+        if e.op == "truediv":
+            return f"(({lv} / {rv}) if {rv} != 0.0 else 0.0)", ok
+        if floats:
+            sym = "//" if e.op == "floordiv" else "%"
+            return f"(({lv} {sym} {rv}) if {rv} != 0.0 else 0.0)", ok
+        fn = "floordiv_int" if e.op == "floordiv" else "mod_int"
+        return f"{fn}({lv}, {rv})", ok
+
+    def _isin(self, e: ex.IsIn, env: Env, schema: Schema) -> Value:
+        v, ok = self.emit(e.operand, env, schema)
+        operand_type = ex.type_of(e.operand, schema).dtype
+        values = [lit for lit in e.values if lit.value is not None]
+        has_null = len(values) < len(e.values)
+        as_float = operand_type is DType.FLOAT64 or any(lit.dtype is DType.FLOAT64 for lit in values)
+        if operand_type is DType.STRING:
+            tests = [f"({v} == {self.params.string(lit.value)})" for lit in values]
+        elif len(values) > ISIN_INLINE_LIMIT:
+            kind = "float64" if as_float else ("bool" if operand_type is DType.BOOL else "int64")
+            arr = self.params.array(kind, [float(x.value) if as_float else x.value for x in values])
+            tests = [f"sorted_contains({arr}, {v})"]
+        else:
+            conv = (lambda x: number(float(x))) if as_float else number
+            tests = [f"({v} == {conv(lit.value)})" for lit in values]
+        found = "(" + " | ".join(tests) + ")" if tests else "False"
+        if has_null:  # x IN (..., NULL) is NULL when nothing matched
+            ok = _and(ok, found)
+        return found, ok
+
+    def _cast(self, e: ex.Cast, env: Env, schema: Schema) -> Value:
+        v, ok = self.emit(e.operand, env, schema)
+        src = ex.type_of(e.operand, schema).dtype
+        dst = e.dtype
+        if src == dst or {src, dst} <= {DType.INT64, DType.TIMESTAMP} or src is None:
+            return v, ok
+        if dst is DType.FLOAT64:
+            return f"np.float64({v})", ok
+        if dst is DType.BOOL:
+            return f"({v} != 0)", ok
+        if src is DType.FLOAT64:  # to int64 / timestamp
+            return f"float_to_int({v})", _and(ok, f"float_to_int_ok({v})")
+        return f"np.int64({v})", ok
+
+    def _case(self, e: ex.Case, env: Env, schema: Schema, dtype: DType | None) -> Value:
+        arms = []
+        for cond, value in e.whens:
+            c, cok = self.emit(cond, env, schema)
+            v, vok = self.emit(value, env, schema)
+            arms.append((c if cok is None else f"({cok} & {c})", *self._unified(v, vok, value, schema, dtype)))
+        val, ok = self._unified(*self.emit(e.otherwise, env, schema), e.otherwise, schema, dtype)
+        nullable = ok is not None or any(vok is not None for _, _, vok in arms)
+        ok = ok or "True"
+        for c, v, vok in reversed(arms):
+            val = f"({v} if {c} else {val})"
+            ok = f"({vok or 'True'} if {c} else {ok})"
+        return val, (ok if nullable else None)
+
+    @staticmethod
+    def _unified(v: str, ok: str | None, e: ex.ExprNode, schema: Schema, dtype: DType | None) -> Value:
+        if dtype is DType.FLOAT64 and ex.type_of(e, schema).dtype is not DType.FLOAT64:
+            return f"np.float64({v})", ok
+        return v, ok

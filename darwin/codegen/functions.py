@@ -1,0 +1,105 @@
+"""Scalar njit helpers that generated code calls where plain operators are not enough."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+INT64_MIN = np.int64(-(2**63))
+
+
+@njit(inline="always", cache=True, nogil=True)
+def floordiv_int(a: np.int64, b: np.int64) -> np.int64:
+    """Python floor division with int64 wrap-around; the caller masks b == 0 as NULL."""
+    if b == 0:
+        return np.int64(0)
+    if b == -1:
+        return -a  # INT64_MIN // -1 wraps instead of trapping
+    return a // b
+
+
+@njit(inline="always", cache=True, nogil=True)
+def mod_int(a: np.int64, b: np.int64) -> np.int64:
+    if b == 0 or b == -1:
+        return np.int64(0)
+    return a % b
+
+
+@njit(inline="always", cache=True, nogil=True)
+def float_to_int_ok(x: float) -> bool:
+    return np.isfinite(x) and -9.223372036854775808e18 <= x < 9.223372036854775808e18
+
+
+@njit(inline="always", cache=True, nogil=True)
+def float_to_int(x: float) -> np.int64:
+    """Truncation toward zero; out-of-range values give 0 and are masked NULL by the caller."""
+    if float_to_int_ok(x):
+        return np.int64(x)
+    return np.int64(0)
+
+
+@njit(inline="always", cache=True, nogil=True)
+def _floor_div(a: np.int64, b: np.int64) -> np.int64:
+    return a // b
+
+
+@njit(inline="always", cache=True, nogil=True)
+def _civil(ms: np.int64) -> tuple:
+    """(year, month, day) of a UTC millisecond timestamp (H. Hinnant's days_from_civil inverse)."""
+    z = _floor_div(ms, 86_400_000) + 719_468
+    era = _floor_div(z, 146_097)
+    doe = z - era * 146_097
+    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
+    y = yoe + era * 400
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + 3 if mp < 10 else mp - 9
+    return (y + 1 if m <= 2 else y), m, d
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_year(ms: np.int64) -> np.int64:
+    return np.int64(_civil(ms)[0])
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_month(ms: np.int64) -> np.int64:
+    return np.int64(_civil(ms)[1])
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_day(ms: np.int64) -> np.int64:
+    return np.int64(_civil(ms)[2])
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_hour(ms: np.int64) -> np.int64:
+    return (ms % 86_400_000) // 3_600_000
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_minute(ms: np.int64) -> np.int64:
+    return (ms % 86_400_000) // 60_000 % 60
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_second(ms: np.int64) -> np.int64:
+    return (ms % 86_400_000) // 1000 % 60
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_millisecond(ms: np.int64) -> np.int64:
+    return ms % 1000
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_day_of_week(ms: np.int64) -> np.int64:
+    return (_floor_div(ms, 86_400_000) + 3) % 7 + 1
+
+
+@njit(cache=True, nogil=True)
+def sorted_contains(values: np.ndarray, x: float) -> bool:
+    """Membership in a sorted array: ``isin`` with many values."""
+    i = np.searchsorted(values, x)
+    return i < values.shape[0] and values[i] == x

@@ -1,0 +1,35 @@
+"""Darwin's exceptions: one root, with input errors also being ``ValueError``/``TypeError``.
+
+Callers can catch ``DarwinError`` for anything Darwin raises, or the built-in
+base they would expect for bad input.
+"""
+
+from __future__ import annotations
+
+
+class DarwinError(Exception):
+    """Root of every error Darwin raises on purpose."""
+
+
+class PlanError(DarwinError, ValueError):
+    """A query is malformed: unknown column, bad window, unsupported operation."""
+
+
+class SchemaError(PlanError):
+    """Data does not match the schema a query was built for."""
+
+
+class DarwinTypeError(DarwinError, TypeError):
+    """An expression combines types that do not go together."""
+
+
+class ConfigError(DarwinError, ValueError):
+    """A configuration value or file is invalid."""
+
+
+class SourceError(DarwinError, ValueError):
+    """A source cannot be read: missing or malformed file, wrong column type."""
+
+
+class UnsupportedError(DarwinError, NotImplementedError):
+    """The chosen engine cannot execute this plan node or expression."""

@@ -1,0 +1,220 @@
+"""User-facing expressions: ``col``, ``lit``, ``when`` and the aggregate functions.
+
+An ``Expr`` only wraps an immutable node of ``darwin.plan.exprs``; every operator
+returns a new ``Expr``.
+
+Examples
+--------
+>>> from darwin import col
+>>> str(((col("price") > 10) & col("auction").isin([1, 2])).node)
+"((col('price') > 10) & col('auction').isin([1, 2]))"
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from darwin.errors import DarwinTypeError
+from darwin.plan import exprs as ex
+from darwin.types import DType
+
+IntoExpr = Any  # an Expr, a column name where a column is meant, or a Python literal
+
+
+def _node(value: IntoExpr) -> ex.ExprNode:
+    if isinstance(value, Expr):
+        return value.node
+    if isinstance(value, Agg):
+        raise DarwinTypeError(f"aggregate {value.call} can only be used inside agg()")
+    return ex.literal_of(value)
+
+
+class Expr:
+    """A column expression; build with ``col``/``lit`` and Python operators."""
+
+    __slots__ = ("node", "name")
+
+    def __init__(self, node: ex.ExprNode, name: str | None = None) -> None:
+        self.node = node
+        self.name = name if name is not None else (node.name if isinstance(node, ex.Column) else None)
+
+    def alias(self, name: str) -> Expr:
+        return Expr(self.node, name)
+
+    def __repr__(self) -> str:
+        return f"Expr({self.node})" + (f".alias({self.name!r})" if self.name else "")
+
+    def __bool__(self) -> bool:
+        raise DarwinTypeError("an expression has no truth value: use & | ~ instead of and/or/not, "
+                              "and write a < b < c as (a < b) & (b < c)")
+
+    __hash__ = None  # type: ignore[assignment]  # == builds an expression
+
+    def _bin(self, op: str, other: IntoExpr, reflected: bool = False) -> Expr:
+        left, right = (self.node, _node(other))
+        return Expr(ex.Binary(op, right, left) if reflected else ex.Binary(op, left, right))
+
+    def __add__(self, o: IntoExpr) -> Expr: return self._bin("add", o)
+    def __radd__(self, o: IntoExpr) -> Expr: return self._bin("add", o, True)
+    def __sub__(self, o: IntoExpr) -> Expr: return self._bin("sub", o)
+    def __rsub__(self, o: IntoExpr) -> Expr: return self._bin("sub", o, True)
+    def __mul__(self, o: IntoExpr) -> Expr: return self._bin("mul", o)
+    def __rmul__(self, o: IntoExpr) -> Expr: return self._bin("mul", o, True)
+    def __truediv__(self, o: IntoExpr) -> Expr: return self._bin("truediv", o)
+    def __rtruediv__(self, o: IntoExpr) -> Expr: return self._bin("truediv", o, True)
+    def __floordiv__(self, o: IntoExpr) -> Expr: return self._bin("floordiv", o)
+    def __rfloordiv__(self, o: IntoExpr) -> Expr: return self._bin("floordiv", o, True)
+    def __mod__(self, o: IntoExpr) -> Expr: return self._bin("mod", o)
+    def __rmod__(self, o: IntoExpr) -> Expr: return self._bin("mod", o, True)
+    def __eq__(self, o: IntoExpr) -> Expr: return self._bin("eq", o)  # type: ignore[override]
+    def __ne__(self, o: IntoExpr) -> Expr: return self._bin("ne", o)  # type: ignore[override]
+    def __lt__(self, o: IntoExpr) -> Expr: return self._bin("lt", o)
+    def __le__(self, o: IntoExpr) -> Expr: return self._bin("le", o)
+    def __gt__(self, o: IntoExpr) -> Expr: return self._bin("gt", o)
+    def __ge__(self, o: IntoExpr) -> Expr: return self._bin("ge", o)
+    def __and__(self, o: IntoExpr) -> Expr: return self._bin("and", o)
+    def __rand__(self, o: IntoExpr) -> Expr: return self._bin("and", o, True)
+    def __or__(self, o: IntoExpr) -> Expr: return self._bin("or", o)
+    def __ror__(self, o: IntoExpr) -> Expr: return self._bin("or", o, True)
+    def __invert__(self) -> Expr: return Expr(ex.Unary("not", self.node))
+    def __neg__(self) -> Expr: return Expr(ex.Unary("neg", self.node))
+    def __abs__(self) -> Expr: return self.abs()
+
+    def abs(self) -> Expr:
+        return Expr(ex.Unary("abs", self.node))
+
+    def is_null(self) -> Expr:
+        return Expr(ex.Unary("is_null", self.node))
+
+    def is_not_null(self) -> Expr:
+        return Expr(ex.Unary("is_not_null", self.node))
+
+    def isin(self, values: Iterable[Any]) -> Expr:
+        if isinstance(values, (str, bytes)):
+            raise DarwinTypeError("isin() takes a list of values, not a single string")
+        return Expr(ex.IsIn(self.node, tuple(ex.literal_of(v) for v in values)))
+
+    def between(self, low: IntoExpr, high: IntoExpr) -> Expr:
+        """``low <= self <= high``, both ends inclusive (as in SQL)."""
+        return (self >= low) & (self <= high)
+
+    def cast(self, dtype: str | DType) -> Expr:
+        try:
+            target = dtype if isinstance(dtype, DType) else DType(dtype)
+        except ValueError:
+            raise DarwinTypeError(f"cast to unknown type {dtype!r}; use one of "
+                                  f"{[t.value for t in DType]}") from None
+        return Expr(ex.Cast(self.node, target))
+
+    @property
+    def dt(self) -> DateTimeNamespace:
+        return DateTimeNamespace(self)
+
+
+class DateTimeNamespace:
+    """Parts of a timestamp in UTC: ``col("ts").dt.hour()``."""
+
+    def __init__(self, expr: Expr) -> None:
+        self._expr = expr
+
+    def _part(self, part: str) -> Expr:
+        return Expr(ex.DatePart(part, self._expr.node))
+
+    def year(self) -> Expr: return self._part("year")
+    def month(self) -> Expr: return self._part("month")
+    def day(self) -> Expr: return self._part("day")
+    def hour(self) -> Expr: return self._part("hour")
+    def minute(self) -> Expr: return self._part("minute")
+    def second(self) -> Expr: return self._part("second")
+    def millisecond(self) -> Expr: return self._part("millisecond")
+
+    def day_of_week(self) -> Expr:
+        """ISO day of the week: 1 is Monday, 7 is Sunday."""
+        return self._part("day_of_week")
+
+
+def col(name: str) -> Expr:
+    """A column of the table the expression is used on."""
+    if not isinstance(name, str):
+        raise DarwinTypeError(f"col() takes a column name, got {name!r}")
+    return Expr(ex.Column(name))
+
+
+def lit(value: Any, dtype: str | DType | None = None) -> Expr:
+    """A constant; ``dtype`` types a NULL or forces a type (e.g. ``lit(0, "timestamp")``)."""
+    node = ex.literal_of(value)
+    if dtype is not None:
+        target = dtype if isinstance(dtype, DType) else DType(dtype)
+        if value is None:
+            node = ex.Literal(None, target)
+        elif target != node.dtype:
+            if target is DType.FLOAT64 and node.dtype is DType.INT64:
+                node = ex.Literal(float(value), target)
+            else:
+                node = ex.Literal(node.value, target)
+    return Expr(node)
+
+
+class When:
+    """``when(cond, value).when(...).otherwise(default)``; without otherwise the default is NULL."""
+
+    def __init__(self, whens: tuple[tuple[ex.ExprNode, ex.ExprNode], ...]) -> None:
+        self._whens = whens
+
+    def when(self, condition: IntoExpr, value: IntoExpr) -> When:
+        return When(self._whens + ((_node(condition), _node(value)),))
+
+    def otherwise(self, value: IntoExpr) -> Expr:
+        return Expr(ex.Case(self._whens, _node(value)))
+
+    def end(self) -> Expr:
+        return Expr(ex.Case(self._whens, ex.Literal(None, None)))
+
+
+def when(condition: IntoExpr, value: IntoExpr) -> When:
+    return When(((_node(condition), _node(value)),))
+
+
+# ----------------------------------------------------------------------------- aggregates
+
+class Agg:
+    """An aggregate call, used as a keyword argument of ``agg()``."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call: ex.AggCall) -> None:
+        self.call = call
+
+    def __repr__(self) -> str:
+        return f"Agg({self.call})"
+
+
+def _agg(func: str, arg: IntoExpr | None) -> Agg:
+    if arg is None:
+        return Agg(ex.AggCall(func, None))
+    node = ex.Column(arg) if isinstance(arg, str) else _node(arg)
+    return Agg(ex.AggCall(func, node))
+
+
+def count(expr: IntoExpr | None = None) -> Agg:
+    """Rows in the group; with an argument, rows where it is not null."""
+    return _agg("count", expr)
+
+
+def sum(expr: IntoExpr) -> Agg:  # noqa: A001 - mirrors SQL/Polars naming
+    return _agg("sum", expr)
+
+
+def min(expr: IntoExpr) -> Agg:  # noqa: A001
+    return _agg("min", expr)
+
+
+def max(expr: IntoExpr) -> Agg:  # noqa: A001
+    return _agg("max", expr)
+
+
+def avg(expr: IntoExpr) -> Agg:
+    return _agg("avg", expr)
+
+
+mean = avg

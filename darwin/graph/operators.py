@@ -1,0 +1,129 @@
+"""Physical operators and pipelines.
+
+A pipeline is a source of rows, a chain of stateless operators fused into one
+loop, and a sink. A windowed hash aggregation breaks the plan into two
+pipelines: one builds its state, the next drains fired windows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from darwin.plan import nodes as pn
+from darwin.plan.exprs import ExprNode
+from darwin.plan.window import Window
+from darwin.types import Schema
+
+
+@dataclass(frozen=True)
+class ScanInput:
+    scan: pn.Scan
+    delay_ms: int  # the source's watermark delay, or the config's default
+
+    def describe(self) -> str:
+        return f"scan {self.scan.source.name}"
+
+
+@dataclass(frozen=True)
+class FiredWindowsInput:
+    """Rows of windows that fired in the aggregation built by pipeline ``producer``."""
+
+    producer: int
+
+    def describe(self) -> str:
+        return f"fired windows of pipeline {self.producer}"
+
+
+@dataclass(frozen=True)
+class FilterOp:
+    predicate: ExprNode
+
+    def describe(self) -> str:
+        return f"filter {self.predicate}"
+
+
+@dataclass(frozen=True)
+class ProjectOp:
+    exprs: tuple[tuple[str, ExprNode], ...]
+
+    def describe(self) -> str:
+        return "project " + ", ".join(name for name, _ in self.exprs)
+
+
+@dataclass(frozen=True)
+class WindowAssignOp:
+    window: Window
+
+    def describe(self) -> str:
+        return f"window-assign {self.window}"
+
+
+StatelessOp = Union[FilterOp, ProjectOp, WindowAssignOp]
+
+
+@dataclass(frozen=True)
+class CollectSink:
+    def describe(self) -> str:
+        return "collect"
+
+
+@dataclass(frozen=True)
+class WindowAggregateSink:
+    """Hash aggregation keyed by (window start, keys) with watermark-triggered firing."""
+
+    aggregate: pn.Aggregate
+    backend: str
+
+    @property
+    def window(self) -> Window:
+        return self.aggregate.input.window
+
+    @property
+    def late_output(self) -> bool:
+        return self.aggregate.input.late_output
+
+    def describe(self) -> str:
+        a = self.aggregate
+        return (f"window-hash-aggregate {self.window} keys=[{', '.join(a.keys)}] "
+                f"aggs=[{', '.join(f'{n}={c}' for n, c in a.aggs)}] state={self.backend}"
+                + (" late-output" if self.late_output else ""))
+
+
+Sink = Union[CollectSink, WindowAggregateSink]
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    id: int
+    input: ScanInput | FiredWindowsInput
+    input_schema: Schema
+    operators: tuple[StatelessOp, ...]
+    sink: Sink
+    output_schema: Schema  # of the rows reaching the sink
+
+    @property
+    def needs_kernel(self) -> bool:
+        """A pipeline that only passes fired windows to the output needs no compiled loop."""
+        return bool(self.operators) or not isinstance(self.sink, CollectSink) or isinstance(self.input, ScanInput)
+
+    @property
+    def rows_per_input(self) -> int:
+        """Upper bound of rows reaching the sink per input row (sliding windows repeat rows)."""
+        n = 1
+        for op in self.operators:
+            if isinstance(op, WindowAssignOp):
+                n *= op.window.windows_per_row
+        return n
+
+    def describe(self) -> str:
+        steps = [self.input.describe(), *(op.describe() for op in self.operators), self.sink.describe()]
+        return f"pipeline {self.id}: " + " -> ".join(steps)
+
+
+@dataclass(frozen=True)
+class OperatorGraph:
+    pipelines: tuple[Pipeline, ...]  # producers before consumers
+
+    def describe(self) -> str:
+        return "\n".join(p.describe() for p in self.pipelines)

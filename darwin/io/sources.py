@@ -1,0 +1,113 @@
+"""Built-in sources: in-memory Arrow data, Parquet files, batch factories."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from darwin.errors import SchemaError, SourceError
+from darwin.types import Schema
+
+
+def _non_null_columns(table_or_batches: Iterable[pa.RecordBatch] | pa.Table) -> frozenset[str]:
+    if isinstance(table_or_batches, pa.Table):
+        return frozenset(n for n, c in zip(table_or_batches.column_names, table_or_batches.columns)
+                         if c.null_count == 0)
+    raise TypeError("expected a pyarrow.Table")
+
+
+class ArrowSource:
+    """Rows of an in-memory ``pyarrow.Table``; columns without nulls are typed NOT NULL."""
+
+    def __init__(self, table: pa.Table, name: str = "arrow") -> None:
+        if isinstance(table, pa.RecordBatch):
+            table = pa.Table.from_batches([table])
+        if not isinstance(table, pa.Table):
+            raise SourceError(f"from_arrow() expects a pyarrow.Table or RecordBatch, got {type(table).__name__}")
+        self.table = table
+        self.name = name
+        self.schema = Schema.from_arrow(table.schema, _non_null_columns(table))
+
+    def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
+        yield from self.table.select(list(columns)).to_batches(max_chunksize=batch_size)
+
+    def __repr__(self) -> str:
+        return f"ArrowSource({self.name}, {self.table.num_rows} rows)"
+
+
+class ParquetSource:
+    """A Parquet file read in batches, reading only the columns a query uses."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.name = self.path.name
+        try:
+            meta = pq.read_metadata(self.path)
+            arrow_schema = pq.read_schema(self.path)
+        except FileNotFoundError:
+            raise SourceError(f"Parquet file {str(self.path)!r} does not exist") from None
+        except (OSError, pa.ArrowInvalid) as e:
+            raise SourceError(f"cannot read Parquet file {str(self.path)!r}: {e}") from None
+        self.schema = Schema.from_arrow(arrow_schema, _parquet_non_null(meta, arrow_schema))
+        self.num_rows = meta.num_rows
+
+    def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
+        try:
+            f = pq.ParquetFile(self.path)
+            yield from f.iter_batches(batch_size=batch_size, columns=list(columns))
+        except (OSError, pa.ArrowInvalid) as e:
+            raise SourceError(f"error while reading Parquet file {str(self.path)!r}: {e}") from None
+
+    def __repr__(self) -> str:
+        return f"ParquetSource({str(self.path)!r})"
+
+
+def _parquet_non_null(meta: pq.FileMetaData, schema: pa.Schema) -> frozenset[str]:
+    """Columns whose row-group statistics prove they hold no nulls (cheap: metadata only)."""
+    out = set()
+    for i, name in enumerate(schema.names):
+        if not schema.field(i).nullable:
+            out.add(name)
+            continue
+        try:
+            leaf = meta.schema.get_column_index(name) if hasattr(meta.schema, "get_column_index") else i
+        except KeyError:
+            continue
+        stats = [meta.row_group(g).column(leaf).statistics for g in range(meta.num_row_groups)]
+        if stats and all(s is not None and s.has_null_count and s.null_count == 0 for s in stats):
+            out.add(name)
+    return frozenset(out)
+
+
+class BatchSource:
+    """Rows produced by a factory of record batches (generators, tests, custom inputs).
+
+    The factory is called once per run, so the rows must be the same each call.
+    """
+
+    def __init__(self, schema: pa.Schema, factory: Callable[[], Iterable[pa.RecordBatch]],
+                 name: str = "batches", non_null: Iterable[str] = ()) -> None:
+        self.arrow_schema = schema
+        self.factory = factory
+        self.name = name
+        self.schema = Schema.from_arrow(schema, frozenset(non_null))
+
+    def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
+        for batch in self.factory():
+            if batch.schema.names != self.arrow_schema.names:
+                missing = set(self.arrow_schema.names) - set(batch.schema.names)
+                raise SchemaError(f"source {self.name!r} produced a batch with columns "
+                                  f"{batch.schema.names}; expected {self.arrow_schema.names}"
+                                  + (f" (missing {sorted(missing)})" if missing else ""))
+            if batch.num_rows == 0:
+                yield batch.select(list(columns))
+                continue
+            for start in range(0, batch.num_rows, batch_size):
+                yield batch.slice(start, batch_size).select(list(columns))
+
+    def __repr__(self) -> str:
+        return f"BatchSource({self.name})"

@@ -1,0 +1,295 @@
+"""Expression nodes: frozen, hashable values with type inference against a schema.
+
+The user-facing wrapper with operator overloading is ``darwin.expr.Expr``; plan
+nodes hold these bare nodes so a plan compares and hashes by value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Union
+
+from darwin.errors import DarwinTypeError, PlanError
+from darwin.types import DType, Schema
+
+ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod")
+COMPARISON = ("eq", "ne", "lt", "le", "gt", "ge")
+LOGICAL = ("and", "or")
+UNARY = ("neg", "not", "abs", "is_null", "is_not_null")
+DATE_PARTS = ("year", "month", "day", "hour", "minute", "second", "millisecond", "day_of_week")
+SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+           "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+           "and": "&", "or": "|"}
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+
+    def __str__(self) -> str:
+        return f"col({self.name!r})"
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A constant; ``dtype`` None is an untyped NULL that takes its type from context."""
+
+    value: Any
+    dtype: DType | None
+
+    def __post_init__(self) -> None:
+        v, t = self.value, self.dtype
+        if v is None:
+            return
+        ok = {DType.BOOL: isinstance(v, bool),
+              DType.INT64: isinstance(v, int) and not isinstance(v, bool) and INT64_MIN <= v <= INT64_MAX,
+              DType.TIMESTAMP: isinstance(v, int) and not isinstance(v, bool),
+              DType.FLOAT64: isinstance(v, float),
+              DType.STRING: isinstance(v, str)}.get(t, False)
+        if not ok:
+            raise DarwinTypeError(f"literal {v!r} is not a valid {t!r} value")
+
+    def __str__(self) -> str:
+        return "null" if self.value is None else repr(self.value)
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str
+    left: ExprNode
+    right: ExprNode
+
+    def __str__(self) -> str:
+        return f"({self.left} {SYMBOLS[self.op]} {self.right})"
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: str
+    operand: ExprNode
+
+    def __str__(self) -> str:
+        return f"{self.op}({self.operand})"
+
+
+@dataclass(frozen=True)
+class IsIn:
+    operand: ExprNode
+    values: tuple[Literal, ...]
+
+    def __str__(self) -> str:
+        return f"{self.operand}.isin([{', '.join(map(str, self.values))}])"
+
+
+@dataclass(frozen=True)
+class Cast:
+    operand: ExprNode
+    dtype: DType
+
+    def __str__(self) -> str:
+        return f"cast({self.operand}, {self.dtype.value})"
+
+
+@dataclass(frozen=True)
+class Case:
+    whens: tuple[tuple[ExprNode, ExprNode], ...]
+    otherwise: ExprNode
+
+    def __str__(self) -> str:
+        arms = " ".join(f"when {c} then {v}" for c, v in self.whens)
+        return f"case {arms} else {self.otherwise} end"
+
+
+@dataclass(frozen=True)
+class DatePart:
+    part: str
+    operand: ExprNode
+
+    def __str__(self) -> str:
+        return f"{self.operand}.dt.{self.part}()"
+
+
+ExprNode = Union[Column, Literal, Binary, Unary, IsIn, Cast, Case, DatePart]
+
+
+@dataclass(frozen=True)
+class AggCall:
+    """An aggregate function applied to an expression (``arg`` None for ``count()``)."""
+
+    func: str
+    arg: ExprNode | None
+
+    def __str__(self) -> str:
+        return f"{self.func}({'' if self.arg is None else self.arg})"
+
+
+AGG_FUNCS = ("count", "sum", "min", "max", "avg")
+
+
+def children(e: ExprNode) -> tuple[ExprNode, ...]:
+    if isinstance(e, Binary):
+        return (e.left, e.right)
+    if isinstance(e, (Unary, IsIn, Cast, DatePart)):
+        return (e.operand, *getattr(e, "values", ()))
+    if isinstance(e, Case):
+        return tuple(x for pair in e.whens for x in pair) + (e.otherwise,)
+    return ()
+
+
+def columns_of(e: ExprNode | AggCall | None) -> frozenset[str]:
+    """Names of the columns an expression reads."""
+    if e is None:
+        return frozenset()
+    if isinstance(e, AggCall):
+        return columns_of(e.arg)
+    if isinstance(e, Column):
+        return frozenset((e.name,))
+    out: frozenset[str] = frozenset()
+    for c in children(e):
+        out |= columns_of(c)
+    return out
+
+
+def literal_of(value: Any) -> Literal:
+    """Literal for a Python value, with the Darwin type it implies."""
+    from datetime import datetime, timezone
+
+    if value is None:
+        return Literal(None, None)
+    if isinstance(value, bool):
+        return Literal(value, DType.BOOL)
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise DarwinTypeError(f"integer literal {value} does not fit in int64")
+        return Literal(value, DType.INT64)
+    if isinstance(value, float):
+        return Literal(value, DType.FLOAT64)
+    if isinstance(value, str):
+        return Literal(value, DType.STRING)
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return Literal(int(value.timestamp() * 1000), DType.TIMESTAMP)
+    raise DarwinTypeError(f"cannot use {value!r} of type {type(value).__name__} as a literal")
+
+
+# ----------------------------------------------------------------------------- typing
+
+@dataclass(frozen=True)
+class Typed:
+    dtype: DType | None  # None only for an untyped NULL literal
+    nullable: bool
+
+
+def _unify(a: DType | None, b: DType | None, what: str) -> DType | None:
+    if a is None or a == b:
+        return b
+    if b is None:
+        return a
+    if {a, b} == {DType.INT64, DType.FLOAT64}:
+        return DType.FLOAT64
+    raise DarwinTypeError(f"{what}: cannot combine {a.value} and {b.value}")
+
+
+def type_of(e: ExprNode, schema: Schema, where: str = "expression") -> Typed:
+    """Type and nullability of ``e`` over ``schema``; raises naming the offending part."""
+    if isinstance(e, Column):
+        f = schema.field(e.name, where)
+        return Typed(f.dtype, f.nullable)
+    if isinstance(e, Literal):
+        return Typed(e.dtype, e.value is None)
+    if isinstance(e, Binary):
+        return _type_binary(e, schema, where)
+    if isinstance(e, Unary):
+        t = type_of(e.operand, schema, where)
+        if e.op in ("is_null", "is_not_null"):
+            return Typed(DType.BOOL, False)
+        if e.op == "not":
+            _expect(t, (DType.BOOL,), e, where)
+            return Typed(DType.BOOL, t.nullable)
+        _expect(t, (DType.INT64, DType.FLOAT64), e, where)
+        return Typed(t.dtype, t.nullable)
+    if isinstance(e, IsIn):
+        t = type_of(e.operand, schema, where)
+        for v in e.values:
+            if v.value is not None:
+                _comparable(t.dtype, v.dtype, "eq", f"{where}: {e}")
+        return Typed(DType.BOOL, t.nullable)
+    if isinstance(e, Cast):
+        t = type_of(e.operand, schema, where)
+        if DType.STRING in (t.dtype, e.dtype) and t.dtype != e.dtype:
+            raise DarwinTypeError(f"{where}: {e}: casts to or from string are not supported")
+        return Typed(e.dtype, t.nullable or (t.dtype is DType.FLOAT64 and e.dtype is not DType.FLOAT64
+                                              and e.dtype is not DType.BOOL))
+    if isinstance(e, Case):
+        result: DType | None = None
+        nullable = False
+        for cond, value in e.whens:
+            _expect(type_of(cond, schema, where), (DType.BOOL,), cond, where)
+            tv = type_of(value, schema, where)
+            result = _unify(result, tv.dtype, f"{where}: {e}")
+            nullable |= tv.nullable
+        to = type_of(e.otherwise, schema, where)
+        result = _unify(result, to.dtype, f"{where}: {e}")
+        return Typed(result, nullable or to.nullable)
+    if isinstance(e, DatePart):
+        t = type_of(e.operand, schema, where)
+        _expect(t, (DType.TIMESTAMP,), e, where)
+        return Typed(DType.INT64, t.nullable)
+    raise PlanError(f"{where}: not an expression: {e!r}")
+
+
+def _expect(t: Typed, allowed: tuple[DType, ...], e: Any, where: str) -> None:
+    if t.dtype is not None and t.dtype not in allowed:
+        names = " or ".join(a.value for a in allowed)
+        raise DarwinTypeError(f"{where}: {e} expects {names}, got {t.dtype.value}")
+
+
+def _comparable(a: DType | None, b: DType | None, op: str, what: str) -> None:
+    if a is None or b is None:
+        return
+    numeric = {DType.INT64, DType.FLOAT64}
+    if a == b or (a in numeric and b in numeric) or {a, b} == {DType.TIMESTAMP, DType.INT64}:
+        if a in (DType.STRING, DType.BOOL) and op not in ("eq", "ne"):
+            raise DarwinTypeError(f"{what}: {a.value} values support only == and !=, not {SYMBOLS[op]}")
+        return
+    raise DarwinTypeError(f"{what}: cannot compare {a.value} with {b.value}")
+
+
+def _type_binary(e: Binary, schema: Schema, where: str) -> Typed:
+    lt, rt = type_of(e.left, schema, where), type_of(e.right, schema, where)
+    a, b = lt.dtype, rt.dtype
+    nullable = lt.nullable or rt.nullable
+    what = f"{where}: {e}"
+    if e.op in LOGICAL:
+        _expect(lt, (DType.BOOL,), e.left, what)
+        _expect(rt, (DType.BOOL,), e.right, what)
+        return Typed(DType.BOOL, nullable)
+    if e.op in COMPARISON:
+        _comparable(a, b, e.op, what)
+        return Typed(DType.BOOL, nullable)
+    # arithmetic
+    for t, side in ((a, e.left), (b, e.right)):
+        if t in (DType.BOOL, DType.STRING):
+            raise DarwinTypeError(f"{what}: arithmetic {SYMBOLS[e.op]} on {t.value} operand {side}")
+    if e.op in ("truediv", "floordiv", "mod"):
+        divisor_safe = isinstance(e.right, Literal) and e.right.value not in (None, 0, 0.0)
+        nullable = nullable or not divisor_safe
+    if DType.TIMESTAMP in (a, b):
+        if e.op == "sub" and a == b == DType.TIMESTAMP:
+            return Typed(DType.INT64, nullable)
+        if e.op in ("add", "sub") and {a, b} <= {DType.TIMESTAMP, DType.INT64, None}:
+            return Typed(DType.TIMESTAMP, nullable)
+        raise DarwinTypeError(f"{what}: timestamps support only + and - of integer milliseconds")
+    if e.op == "truediv":
+        return Typed(DType.FLOAT64, nullable)
+    if a is None and b is None:
+        return Typed(None, True)
+    return Typed(_unify(a, b, what), nullable)
+
+
+def fold_float(value: float) -> float | None:
+    """NaN-safe check used by constant folding: keep only finite results."""
+    return value if math.isfinite(value) else None

@@ -1,0 +1,179 @@
+"""Logical plan nodes: frozen values that validate and type themselves when built.
+
+A bad column, a type mismatch or a window on a non-time column fails here, when
+the query is built, naming the column and the operation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Union
+
+from darwin.errors import DarwinTypeError, PlanError
+from darwin.io.source import Source
+from darwin.plan.exprs import AggCall, ExprNode, type_of
+from darwin.plan.window import Window
+from darwin.types import DType, Field, Schema
+
+WINDOW_START, WINDOW_END = "window_start", "window_end"
+
+
+@dataclass(frozen=True)
+class Scan:
+    """Read ``columns`` of a source whose event time is ``time_column``."""
+
+    source: Source
+    columns: tuple[str, ...]
+    time_column: str | None
+    max_delay_ms: int | None  # None: the config's default delay
+
+    def __post_init__(self) -> None:
+        for c in self.columns:
+            self.source.schema.field(c, f"scan of {self.source.name}")
+        if self.time_column is not None:
+            f = self.source.schema.field(self.time_column, f"time column of {self.source.name}")
+            if f.dtype is not DType.TIMESTAMP:
+                raise DarwinTypeError(f"time column {self.time_column!r} of {self.source.name} must be a "
+                                      f"timestamp, but it is {f.dtype.value}")
+
+    @cached_property
+    def schema(self) -> Schema:
+        return self.source.schema.select(self.columns)
+
+    def __hash__(self) -> int:
+        return hash((id(self.source), self.columns, self.time_column, self.max_delay_ms))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Scan) and other.source is self.source and other.columns == self.columns
+                and other.time_column == self.time_column and other.max_delay_ms == self.max_delay_ms)
+
+
+@dataclass(frozen=True)
+class Filter:
+    input: PlanNode
+    predicate: ExprNode
+
+    def __post_init__(self) -> None:
+        t = type_of(self.predicate, self.input.schema, "filter")
+        if t.dtype not in (DType.BOOL, None):
+            raise DarwinTypeError(f"filter: predicate {self.predicate} is {t.dtype.value}, not bool")
+
+    @property
+    def schema(self) -> Schema:
+        return self.input.schema
+
+
+@dataclass(frozen=True)
+class Project:
+    """Compute named expressions; the output has exactly these columns, in order."""
+
+    input: PlanNode
+    exprs: tuple[tuple[str, ExprNode], ...]
+
+    def __post_init__(self) -> None:
+        if not self.exprs:
+            raise PlanError("select: at least one column is needed")
+        _ = self.schema
+
+    @cached_property
+    def schema(self) -> Schema:
+        return project_schema(self.exprs, self.input.schema)
+
+
+@dataclass(frozen=True)
+class WindowAssign:
+    """Attach window_start/window_end; a sliding window repeats the row once per window."""
+
+    input: PlanNode
+    window: Window
+    late_output: bool = False
+
+    def __post_init__(self) -> None:
+        f = self.input.schema.field(self.window.on, "window")
+        if f.dtype is not DType.TIMESTAMP:
+            raise DarwinTypeError(f"window: column {self.window.on!r} is {f.dtype.value}; a window needs a "
+                                  "timestamp column (cast it with col(...).cast('timestamp'))")
+        _ = self.schema
+
+    @cached_property
+    def schema(self) -> Schema:
+        return windowed_schema(self.input.schema)
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """Windowed group-by: one row per (window, keys) when the watermark passes the window's end."""
+
+    input: WindowAssign
+    keys: tuple[str, ...]
+    aggs: tuple[tuple[str, AggCall], ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.input, WindowAssign):
+            raise PlanError("agg: a streaming aggregation needs a window; call .window(...) first")
+        if not self.aggs:
+            raise PlanError("agg: at least one aggregate is needed, e.g. agg(n=dw.count())")
+        _ = self.schema
+
+    @cached_property
+    def schema(self) -> Schema:
+        inp = self.input.schema
+        fields = [inp.field(WINDOW_START), inp.field(WINDOW_END)]
+        for k in self.keys:
+            if k in (WINDOW_START, WINDOW_END):
+                raise PlanError(f"group_by: {k!r} is already part of every windowed group")
+            fields.append(inp.field(k, "group_by"))
+        for name, call in self.aggs:
+            fields.append(Field(name, *agg_type(call, inp, name)))
+        return Schema(tuple(fields))
+
+
+def project_schema(exprs: tuple[tuple[str, ExprNode], ...], schema: Schema) -> Schema:
+    fields = []
+    for name, e in exprs:
+        t = type_of(e, schema, f"select of {name!r}")
+        # an untyped NULL becomes an int64 column of nulls, as in Spark's void -> cast
+        fields.append(Field(name, t.dtype or DType.INT64, t.nullable))
+    return Schema(tuple(fields))
+
+
+def windowed_schema(schema: Schema) -> Schema:
+    """``schema`` plus the window bounds every windowed row carries."""
+    for n in (WINDOW_START, WINDOW_END):
+        if n in schema:
+            raise PlanError(f"window: the input already has a column named {n!r}")
+    return Schema(schema.fields + (Field(WINDOW_START, DType.TIMESTAMP, False),
+                                   Field(WINDOW_END, DType.TIMESTAMP, False)))
+
+
+def agg_type(call: AggCall, schema: Schema, name: str) -> tuple[DType, bool]:
+    """Result type and nullability of an aggregate over ``schema``."""
+    where = f"agg {name}={call}"
+    if call.func == "count":
+        if call.arg is not None:
+            type_of(call.arg, schema, where)
+        return DType.INT64, False
+    if call.arg is None:
+        raise PlanError(f"{where}: {call.func}() needs a column")
+    t = type_of(call.arg, schema, where)
+    allowed = {"sum": (DType.INT64, DType.FLOAT64), "avg": (DType.INT64, DType.FLOAT64),
+               "min": (DType.INT64, DType.FLOAT64, DType.TIMESTAMP),
+               "max": (DType.INT64, DType.FLOAT64, DType.TIMESTAMP)}[call.func]
+    if t.dtype not in allowed:
+        got = "null" if t.dtype is None else t.dtype.value
+        raise DarwinTypeError(f"{where}: {call.func} needs {' or '.join(a.value for a in allowed)}, got {got}")
+    return (DType.FLOAT64 if call.func == "avg" else t.dtype), t.nullable
+
+
+PlanNode = Union[Scan, Filter, Project, WindowAssign, Aggregate]
+
+
+def inputs(node: PlanNode) -> tuple[PlanNode, ...]:
+    return () if isinstance(node, Scan) else (node.input,)
+
+
+def scans(node: PlanNode) -> list[Scan]:
+    if isinstance(node, Scan):
+        return [node]
+    return [s for child in inputs(node) for s in scans(child)]

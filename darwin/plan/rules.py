@@ -1,0 +1,209 @@
+"""Optimizer rules: each a pure function from plan to equivalent plan.
+
+Rules never change results, including late-event accounting: the watermark is
+taken at the source, before any filter, so moving a filter below a window or a
+projection changes nothing but the work done.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from darwin.errors import DarwinTypeError
+from darwin.plan import exprs as ex
+from darwin.plan import nodes as pn
+from darwin.reference.evaluate import compile_expr
+from darwin.types import Schema
+
+Rule = Callable[[pn.PlanNode], pn.PlanNode]
+
+
+def _rebuild(node: pn.PlanNode, child: pn.PlanNode) -> pn.PlanNode:
+    if isinstance(node, pn.Scan):
+        return node
+    if child is node.input:
+        return node
+    return type(node)(child, *[getattr(node, f) for f in node.__dataclass_fields__ if f != "input"])
+
+
+def _bottom_up(node: pn.PlanNode, fn: Rule) -> pn.PlanNode:
+    if not isinstance(node, pn.Scan):
+        node = _rebuild(node, _bottom_up(node.input, fn))
+    return fn(node)
+
+
+# ----------------------------------------------------------------------------- constant folding
+
+_EMPTY = Schema(())
+
+
+def fold_expr(e: ex.ExprNode) -> ex.ExprNode:
+    """Evaluate sub-expressions without columns once, at plan time."""
+    if isinstance(e, (ex.Column, ex.Literal)):
+        return e
+    folded = _map_children(e, fold_expr)
+    if ex.columns_of(folded):
+        return _simplify_logic(folded)
+    try:
+        t = ex.type_of(folded, _EMPTY)
+        value = compile_expr(folded, _EMPTY)({})
+    except (DarwinTypeError, ArithmeticError):
+        return folded
+    if isinstance(value, float) and not math.isfinite(value):
+        return folded  # keep non-finite values computed at run time: no literal for them
+    try:
+        return ex.Literal(value, t.dtype)
+    except DarwinTypeError:
+        return folded
+
+
+def _simplify_logic(e: ex.ExprNode) -> ex.ExprNode:
+    """x & true -> x, x | false -> x (only where the result type cannot change)."""
+    if isinstance(e, ex.Binary) and e.op in ("and", "or"):
+        neutral = e.op == "and"
+        for keep, other in ((e.left, e.right), (e.right, e.left)):
+            if isinstance(other, ex.Literal) and other.value is neutral:
+                return keep
+    return e
+
+
+def _map_children(e: ex.ExprNode, fn: Callable[[ex.ExprNode], ex.ExprNode]) -> ex.ExprNode:
+    if isinstance(e, ex.Binary):
+        return ex.Binary(e.op, fn(e.left), fn(e.right))
+    if isinstance(e, ex.Unary):
+        return ex.Unary(e.op, fn(e.operand))
+    if isinstance(e, ex.IsIn):
+        return ex.IsIn(fn(e.operand), e.values)
+    if isinstance(e, ex.Cast):
+        return ex.Cast(fn(e.operand), e.dtype)
+    if isinstance(e, ex.DatePart):
+        return ex.DatePart(e.part, fn(e.operand))
+    if isinstance(e, ex.Case):
+        return ex.Case(tuple((fn(c), fn(v)) for c, v in e.whens), fn(e.otherwise))
+    return e
+
+
+def fold_constants(node: pn.PlanNode) -> pn.PlanNode:
+    def rule(n: pn.PlanNode) -> pn.PlanNode:
+        if isinstance(n, pn.Filter):
+            pred = fold_expr(n.predicate)
+            if isinstance(pred, ex.Literal) and pred.value is True:
+                return n.input
+            return n if pred == n.predicate else pn.Filter(n.input, pred)
+        if isinstance(n, pn.Project):
+            exprs = tuple((name, _typed_fold(e, n.input.schema)) for name, e in n.exprs)
+            return n if exprs == n.exprs else pn.Project(n.input, exprs)
+        return n
+    return _bottom_up(node, rule)
+
+
+def _typed_fold(e: ex.ExprNode, schema: Schema) -> ex.ExprNode:
+    """Fold, but keep the projected column's type (a folded int stays int, float stays float)."""
+    folded = fold_expr(e)
+    before, after = ex.type_of(e, schema), ex.type_of(folded, schema)
+    return folded if (before.dtype, before.nullable) == (after.dtype, after.nullable) else e
+
+
+# ----------------------------------------------------------------------------- filters
+
+def merge_filters(node: pn.PlanNode) -> pn.PlanNode:
+    """Filter(Filter(x, a), b) -> Filter(x, a & b): one test per row instead of two operators."""
+    def rule(n: pn.PlanNode) -> pn.PlanNode:
+        if isinstance(n, pn.Filter) and isinstance(n.input, pn.Filter):
+            return pn.Filter(n.input.input, ex.Binary("and", n.input.predicate, n.predicate))
+        return n
+    return _bottom_up(node, rule)
+
+
+def push_down_predicates(node: pn.PlanNode) -> pn.PlanNode:
+    """Move filters towards the source, through projections and window assignment."""
+    def push(n: pn.PlanNode) -> pn.PlanNode:
+        if isinstance(n, pn.Filter):
+            below = n.input
+            if isinstance(below, pn.Project):
+                mapping = dict(below.exprs)
+                if all(_cheap(mapping[c]) for c in ex.columns_of(n.predicate)):
+                    moved = pn.Filter(below.input, _substitute(n.predicate, mapping))
+                    return pn.Project(push(moved), below.exprs)
+            if isinstance(below, pn.WindowAssign) and not (
+                    ex.columns_of(n.predicate) & {pn.WINDOW_START, pn.WINDOW_END}):
+                return pn.WindowAssign(push(pn.Filter(below.input, n.predicate)), below.window, below.late_output)
+            return n
+        if isinstance(n, pn.Scan):
+            return n
+        return _rebuild(n, push(n.input))
+    return push(node)
+
+
+def _cheap(e: ex.ExprNode) -> bool:
+    """Substituting an expression into a predicate must not duplicate real work."""
+    return isinstance(e, (ex.Column, ex.Literal)) or not any(
+        isinstance(c, (ex.Case, ex.DatePart)) for c in _walk(e))
+
+
+def _walk(e: ex.ExprNode) -> list[ex.ExprNode]:
+    out = [e]
+    for c in ex.children(e):
+        out.extend(_walk(c))
+    return out
+
+
+def _substitute(e: ex.ExprNode, mapping: dict[str, ex.ExprNode]) -> ex.ExprNode:
+    if isinstance(e, ex.Column):
+        return mapping[e.name]
+    return _map_children(e, lambda c: _substitute(c, mapping))
+
+
+# ----------------------------------------------------------------------------- projections
+
+def prune_projections(node: pn.PlanNode) -> pn.PlanNode:
+    """Compute and read only the columns something above uses; scans read fewer columns."""
+    return _prune(node, set(node.schema.names))
+
+
+def _prune(n: pn.PlanNode, needed: set[str]) -> pn.PlanNode:
+    if isinstance(n, pn.Scan):
+        cols = tuple(c for c in n.columns if c in needed or c == n.time_column)
+        if not cols:
+            cols = n.columns[:1]
+        return n if cols == n.columns else pn.Scan(n.source, cols, n.time_column, n.max_delay_ms)
+    if isinstance(n, pn.Filter):
+        return pn.Filter(_prune(n.input, needed | set(ex.columns_of(n.predicate))), n.predicate)
+    if isinstance(n, pn.Project):
+        exprs = tuple((name, e) for name, e in n.exprs if name in needed) or n.exprs[:1]
+        uses: set[str] = set()
+        for _, e in exprs:
+            uses |= ex.columns_of(e)
+        child = _prune(n.input, uses)
+        if all(isinstance(e, ex.Column) and e.name == name for name, e in exprs) \
+                and tuple(name for name, _ in exprs) == child.schema.names:
+            return child  # an identity projection
+        return pn.Project(child, exprs)
+    if isinstance(n, pn.WindowAssign):
+        inner = (needed - {pn.WINDOW_START, pn.WINDOW_END}) | {n.window.on}
+        if n.late_output:
+            inner |= set(n.input.schema.names)  # late rows keep every input column
+        return pn.WindowAssign(_prune(n.input, inner), n.window, n.late_output)
+    if isinstance(n, pn.Aggregate):
+        uses = set(n.keys) | {n.input.window.on}
+        for _, call in n.aggs:
+            uses |= ex.columns_of(call)
+        return pn.Aggregate(_prune(n.input, uses | {pn.WINDOW_START, pn.WINDOW_END}), n.keys, n.aggs)
+    raise TypeError(n)
+
+
+DEFAULT_RULES: tuple[tuple[str, Rule], ...] = (
+    ("fold_constants", fold_constants),
+    ("merge_filters", merge_filters),
+    ("push_down_predicates", push_down_predicates),
+    ("merge_filters", merge_filters),
+    ("prune_projections", prune_projections),
+)
+
+
+def optimize(node: pn.PlanNode, disabled: frozenset[str] = frozenset()) -> pn.PlanNode:
+    for name, rule in DEFAULT_RULES:
+        if name not in disabled:
+            node = rule(node)
+    return node

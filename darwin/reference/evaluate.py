@@ -1,0 +1,164 @@
+"""Row-at-a-time expression evaluation: plain Python, obviously right, slow.
+
+Semantics the compiled code must match: SQL nulls (Kleene logic), int64 wrap-around,
+division or modulo by zero giving NULL, Python's floor semantics for // and %.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date, timedelta
+from typing import Any, Callable
+
+from darwin.plan import exprs as ex
+from darwin.types import DType, Schema
+
+Row = dict[str, Any]
+
+
+def wrap64(v: int) -> int:
+    return ((v + 2**63) % 2**64) - 2**63
+
+
+def compile_expr(e: ex.ExprNode, schema: Schema) -> Callable[[Row], Any]:
+    """A Python closure computing ``e`` for a row dict (the type checks already passed)."""
+    t = ex.type_of(e, schema)
+    if isinstance(e, ex.Column):
+        name = e.name
+        return lambda row: row[name]
+    if isinstance(e, ex.Literal):
+        value = e.value
+        return lambda row: value
+    if isinstance(e, ex.Binary):
+        return _binary(e, schema, t.dtype)
+    if isinstance(e, ex.Unary):
+        f = compile_expr(e.operand, schema)
+        return _UNARY[e.op](f)
+    if isinstance(e, ex.IsIn):
+        f = compile_expr(e.operand, schema)
+        values = [v.value for v in e.values if v.value is not None]
+        has_null = any(v.value is None for v in e.values)
+
+        def isin(row: Row) -> Any:
+            x = f(row)
+            if x is None:
+                return None
+            if any(x == v for v in values):
+                return True
+            return None if has_null else False
+        return isin
+    if isinstance(e, ex.Cast):
+        return _cast(compile_expr(e.operand, schema), ex.type_of(e.operand, schema).dtype, e.dtype)
+    if isinstance(e, ex.Case):
+        arms = [(compile_expr(c, schema), compile_expr(v, schema)) for c, v in e.whens]
+        other = compile_expr(e.otherwise, schema)
+        as_float = t.dtype is DType.FLOAT64
+
+        def case(row: Row) -> Any:
+            for cond, value in arms:
+                if cond(row) is True:
+                    return _maybe_float(value(row), as_float)
+            return _maybe_float(other(row), as_float)
+        return case
+    if isinstance(e, ex.DatePart):
+        f = compile_expr(e.operand, schema)
+        part = e.part
+        return lambda row: None if (v := f(row)) is None else date_part(part, v)
+    raise TypeError(f"not an expression: {e!r}")
+
+
+def _maybe_float(v: Any, as_float: bool) -> Any:
+    return float(v) if as_float and v is not None else v
+
+
+def _binary(e: ex.Binary, schema: Schema, result: DType | None) -> Callable[[Row], Any]:
+    lf, rf = compile_expr(e.left, schema), compile_expr(e.right, schema)
+    lt, rt = ex.type_of(e.left, schema).dtype, ex.type_of(e.right, schema).dtype
+    floats = DType.FLOAT64 in (lt, rt)
+    op = e.op
+    if op == "and":
+        def and_(row: Row) -> Any:
+            a, b = lf(row), rf(row)
+            if a is False or b is False:
+                return False
+            return None if a is None or b is None else True
+        return and_
+    if op == "or":
+        def or_(row: Row) -> Any:
+            a, b = lf(row), rf(row)
+            if a is True or b is True:
+                return True
+            return None if a is None or b is None else False
+        return or_
+    fn = _OPS[op]
+
+    def binary(row: Row) -> Any:
+        a, b = lf(row), rf(row)
+        if a is None or b is None:
+            return None
+        if floats or op == "truediv":
+            a, b = float(a), float(b)
+        if op in ("truediv", "floordiv", "mod") and b == 0:
+            return None
+        v = fn(a, b)
+        return wrap64(v) if isinstance(v, int) and not isinstance(v, bool) else v
+    return binary
+
+
+_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "truediv": lambda a, b: a / b, "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b,
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+}
+
+
+def _lift(fn: Callable[[Any], Any]) -> Callable[[Callable[[Row], Any]], Callable[[Row], Any]]:
+    return lambda f: (lambda row: None if (v := f(row)) is None else fn(v))
+
+
+def _neg(v: Any) -> Any:
+    return wrap64(-v) if isinstance(v, int) else -v
+
+
+def _abs(v: Any) -> Any:
+    return wrap64(abs(v)) if isinstance(v, int) else abs(v)
+
+
+_UNARY = {
+    "neg": _lift(_neg), "abs": _lift(_abs), "not": _lift(lambda v: not v),
+    "is_null": lambda f: (lambda row: f(row) is None),
+    "is_not_null": lambda f: (lambda row: f(row) is not None),
+}
+
+
+def _cast(f: Callable[[Row], Any], src: DType | None, dst: DType) -> Callable[[Row], Any]:
+    def to_int(v: Any) -> Any:
+        if isinstance(v, float):
+            if not math.isfinite(v) or not -(2.0**63) <= v < 2.0**63:
+                return None
+            return int(v)  # truncates toward zero
+        return int(v)
+
+    conv = {DType.INT64: to_int, DType.TIMESTAMP: to_int, DType.FLOAT64: float,
+            DType.BOOL: lambda v: v != 0, DType.STRING: lambda v: v}[dst]
+    return lambda row: None if (v := f(row)) is None else conv(v)
+
+
+_EPOCH = date(1970, 1, 1)
+
+
+def date_part(part: str, ms: int) -> int:
+    days, ms_of_day = divmod(ms, 86_400_000)
+    if part == "hour":
+        return ms_of_day // 3_600_000
+    if part == "minute":
+        return ms_of_day // 60_000 % 60
+    if part == "second":
+        return ms_of_day // 1000 % 60
+    if part == "millisecond":
+        return ms_of_day % 1000
+    if part == "day_of_week":
+        return (days + 3) % 7 + 1
+    d = _EPOCH + timedelta(days=days)
+    return {"year": d.year, "month": d.month, "day": d.day}[part]

@@ -1,0 +1,254 @@
+"""The reference interpreter: runs the *unoptimized* logical plan one row at a time.
+
+It defines Darwin's semantics, and the compiled engine is tested against it:
+- the watermark advances per record at the source: max event time seen − delay;
+- a window [start, end) is late once end <= watermark; a row is late when all its
+  windows are; late rows are counted (and kept when the window asks for it);
+- after each input batch the windows whose end <= watermark fire, ordered by
+  window start, then by the order in which their groups first appeared;
+- at the end of input every remaining window fires.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
+
+from darwin.config import Config
+from darwin.errors import UnsupportedError
+from darwin.plan import nodes as pn
+from darwin.plan.exprs import AggCall, Column
+from darwin.reference.evaluate import Row, compile_expr, wrap64
+from darwin.runtime.output import Output
+from darwin.runtime.progress import Metrics, WatermarkClock
+from darwin.types import DType, Schema
+
+Emit = Callable[[Row], None]
+
+
+class _Context:
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+        self.clock: WatermarkClock | None = None
+        self.late_rows: list[Row] = []
+
+
+def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]:
+    """Output batches of ``plan``, row by row; only single-source plans for now."""
+    (scan,) = pn.scans(plan)
+    ctx = _Context(metrics)
+    out: list[Row] = []
+    root = _build(plan, ctx, out.append)
+    time_col = scan.time_column
+    ctx.clock = WatermarkClock(scan.max_delay_ms if scan.max_delay_ms is not None else config.max_delay_ms)
+    late_schema = _late_schema(plan)
+    for batch in scan.source.batches(scan.columns, config.batch_size):
+        rows = _rows(batch, scan.schema)
+        metrics.add("input_rows", len(rows))
+        for row in rows:
+            if time_col is not None and row[time_col] is not None:
+                ctx.clock.observe(row[time_col])
+            root.push(row)
+        root.flush()
+        yield from _drain(out, plan.schema, ctx, late_schema)
+    root.finish()
+    yield from _drain(out, plan.schema, ctx, late_schema)
+    metrics.set("watermark", ctx.clock.watermark)
+
+
+def _drain(out: list[Row], schema: Schema, ctx: _Context, late_schema: Schema | None) -> Iterator[Output]:
+    if out:
+        yield Output("result", _batch(out, schema))
+        out.clear()
+    if ctx.late_rows and late_schema is not None:
+        yield Output("late", _batch(ctx.late_rows, late_schema))
+        ctx.late_rows.clear()
+
+
+def _late_schema(plan: pn.PlanNode) -> Schema | None:
+    while not isinstance(plan, pn.Scan):
+        if isinstance(plan, pn.WindowAssign) and plan.late_output:
+            return plan.input.schema
+        plan = plan.input
+    return None
+
+
+def _rows(batch: pa.RecordBatch, schema: Schema) -> list[Row]:
+    cols = {}
+    for f, name in zip(schema.fields, batch.schema.names):
+        arr = batch.column(name)
+        if f.dtype is DType.TIMESTAMP:
+            arr = arr.cast(pa.int64())
+        elif pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        cols[name] = arr.to_pylist()
+    names = list(cols)
+    return [dict(zip(names, values)) for values in zip(*cols.values())] if names else []
+
+
+def _batch(rows: list[Row], schema: Schema) -> pa.RecordBatch:
+    arrow = schema.to_arrow()
+    return pa.RecordBatch.from_arrays(
+        [pa.array([r[f.name] for r in rows], type=f.type) for f in arrow], schema=arrow)
+
+
+class _Operator:
+    def push(self, row: Row) -> None: ...
+    def flush(self) -> None: ...
+    def finish(self) -> None: ...
+
+
+class _Stateless(_Operator):
+    def __init__(self, fn: Callable[[Row], None], child: _Operator | None) -> None:
+        self.fn, self.child = fn, child
+
+    def push(self, row: Row) -> None:
+        self.fn(row)
+
+    def flush(self) -> None:
+        if self.child:
+            self.child.flush()
+
+    def finish(self) -> None:
+        if self.child:
+            self.child.finish()
+
+
+def _build(node: pn.PlanNode, ctx: _Context, emit: Emit) -> _Operator:
+    """The operator tree for ``node``, pushing its output rows into ``emit``."""
+    if isinstance(node, pn.Scan):
+        return _Stateless(emit, None)
+    if isinstance(node, pn.Filter):
+        pred = compile_expr(node.predicate, node.input.schema)
+        return _build(node.input, ctx, lambda row: emit(row) if pred(row) is True else None)
+    if isinstance(node, pn.Project):
+        fns = [(name, compile_expr(e, node.input.schema)) for name, e in node.exprs]
+        casts = {f.name for f in node.schema.fields if f.dtype is DType.FLOAT64}
+        return _build(node.input, ctx, lambda row: emit(
+            {n: (float(v) if n in casts and v is not None else v) for n, f in fns for v in (f(row),)}))
+    if isinstance(node, pn.WindowAssign):
+        w = node.window
+
+        def assign(row: Row) -> None:
+            t = row[w.on]
+            if t is None:
+                ctx.metrics.add("null_time_rows", 1)
+                return
+            for start in window_starts(t, w.size_ms, w.slide_ms):
+                emit({**row, pn.WINDOW_START: start, pn.WINDOW_END: start + w.size_ms})
+        return _build(node.input, ctx, assign)
+    if isinstance(node, pn.Aggregate):
+        agg = _WindowAggregate(node, ctx, emit)
+        child = _build(node.input.input, ctx, agg.push)
+        return _Chain(child, agg)
+    raise UnsupportedError(f"the reference interpreter has no rule for {type(node).__name__}")
+
+
+class _Chain(_Operator):
+    """An input operator feeding a stateful one: batch ends go to both, upstream first."""
+
+    def __init__(self, first: _Operator, second: _Operator) -> None:
+        self.first, self.second = first, second
+
+    def push(self, row: Row) -> None:
+        self.first.push(row)
+
+    def flush(self) -> None:
+        self.first.flush()
+        self.second.flush()
+
+    def finish(self) -> None:
+        self.first.finish()
+        self.second.finish()
+
+
+def window_starts(t: int, size: int, slide: int) -> list[int]:
+    """Starts of the windows holding ``t``, ascending."""
+    last = t - t % slide
+    k = size // slide
+    return [last - (k - 1 - j) * slide for j in range(k)]
+
+
+class _WindowAggregate(_Operator):
+    def __init__(self, node: pn.Aggregate, ctx: _Context, emit: Emit) -> None:
+        self.node, self.ctx, self.emit = node, ctx, emit
+        self.window = node.input.window
+        schema = node.input.input.schema
+        self.keys = [compile_expr(Column(k), schema) for k in node.keys]
+        self.args = [(call, compile_expr(call.arg, schema) if call.arg is not None else None)
+                     for _, call in node.aggs]
+        self.groups: dict[tuple, list[_Acc]] = {}
+
+    def push(self, row: Row) -> None:
+        w = self.window
+        t = row[w.on]
+        if t is None:
+            self.ctx.metrics.add("null_time_rows", 1)
+            return
+        wm = self.ctx.clock.watermark
+        keys = tuple(f(row) for f in self.keys)
+        accepted = False
+        for start in window_starts(t, w.size_ms, w.slide_ms):
+            if start + w.size_ms <= wm:
+                continue
+            accepted = True
+            group = self.groups.get((start, *keys))
+            if group is None:
+                group = self.groups[(start, *keys)] = [_Acc(call) for call, _ in self.args]
+            for acc, (_, f) in zip(group, self.args):
+                acc.add(f(row) if f is not None else 1)
+        if not accepted:
+            self.ctx.metrics.add("late_rows", 1)
+            if self.node.input.late_output:
+                self.ctx.late_rows.append(row)
+
+    def flush(self) -> None:
+        self._fire(self.ctx.clock.watermark)
+
+    def finish(self) -> None:
+        self._fire(None)
+
+    def _fire(self, wm: int | None) -> None:
+        size = self.window.size_ms
+        fired = [k for k in self.groups if wm is None or k[0] + size <= wm]
+        fired.sort(key=lambda k: k[0])  # stable: groups keep their first-seen order
+        names = [f.name for f in self.node.schema.fields]
+        for k in fired:
+            values = [k[0], k[0] + size, *k[1:], *(a.result() for a in self.groups.pop(k))]
+            self.emit(dict(zip(names, values)))
+        self.ctx.metrics.add("windows_fired", len({k[0] for k in fired}))
+
+
+class _Acc:
+    """One aggregate's running value; the update order matches the compiled kernels'."""
+
+    __slots__ = ("func", "value", "n")
+
+    def __init__(self, call: AggCall) -> None:
+        self.func = call.func
+        self.value: Any = None
+        self.n = 0
+
+    def add(self, v: Any) -> None:
+        if v is None:
+            return
+        self.n += 1
+        f = self.func
+        if f == "count":
+            return
+        if f in ("sum", "avg"):
+            if f == "avg":
+                v = float(v)
+            self.value = v if self.value is None else self.value + v
+            if isinstance(self.value, int):
+                self.value = wrap64(self.value)
+        elif self.value is None or (v < self.value if f == "min" else v > self.value):
+            self.value = v
+
+    def result(self) -> Any:
+        if self.func == "count":
+            return self.n
+        if self.func == "avg":
+            return None if self.n == 0 else self.value / self.n
+        return self.value

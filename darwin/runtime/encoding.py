@@ -1,0 +1,112 @@
+"""The Arrow boundary: record batches to typed numpy columns and back.
+
+Strings become int64 codes of one append-only pool per run, so codes are stable
+across batches and comparable across columns; sinks decode them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from darwin.errors import SchemaError
+from darwin.types import DType, Field, Schema, dtype_from_arrow
+
+
+class StringPool:
+    """Append-only dictionary of every string a run has seen."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str, int] = {}
+        self._values: list[str] = []
+        self._arrow: pa.Array | None = None
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def code(self, value: str) -> int:
+        code = self._codes.get(value)
+        if code is None:
+            code = self._codes[value] = len(self._values)
+            self._values.append(value)
+            self._arrow = None
+        return code
+
+    def encode(self, arr: pa.Array) -> np.ndarray:
+        """Codes of a string array (nulls get code 0; validity is kept separately)."""
+        if not pa.types.is_dictionary(arr.type):
+            arr = pc.dictionary_encode(arr)
+        local = arr.dictionary.to_pylist()
+        mapping = np.fromiter((self.code(v) for v in local), dtype=np.int64, count=len(local))
+        idx = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
+        return mapping[idx] if len(mapping) else np.zeros(len(arr), dtype=np.int64)
+
+    def decode(self, codes: np.ndarray, valid: np.ndarray | None) -> pa.Array:
+        if self._arrow is None:
+            self._arrow = pa.array(self._values, type=pa.string())
+        mask = None if valid is None else ~valid
+        return self._arrow.take(pa.array(codes, type=pa.int64(), mask=mask))
+
+
+@dataclass
+class Column:
+    values: np.ndarray
+    valid: np.ndarray | None  # None: no nulls
+
+
+@dataclass
+class EncodedBatch:
+    columns: dict[str, Column]
+    length: int
+
+
+def encode(batch: pa.RecordBatch, schema: Schema, pool: StringPool, source: str) -> EncodedBatch:
+    columns = {}
+    for f in schema.fields:
+        try:
+            arr = batch.column(f.name)
+        except KeyError:
+            raise SchemaError(f"source {source!r}: a batch lacks column {f.name!r}") from None
+        columns[f.name] = _encode_column(arr, f, pool, source)
+    return EncodedBatch(columns, batch.num_rows)
+
+
+def _encode_column(arr: pa.Array, f: Field, pool: StringPool, source: str) -> Column:
+    got = dtype_from_arrow(arr.type, f.name)
+    if got is not f.dtype:
+        raise SchemaError(f"source {source!r}: column {f.name!r} has type {arr.type} in this batch, "
+                          f"but the query was built for {f.dtype.value}")
+    has_nulls = arr.null_count > 0
+    if has_nulls and not f.nullable:
+        raise SchemaError(f"source {source!r}: column {f.name!r} holds nulls, but the query was built "
+                          "with it as NOT NULL (the source declared no nulls)")
+    valid = arr.is_valid().to_numpy(zero_copy_only=False) if f.nullable else None
+    if f.dtype is DType.STRING:
+        return Column(pool.encode(arr), valid)
+    if f.dtype is DType.TIMESTAMP:
+        if arr.type.unit != "ms":
+            arr = pc.cast(arr, pa.timestamp("ms", arr.type.tz), safe=False)
+        arr = arr.view(pa.int64()) if arr.type.tz is None else pc.cast(arr, pa.int64())
+    elif arr.type != f.dtype.arrow:
+        arr = pc.cast(arr, f.dtype.arrow)
+    if has_nulls:
+        arr = arr.fill_null(False if f.dtype is DType.BOOL else 0)
+    values = arr.to_numpy(zero_copy_only=False)
+    return Column(np.ascontiguousarray(values, dtype=f.dtype.numpy), valid)
+
+
+def decode(batch: EncodedBatch, schema: Schema, pool: StringPool) -> pa.RecordBatch:
+    arrow = schema.to_arrow()
+    arrays = []
+    for f, af in zip(schema.fields, arrow):
+        c = batch.columns[f.name]
+        valid = c.valid if f.nullable else None
+        if f.dtype is DType.STRING:
+            arrays.append(pool.decode(c.values, valid))
+        else:
+            mask = None if valid is None or valid.all() else ~valid
+            arrays.append(pa.array(c.values, type=af.type, mask=mask))
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow)

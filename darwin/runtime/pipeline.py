@@ -1,0 +1,131 @@
+"""Runs one compiled pipeline over encoded batches, and drains fired windows from its state."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from darwin.codegen import layout as ctl
+from darwin.codegen.aggregates import finalize
+from darwin.codegen.compiler import load_kernel
+from darwin.codegen.generate import NO_WATERMARK, generate_pipeline
+from darwin.config import Config
+from darwin.graph import operators as op
+from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.state.backend import StateBackend
+from darwin.state.hash_table import HashTableState
+from darwin.types import Schema
+
+INT64_MAX = np.iinfo(np.int64).max
+
+
+class PipelineRunner:
+    def __init__(self, p: op.Pipeline, config: Config, pool: StringPool, backend: StateBackend) -> None:
+        self.p = p
+        self.ctl = np.zeros(ctl.SIZE, dtype=np.int64)
+        self.ctl[ctl.MAX_TIME] = NO_WATERMARK
+        self.ctl[ctl.MIN_WINDOW_END] = INT64_MAX
+        self.ks = generate_pipeline(p) if p.needs_kernel else None
+        self.kernel = load_kernel(self.ks, config.cache_dir) if self.ks else None
+        self.params: dict[str, object] = {}
+        if self.ks:
+            for i, s in enumerate(self.ks.params.strings):
+                self.params[f"ps{i}"] = np.int64(pool.code(s))
+            for i, (dtype, values) in enumerate(self.ks.params.arrays):
+                self.params[f"pa{i}"] = np.array(values, dtype=dtype)
+        self.sink = p.sink
+        self.state: HashTableState | None = None
+        if isinstance(p.sink, op.WindowAggregateSink):
+            lay = self.ks.agg_layout
+            self.state = HashTableState(backend, f"pipeline{p.id}", lay.key_width, lay.value_dtypes)
+
+    # -- processing ---------------------------------------------------------------------------
+    def process(self, batch: EncodedBatch) -> tuple[EncodedBatch | None, EncodedBatch | None]:
+        """Run the kernel over a batch: (collected output, late rows), either possibly None."""
+        p, n = self.p, batch.length
+        if self.kernel is None:
+            return batch, None
+        out = _buffers(p.output_schema, n * p.rows_per_input) if isinstance(self.sink, op.CollectSink) else None
+        late = _buffers(p.output_schema, n) if self.state is not None and self.sink.late_output else None
+        self.ctl[ctl.OUT_ROWS] = 0
+        self.ctl[ctl.LATE_OUT_ROWS] = 0
+        pos = 0
+        while True:
+            pos = self.kernel(pos, n, *self._args(batch, out, late))
+            if pos >= n:
+                break
+            self.state.grow(self.sink.window.windows_per_row)  # the kernel stopped for room
+        return (_sliced(out, int(self.ctl[ctl.OUT_ROWS])) if out else None,
+                _sliced(late, int(self.ctl[ctl.LATE_OUT_ROWS])) if late else None)
+
+    def _args(self, batch: EncodedBatch, out: dict[str, Column] | None,
+              late: dict[str, Column] | None) -> list[object]:
+        args: list[object] = []
+        for spec in self.ks.args:
+            kind = spec[0]
+            if kind == "in":
+                c = batch.columns[spec[1]]
+                arr = c.values if spec[2] == "values" else c.valid
+                if arr is None:
+                    arr = np.ones(batch.length, dtype=np.bool_)
+                args.append(np.ascontiguousarray(arr))
+            elif kind == "param":
+                args.append(self.params[spec[1]])
+            elif kind == "ctl":
+                args.append(self.ctl)
+            elif kind == "state":
+                args.append(self._state_array(spec[1]))
+            else:
+                c = (out if kind == "out" else late)[spec[1]]
+                args.append(c.values if spec[2] == "values" else c.valid)
+        return args
+
+    def _state_array(self, name: str) -> np.ndarray:
+        s = self.state
+        fixed = {"index": s.index, "keys": s.keys, "meta": s.meta, "kbuf": s.key_buffer}
+        if name in fixed:
+            return fixed[name]
+        if name == "kbuf_f":
+            return s.key_buffer.view(np.float64)
+        return s.values[int(name[1:])]
+
+    # -- event time ---------------------------------------------------------------------------
+    @property
+    def watermark(self) -> int:
+        t = int(self.ctl[ctl.MAX_TIME])
+        inp = self.p.input
+        if t == NO_WATERMARK or not isinstance(inp, op.ScanInput):
+            return NO_WATERMARK
+        return t - inp.delay_ms
+
+    def counters(self) -> dict[str, int]:
+        return {"late_rows": int(self.ctl[ctl.LATE_ROWS]), "null_time_rows": int(self.ctl[ctl.NULL_TIME_ROWS])}
+
+    def drain(self, final: bool) -> tuple[EncodedBatch | None, int]:
+        """Remove and return the windows that fired (all of them if ``final``), and how many windows."""
+        s = self.state
+        wm = self.watermark
+        if s is None or s.count == 0 or (not final and self.ctl[ctl.MIN_WINDOW_END] > wm):
+            return None, 0
+        size = self.sink.window.size_ms
+        starts = s.keys[: s.count, 0]
+        fired = np.ones(s.count, dtype=np.bool_) if final else (starts + size <= wm)
+        selected = np.flatnonzero(fired)
+        selected = selected[np.argsort(starts[selected], kind="stable")]  # by window, then first-seen order
+        keys, values = s.take(selected)
+        s.retain(~fired)
+        remaining = s.keys[: s.count, 0]
+        self.ctl[ctl.MIN_WINDOW_END] = int(remaining.min()) + size if s.count else INT64_MAX
+        columns = finalize(self.ks.agg_layout, keys, values, size)
+        schema = self.sink.aggregate.schema
+        batch = EncodedBatch({f.name: Column(*columns[f.name]) for f in schema.fields}, len(selected))
+        return batch, len(np.unique(keys[:, 0]))
+
+
+def _buffers(schema: Schema, rows: int) -> dict[str, Column]:
+    return {f.name: Column(np.empty(rows, dtype=f.dtype.numpy), np.empty(rows, dtype=np.bool_) if f.nullable
+                           else None) for f in schema.fields}
+
+
+def _sliced(cols: dict[str, Column], rows: int) -> EncodedBatch:
+    return EncodedBatch({name: Column(c.values[:rows], None if c.valid is None else c.valid[:rows])
+                         for name, c in cols.items()}, rows)
