@@ -216,7 +216,8 @@ def type_of(e: ExprNode, schema: Schema, where: str = "expression") -> Typed:
         for v in e.values:
             if v.value is not None:
                 _comparable(t.dtype, v.dtype, "eq", f"{where}: {e}")
-        return Typed(DType.BOOL, t.nullable)
+        # x IN (..., NULL) is NULL when nothing matched
+        return Typed(DType.BOOL, t.nullable or any(v.value is None for v in e.values))
     if isinstance(e, Cast):
         t = type_of(e.operand, schema, where)
         if DType.STRING in (t.dtype, e.dtype) and t.dtype != e.dtype:

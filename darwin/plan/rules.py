@@ -117,23 +117,23 @@ def merge_filters(node: pn.PlanNode) -> pn.PlanNode:
 
 
 def push_down_predicates(node: pn.PlanNode) -> pn.PlanNode:
-    """Move filters towards the source, through projections and window assignment."""
-    def push(n: pn.PlanNode) -> pn.PlanNode:
-        if isinstance(n, pn.Filter):
-            below = n.input
-            if isinstance(below, pn.Project):
-                mapping = dict(below.exprs)
-                if all(_cheap(mapping[c]) for c in ex.columns_of(n.predicate)):
-                    moved = pn.Filter(below.input, _substitute(n.predicate, mapping))
-                    return pn.Project(push(moved), below.exprs)
-            if isinstance(below, pn.WindowAssign) and not (
-                    ex.columns_of(n.predicate) & {pn.WINDOW_START, pn.WINDOW_END}):
-                return pn.WindowAssign(push(pn.Filter(below.input, n.predicate)), below.window, below.late_output)
-            return n
-        if isinstance(n, pn.Scan):
-            return n
-        return _rebuild(n, push(n.input))
-    return push(node)
+    """Move filters towards the source, through projections, window assignment and other filters."""
+    if isinstance(node, pn.Scan):
+        return node
+    below = push_down_predicates(node.input)
+    if not isinstance(node, pn.Filter):
+        return _rebuild(node, below)
+    pred = node.predicate
+    if isinstance(below, pn.Project):
+        mapping = dict(below.exprs)
+        if all(_cheap(mapping[c]) for c in ex.columns_of(pred)):
+            return pn.Project(push_down_predicates(pn.Filter(below.input, _substitute(pred, mapping))), below.exprs)
+    if isinstance(below, pn.WindowAssign) and not (ex.columns_of(pred) & {pn.WINDOW_START, pn.WINDOW_END}):
+        return pn.WindowAssign(push_down_predicates(pn.Filter(below.input, pred)), below.window,
+                               below.late_output)
+    if isinstance(below, pn.Filter) and not isinstance(below.input, pn.Scan):
+        return pn.Filter(push_down_predicates(pn.Filter(below.input, pred)), below.predicate)
+    return pn.Filter(below, pred)
 
 
 def _cheap(e: ex.ExprNode) -> bool:

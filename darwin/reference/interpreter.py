@@ -163,6 +163,16 @@ class _Chain(_Operator):
         self.second.finish()
 
 
+_NAN = float("nan")
+
+
+def _group_key(v: Any) -> Any:
+    """One group for 0.0 and -0.0, and one for every NaN, as the compiled hash table does."""
+    if isinstance(v, float):
+        return _NAN if v != v else v + 0.0
+    return v
+
+
 def window_starts(t: int, size: int, slide: int) -> list[int]:
     """Starts of the windows holding ``t``, ascending."""
     last = t - t % slide
@@ -187,7 +197,7 @@ class _WindowAggregate(_Operator):
             self.ctx.metrics.add("null_time_rows", 1)
             return
         wm = self.ctx.clock.watermark
-        keys = tuple(f(row) for f in self.keys)
+        keys = tuple(_group_key(f(row)) for f in self.keys)
         accepted = False
         for start in window_starts(t, w.size_ms, w.slide_ms):
             if start + w.size_ms <= wm:

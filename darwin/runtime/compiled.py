@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-from darwin.codegen.compiler import ensure_target
+from darwin.codegen.target import ensure_target
 from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.graph.translate import translate
 from darwin.plan import nodes as pn
 from darwin.runtime.encoding import EncodedBatch, StringPool, decode, encode
 from darwin.runtime.output import Output
-from darwin.runtime.pipeline import PipelineRunner
 from darwin.runtime.progress import Metrics
-from darwin.state.backend import backend_for
+
+if TYPE_CHECKING:
+    from darwin.runtime.pipeline import PipelineRunner
 
 
 def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]:
-    ensure_target(config.target)
+    ensure_target(config.target)  # before anything compiles: Numba fixes the target then
+    from darwin.runtime.pipeline import PipelineRunner
+    from darwin.state.backend import backend_for
+
     graph = translate(plan, config)
     pool = StringPool()
     backend = backend_for(config)
@@ -51,7 +55,7 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
     metrics.set("run_seconds", time.perf_counter() - started)
 
 
-def _push(runner: PipelineRunner, batch: EncodedBatch, consumers: dict[int, PipelineRunner], pool: StringPool,
+def _push(runner: "PipelineRunner", batch: EncodedBatch, consumers: dict[int, "PipelineRunner"], pool: StringPool,
           metrics: Metrics, final: bool) -> Iterator[Output]:
     """Run ``batch`` through a pipeline and everything downstream of it."""
     out, late = runner.process(batch)

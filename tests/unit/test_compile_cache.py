@@ -1,0 +1,48 @@
+"""A second process running the same query compiles nothing; targets are honoured."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    import pyarrow as pa
+    import darwin as dw
+    from darwin import col
+    t = pa.table({"ts": pa.array([0, 1500, 2500, 7000], pa.timestamp("ms")), "k": [1, 2, 1, 2], "v": [1.5, 2, 3, 4]})
+    q = (dw.from_arrow(t, time="ts").filter(col("v") > 1.0)
+           .window(dw.Tumble("2s", on="ts")).group_by("k").agg(s=dw.sum("v"), n=dw.count()))
+    r = q.execute(dw.Config(cache_dir=sys.argv[1], target=sys.argv[2]))
+    print(json.dumps({"rows": r.table.to_pydict()["s"], "compiled": r.metrics["kernels_compiled"],
+                      "cached": r.metrics["kernels_from_cache"]}))
+""")
+
+
+def _run(cache_dir, target="host"):
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(cache_dir), target], check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_second_process_compiles_nothing(tmp_path):
+    first = _run(tmp_path)
+    second = _run(tmp_path)
+    assert first["compiled"] >= 1 and first["cached"] == 0
+    assert second["compiled"] == 0 and second["cached"] >= 1
+    assert first["rows"] == second["rows"] == [1.5, 2.0, 3.0, 4.0]
+    assert list((tmp_path / "kernels").glob("k_*.py"))
+
+
+def test_generic_target_gives_the_same_result(tmp_path):
+    host = _run(tmp_path / "h", "host")
+    generic = _run(tmp_path / "g", "generic")
+    assert host["rows"] == generic["rows"]
+    assert generic["compiled"] >= 1  # a separate cache entry: generic code is not host code
+
+
+def test_switching_target_in_one_process_is_a_clear_error(tmp_path):
+    code = SCRIPT.replace("r = q.execute", "q.collect(dw.Config(cache_dir=sys.argv[1]))\nr = q.execute")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path), "generic"], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "fixes the CPU target per process" in proc.stderr

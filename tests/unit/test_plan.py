@@ -1,0 +1,93 @@
+"""Queries fail when they are built, naming the column and the operation."""
+
+import pyarrow as pa
+import pytest
+
+import darwin as dw
+from darwin import col, lit
+from darwin.errors import DarwinTypeError, PlanError
+
+
+@pytest.fixture
+def t(bids):
+    return dw.from_arrow(bids(), time="ts", max_delay="1s")
+
+
+def test_unknown_column_names_column_and_operation(t):
+    with pytest.raises(PlanError, match=r"unknown column 'prize' in filter.*available columns"):
+        t.filter(col("prize") > 3)
+    with pytest.raises(PlanError, match="unknown column 'nope' in group_by"):
+        t.window(dw.Tumble("1s", on="ts")).group_by("nope")
+
+
+def test_type_mismatch_is_caught_at_build_time(t):
+    with pytest.raises(DarwinTypeError, match="cannot compare string with int64"):
+        t.filter(col("channel") == 3)
+    with pytest.raises(DarwinTypeError, match="arithmetic"):
+        t.select(x=col("channel") + 1)
+    with pytest.raises(DarwinTypeError, match="not bool"):
+        t.filter(col("price") + 1)
+    with pytest.raises(DarwinTypeError, match="sum needs"):
+        t.window(dw.Tumble("1s", on="ts")).agg(s=dw.sum("channel"))
+
+
+def test_window_on_non_time_column(t):
+    with pytest.raises(DarwinTypeError, match="window: column 'price' is int64; a window needs a timestamp"):
+        t.window(dw.Tumble("1s", on="price"))
+
+
+def test_time_column_must_be_a_timestamp(bids):
+    with pytest.raises(DarwinTypeError, match="time column 'price'"):
+        dw.from_arrow(bids(), time="price")
+
+
+def test_bad_window_specs():
+    with pytest.raises(PlanError, match="multiple of its slide"):
+        dw.Slide("10s", every="3s", on="ts")
+    with pytest.raises(PlanError, match="positive"):
+        dw.Tumble(0, on="ts")
+
+
+def test_tables_are_immutable_values(t):
+    f = t.filter(col("price") > 10)
+    assert t.columns == ["ts", "auction", "bidder", "price", "channel"]
+    assert f is not t and f.plan.input == t.plan
+    assert t.filter(col("price") > 10).plan == f.plan  # plans compare by value
+    assert hash(t.filter(col("price") > 10).plan) == hash(f.plan)
+
+
+def test_expressions_have_no_truth_value():
+    with pytest.raises(DarwinTypeError, match="no truth value"):
+        bool(col("a") > 1)
+
+
+def test_schema_inference(t):
+    q = t.with_columns(euro=col("price") * 0.9, h=col("ts").dt.hour(), big=col("price").between(10, 20),
+                       c=dw.when(col("price") > 10, 1).otherwise(2.5), n=lit(None))
+    s = {f.name: f for f in q.schema}
+    assert str(s["euro"].type) == "double" and s["euro"].nullable
+    assert str(s["h"].type) == "int64" and not s["h"].nullable
+    assert str(s["big"].type) == "bool"
+    assert str(s["c"].type) == "double" and not s["c"].nullable
+    agg = t.window(dw.Slide("2s", every="1s", on="ts")).group_by("auction").agg(
+        n=dw.count(), m=dw.avg("price"), hi=dw.max("ts"))
+    assert agg.columns == ["window_start", "window_end", "auction", "n", "m", "hi"]
+    assert [str(f.type) for f in agg.schema] == ["timestamp[ms]", "timestamp[ms]", "int64", "int64", "double",
+                                                  "timestamp[ms]"]
+
+
+def test_select_needs_names(t):
+    with pytest.raises(PlanError, match="alias"):
+        t.select(col("price") + 1)
+    assert t.select("price", (col("price") + 1).alias("p1"), p2=col("price")).columns == ["price", "p1", "p2"]
+
+
+def test_malformed_inputs_raise_darwin_errors(tmp_path):
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"not a parquet file")
+    with pytest.raises(dw.errors.SourceError, match="cannot read Parquet file"):
+        dw.read_parquet(bad)
+    with pytest.raises(dw.errors.SourceError, match="does not exist"):
+        dw.read_parquet(tmp_path / "missing.parquet")
+    with pytest.raises(dw.errors.SchemaError, match="not support"):
+        dw.from_arrow(pa.table({"x": pa.array([[1]])}))
