@@ -110,6 +110,10 @@ class Expr:
     def dt(self) -> DateTimeNamespace:
         return DateTimeNamespace(self)
 
+    @property
+    def str(self) -> StringNamespace:
+        return StringNamespace(self)
+
 
 class DateTimeNamespace:
     """Parts of a timestamp in UTC: ``col("ts").dt.hour()``."""
@@ -131,6 +135,34 @@ class DateTimeNamespace:
     def day_of_week(self) -> Expr:
         """ISO day of the week: 1 is Monday, 7 is Sunday."""
         return self._part("day_of_week")
+
+
+class StringNamespace:
+    """String functions, computed once per distinct value: ``col("url").str.split_index("/", 3)``."""
+
+    def __init__(self, expr: Expr) -> None:
+        self._expr = expr
+
+    def _call(self, func: str, *args: Any) -> Expr:
+        from darwin.plan.strings import check_args
+
+        check_args(func, args)
+        return Expr(ex.StringCall(func, self._expr.node, args))
+
+    def lower(self) -> Expr: return self._call("lower")
+    def upper(self) -> Expr: return self._call("upper")
+    def length(self) -> Expr: return self._call("length")
+    def count_char(self, char: str) -> Expr: return self._call("count_char", char)
+    def contains(self, substring: str) -> Expr: return self._call("contains", substring)
+    def starts_with(self, prefix: str) -> Expr: return self._call("starts_with", prefix)
+
+    def regexp_extract(self, pattern: str, group: int = 0) -> Expr:
+        """Group ``group`` of the first match of ``pattern``; NULL when nothing matches."""
+        return self._call("regexp_extract", pattern, group)
+
+    def split_index(self, separator: str, index: int) -> Expr:
+        """Part ``index`` (from 0) of the value split at ``separator``; NULL past the last part."""
+        return self._call("split_index", separator, index)
 
 
 def col(name: str) -> Expr:

@@ -12,6 +12,7 @@ from typing import Any
 from darwin.codegen.source import SourceBuilder, number
 from darwin.errors import UnsupportedError
 from darwin.plan import exprs as ex
+from darwin.plan.strings import FUNCTIONS
 from darwin.types import DType, Schema
 
 Value = tuple[str, str | None]  # (value code, validity code or None = never null)
@@ -29,6 +30,7 @@ class Params:
 
     strings: list[str] = field(default_factory=list)  # literal strings, passed as dictionary codes
     arrays: list[tuple[str, list[Any]]] = field(default_factory=list)  # (numpy dtype, sorted values)
+    lookups: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)  # string functions by code
 
     def string(self, value: str) -> str:
         if value not in self.strings:
@@ -39,8 +41,15 @@ class Params:
         self.arrays.append((dtype, sorted(values)))
         return f"pa{len(self.arrays) - 1}"
 
+    def lookup(self, func: str, args: tuple[Any, ...]) -> int:
+        """Index of a lookup table (values ``plv{i}``, validity ``plm{i}``) for a string function."""
+        if (func, args) not in self.lookups:
+            self.lookups.append((func, args))
+        return self.lookups.index((func, args))
+
     def names(self) -> list[str]:
-        return [f"ps{i}" for i in range(len(self.strings))] + [f"pa{i}" for i in range(len(self.arrays))]
+        return ([f"ps{i}" for i in range(len(self.strings))] + [f"pa{i}" for i in range(len(self.arrays))]
+                + [name for i in range(len(self.lookups)) for name in (f"plv{i}", f"plm{i}")])
 
 
 def _and(a: str | None, b: str | None) -> str | None:
@@ -92,6 +101,11 @@ class ExprEmitter:
         if isinstance(e, ex.DatePart):
             v, ok = self.emit(e.operand, env, schema)
             return f"dt_{e.part}({v})", ok
+        if isinstance(e, ex.StringCall):
+            v, ok = self.emit(e.operand, env, schema)
+            i = self.params.lookup(e.func, e.args)
+            nullable = FUNCTIONS[e.func].always_nullable
+            return f"plv{i}[{v}]", (_and(ok, f"plm{i}[{v}]") if nullable else ok)
         raise UnsupportedError(f"the compiled engine cannot evaluate {e}")
 
     def _literal(self, e: ex.Literal, dtype: DType | None) -> Value:

@@ -111,7 +111,19 @@ class DatePart:
         return f"{self.operand}.dt.{self.part}()"
 
 
-ExprNode = Union[Column, Literal, Binary, Unary, IsIn, Cast, Case, DatePart]
+@dataclass(frozen=True)
+class StringCall:
+    """A string function of ``darwin.plan.strings`` with constant arguments."""
+
+    func: str
+    operand: ExprNode
+    args: tuple[Any, ...]
+
+    def __str__(self) -> str:
+        return f"{self.operand}.str.{self.func}({', '.join(map(repr, self.args))})"
+
+
+ExprNode = Union[Column, Literal, Binary, Unary, IsIn, Cast, Case, DatePart, StringCall]
 
 
 @dataclass(frozen=True)
@@ -131,7 +143,7 @@ AGG_FUNCS = ("count", "sum", "min", "max", "avg")
 def children(e: ExprNode) -> tuple[ExprNode, ...]:
     if isinstance(e, Binary):
         return (e.left, e.right)
-    if isinstance(e, (Unary, IsIn, Cast, DatePart)):
+    if isinstance(e, (Unary, IsIn, Cast, DatePart, StringCall)):
         return (e.operand, *getattr(e, "values", ()))
     if isinstance(e, Case):
         return tuple(x for pair in e.whens for x in pair) + (e.otherwise,)
@@ -239,6 +251,13 @@ def type_of(e: ExprNode, schema: Schema, where: str = "expression") -> Typed:
         t = type_of(e.operand, schema, where)
         _expect(t, (DType.TIMESTAMP,), e, where)
         return Typed(DType.INT64, t.nullable)
+    if isinstance(e, StringCall):
+        from darwin.plan.strings import FUNCTIONS
+
+        t = type_of(e.operand, schema, where)
+        _expect(t, (DType.STRING,), e, where)
+        fn = FUNCTIONS[e.func]
+        return Typed(fn.result, t.nullable or fn.always_nullable)
     raise PlanError(f"{where}: not an expression: {e!r}")
 
 

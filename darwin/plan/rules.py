@@ -81,6 +81,8 @@ def _map_children(e: ex.ExprNode, fn: Callable[[ex.ExprNode], ex.ExprNode]) -> e
         return ex.DatePart(e.part, fn(e.operand))
     if isinstance(e, ex.Case):
         return ex.Case(tuple((fn(c), fn(v)) for c, v in e.whens), fn(e.otherwise))
+    if isinstance(e, ex.StringCall):
+        return ex.StringCall(e.func, fn(e.operand), e.args)
     return e
 
 
@@ -139,7 +141,7 @@ def push_down_predicates(node: pn.PlanNode) -> pn.PlanNode:
 def _cheap(e: ex.ExprNode) -> bool:
     """Substituting an expression into a predicate must not duplicate real work."""
     return isinstance(e, (ex.Column, ex.Literal)) or not any(
-        isinstance(c, (ex.Case, ex.DatePart)) for c in _walk(e))
+        isinstance(c, (ex.Case, ex.DatePart, ex.StringCall)) for c in _walk(e))
 
 
 def _walk(e: ex.ExprNode) -> list[ex.ExprNode]:

@@ -11,6 +11,7 @@ from datetime import date, timedelta
 from typing import Any, Callable
 
 from darwin.plan import exprs as ex
+from darwin.plan.strings import apply
 from darwin.types import DType, Schema
 
 Row = dict[str, Any]
@@ -64,6 +65,10 @@ def compile_expr(e: ex.ExprNode, schema: Schema) -> Callable[[Row], Any]:
         f = compile_expr(e.operand, schema)
         part = e.part
         return lambda row: None if (v := f(row)) is None else date_part(part, v)
+    if isinstance(e, ex.StringCall):
+        f = compile_expr(e.operand, schema)
+        func, args = e.func, e.args
+        return lambda row: apply(func, args, f(row))
     raise TypeError(f"not an expression: {e!r}")
 
 

@@ -35,6 +35,9 @@ class StringPool:
             self._arrow = None
         return code
 
+    def value(self, code: int) -> str:
+        return self._values[code]
+
     def encode(self, arr: pa.Array) -> np.ndarray:
         """Codes of a string array (nulls get code 0; validity is kept separately)."""
         if not pa.types.is_dictionary(arr.type):

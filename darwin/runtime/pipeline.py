@@ -11,6 +11,7 @@ from darwin.codegen.generate import NO_WATERMARK, generate_pipeline
 from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.runtime.lookups import LookupTable
 from darwin.state.backend import StateBackend
 from darwin.state.hash_table import HashTableState
 from darwin.types import Schema
@@ -32,6 +33,8 @@ class PipelineRunner:
                 self.params[f"ps{i}"] = np.int64(pool.code(s))
             for i, (dtype, values) in enumerate(self.ks.params.arrays):
                 self.params[f"pa{i}"] = np.array(values, dtype=dtype)
+        self.pool = pool
+        self.lookups = [LookupTable(f, a) for f, a in self.ks.params.lookups] if self.ks else []
         self.sink = p.sink
         self.state: HashTableState | None = None
         if isinstance(p.sink, op.WindowAggregateSink):
@@ -48,6 +51,9 @@ class PipelineRunner:
         late = _buffers(p.output_schema, n) if self.state is not None and self.sink.late_output else None
         self.ctl[ctl.OUT_ROWS] = 0
         self.ctl[ctl.LATE_OUT_ROWS] = 0
+        for i, lut in enumerate(self.lookups):
+            lut.cover(self.pool)
+            self.params[f"plv{i}"], self.params[f"plm{i}"] = lut.values, lut.valid
         pos = 0
         while True:
             pos = self.kernel(pos, n, *self._args(batch, out, late))

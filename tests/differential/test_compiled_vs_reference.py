@@ -133,3 +133,21 @@ def test_results_do_not_depend_on_batch_boundaries(data, other_batch_size):
     b = q.execute(dw.Config(batch_size=other_batch_size))
     assert a.table.equals(b.table)
     assert a.metrics["late_rows"] == b.metrics["late_rows"]
+
+
+def q_strings(t):
+    url = dw.when(col("s") == "apple", "https://a.com/x/y?channel_id=7&q=1") \
+        .when(col("s") == "google", "https://g.com/p").otherwise(col("s"))
+    return (t.with_columns(url=url)
+            .filter(col("url").str.length() >= 0)
+            .select("s", up=col("s").str.upper(), n=col("url").str.count_char("/"),
+                    ch=col("url").str.regexp_extract("(&|\\?)channel_id=([^&]*)", 2),
+                    part=col("url").str.split_index("/", 3), low=col("url").str.split_index("/", 2).str.lower(),
+                    has=col("url").str.contains("g.com"), sw=col("s").str.starts_with("ap")))
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=streams())
+def test_string_functions(data):
+    table, cuts, delay, batch_size = data
+    assert_engines_agree(q_strings(source(table, cuts, delay)), dw.Config(batch_size=batch_size))

@@ -1,0 +1,72 @@
+"""String functions. They run once per distinct string (DESIGN §2), never per row:
+compiled kernels read their results from lookup tables indexed by dictionary code.
+
+Each function is plain Python over one value, shared by the reference
+interpreter and the lookup-table builder, so both engines agree by construction.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable
+
+from darwin.errors import DarwinTypeError
+from darwin.types import DType
+
+
+@dataclass(frozen=True)
+class StringFunction:
+    result: DType
+    always_nullable: bool  # may give NULL for a non-NULL input
+    arg_types: tuple[type, ...]
+    impl: Callable[..., Any]
+
+
+@lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _regexp_extract(s: str, pattern: str, group: int) -> str | None:
+    m = _regex(pattern).search(s)
+    if m is None or group > (m.re.groups or 0):
+        return None
+    return m.group(group)
+
+
+def _split_index(s: str, sep: str, index: int) -> str | None:
+    parts = s.split(sep)
+    return parts[index] if 0 <= index < len(parts) else None
+
+
+FUNCTIONS: dict[str, StringFunction] = {
+    "lower": StringFunction(DType.STRING, False, (), str.lower),
+    "upper": StringFunction(DType.STRING, False, (), str.upper),
+    "length": StringFunction(DType.INT64, False, (), len),
+    "count_char": StringFunction(DType.INT64, False, (str,), lambda s, c: s.count(c)),
+    "contains": StringFunction(DType.BOOL, False, (str,), lambda s, sub: sub in s),
+    "starts_with": StringFunction(DType.BOOL, False, (str,), str.startswith),
+    "regexp_extract": StringFunction(DType.STRING, True, (str, int), _regexp_extract),
+    "split_index": StringFunction(DType.STRING, True, (str, int), _split_index),
+}
+
+
+def check_args(name: str, args: tuple[Any, ...]) -> None:
+    fn = FUNCTIONS[name]
+    if len(args) != len(fn.arg_types) or not all(
+            isinstance(a, t) and not isinstance(a, bool) for a, t in zip(args, fn.arg_types)):
+        want = ", ".join(t.__name__ for t in fn.arg_types) or "no arguments"
+        raise DarwinTypeError(f"str.{name}() takes ({want}), got {args!r}")
+    if name == "regexp_extract":
+        try:
+            _regex(args[0])
+        except re.error as e:
+            raise DarwinTypeError(f"str.regexp_extract(): invalid pattern {args[0]!r}: {e}") from None
+    if name == "count_char" and len(args[0]) != 1:
+        raise DarwinTypeError(f"str.count_char() counts one character, got {args[0]!r}")
+
+
+def apply(name: str, args: tuple[Any, ...], value: str | None) -> Any:
+    return None if value is None else FUNCTIONS[name].impl(value, *args)
