@@ -74,18 +74,18 @@ def layout(agg: pn.Aggregate) -> AggLayout:
     return AggLayout(tuple(keys), tuple(accs), tuple(dtypes))
 
 
-def finalize(lay: AggLayout, keys: np.ndarray, values: list[np.ndarray], size_ms: int) \
+def finalize(lay: AggLayout, keys: list[np.ndarray], values: list[np.ndarray], size_ms: int) \
         -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
     """Output columns (values, validity) of drained entries, in the Aggregate's schema order."""
     out: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
-    start = np.ascontiguousarray(keys[:, 0])
+    start = keys[0]
     out[pn.WINDOW_START] = (start, None)
     out[pn.WINDOW_END] = (start + size_ms, None)
     for k in lay.keys:
-        raw = np.ascontiguousarray(keys[:, k.position])
+        raw = keys[k.position]
         v = raw.view(np.float64) if k.dtype is DType.FLOAT64 else raw.astype(np.bool_) if k.dtype is DType.BOOL \
             else raw
-        valid = None if k.valid_position is None else keys[:, k.valid_position].astype(np.bool_)
+        valid = None if k.valid_position is None else keys[k.valid_position].astype(np.bool_)
         out[k.name] = (v, valid)
     for a in lay.accs:
         counts = None if a.count is None else values[a.count]

@@ -16,6 +16,7 @@ from typing import Iterator
 from darwin.codegen import layout as ctl
 from darwin.codegen.aggregates import AccSlot, AggLayout, layout
 from darwin.codegen.expressions import Env, ExprEmitter, Params, Value
+from darwin.codegen.hashtable import emit_probe
 from darwin.codegen.source import SourceBuilder, number
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
@@ -30,7 +31,6 @@ from numba import njit
 from darwin.codegen.functions import (dt_day, dt_day_of_week, dt_hour, dt_millisecond, dt_minute, dt_month,
                                       dt_second, dt_year, float_to_int, float_to_int_ok, floordiv_int, mod_int,
                                       sorted_contains)
-from darwin.codegen.hashtable import find_or_insert
 '''
 
 
@@ -86,9 +86,10 @@ class _Generator:
         self.args += [("param", n) for n in self.params.names()]
         self._arg("ctl", ("ctl",))
         if self.agg is not None:
-            for name in ("index", "keys", "meta", "kbuf", *[f"v{j}" for j in range(len(self.lay.value_dtypes))]):
+            keys = [f"k{j}" for j in range(self.lay.key_width)]
+            values = [f"v{j}" for j in range(len(self.lay.value_dtypes))]
+            for name in ("index", *keys, "meta", *values, "fbuf", "ibuf"):
                 self._arg(name, ("state", name))
-            self._arg("kbuf_f", ("state", "kbuf_f"))
         out_schema = p.output_schema if isinstance(p.sink, op.CollectSink) else None
         if out_schema is not None:
             self._buffers("o", "out", out_schema)
@@ -109,6 +110,9 @@ class _Generator:
         with head.block(f"def kernel(start, n, {', '.join(self.arg_names)}):"):
             for name, slot in self._scalars():
                 head.line(f"{name} = ctl[{slot}]")
+            if self.agg is not None:
+                head.line("count = meta[0]")
+                head.line("imask = index.shape[0] - 1")
             with head.block("for i in range(start, n):"):
                 head.lines.extend(body.lines)
             self._save(head)
@@ -122,13 +126,15 @@ class _Generator:
     def _save(self, b: SourceBuilder) -> None:
         for name, slot in self._scalars():
             b.line(f"ctl[{slot}] = {name}")
+        if self.agg is not None:
+            b.line("meta[0] = count")
 
     # -- per row ----------------------------------------------------------------------------
     def _row_prologue(self, env: Env) -> None:
         b = self.src
         if self.agg is not None:
             # room for every window this row can open, else hand back to the runtime to grow
-            with b.block(f"if meta[0] + {number(self.agg.input.window.windows_per_row)} > keys.shape[0]:"):
+            with b.block(f"if count + {number(self.agg.input.window.windows_per_row)} > k0.shape[0]:"):
                 self._save(b)
                 b.line("return i")
         inp = self.p.input
@@ -213,16 +219,19 @@ class _Generator:
             b.line(f"wm = max_time - {number(inp.delay_ms)} if max_time != {number(NO_WATERMARK)} else max_time")
         else:
             b.line(f"wm = {number(NO_WATERMARK)}")
+        key_values = ["WINDOW_START"]
         for k in lay.keys:
             v, ok = env[k.name]
-            if k.dtype is DType.FLOAT64:  # one group for 0.0/-0.0 and one for all NaNs
-                b.line(f"kbuf_f[{k.position}] = ({v} + 0.0) if {v} == {v} else np.nan")
+            kv = b.fresh("kv")
+            if k.dtype is DType.FLOAT64:  # the bit pattern; one group for 0.0/-0.0 and one for all NaNs
+                b.line(f"fbuf[0] = ({v} + 0.0) if {v} == {v} else np.nan")
+                b.line(f"{kv} = ibuf[0]")
             else:
-                b.line(f"kbuf[{k.position}] = np.int64({v})")
+                b.line(f"{kv} = np.int64({v})")
+            key_values.append(kv)
             if k.valid_position is not None:
-                with b.block(f"if not {ok}:"):
-                    b.line(f"kbuf[{k.position}] = 0")
-                b.line(f"kbuf[{k.valid_position}] = np.int64({ok})")
+                b.line(f"{kv} = {kv} if {ok} else np.int64(0)")
+                key_values.append(f"np.int64({ok})")
         args = {}
         for a in lay.accs:
             if a.arg is not None:
@@ -230,10 +239,9 @@ class _Generator:
         b.line("accepted = False")
         with self._windows(t, w) as (start, end), b.block(f"if {end} > wm:"):  # else: window already fired
             b.line("accepted = True")
-            b.line(f"kbuf[0] = {start}")
-            b.line("before = meta[0]")
-            b.line("e = find_or_insert(index, keys, meta, kbuf)")
-            b.line("fresh = e == before")
+            values = [start if v == "WINDOW_START" else v for v in key_values]
+            emit_probe(lambda text, depth: b.line("    " * depth + text), values,
+                       [f"k{j}" for j in range(len(values))])
             with b.block(f"if fresh and {end} < min_end:"):
                 b.line(f"min_end = {end}")
             for a in lay.accs:

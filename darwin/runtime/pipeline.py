@@ -36,6 +36,7 @@ class PipelineRunner:
         self.pool = pool
         self.lookups = [LookupTable(f, a) for f, a in self.ks.params.lookups] if self.ks else []
         self.sink = p.sink
+        self.scratch = np.zeros(1, dtype=np.int64)  # reinterprets a float key's bits inside kernels
         self.state: HashTableState | None = None
         if isinstance(p.sink, op.WindowAggregateSink):
             lay = self.ks.agg_layout
@@ -87,12 +88,15 @@ class PipelineRunner:
 
     def _state_array(self, name: str) -> np.ndarray:
         s = self.state
-        fixed = {"index": s.index, "keys": s.keys, "meta": s.meta, "kbuf": s.key_buffer}
-        if name in fixed:
-            return fixed[name]
-        if name == "kbuf_f":
-            return s.key_buffer.view(np.float64)
-        return s.values[int(name[1:])]
+        if name == "index":
+            return s.index
+        if name == "meta":
+            return s.meta
+        if name == "fbuf":
+            return self.scratch.view(np.float64)
+        if name == "ibuf":
+            return self.scratch
+        return (s.keys if name[0] == "k" else s.values)[int(name[1:])]
 
     # -- event time ---------------------------------------------------------------------------
     @property
@@ -113,18 +117,18 @@ class PipelineRunner:
         if s is None or s.count == 0 or (not final and self.ctl[ctl.MIN_WINDOW_END] > wm):
             return None, 0
         size = self.sink.window.size_ms
-        starts = s.keys[: s.count, 0]
+        starts = s.keys[0][: s.count]
         fired = np.ones(s.count, dtype=np.bool_) if final else (starts + size <= wm)
         selected = np.flatnonzero(fired)
         selected = selected[np.argsort(starts[selected], kind="stable")]  # by window, then first-seen order
         keys, values = s.take(selected)
         s.retain(~fired)
-        remaining = s.keys[: s.count, 0]
+        remaining = s.keys[0][: s.count]
         self.ctl[ctl.MIN_WINDOW_END] = int(remaining.min()) + size if s.count else INT64_MAX
         columns = finalize(self.ks.agg_layout, keys, values, size)
         schema = self.sink.aggregate.schema
         batch = EncodedBatch({f.name: Column(*columns[f.name]) for f in schema.fields}, len(selected))
-        return batch, len(np.unique(keys[:, 0]))
+        return batch, len(np.unique(keys[0]))
 
 
 def _buffers(schema: Schema, rows: int) -> dict[str, Column]:

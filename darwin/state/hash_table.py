@@ -1,8 +1,8 @@
 """A keyed table of accumulators: the state of a hash aggregation.
 
-Keys are int64 rows (``darwin.codegen.hashtable``); each value column is one
-array with a slot per entry. Compiled kernels update it in place; this class
-grows it, drains selected entries and compacts what remains.
+Keys are struct-of-arrays int64 columns (``darwin.codegen.hashtable``); each value
+column is one array with a slot per entry. Compiled kernels update it in place;
+this class grows it, drains selected entries and compacts what remains.
 """
 
 from __future__ import annotations
@@ -21,15 +21,14 @@ class HashTableState:
         self.backend, self.name = backend, name
         self.key_width = key_width
         self.value_dtypes = [np.dtype(d) for d in value_dtypes]
-        self.meta = np.zeros(2, dtype=np.int64)  # [count, unused]
-        self.key_buffer = np.zeros(key_width, dtype=np.int64)  # scratch row kernels fill before a probe
+        self.meta = np.zeros(2, dtype=np.int64)  # [entry count, unused]
         self._allocate(capacity)
 
     def _allocate(self, capacity: int) -> None:
         b = self.backend
-        self.keys = b.allocate(self.name, "keys", (capacity, self.key_width), np.dtype(np.int64))
+        self.keys = [b.allocate(self.name, f"key{j}", (capacity,), np.dtype(np.int64)) for j in range(self.key_width)]
         self.values = [b.allocate(self.name, f"value{j}", (capacity,), d) for j, d in enumerate(self.value_dtypes)]
-        self.index = b.allocate(self.name, "index", (index_size_for(capacity),), np.dtype(np.int64))
+        self.index = b.allocate(self.name, "index", (index_size_for(capacity),), np.dtype(np.int32))
         self.index[:] = EMPTY
 
     @property
@@ -38,7 +37,7 @@ class HashTableState:
 
     @property
     def capacity(self) -> int:
-        return self.keys.shape[0]
+        return self.keys[0].shape[0]
 
     def grow(self, needed: int) -> None:
         """Make room for at least ``needed`` more entries (doubling, so growth is amortised)."""
@@ -50,14 +49,13 @@ class HashTableState:
             return
         old_keys, old_values = self.keys, self.values
         self._allocate(capacity)
-        self.keys[:count] = old_keys[:count]
-        for new, old in zip(self.values, old_values):
+        for new, old in zip(self.keys + self.values, old_keys + old_values):
             new[:count] = old[:count]
         rebuild_index(self.index, self.keys, count)
 
-    def take(self, selected: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    def take(self, selected: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Copies of the keys and values of the entries at ``selected``."""
-        return self.keys[selected], [v[selected] for v in self.values]
+        return [k[selected] for k in self.keys], [v[selected] for v in self.values]
 
     def retain(self, keep: np.ndarray) -> None:
         """Drop every entry whose ``keep`` flag is False; survivors keep their order."""
@@ -66,14 +64,8 @@ class HashTableState:
         m = survivors.shape[0]
         if m == count:
             return
-        self.keys[:m] = self.keys[survivors]
-        self.keys[m:count] = 0
-        for v in self.values:
-            v[:m] = v[survivors]
-            v[m:count] = 0
+        for a in self.keys + self.values:
+            a[:m] = a[survivors]
+            a[m:count] = 0
         self.meta[0] = m
         rebuild_index(self.index, self.keys, m)
-
-    def arrays(self) -> list[np.ndarray]:
-        """What a kernel receives, in order: index, keys, meta, key buffer, values..."""
-        return [self.index, self.keys, self.meta, self.key_buffer, *self.values]
