@@ -41,6 +41,7 @@ class Config:
     mode: str = "compiled"
     target: str = "host"
     batch_size: int = 65_536
+    prefetch: int = 2  # batches a reader thread decodes ahead of the compiled loop (0: read inline)
     max_delay: str | int = "0s"  # watermark delay for sources that do not set their own
     state: str = "memory"
     state_path: str | None = None
@@ -55,10 +56,10 @@ class Config:
         if self.state not in STATE_BACKENDS:
             raise ConfigError(f"config key 'state': unknown state backend {self.state!r}; "
                               f"this build supports {list(STATE_BACKENDS)}")
-        for name in ("batch_size", "parallelism"):
+        for name, least in (("batch_size", 1), ("parallelism", 1), ("prefetch", 0)):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"config key {name!r}: expected a positive integer, got {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ConfigError(f"config key {name!r}: expected an integer >= {least}, got {value!r}")
         if self.parallelism != 1:
             raise ConfigError("config key 'parallelism': parallel workers are not built yet; use 1")
         to_millis(self.max_delay, "config key 'max_delay'")

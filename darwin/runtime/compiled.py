@@ -12,6 +12,7 @@ from darwin.graph.translate import translate
 from darwin.plan import nodes as pn
 from darwin.runtime.encoding import EncodedBatch, StringPool, decode, encode
 from darwin.runtime.output import Output
+from darwin.runtime.prefetch import prefetched
 from darwin.runtime.progress import Metrics
 
 if TYPE_CHECKING:
@@ -33,10 +34,13 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
     scan = first.input.scan
     consumers = {p.input.producer: runners[p.id] for p in graph.pipelines
                  if isinstance(p.input, op.FiredWindowsInput)}
-    try:
+    def read() -> Iterator[EncodedBatch]:
         for batch in scan.source.batches(scan.columns, config.batch_size):
-            metrics.add("input_rows", batch.num_rows)
-            encoded = encode(batch, scan.schema, pool, scan.source.name)
+            yield encode(batch, scan.schema, pool, scan.source.name)
+
+    try:
+        for encoded in prefetched(read, config.prefetch):
+            metrics.add("input_rows", encoded.length)
             yield from _push(runners[0], encoded, consumers, pool, metrics, final=False)
         for runner in runners:  # end of input: every window fires
             fired, windows = runner.drain(final=True)

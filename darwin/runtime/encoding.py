@@ -6,6 +6,7 @@ across batches and comparable across columns; sinks decode them.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,7 @@ class StringPool:
     """Append-only dictionary of every string a run has seen."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()  # the prefetch thread encodes while the main thread decodes
         self._codes: dict[str, int] = {}
         self._values: list[str] = []
         self._arrow: pa.Array | None = None
@@ -30,9 +32,11 @@ class StringPool:
     def code(self, value: str) -> int:
         code = self._codes.get(value)
         if code is None:
-            code = self._codes[value] = len(self._values)
-            self._values.append(value)
-            self._arrow = None
+            with self._lock:
+                code = self._codes.get(value)
+                if code is None:
+                    code = self._codes[value] = len(self._values)
+                    self._values.append(value)
         return code
 
     def value(self, code: int) -> str:
@@ -48,8 +52,9 @@ class StringPool:
         return mapping[idx] if len(mapping) else np.zeros(len(arr), dtype=np.int64)
 
     def decode(self, codes: np.ndarray, valid: np.ndarray | None) -> pa.Array:
-        if self._arrow is None:
-            self._arrow = pa.array(self._values, type=pa.string())
+        with self._lock:
+            if self._arrow is None or len(self._arrow) < len(self._values):
+                self._arrow = pa.array(self._values[:], type=pa.string())
         mask = None if valid is None else ~valid
         return self._arrow.take(pa.array(codes, type=pa.int64(), mask=mask))
 

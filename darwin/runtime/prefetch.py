@@ -1,0 +1,61 @@
+"""Read ahead of the compiled loop: a thread decodes the next batches while kernels run.
+
+Kernels release the GIL (``nogil=True``) and so does Arrow's Parquet reader, so
+reading and computing overlap on two cores. Errors in the reader surface in the
+consumer; a consumer that stops early stops the reader.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Callable, Iterable, Iterator, TypeVar
+
+T = TypeVar("T")
+_DONE = object()
+
+
+class _Failure:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def prefetched(items: Callable[[], Iterable[T]], depth: int) -> Iterator[T]:
+    """The items of ``items()``, produced up to ``depth`` ahead by a background thread."""
+    if depth <= 0:
+        yield from items()
+        return
+    buffer: queue.Queue[object] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                buffer.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items():
+                if not put(item):
+                    return
+            put(_DONE)
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, which re-raises it
+            put(_Failure(e))
+
+    thread = threading.Thread(target=produce, name="darwin-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = buffer.get()
+            if item is _DONE:
+                return
+            if isinstance(item, _Failure):
+                raise item.error
+            yield item  # type: ignore[misc]
+    finally:
+        stop.set()
+        thread.join()
