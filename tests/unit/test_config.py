@@ -26,7 +26,7 @@ def test_documented_default_file_is_the_default():
 @pytest.mark.parametrize("text, fragment", [
     ("modee: compiled\n", "unknown config key(s) ['modee']"),
     ("mode: fast\n", "'mode': expected one of"),
-    ("batch_size: -1\n", "'batch_size': expected a positive integer"),
+    ("batch_size: -1\n", "'batch_size': expected an integer >= 1"),
     ("max_delay: soon\n", "cannot read 'soon' as a duration"),
     ("- a\n- b\n", "expected a mapping"),
     ("mode: [unclosed\n", "not valid YAML"),
@@ -58,3 +58,22 @@ def test_detect_reports_the_machine():
     assert info.cores >= 1 and info.memory_bytes > 0
     assert info.cpu_name and isinstance(info.cpu_features, tuple)
     assert "cpu:" in info.describe()
+
+
+def test_prefetch_errors_reach_the_caller_and_early_stops_end_the_reader():
+    import pyarrow as pa
+
+    import darwin as dw
+
+    schema = pa.schema([("x", pa.int64())])
+
+    def broken():
+        yield pa.record_batch([pa.array([1, 2])], schema=schema)
+        raise OSError("disk went away")
+
+    t = dw.from_batches(schema, broken)
+    with pytest.raises(OSError, match="disk went away"):
+        t.collect(dw.Config(prefetch=2))
+    many = dw.from_batches(schema, lambda: (pa.record_batch([pa.array([i])], schema=schema) for i in range(10**6)))
+    first = next(iter(many.iter_batches(dw.Config(prefetch=2, batch_size=1))))
+    assert first.num_rows == 1  # the generator closes and the reader thread stops
