@@ -1,0 +1,47 @@
+"""The Nexmark generator as Darwin sources: ``source(events=N).bid`` is a Table."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+import darwin as dw
+from darwin.types import Schema
+from nexmark.generator import SCHEMAS, GeneratorConfig, generate
+
+TIME_COLUMN = "date_time"
+
+
+class NexmarkStream:
+    """One stream of the generator, replayable: every call to ``batches`` yields the same rows."""
+
+    def __init__(self, config: GeneratorConfig, stream: str) -> None:
+        self.config, self.stream = config, stream
+        self.name = f"nexmark.{stream}"
+        self.schema = Schema.from_arrow(SCHEMAS[stream], frozenset(SCHEMAS[stream].names))
+
+    def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
+        for batch in generate(self.config, self.stream, batch_size=batch_size):
+            yield batch.select(list(columns))
+
+
+class NexmarkSources:
+    def __init__(self, config: GeneratorConfig, max_delay: Any = "0s") -> None:
+        self.config = config
+        self.person = self._table("person", max_delay)
+        self.auction = self._table("auction", max_delay)
+        self.bid = self._table("bid", max_delay)
+
+    def _table(self, stream: str, max_delay: Any) -> dw.Table:
+        from darwin.api import _scan
+
+        return _scan(NexmarkStream(self.config, stream), TIME_COLUMN, max_delay)
+
+
+def source(events: int, seed: int = 0, rate: int | None = None, max_delay: Any = "0s", **options: Any) \
+        -> NexmarkSources:
+    """The three Nexmark streams of ``events`` events; ``rate`` is events per second of event time."""
+    if rate is not None:
+        options["first_event_rate"] = rate
+    return NexmarkSources(GeneratorConfig(events=events, seed=seed, **options), max_delay)
