@@ -63,6 +63,8 @@ class _Generator:
         self.arg_names: list[str] = []
         self.agg = p.sink.aggregate if isinstance(p.sink, op.WindowAggregateSink) else None
         self.lay = layout(self.agg) if self.agg is not None else None
+        self.ring = p.sink.ring if isinstance(p.sink, op.WindowAggregateSink) else None
+        self.hashed = self.agg is not None and self.ring is None
 
     def _arg(self, name: str, spec: tuple[str, ...]) -> str:
         self.arg_names.append(name)
@@ -86,9 +88,12 @@ class _Generator:
         self.args += [("param", n) for n in self.params.names()]
         self._arg("ctl", ("ctl",))
         if self.agg is not None:
-            keys = [f"k{j}" for j in range(self.lay.key_width)]
             values = [f"v{j}" for j in range(len(self.lay.value_dtypes))]
-            for name in ("index", *keys, "meta", *values, "fbuf", "ibuf"):
+            if self.ring is None:
+                names = ("index", *[f"k{j}" for j in range(self.lay.key_width)], "meta", *values, "fbuf", "ibuf")
+            else:
+                names = ("ring_start", "ring_count", "order", "seen", *values)
+            for name in names:
                 self._arg(name, ("state", name))
         out_schema = p.output_schema if isinstance(p.sink, op.CollectSink) else None
         if out_schema is not None:
@@ -110,7 +115,7 @@ class _Generator:
         with head.block(f"def kernel(start, n, {', '.join(self.arg_names)}):"):
             for name, slot in self._scalars():
                 head.line(f"{name} = ctl[{slot}]")
-            if self.agg is not None:
+            if self.hashed:
                 head.line("count = meta[0]")
                 head.line("imask = index.shape[0] - 1")
             with head.block("for i in range(start, n):"):
@@ -126,17 +131,22 @@ class _Generator:
     def _save(self, b: SourceBuilder) -> None:
         for name, slot in self._scalars():
             b.line(f"ctl[{slot}] = {name}")
-        if self.agg is not None:
+        if self.hashed:
             b.line("meta[0] = count")
+
+    def _stop(self, status: int) -> None:
+        """Hand the row back to the runtime, which fixes ``status`` and calls again from this row."""
+        self._save(self.src)
+        self.src.line(f"ctl[{ctl.STATUS}] = {status}")
+        self.src.line("return i")
 
     # -- per row ----------------------------------------------------------------------------
     def _row_prologue(self, env: Env) -> None:
         b = self.src
-        if self.agg is not None:
+        if self.hashed:
             # room for every window this row can open, else hand back to the runtime to grow
             with b.block(f"if count + {number(self.agg.input.window.windows_per_row)} > k0.shape[0]:"):
-                self._save(b)
-                b.line("return i")
+                self._stop(ctl.NEEDS_ROOM)
         inp = self.p.input
         if self.agg is not None and isinstance(inp, op.ScanInput) and inp.scan.time_column is not None:
             v, ok = env[inp.scan.time_column]
@@ -213,14 +223,43 @@ class _Generator:
     def _aggregate(self, env: Env, schema: Schema) -> None:
         b, agg, lay = self.src, self.agg, self.lay
         w = agg.input.window
+        if self.ring is not None:
+            self._ring_entry(env)
         t = self._time_value(env, w.on)
         inp = self.p.input
         if isinstance(inp, op.ScanInput) and inp.scan.time_column is not None:
             b.line(f"wm = max_time - {number(inp.delay_ms)} if max_time != {number(NO_WATERMARK)} else max_time")
         else:
             b.line(f"wm = {number(NO_WATERMARK)}")
-        key_values = ["WINDOW_START"]
-        for k in lay.keys:
+        key_values = [] if self.ring is not None else self._hash_key_values(env)
+        args = {}
+        for a in lay.accs:
+            if a.arg is not None:
+                args[a.name] = self.exprs.emit(a.arg, env, schema)
+        if self.ring is not None:
+            self._check_ring_slots(t, w)
+        b.line("accepted = False")
+        with self._windows(t, w) as (start, end), b.block(f"if {end} > wm:"):  # else: window already fired
+            b.line("accepted = True")
+            if self.ring is None:
+                values = [start, *key_values]
+                emit_probe(lambda text, depth: b.line("    " * depth + text), values,
+                           [f"k{j}" for j in range(len(values))])
+                with b.block(f"if fresh and {end} < min_end:"):
+                    b.line(f"min_end = {end}")
+            else:
+                self._ring_slot(start, end, w)
+            for a in lay.accs:
+                self._update(a, args.get(a.name))
+        with b.block("if not accepted:"):
+            b.line("late_rows += 1")
+            if agg.input.late_output:
+                self._write_row("l", "late_out", env, self.p.output_schema)
+
+    def _hash_key_values(self, env: Env) -> list[str]:
+        """Locals holding the group key as int64 components (bits for floats, then validity)."""
+        b, values = self.src, []
+        for k in self.lay.keys:
             v, ok = env[k.name]
             kv = b.fresh("kv")
             if k.dtype is DType.FLOAT64:  # the bit pattern; one group for 0.0/-0.0 and one for all NaNs
@@ -228,28 +267,46 @@ class _Generator:
                 b.line(f"{kv} = ibuf[0]")
             else:
                 b.line(f"{kv} = np.int64({v})")
-            key_values.append(kv)
+            values.append(kv)
             if k.valid_position is not None:
                 b.line(f"{kv} = {kv} if {ok} else np.int64(0)")
-                key_values.append(f"np.int64({ok})")
-        args = {}
-        for a in lay.accs:
-            if a.arg is not None:
-                args[a.name] = self.exprs.emit(a.arg, env, schema)
-        b.line("accepted = False")
-        with self._windows(t, w) as (start, end), b.block(f"if {end} > wm:"):  # else: window already fired
-            b.line("accepted = True")
-            values = [start if v == "WINDOW_START" else v for v in key_values]
-            emit_probe(lambda text, depth: b.line("    " * depth + text), values,
-                       [f"k{j}" for j in range(len(values))])
-            with b.block(f"if fresh and {end} < min_end:"):
+                values.append(f"np.int64({ok})")
+        return values
+
+    def _ring_entry(self, env: Env) -> None:
+        """``d``: the key's offset in the dense domain; a key outside it stops the run."""
+        b, ring = self.src, self.ring
+        if not self.lay.keys:
+            b.line("d = np.int64(0)")
+            return
+        b.line(f"d = np.int64({env[self.lay.keys[0].name][0]}) - {number(ring.low)}")
+        with b.block(f"if d < 0 or d >= {number(ring.size)}:"):
+            self._stop(ctl.OUT_OF_DOMAIN)
+
+    def _slot_of(self, start: str, w: Window) -> str:
+        return f"({start} // {number(w.slide_ms)}) % {number(self.ring.slots)}"
+
+    def _check_ring_slots(self, t: str, w: Window) -> None:
+        """Before touching state: every open window of this row needs its slot free or its own."""
+        b = self.src
+        with self._windows(t, w) as (start, end), b.block(f"if {end} > wm:"):
+            b.line(f"r = {self._slot_of(start, w)}")
+            with b.block(f"if ring_start[r] != {start} and ring_start[r] != {number(NO_WATERMARK)}:"):
+                self._stop(ctl.RING_FULL)
+
+    def _ring_slot(self, start: str, end: str, w: Window) -> None:
+        b, size = self.src, number(self.ring.size)
+        b.line(f"r = {self._slot_of(start, w)}")
+        with b.block(f"if ring_start[r] != {start}:"):
+            b.line(f"ring_start[r] = {start}")
+            with b.block(f"if {end} < min_end:"):
                 b.line(f"min_end = {end}")
-            for a in lay.accs:
-                self._update(a, args.get(a.name))
-        with b.block("if not accepted:"):
-            b.line("late_rows += 1")
-            if agg.input.late_output:
-                self._write_row("l", "late_out", env, self.p.output_schema)
+        b.line(f"e = r * {size} + d")
+        b.line("fresh = seen[e] == 0")
+        with b.block("if fresh:"):
+            b.line("seen[e] = 1")
+            b.line(f"order[r * {size} + ring_count[r]] = d")
+            b.line("ring_count[r] += 1")
 
     def _update(self, a: AccSlot, arg: Value | None) -> None:
         b = self.src

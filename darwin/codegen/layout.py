@@ -6,4 +6,10 @@ NULL_TIME_ROWS = 2
 OUT_ROWS = 3  # rows written to the output buffers in this call
 LATE_OUT_ROWS = 4
 MIN_WINDOW_END = 5  # smallest end of a window held in state: nothing fires before it
-SIZE = 6
+STATUS = 6  # why a kernel returned early (below)
+SIZE = 7
+
+OK = 0
+NEEDS_ROOM = 1  # the hash table is full: grow it
+RING_FULL = 2  # a ring slot still holds a closed window: drain it
+OUT_OF_DOMAIN = 3  # a key outside the range the source's statistics promised

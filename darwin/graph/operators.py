@@ -69,11 +69,26 @@ class CollectSink:
 
 
 @dataclass(frozen=True)
+class Ring:
+    """Window-ring state: ``slots`` windows open at once, entry = key - ``low`` in [0, ``size``)."""
+
+    slots: int
+    low: int
+    size: int
+    keyed: bool = True  # False: a global aggregation, the domain is the single entry 0
+
+
+@dataclass(frozen=True)
 class WindowAggregateSink:
-    """Hash aggregation keyed by (window start, keys) with watermark-triggered firing."""
+    """Windowed aggregation with watermark-triggered firing.
+
+    Without ``ring``: a hash table keyed by (window start, keys). With it: a ring of
+    per-window slots whose entries a dense key indexes directly.
+    """
 
     aggregate: pn.Aggregate
     backend: str
+    ring: Ring | None = None
 
     @property
     def window(self) -> Window:
@@ -85,7 +100,10 @@ class WindowAggregateSink:
 
     def describe(self) -> str:
         a = self.aggregate
-        return (f"window-hash-aggregate {self.window} keys=[{', '.join(a.keys)}] "
+        kind = "window-hash-aggregate" if self.ring is None else (
+            f"window-ring-aggregate slots={self.ring.slots} domain=[{self.ring.low}, "
+            f"{self.ring.low + self.ring.size})")
+        return (f"{kind} {self.window} keys=[{', '.join(a.keys)}] "
                 f"aggs=[{', '.join(f'{n}={c}' for n, c in a.aggs)}] state={self.backend}"
                 + (" late-output" if self.late_output else ""))
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from darwin.config import Config
 from darwin.errors import UnsupportedError
 from darwin.graph import operators as op
+from darwin.io.source import column_bounds
 from darwin.plan import nodes as pn
+from darwin.plan.exprs import Column
+from darwin.types import DType
 
 
 def translate(plan: pn.PlanNode, config: Config) -> op.OperatorGraph:
@@ -38,7 +43,49 @@ def _build(node: pn.PlanNode, sink: op.Sink, output_schema: pn.Schema, pipelines
         source = op.FiredWindowsInput(len(pipelines) - 1)
     else:
         raise UnsupportedError(f"the compiled engine has no operator for {type(node).__name__}")
+    if isinstance(sink, op.WindowAggregateSink) and isinstance(source, op.ScanInput):
+        sink = dataclasses.replace(sink, ring=_ring(sink.aggregate, source, chain))
     pipelines.append(op.Pipeline(len(pipelines), source, node.schema, tuple(chain), sink, output_schema))
+
+
+RING_CELLS = 1 << 24  # slots x domain: beyond this a ring costs more memory than a hash table saves
+
+
+def _ring(agg: pn.Aggregate, source: op.ScanInput, chain: list[op.StatelessOp]) -> op.Ring | None:
+    """A window ring when the watermark bounds the open windows and the key is a small dense domain.
+
+    Open windows have starts in (max time - delay - size, max time], so (delay + size) / slide + 2
+    slots always suffice. The key must be one NOT NULL integer column read unchanged from the
+    source, whose statistics give its exact range; no key at all is a domain of one.
+    """
+    if source.scan.time_column is None or any(isinstance(o, op.WindowAssignOp) for o in chain):
+        return None
+    w = agg.input.window
+    slots = (source.delay_ms + w.size_ms) // w.slide_ms + 2
+    if not agg.keys:
+        return op.Ring(slots, 0, 1, keyed=False)
+    if len(agg.keys) != 1:
+        return None
+    f = agg.input.input.schema.field(agg.keys[0])
+    origin = _source_column(agg.keys[0], chain)
+    if f.dtype is not DType.INT64 or f.nullable or origin is None:
+        return None
+    bounds = column_bounds(source.scan.source, origin)
+    if bounds is None:
+        return None
+    low, size = bounds[0], bounds[1] - bounds[0] + 1
+    return op.Ring(slots, low, size) if slots * size <= RING_CELLS else None
+
+
+def _source_column(name: str, chain: list[op.StatelessOp]) -> str | None:
+    """The source column ``name`` carries unchanged through the chain, if any."""
+    for o in reversed(chain):
+        if isinstance(o, op.ProjectOp):
+            e = dict(o.exprs)[name]
+            if not isinstance(e, Column):
+                return None
+            name = e.name
+    return name
 
 
 def _has_aggregate(node: pn.PlanNode) -> bool:

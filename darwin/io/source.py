@@ -23,3 +23,9 @@ class Source(Protocol):
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
         """Record batches holding exactly ``columns``, in order, of at most ``batch_size`` rows."""
         ...
+
+
+def column_bounds(source: Source, column: str) -> tuple[int, int] | None:
+    """Exact (min, max) of an integer column if the source knows them cheaply, else None."""
+    bounds = getattr(source, "bounds", None)
+    return bounds(column) if bounds is not None else None

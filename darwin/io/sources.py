@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from darwin.errors import SchemaError, SourceError
@@ -35,6 +36,13 @@ class ArrowSource:
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
         yield from self.table.select(list(columns)).to_batches(max_chunksize=batch_size)
 
+    def bounds(self, column: str) -> tuple[int, int] | None:
+        arr = self.table.column(column)
+        if not pa.types.is_integer(arr.type) or arr.null_count or len(arr) == 0:
+            return None
+        mm = pc.min_max(arr)
+        return int(mm["min"].as_py()), int(mm["max"].as_py())
+
     def __repr__(self) -> str:
         return f"ArrowSource({self.name}, {self.table.num_rows} rows)"
 
@@ -54,6 +62,7 @@ class ParquetSource:
             raise SourceError(f"cannot read Parquet file {str(self.path)!r}: {e}") from None
         self.schema = Schema.from_arrow(arrow_schema, _parquet_non_null(meta, arrow_schema))
         self.num_rows = meta.num_rows
+        self._leaves = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
         try:
@@ -61,6 +70,20 @@ class ParquetSource:
             yield from f.iter_batches(batch_size=batch_size, columns=list(columns))
         except (OSError, pa.ArrowInvalid) as e:
             raise SourceError(f"error while reading Parquet file {str(self.path)!r}: {e}") from None
+
+    def bounds(self, column: str) -> tuple[int, int] | None:
+        """From row-group statistics: metadata only, no data read."""
+        meta = pq.read_metadata(self.path)
+        if column not in self._leaves or meta.num_row_groups == 0:
+            return None
+        lo = hi = None
+        for g in range(meta.num_row_groups):
+            stats = meta.row_group(g).column(self._leaves[column]).statistics
+            if stats is None or not stats.has_min_max or not isinstance(stats.min, int):
+                return None
+            lo = stats.min if lo is None else min(lo, stats.min)
+            hi = stats.max if hi is None else max(hi, stats.max)
+        return lo, hi
 
     def __repr__(self) -> str:
         return f"ParquetSource({str(self.path)!r})"

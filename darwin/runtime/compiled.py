@@ -62,7 +62,9 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
 def _push(runner: "PipelineRunner", batch: EncodedBatch, consumers: dict[int, "PipelineRunner"], pool: StringPool,
           metrics: Metrics, final: bool) -> Iterator[Output]:
     """Run ``batch`` through a pipeline and everything downstream of it."""
-    out, late = runner.process(batch)
+    out, late, fired_early = runner.process(batch)
+    for fired in fired_early:  # windows a full ring had to drain before the batch ended
+        yield from _push(consumers[runner.p.id], fired, consumers, pool, metrics, final)
     if late is not None and late.length:
         yield Output("late", decode(late, runner.p.output_schema, pool))
     if out is not None and out.length:

@@ -9,11 +9,13 @@ from darwin.codegen.aggregates import finalize
 from darwin.codegen.compiler import load_kernel
 from darwin.codegen.generate import NO_WATERMARK, generate_pipeline
 from darwin.config import Config
+from darwin.errors import DarwinError, SourceError
 from darwin.graph import operators as op
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.lookups import LookupTable
 from darwin.state.backend import StateBackend
 from darwin.state.hash_table import HashTableState
+from darwin.state.ring import RingState
 from darwin.types import Schema
 
 INT64_MAX = np.iinfo(np.int64).max
@@ -37,17 +39,20 @@ class PipelineRunner:
         self.lookups = [LookupTable(f, a) for f, a in self.ks.params.lookups] if self.ks else []
         self.sink = p.sink
         self.scratch = np.zeros(1, dtype=np.int64)  # reinterprets a float key's bits inside kernels
-        self.state: HashTableState | None = None
+        self.state: HashTableState | RingState | None = None
         if isinstance(p.sink, op.WindowAggregateSink):
             lay = self.ks.agg_layout
-            self.state = HashTableState(backend, f"pipeline{p.id}", lay.key_width, lay.value_dtypes)
+            name = f"pipeline{p.id}"
+            self.state = (HashTableState(backend, name, lay.key_width, lay.value_dtypes) if p.sink.ring is None
+                          else RingState(backend, name, p.sink.ring, lay.value_dtypes))
 
     # -- processing ---------------------------------------------------------------------------
-    def process(self, batch: EncodedBatch) -> tuple[EncodedBatch | None, EncodedBatch | None]:
-        """Run the kernel over a batch: (collected output, late rows), either possibly None."""
+    def process(self, batch: EncodedBatch) -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
+        """Run the kernel over a batch: collected output, late rows, windows fired mid-batch."""
         p, n = self.p, batch.length
+        fired: list[EncodedBatch] = []
         if self.kernel is None:
-            return batch, None
+            return batch, None, fired
         out = _buffers(p.output_schema, n * p.rows_per_input) if isinstance(self.sink, op.CollectSink) else None
         late = _buffers(p.output_schema, n) if self.state is not None and self.sink.late_output else None
         self.ctl[ctl.OUT_ROWS] = 0
@@ -60,9 +65,27 @@ class PipelineRunner:
             pos = self.kernel(pos, n, *self._args(batch, out, late))
             if pos >= n:
                 break
-            self.state.grow(self.sink.window.windows_per_row)  # the kernel stopped for room
+            self._resolve(int(self.ctl[ctl.STATUS]), fired)
         return (_sliced(out, int(self.ctl[ctl.OUT_ROWS])) if out else None,
-                _sliced(late, int(self.ctl[ctl.LATE_OUT_ROWS])) if late else None)
+                _sliced(late, int(self.ctl[ctl.LATE_OUT_ROWS])) if late else None, fired)
+
+    def _resolve(self, status: int, fired: list[EncodedBatch]) -> None:
+        """Fix what made the kernel stop, so it can go on from the same row."""
+        self.ctl[ctl.STATUS] = ctl.OK
+        if status == ctl.NEEDS_ROOM:
+            self.state.grow(self.sink.window.windows_per_row)
+        elif status == ctl.RING_FULL:  # the watermark closed a window whose slot a new one needs
+            batch, _ = self.drain(final=False)
+            if batch is None:
+                raise DarwinError("internal error: a window ring is full of open windows")
+            fired.append(batch)
+        elif status == ctl.OUT_OF_DOMAIN:
+            ring = self.sink.ring
+            raise SourceError(f"source {self.p.input.scan.source.name!r}: a value of group key "
+                              f"{self.sink.aggregate.keys[0]!r} is outside [{ring.low}, {ring.low + ring.size - 1}], "
+                              "the range the source's statistics promised")
+        else:
+            raise DarwinError(f"internal error: kernel stopped with status {status}")
 
     def _args(self, batch: EncodedBatch, out: dict[str, Column] | None,
               late: dict[str, Column] | None) -> list[object]:
@@ -88,6 +111,8 @@ class PipelineRunner:
 
     def _state_array(self, name: str) -> np.ndarray:
         s = self.state
+        if isinstance(s, RingState):
+            return s.array(name)
         if name == "index":
             return s.index
         if name == "meta":
@@ -117,18 +142,29 @@ class PipelineRunner:
         if s is None or s.count == 0 or (not final and self.ctl[ctl.MIN_WINDOW_END] > wm):
             return None, 0
         size = self.sink.window.size_ms
-        starts = s.keys[0][: s.count]
-        fired = np.ones(s.count, dtype=np.bool_) if final else (starts + size <= wm)
-        selected = np.flatnonzero(fired)
-        selected = selected[np.argsort(starts[selected], kind="stable")]  # by window, then first-seen order
-        keys, values = s.take(selected)
-        s.retain(~fired)
-        remaining = s.keys[0][: s.count]
-        self.ctl[ctl.MIN_WINDOW_END] = int(remaining.min()) + size if s.count else INT64_MAX
+        if isinstance(s, RingState):
+            keys, values = s.fire(wm, size, final)
+            end = s.min_end(size)
+        else:
+            keys, values = fire_hash(s, wm, size, final)
+            end = int(s.keys[0][: s.count].min()) + size if s.count else None
+        self.ctl[ctl.MIN_WINDOW_END] = INT64_MAX if end is None else end
         columns = finalize(self.ks.agg_layout, keys, values, size)
         schema = self.sink.aggregate.schema
-        batch = EncodedBatch({f.name: Column(*columns[f.name]) for f in schema.fields}, len(selected))
+        batch = EncodedBatch({f.name: Column(*columns[f.name]) for f in schema.fields}, len(keys[0]))
         return batch, len(np.unique(keys[0]))
+
+
+def fire_hash(s: HashTableState, watermark: int, size_ms: int, final: bool) \
+        -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Take the entries of windows with end <= watermark out of a (window start, keys) hash table."""
+    starts = s.keys[0][: s.count]
+    fired = np.ones(s.count, dtype=np.bool_) if final else (starts + size_ms <= watermark)
+    selected = np.flatnonzero(fired)
+    selected = selected[np.argsort(starts[selected], kind="stable")]  # by window, then first-seen order
+    keys, values = s.take(selected)
+    s.retain(~fired)
+    return keys, values
 
 
 def _buffers(schema: Schema, rows: int) -> dict[str, Column]:
