@@ -11,7 +11,8 @@ Examples
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 

@@ -12,7 +12,8 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from darwin.errors import DarwinTypeError
 from darwin.plan import exprs as ex

@@ -9,9 +9,9 @@ table it returns early, the runtime grows the table and calls it again there.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 from darwin.codegen import layout as ctl
 from darwin.codegen.aggregates import AccSlot, AggLayout, layout

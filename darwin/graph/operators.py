@@ -8,7 +8,6 @@ pipelines: one builds its state, the next drains fired windows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from darwin.plan import nodes as pn
 from darwin.plan.exprs import ExprNode
@@ -59,7 +58,7 @@ class WindowAssignOp:
         return f"window-assign {self.window}"
 
 
-StatelessOp = Union[FilterOp, ProjectOp, WindowAssignOp]
+StatelessOp = FilterOp | ProjectOp | WindowAssignOp
 
 
 @dataclass(frozen=True)
@@ -108,7 +107,7 @@ class WindowAggregateSink:
                 + (" late-output" if self.late_output else ""))
 
 
-Sink = Union[CollectSink, WindowAggregateSink]
+Sink = CollectSink | WindowAggregateSink
 
 
 @dataclass(frozen=True)

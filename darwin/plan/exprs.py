@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Union
+from datetime import UTC
+from typing import Any
 
 from darwin.errors import DarwinTypeError, PlanError
 from darwin.types import DType, Schema
@@ -123,7 +124,7 @@ class StringCall:
         return f"{self.operand}.str.{self.func}({', '.join(map(repr, self.args))})"
 
 
-ExprNode = Union[Column, Literal, Binary, Unary, IsIn, Cast, Case, DatePart, StringCall]
+ExprNode = Column | Literal | Binary | Unary | IsIn | Cast | Case | DatePart | StringCall
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ def columns_of(e: ExprNode | AggCall | None) -> frozenset[str]:
 
 def literal_of(value: Any) -> Literal:
     """Literal for a Python value, with the Darwin type it implies."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     if value is None:
         return Literal(None, None)
@@ -182,7 +183,7 @@ def literal_of(value: Any) -> Literal:
         return Literal(value, DType.STRING)
     if isinstance(value, datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
+            value = value.replace(tzinfo=UTC)
         return Literal(int(value.timestamp() * 1000), DType.TIMESTAMP)
     raise DarwinTypeError(f"cannot use {value!r} of type {type(value).__name__} as a literal")
 

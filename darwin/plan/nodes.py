@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Union
 
 from darwin.errors import DarwinTypeError, PlanError
 from darwin.io.source import Source
@@ -166,7 +165,7 @@ def agg_type(call: AggCall, schema: Schema, name: str) -> tuple[DType, bool]:
     return (DType.FLOAT64 if call.func == "avg" else t.dtype), t.nullable
 
 
-PlanNode = Union[Scan, Filter, Project, WindowAssign, Aggregate]
+PlanNode = Scan | Filter | Project | WindowAssign | Aggregate
 
 
 def inputs(node: PlanNode) -> tuple[PlanNode, ...]:

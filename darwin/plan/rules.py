@@ -8,7 +8,7 @@ projection changes nothing but the work done.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from darwin.errors import DarwinTypeError
 from darwin.plan import exprs as ex

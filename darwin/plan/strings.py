@@ -8,9 +8,10 @@ interpreter and the lookup-table builder, so both engines agree by construction.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from darwin.errors import DarwinTypeError
 from darwin.types import DType

@@ -7,8 +7,9 @@ division or modulo by zero giving NULL, Python's floor semantics for // and %.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import date, timedelta
-from typing import Any, Callable
+from typing import Any
 
 from darwin.plan import exprs as ex
 from darwin.plan.strings import apply

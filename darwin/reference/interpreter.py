@@ -11,7 +11,8 @@ It defines Darwin's semantics, and the compiled engine is tested against it:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from darwin.codegen.target import ensure_target
 from darwin.config import Config
@@ -59,7 +60,7 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
     metrics.set("run_seconds", time.perf_counter() - started)
 
 
-def _push(runner: "PipelineRunner", batch: EncodedBatch, consumers: dict[int, "PipelineRunner"], pool: StringPool,
+def _push(runner: PipelineRunner, batch: EncodedBatch, consumers: dict[int, PipelineRunner], pool: StringPool,
           metrics: Metrics, final: bool) -> Iterator[Output]:
     """Run ``batch`` through a pipeline and everything downstream of it."""
     out, late, fired_early = runner.process(batch)

@@ -7,7 +7,7 @@ this class grows it, drains selected entries and compacts what remains.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

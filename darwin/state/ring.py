@@ -7,7 +7,7 @@ so a fired window drains in the same order as the hash table's.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

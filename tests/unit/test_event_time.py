@@ -1,6 +1,6 @@
 """Windows, watermarks, firing and late events, with hand-checked expectations, in every mode."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 
@@ -9,7 +9,7 @@ from darwin import col
 
 
 def ms(t):
-    return datetime.fromtimestamp(t / 1000, timezone.utc).replace(tzinfo=None)
+    return datetime.fromtimestamp(t / 1000, UTC).replace(tzinfo=None)
 
 
 def stream(ts, k=None, v=None):

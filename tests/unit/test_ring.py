@@ -17,7 +17,8 @@ def sink_of(q):
 
 
 def table(ts, k, v):
-    return pa.table({"ts": pa.array(ts, pa.timestamp("ms")), "k": pa.array(k, pa.int64()), "v": pa.array(v, pa.int64())})
+    return pa.table({"ts": pa.array(ts, pa.timestamp("ms")), "k": pa.array(k, pa.int64()),
+                     "v": pa.array(v, pa.int64())})
 
 
 def test_ring_is_chosen_only_where_it_is_sound():
