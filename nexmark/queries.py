@@ -6,8 +6,8 @@ The PySpark definitions of the same queries are in ``nexmark/spark_queries.py``;
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import darwin as dw
 from darwin import col, when

@@ -6,7 +6,7 @@ rows as Darwin (compared as sorted tables).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F

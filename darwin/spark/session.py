@@ -1,0 +1,56 @@
+"""One shared SparkSession for benchmarks, the Nexmark CLI and tests."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+_SESSION: SparkSession | None = None
+
+
+def spark_session(app_name: str = "darwin", master: str | None = None) -> SparkSession:
+    """The process's SparkSession: local[*], quiet, UTC, ANSI off (x/0 is NULL, as in Darwin)."""
+    global _SESSION
+    if _SESSION is not None:
+        return _SESSION
+    from pyspark.sql import SparkSession
+
+    logging.getLogger("py4j").setLevel(logging.ERROR)
+    cores = os.cpu_count() or 2
+    builder = (SparkSession.builder.master(master or os.environ.get("DARWIN_SPARK_MASTER", "local[*]"))
+               .appName(app_name)
+               .config("spark.driver.memory", os.environ.get("DARWIN_SPARK_MEMORY", "4g"))
+               .config("spark.sql.shuffle.partitions", str(2 * cores))
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.ansi.enabled", "false")
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=error"))
+    _SESSION = builder.getOrCreate()
+    _SESSION.sparkContext.setLogLevel("ERROR")
+    return _SESSION
+
+
+def stop_spark() -> None:
+    global _SESSION
+    if _SESSION is not None:
+        _SESSION.stop()
+        _SESSION = None
+
+
+def to_arrow(df: DataFrame) -> pa.Table:
+    """Collect a DataFrame as Arrow, timestamps as naive UTC timestamp[ms] like Darwin's."""
+    table = df.toArrow()
+    columns = []
+    for c, f in zip(table.columns, table.schema):
+        if pa.types.is_timestamp(f.type):
+            c = c.cast(pa.timestamp(f.type.unit)).cast(pa.timestamp("ms"))
+        columns.append(c)
+    return pa.table(columns, names=table.column_names)

@@ -1,0 +1,87 @@
+"""Runs Nexmark queries on Darwin and on PySpark over the same events, and compares results."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from nexmark.generator import GeneratorConfig, write_parquet
+
+import darwin as dw
+from darwin.testing import assert_table_equal
+from nexmark.queries import QUERIES
+from nexmark.source import source
+
+ENGINES = ("darwin", "spark")
+
+
+@dataclass
+class Measurement:
+    query: str
+    engine: str
+    events: int
+    seconds: float
+    rows: int
+    equal: bool | None = None  # against the other engine, when both ran
+
+    @property
+    def events_per_second(self) -> float:
+        return self.events / self.seconds if self.seconds > 0 else float("inf")
+
+
+def parquet_for(events: int, seed: int, data_dir: Path) -> dict[str, str]:
+    """The generator's Parquet files for (events, seed), written once and cached."""
+    out = data_dir / f"nexmark-events={events}-seed={seed}"
+    names = ("person", "auction", "bid")
+    if not all((out / f"{n}.parquet").exists() for n in names):
+        write_parquet(GeneratorConfig(events=events, seed=seed), out)
+    return {n: str(out / f"{n}.parquet") for n in names}
+
+
+def run_darwin(query: str, events: int, seed: int, config: dw.Config) -> tuple[pa.Table, float]:
+    q = QUERIES[query].build(source(events=events, seed=seed))
+    started = time.perf_counter()
+    table = q.collect(config)
+    return table, time.perf_counter() - started
+
+
+def run_spark(query: str, paths: dict[str, str]) -> tuple[pa.Table, float]:
+    from darwin.spark import spark_session, to_arrow
+    from nexmark.spark_queries import QUERIES as SPARK_QUERIES
+    from nexmark.spark_queries import read_streams
+
+    spark = spark_session("nexmark")
+    started = time.perf_counter()
+    table = to_arrow(SPARK_QUERIES[query](read_streams(spark, paths)))
+    return table, time.perf_counter() - started
+
+
+def difference(darwin: pa.Table, spark: pa.Table) -> str | None:
+    """None when equal as sorted tables (floats to 1e-9), else a description with the first rows."""
+    spark = _like(spark, darwin)
+    try:
+        assert_table_equal(darwin, spark, sort=True)
+    except AssertionError as e:
+        return str(e)
+    return None
+
+
+def _like(table: pa.Table, model: pa.Table) -> pa.Table:
+    """Spark's table with Darwin's column names and types (e.g. int32 counts, tz-aware timestamps)."""
+    if table.column_names != model.column_names:
+        return table
+    columns = []
+    for c, f in zip(table.columns, model.schema):
+        try:
+            columns.append(c.cast(f.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            columns.append(c)
+    return pa.table(columns, names=model.column_names)
+
+
+def save(measurements: list[Measurement], path: Path) -> None:
+    path.write_text(json.dumps([{**asdict(m), "events_per_second": m.events_per_second}
+                                for m in measurements], indent=2))
