@@ -33,6 +33,7 @@ def info(config: Path = typer.Option(None, help="a YAML deployment; default conf
 
 @app.command()
 def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmark list`)"),
+        rate: int = typer.Option(10_000, help="events per second of event time (10,000: 1M events span 100 s)"),
         events: str = typer.Option("1M", help="number of Nexmark events, e.g. 500K, 10M"),
         config: Path = typer.Option(None, help="a YAML deployment; default configs/local.yaml"),
         show: int = typer.Option(10, help="result rows to print")) -> None:
@@ -45,7 +46,7 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
     try:
         cfg = _config(config)
         n = parse_count(events)
-        q = build_query(query, source(events=n))
+        q = build_query(query, source(events=n, rate=rate))
         started = time.perf_counter()
         result = q.execute(cfg)
         seconds = time.perf_counter() - started

@@ -175,7 +175,7 @@ def extra_bound(current: int, average: int) -> int:
 @njit(nogil=True, cache=True)
 def bids(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, auction: np.ndarray, bidder: np.ndarray,
          price_: np.ndarray, channel: np.ndarray, date_time: np.ndarray, extra_buf: np.ndarray,
-         extra_off: np.ndarray, hot_channels: np.int64, cold_channels: np.int64) -> None:
+         extra_off: np.ndarray, hot_channels: np.int64, cold_channels: np.int64, with_extra: bool) -> None:
     pos = 0
     want = max(cfg[C_AVG_BID] - 32, 0)  # padding after 4 int64 fields
     delta = np.int64(np.round(want * 0.2))
@@ -207,11 +207,12 @@ def bids(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, auction: np.ndarray
             channel[j] = hot_channels + draw_int(key, 6, cold_channels)
         date_time[j] = timestamp(cfg, eid)
         extra_off[j] = pos
-        size = want - delta + (draw_int(key, 7, 2 * delta) if delta > 0 else 0)
-        start = draw_int(key, 8, span)
-        for c in range(size):
-            extra_buf[pos + c] = pool[start + c]
-        pos += size
+        if with_extra:  # draws are counter-based: skipping the padding changes no other value
+            size = want - delta + (draw_int(key, 7, 2 * delta) if delta > 0 else 0)
+            start = draw_int(key, 8, span)
+            for c in range(size):
+                extra_buf[pos + c] = pool[start + c]
+            pos += size
     extra_off[ids.shape[0]] = pos
 
 

@@ -6,6 +6,7 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 from nexmark.generator import GeneratorConfig, write_parquet
@@ -42,6 +43,8 @@ def parquet_for(events: int, seed: int, data_dir: Path) -> dict[str, str]:
 
 
 def run_darwin(query: str, events: int, seed: int, config: dw.Config) -> tuple[pa.Table, float]:
+    """The result and the seconds of a run; compilation happens in an untimed warm-up on a few events."""
+    QUERIES[query].build(source(events=min(events, 5_000), seed=seed)).collect(config)
     q = QUERIES[query].build(source(events=events, seed=seed))
     started = time.perf_counter()
     table = q.collect(config)
@@ -85,3 +88,34 @@ def _like(table: pa.Table, model: pa.Table) -> pa.Table:
 def save(measurements: list[Measurement], path: Path) -> None:
     path.write_text(json.dumps([{**asdict(m), "events_per_second": m.events_per_second}
                                 for m in measurements], indent=2))
+
+
+def run_all(queries: list[str], engines: list[str], events: int, seed: int, config: dw.Config, data_dir: Path,
+            progress: Any) -> tuple[list[Measurement], dict[str, str]]:
+    """Every query on every engine; the measurements and, per query, any difference found."""
+    measurements: list[Measurement] = []
+    diffs: dict[str, str] = {}
+    with progress:
+        task = progress.add_task("nexmark", total=len(queries) * len(engines))
+        paths = None
+        for query in queries:
+            tables = {}
+            for engine in engines:
+                progress.update(task, description=f"{query} on {engine}")
+                if engine == "darwin":
+                    table, seconds = run_darwin(query, events, seed, config)
+                else:
+                    if paths is None:
+                        progress.update(task, description=f"writing {events:,} events as Parquet for Spark")
+                        paths = parquet_for(events, seed, data_dir)
+                    table, seconds = run_spark(query, paths)
+                tables[engine] = table
+                measurements.append(Measurement(query, engine, events, seconds, table.num_rows))
+                progress.advance(task)
+            if len(tables) == 2:
+                diff = difference(tables["darwin"], tables["spark"])
+                for m in measurements[-2:]:
+                    m.equal = diff is None
+                if diff is not None:
+                    diffs[query] = diff
+    return measurements, diffs

@@ -124,21 +124,23 @@ def _dict(codes: np.ndarray, dictionary: pa.Array) -> pa.Array:
     return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), dictionary)
 
 
-def _bid_batch(cfg: GeneratorConfig, ids: np.ndarray) -> pa.RecordBatch:
+def _bid_batch(cfg: GeneratorConfig, ids: np.ndarray, columns: frozenset[str] | None = None) -> pa.RecordBatch:
     n = len(ids)
+    with_extra = columns is None or "extra" in columns
     cols = {name: np.empty(n, dtype=np.int64) for name in ("auction", "bidder", "price", "channel", "date_time")}
-    extra = np.empty(n * k.extra_bound(32, cfg.avg_bid_byte_size) + 1, dtype=np.uint8)
+    extra = np.empty(n * k.extra_bound(32, cfg.avg_bid_byte_size) + 1 if with_extra else 1, dtype=np.uint8)
     extra_off = np.empty(n + 1, dtype=np.int64)
     channels, urls = _channels(cfg.seed)
     k.bids(cfg.as_array(), _letters(cfg.seed), ids, cols["auction"], cols["bidder"], cols["price"], cols["channel"], cols["date_time"],
-           extra, extra_off, len(vocab.HOT_CHANNELS), vocab.CHANNELS_NUMBER)
+           extra, extra_off, len(vocab.HOT_CHANNELS), vocab.CHANNELS_NUMBER, with_extra)
     return pa.RecordBatch.from_arrays(
         [pa.array(cols["auction"]), pa.array(cols["bidder"]), pa.array(cols["price"]),
          _dict(cols["channel"], channels), _dict(cols["channel"], urls), _timestamps(cols["date_time"]),
          _strings(extra, extra_off)], schema=SCHEMAS["bid"])
 
 
-def _auction_batch(cfg: GeneratorConfig, ids: np.ndarray) -> pa.RecordBatch:
+def _auction_batch(cfg: GeneratorConfig, ids: np.ndarray, columns: frozenset[str] | None = None) \
+        -> pa.RecordBatch:
     n = len(ids)
     ints = {name: np.empty(n, dtype=np.int64) for name in
             ("id", "initial_bid", "reserve", "date_time", "expires", "seller", "category")}
@@ -155,7 +157,8 @@ def _auction_batch(cfg: GeneratorConfig, ids: np.ndarray) -> pa.RecordBatch:
          _strings(*bufs["extra"])], schema=SCHEMAS["auction"])
 
 
-def _person_batch(cfg: GeneratorConfig, ids: np.ndarray) -> pa.RecordBatch:
+def _person_batch(cfg: GeneratorConfig, ids: np.ndarray, columns: frozenset[str] | None = None) \
+        -> pa.RecordBatch:
     n = len(ids)
     ints = {name: np.empty(n, dtype=np.int64) for name in ("id", "name", "city", "state", "date_time")}
     bufs = {name: (np.empty(n * size + 1, dtype=np.uint8), np.empty(n + 1, dtype=np.int64))
@@ -174,15 +177,18 @@ _BUILDERS = {"person": _person_batch, "auction": _auction_batch, "bid": _bid_bat
 
 
 def generate(config: GeneratorConfig, stream: str, batch_size: int = 65_536, start_event: int = 0,
-             end_event: int | None = None) -> Iterator[pa.RecordBatch]:
-    """Batches of one stream for events [start_event, end_event), each covering batch_size event ids."""
+             end_event: int | None = None, columns: frozenset[str] | None = None) -> Iterator[pa.RecordBatch]:
+    """Batches of one stream for events [start_event, end_event), each covering batch_size event ids.
+
+    With ``columns``, only those need be right: bid padding is skipped when ``extra`` is not asked for.
+    """
     if stream not in _BUILDERS:
         raise ValueError(f"unknown Nexmark stream {stream!r}; streams are {list(STREAMS)}")
     end = config.events if end_event is None else min(end_event, config.events)
     kind = STREAMS.index(stream)
     for lo in range(start_event, end, batch_size):
         ids = np.arange(lo, min(lo + batch_size, end), dtype=np.int64)
-        yield _BUILDERS[stream](config, ids[config.kind_of(ids) == kind])
+        yield _BUILDERS[stream](config, ids[config.kind_of(ids) == kind], columns)
 
 
 def generate_all(config: GeneratorConfig, batch_size: int = 65_536) -> Iterator[dict[str, pa.RecordBatch]]:

@@ -23,7 +23,7 @@ class NexmarkStream:
         self.schema = Schema.from_arrow(SCHEMAS[stream], frozenset(SCHEMAS[stream].names))
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
-        for batch in generate(self.config, self.stream, batch_size=batch_size):
+        for batch in generate(self.config, self.stream, batch_size=batch_size, columns=frozenset(columns)):
             yield batch.select(list(columns))
 
 

@@ -124,3 +124,10 @@ def test_write_parquet(tmp_path):
 def test_config_validation(field, value):
     with pytest.raises(ValueError, match=f"GeneratorConfig.{field}"):
         GeneratorConfig(**{"events": 10, field: value})
+
+
+def test_skipping_padding_changes_no_other_column():
+    c = GeneratorConfig(events=3000)
+    full = stream(c, "bid")
+    lean = pa.Table.from_batches(list(generate(c, "bid", 512, columns=frozenset({"auction", "price"}))))
+    assert lean.drop_columns(["extra"]).equals(full.drop_columns(["extra"]))
