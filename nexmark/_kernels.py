@@ -217,7 +217,8 @@ def bids(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, auction: np.ndarray
 
 
 @njit(nogil=True, cache=True)
-def auctions(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, id_: np.ndarray, initial_bid: np.ndarray, reserve: np.ndarray,
+def auctions(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, id_: np.ndarray, initial_bid: np.ndarray,
+             reserve: np.ndarray,
              date_time: np.ndarray, expires: np.ndarray, seller: np.ndarray, category: np.ndarray,
              name_buf: np.ndarray, name_off: np.ndarray, desc_buf: np.ndarray, desc_off: np.ndarray,
              extra_buf: np.ndarray, extra_off: np.ndarray) -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from nexmark.generator import GeneratorConfig, write_parquet
 
 import darwin as dw
 from darwin.testing import assert_table_equal
+from nexmark.generator import GeneratorConfig, write_parquet
 from nexmark.queries import QUERIES
 from nexmark.source import source
 

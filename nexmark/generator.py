@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -131,7 +131,8 @@ def _bid_batch(cfg: GeneratorConfig, ids: np.ndarray, columns: frozenset[str] | 
     extra = np.empty(n * k.extra_bound(32, cfg.avg_bid_byte_size) + 1 if with_extra else 1, dtype=np.uint8)
     extra_off = np.empty(n + 1, dtype=np.int64)
     channels, urls = _channels(cfg.seed)
-    k.bids(cfg.as_array(), _letters(cfg.seed), ids, cols["auction"], cols["bidder"], cols["price"], cols["channel"], cols["date_time"],
+    k.bids(cfg.as_array(), _letters(cfg.seed), ids, cols["auction"], cols["bidder"], cols["price"], cols["channel"],
+           cols["date_time"],
            extra, extra_off, len(vocab.HOT_CHANNELS), vocab.CHANNELS_NUMBER, with_extra)
     return pa.RecordBatch.from_arrays(
         [pa.array(cols["auction"]), pa.array(cols["bidder"]), pa.array(cols["price"]),
@@ -147,7 +148,8 @@ def _auction_batch(cfg: GeneratorConfig, ids: np.ndarray, columns: frozenset[str
     bufs = {name: (np.empty(n * size + 1, dtype=np.uint8), np.empty(n + 1, dtype=np.int64))
             for name, size in (("item_name", 20), ("description", 100),
                                ("extra", k.extra_bound(48, cfg.avg_auction_byte_size)))}
-    k.auctions(cfg.as_array(), _letters(cfg.seed), ids, ints["id"], ints["initial_bid"], ints["reserve"], ints["date_time"],
+    k.auctions(cfg.as_array(), _letters(cfg.seed), ids, ints["id"], ints["initial_bid"], ints["reserve"],
+               ints["date_time"],
                ints["expires"], ints["seller"], ints["category"], *bufs["item_name"], *bufs["description"],
                *bufs["extra"])
     return pa.RecordBatch.from_arrays(
@@ -164,7 +166,8 @@ def _person_batch(cfg: GeneratorConfig, ids: np.ndarray, columns: frozenset[str]
     bufs = {name: (np.empty(n * size + 1, dtype=np.uint8), np.empty(n + 1, dtype=np.int64))
             for name, size in (("email_address", 20), ("credit_card", 19),
                                ("extra", k.extra_bound(40, cfg.avg_person_byte_size)))}
-    k.people(cfg.as_array(), _letters(cfg.seed), ids, ints["id"], ints["name"], ints["city"], ints["state"], ints["date_time"],
+    k.people(cfg.as_array(), _letters(cfg.seed), ids, ints["id"], ints["name"], ints["city"], ints["state"],
+             ints["date_time"],
              *bufs["email_address"], *bufs["credit_card"], *bufs["extra"], len(vocab.FIRST_NAMES),
              len(vocab.LAST_NAMES), len(vocab.US_CITIES), len(vocab.US_STATES))
     return pa.RecordBatch.from_arrays(

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-from nexmark.generator import SCHEMAS, GeneratorConfig, generate
 
 import darwin as dw
 from darwin.types import Schema
+from nexmark.generator import SCHEMAS, GeneratorConfig, generate
 
 TIME_COLUMN = "date_time"
 
