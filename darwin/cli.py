@@ -39,7 +39,6 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
         show: int = typer.Option(10, help="result rows to print")) -> None:
     """The main job: a Nexmark query over the embedded generator, printing its result."""
     from nexmark.cli import parse_count
-
     from nexmark.queries import build_query
     from nexmark.source import source
 

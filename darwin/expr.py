@@ -161,6 +161,13 @@ class StringNamespace:
         """Group ``group`` of the first match of ``pattern``; NULL when nothing matches."""
         return self._call("regexp_extract", pattern, group)
 
+    def map(self, mapping: dict[str, str]) -> Expr:
+        """The value ``mapping`` gives each string, NULL where it has none: a join with a small static
+        table, computed once per distinct value."""
+        if not isinstance(mapping, dict):
+            raise DarwinTypeError(f"str.map() takes a dict, got {type(mapping).__name__}")
+        return self._call("map", tuple(sorted(mapping.items())))
+
     def split_index(self, separator: str, index: int) -> Expr:
         """Part ``index`` (from 0) of the value split at ``separator``; NULL past the last part."""
         return self._call("split_index", separator, index)

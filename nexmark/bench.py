@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 import darwin as dw
 from darwin.testing import assert_table_equal
+from nexmark import ysb
 from nexmark.generator import GeneratorConfig, write_parquet
 from nexmark.queries import QUERIES
 from nexmark.source import source
@@ -34,12 +37,23 @@ class Measurement:
 
 
 def parquet_for(events: int, seed: int, data_dir: Path) -> dict[str, str]:
-    """The generator's Parquet files for (events, seed), written once and cached."""
+    """The generators' Parquet files for (events, seed), written once and cached."""
     out = data_dir / f"nexmark-events={events}-seed={seed}"
-    names = ("person", "auction", "bid")
+    names = ("person", "auction", "bid", "ads", "campaigns")
     if not all((out / f"{n}.parquet").exists() for n in names):
         write_parquet(GeneratorConfig(events=events, seed=seed), out)
+        _write_atomically(pa.Table.from_batches(list(ysb.generate(events, seed)), schema=ysb.SCHEMA),
+                          out / "ads.parquet")
+        pairs = ysb.campaigns(seed)
+        _write_atomically(pa.table({"ad_id": [a for a, _ in pairs], "campaign_id": [c for _, c in pairs]}),
+                          out / "campaigns.parquet")
     return {n: str(out / f"{n}.parquet") for n in names}
+
+
+def _write_atomically(table: pa.Table, path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
 
 
 def run_darwin(query: str, events: int, seed: int, config: dw.Config) -> tuple[pa.Table, float]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import darwin as dw
 from darwin import col, when
 from darwin.errors import PlanError
+from nexmark import ysb
 from nexmark.source import NexmarkSources
 
 EURO = 0.908
@@ -73,6 +74,14 @@ def agg(s: NexmarkSources) -> dw.Table:
     return s.bid.window(dw.Tumble("60s", on="date_time")).group_by("auction").agg(total=dw.sum("price"))
 
 
+def ysb_query(s: NexmarkSources) -> dw.Table:
+    """YSB: views per campaign in 10 s tumbling windows; ad -> campaign is a static-table join."""
+    campaign = col("ad_id").str.map(dict(ysb.campaigns(s.config.seed)))
+    return (s.ads.filter(col("event_type") == "view").select(campaign_id=campaign, event_time=col("event_time"))
+            .filter(col("campaign_id").is_not_null())
+            .window(dw.Tumble("10s", on="event_time")).group_by("campaign_id").agg(views=dw.count()))
+
+
 QUERIES: dict[str, Query] = {q.name: q for q in (
     Query("q0", "pass-through of every bid", q0),
     Query("q1", "currency conversion of bid prices", q1),
@@ -82,6 +91,7 @@ QUERIES: dict[str, Query] = {q.name: q for q in (
     Query("q21", "channel id from the channel name or the URL (string functions)", q21),
     Query("q22", "URL directories by split_index (string functions)", q22),
     Query("agg", "Darwin micro-benchmark shape: 60 s tumbling sum of price per auction", agg),
+    Query("ysb", "Yahoo Streaming Benchmark: views per campaign per 10 s (static ad->campaign join)", ysb_query),
 )}
 
 

@@ -9,6 +9,7 @@ import pyarrow as pa
 
 import darwin as dw
 from darwin.types import Schema
+from nexmark import ysb
 from nexmark.generator import SCHEMAS, GeneratorConfig, generate
 
 TIME_COLUMN = "date_time"
@@ -28,11 +29,17 @@ class NexmarkStream:
 
 
 class NexmarkSources:
+    """The Nexmark streams, and YSB ad events of the same size, seed and rate."""
+
     def __init__(self, config: GeneratorConfig, max_delay: Any = "0s") -> None:
         self.config = config
         self.person = self._table("person", max_delay)
         self.auction = self._table("auction", max_delay)
         self.bid = self._table("bid", max_delay)
+        c = config
+        self.ads = dw.from_batches(ysb.SCHEMA, lambda: ysb.generate(c.events, c.seed, c.first_event_rate),
+                                   time="event_time", max_delay=max_delay, name="ysb.ads",
+                                   non_null=ysb.SCHEMA.names)
 
     def _table(self, stream: str, max_delay: Any) -> dw.Table:
         from darwin.api import _scan

@@ -73,8 +73,14 @@ def agg(s: Streams) -> DataFrame:
     return _windowed(s["bid"], "60 seconds", ["auction"], F.sum("price").alias("total"))
 
 
+def ysb_query(s: Streams) -> DataFrame:
+    views = s["ads"].where(F.col("event_type") == "view").join(F.broadcast(s["campaigns"]), "ad_id")
+    return _windowed(views.withColumnRenamed("event_time", "date_time"), "10 seconds", ["campaign_id"],
+                     F.count(F.lit(1)).alias("views"))
+
+
 QUERIES: dict[str, Callable[[Streams], DataFrame]] = {
-    "q0": q0, "q1": q1, "q2": q2, "q12": q12, "q14": q14, "q21": q21, "q22": q22, "agg": agg,
+    "q0": q0, "q1": q1, "q2": q2, "q12": q12, "q14": q14, "q21": q21, "q22": q22, "agg": agg, "ysb": ysb_query,
 }
 
 

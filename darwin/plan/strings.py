@@ -42,6 +42,15 @@ def _split_index(s: str, sep: str, index: int) -> str | None:
     return parts[index] if 0 <= index < len(parts) else None
 
 
+def _map(s: str, pairs: tuple[tuple[str, str], ...]) -> str | None:
+    return _mapping(pairs).get(s)
+
+
+@lru_cache(maxsize=64)
+def _mapping(pairs: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    return dict(pairs)
+
+
 FUNCTIONS: dict[str, StringFunction] = {
     "lower": StringFunction(DType.STRING, False, (), str.lower),
     "upper": StringFunction(DType.STRING, False, (), str.upper),
@@ -51,6 +60,7 @@ FUNCTIONS: dict[str, StringFunction] = {
     "starts_with": StringFunction(DType.BOOL, False, (str,), str.startswith),
     "regexp_extract": StringFunction(DType.STRING, True, (str, int), _regexp_extract),
     "split_index": StringFunction(DType.STRING, True, (str, int), _split_index),
+    "map": StringFunction(DType.STRING, True, (tuple,), _map),
 }
 
 
@@ -65,6 +75,9 @@ def check_args(name: str, args: tuple[Any, ...]) -> None:
             _regex(args[0])
         except re.error as e:
             raise DarwinTypeError(f"str.regexp_extract(): invalid pattern {args[0]!r}: {e}") from None
+    if name == "map" and not all(isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                                 for p in args[0]):
+        raise DarwinTypeError("str.map() takes a dict from strings to strings")
     if name == "count_char" and len(args[0]) != 1:
         raise DarwinTypeError(f"str.count_char() counts one character, got {args[0]!r}")
 

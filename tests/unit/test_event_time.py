@@ -77,3 +77,9 @@ def test_string_keys_and_literals(config):
     q = (dw.from_arrow(table, time="ts").filter(col("channel").isin(["apple", "baidu"]) | col("channel").is_null())
          .window(dw.Tumble("1s", on="ts")).group_by("channel").agg(total=dw.sum("price")))
     assert [(r["channel"], r["total"]) for r in q.collect(config).to_pylist()] == [("apple", 4), (None, 4)]
+
+
+def test_string_map_is_a_static_join(config):
+    table = pa.table({"ts": pa.array([0, 1, 2], pa.timestamp("ms")), "ad": ["a1", "a2", "zz"]})
+    q = dw.from_arrow(table, time="ts").select(campaign=col("ad").str.map({"a1": "c1", "a2": "c1"}))
+    assert q.collect(config)["campaign"].to_pylist() == ["c1", "c1", None]
