@@ -118,6 +118,13 @@ class Pipeline:
     operators: tuple[StatelessOp, ...]
     sink: Sink
     output_schema: Schema  # of the rows reaching the sink
+    # string columns only moved, never inspected: (output column, input column). The kernel carries
+    # their row index instead of a dictionary code, and the sink takes the values from the input batch.
+    moved_strings: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def moved_inputs(self) -> frozenset[str]:
+        return frozenset(source for _, source in self.moved_strings)
 
     @property
     def needs_kernel(self) -> bool:

@@ -9,7 +9,7 @@ from darwin.errors import UnsupportedError
 from darwin.graph import operators as op
 from darwin.io.source import column_bounds
 from darwin.plan import nodes as pn
-from darwin.plan.exprs import Column
+from darwin.plan.exprs import Column, columns_of
 from darwin.types import DType
 
 
@@ -45,7 +45,28 @@ def _build(node: pn.PlanNode, sink: op.Sink, output_schema: pn.Schema, pipelines
         raise UnsupportedError(f"the compiled engine has no operator for {type(node).__name__}")
     if isinstance(sink, op.WindowAggregateSink) and isinstance(source, op.ScanInput):
         sink = dataclasses.replace(sink, ring=_ring(sink.aggregate, source, chain))
-    pipelines.append(op.Pipeline(len(pipelines), source, node.schema, tuple(chain), sink, output_schema))
+    moved = _moved_strings(node.schema, chain, output_schema) if isinstance(sink, op.CollectSink) \
+        and isinstance(source, op.ScanInput) else ()
+    pipelines.append(op.Pipeline(len(pipelines), source, node.schema, tuple(chain), sink, output_schema, moved))
+
+
+def _moved_strings(schema: pn.Schema, chain: list[op.StatelessOp], output: pn.Schema) \
+        -> tuple[tuple[str, str], ...]:
+    """Output string columns that are input string columns no operator looks into."""
+    origin = {f.name: f.name for f in schema.fields if f.dtype is DType.STRING}
+    inspected: set[str] = set()
+    for o in chain:
+        if isinstance(o, op.FilterOp):
+            inspected |= {origin[c] for c in columns_of(o.predicate) if c in origin}
+        elif isinstance(o, op.ProjectOp):
+            renamed = {}
+            for name, e in o.exprs:
+                if isinstance(e, Column) and e.name in origin:
+                    renamed[name] = origin[e.name]
+                else:
+                    inspected |= {origin[c] for c in columns_of(e) if c in origin}
+            origin = renamed
+    return tuple((name, src) for name, src in origin.items() if src not in inspected and name in output)
 
 
 RING_CELLS = 1 << 24  # slots x domain: beyond this a ring costs more memory than a hash table saves

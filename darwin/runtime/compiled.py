@@ -37,7 +37,7 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
                  if isinstance(p.input, op.FiredWindowsInput)}
     def read() -> Iterator[EncodedBatch]:
         for batch in scan.source.batches(scan.columns, config.batch_size):
-            yield encode(batch, scan.schema, pool, scan.source.name)
+            yield encode(batch, scan.schema, pool, scan.source.name, first.moved_inputs)
 
     try:
         for encoded in prefetched(read, config.prefetch):
@@ -69,7 +69,7 @@ def _push(runner: PipelineRunner, batch: EncodedBatch, consumers: dict[int, Pipe
     if late is not None and late.length:
         yield Output("late", decode(late, runner.p.output_schema, pool))
     if out is not None and out.length:
-        yield Output("result", decode(out, runner.p.output_schema, pool))
+        yield Output("result", decode(out, runner.p.output_schema, pool, batch, dict(runner.p.moved_strings)))
     if runner.state is not None and not final:
         fired, windows = runner.drain(final=False)
         metrics.add("windows_fired", windows)

@@ -69,28 +69,40 @@ class Column:
 class EncodedBatch:
     columns: dict[str, Column]
     length: int
+    arrow: pa.RecordBatch | None = None  # the source batch, for string columns carried as row indices
 
 
-def encode(batch: pa.RecordBatch, schema: Schema, pool: StringPool, source: str) -> EncodedBatch:
+def encode(batch: pa.RecordBatch, schema: Schema, pool: StringPool, source: str,
+           as_row_index: frozenset[str] = frozenset()) -> EncodedBatch:
+    """Typed columns of a batch; string columns in ``as_row_index`` carry row numbers, not codes."""
     columns = {}
     for f in schema.fields:
         try:
             arr = batch.column(f.name)
         except KeyError:
             raise SchemaError(f"source {source!r}: a batch lacks column {f.name!r}") from None
-        columns[f.name] = _encode_column(arr, f, pool, source)
-    return EncodedBatch(columns, batch.num_rows)
+        if f.name in as_row_index:
+            _check_column(arr, f, source)
+            valid = arr.is_valid().to_numpy(zero_copy_only=False) if f.nullable else None
+            columns[f.name] = Column(np.arange(batch.num_rows, dtype=np.int64), valid)
+        else:
+            columns[f.name] = _encode_column(arr, f, pool, source)
+    return EncodedBatch(columns, batch.num_rows, batch if as_row_index else None)
 
 
-def _encode_column(arr: pa.Array, f: Field, pool: StringPool, source: str) -> Column:
+def _check_column(arr: pa.Array, f: Field, source: str) -> None:
     got = dtype_from_arrow(arr.type, f.name)
     if got is not f.dtype:
         raise SchemaError(f"source {source!r}: column {f.name!r} has type {arr.type} in this batch, "
                           f"but the query was built for {f.dtype.value}")
-    has_nulls = arr.null_count > 0
-    if has_nulls and not f.nullable:
+    if arr.null_count > 0 and not f.nullable:
         raise SchemaError(f"source {source!r}: column {f.name!r} holds nulls, but the query was built "
                           "with it as NOT NULL (the source declared no nulls)")
+
+
+def _encode_column(arr: pa.Array, f: Field, pool: StringPool, source: str) -> Column:
+    _check_column(arr, f, source)
+    has_nulls = arr.null_count > 0
     valid = arr.is_valid().to_numpy(zero_copy_only=False) if f.nullable else None
     if f.dtype is DType.STRING:
         return Column(pool.encode(arr), valid)
@@ -106,13 +118,18 @@ def _encode_column(arr: pa.Array, f: Field, pool: StringPool, source: str) -> Co
     return Column(np.ascontiguousarray(values, dtype=f.dtype.numpy), valid)
 
 
-def decode(batch: EncodedBatch, schema: Schema, pool: StringPool) -> pa.RecordBatch:
+def decode(batch: EncodedBatch, schema: Schema, pool: StringPool, source: EncodedBatch | None = None,
+           row_indexed: dict[str, str] | None = None) -> pa.RecordBatch:
+    """Arrow batch of typed columns; ``row_indexed`` maps output columns to ``source`` columns they index."""
     arrow = schema.to_arrow()
     arrays = []
     for f, af in zip(schema.fields, arrow):
         c = batch.columns[f.name]
         valid = c.valid if f.nullable else None
-        if f.dtype is DType.STRING:
+        if row_indexed and f.name in row_indexed:
+            values = source.arrow.column(row_indexed[f.name]).take(pa.array(c.values, type=pa.int64()))
+            arrays.append(values if values.type == af.type else pc.cast(values, af.type))
+        elif f.dtype is DType.STRING:
             arrays.append(pool.decode(c.values, valid))
         else:
             mask = None if valid is None or valid.all() else ~valid

@@ -151,3 +151,21 @@ def q_strings(t):
 def test_string_functions(data):
     table, cuts, delay, batch_size = data
     assert_engines_agree(q_strings(source(table, cuts, delay)), dw.Config(batch_size=batch_size))
+
+
+def q_moved_strings(t):
+    """String columns only carried to the output (as row indices), beside inspected ones."""
+    return (t.filter(col("k") != 0).with_columns(s2=col("s"), s3=col("s"))
+            .filter(col("s3") != "apple").select("ts", "s", moved=col("s2"), v=col("v")))
+
+
+def q_moved_through_sliding_window(t):
+    return t.window(dw.Slide("1s", every="500ms", on="ts")).table().select("window_start", "s", "k")
+
+
+@pytest.mark.parametrize("shape", [q_moved_strings, q_moved_through_sliding_window], ids=lambda f: f.__name__)
+@settings(max_examples=20, deadline=None)
+@given(data=streams())
+def test_moved_strings(shape, data):
+    table, cuts, delay, batch_size = data
+    assert_engines_agree(shape(source(table, cuts, delay)), dw.Config(batch_size=batch_size))

@@ -105,3 +105,14 @@ def test_folding_keeps_column_types_and_nullability():
     assert "y=6.0" in text  # folded: same type, still NOT NULL
     assert "z=cast((2.0 * 3), int64)" in text  # a float->int cast may be NULL: folding would change the schema
     assert q.collect().to_pylist() == [{"y": 6.0, "z": 6}]
+
+
+def test_strings_only_moved_are_carried_as_row_indices(t):
+    from darwin.graph.translate import translate
+
+    q = t.filter(col("channel") != "apple").with_columns(c2=col("channel")).select("c2", "auction")
+    (p,) = translate(optimize(q.plan), dw.Config()).pipelines
+    assert p.moved_strings == ()  # the filter inspects channel: it needs dictionary codes
+    q = t.filter(col("price") > 1).select(c2=col("channel"), a=col("auction"))
+    (p,) = translate(optimize(q.plan), dw.Config()).pipelines
+    assert p.moved_strings == (("c2", "channel"),)
