@@ -8,7 +8,16 @@
 """
 
 from darwin import errors
-from darwin.api import GroupedTable, RunResult, Table, WindowedTable, from_arrow, from_batches, read_parquet
+from darwin.api import (
+                        GroupedTable,
+                        RunResult,
+                        Table,
+                        WindowedTable,
+                        from_arrow,
+                        from_batches,
+                        from_source,
+                        read_parquet,
+)
 from darwin.config import Config, HardwareInfo
 from darwin.expr import Expr, avg, col, count, lit, max, mean, min, sum, when
 from darwin.plan.window import Slide, Tumble, Window
@@ -17,6 +26,6 @@ from darwin.types import DType
 __all__ = [
     "Config", "DType", "Expr", "GroupedTable", "HardwareInfo", "RunResult", "Slide", "Table", "Tumble",
     "Window", "WindowedTable", "avg", "col", "count", "errors", "from_arrow", "from_batches", "lit", "max",
-    "mean", "min", "read_parquet", "sum", "when",
+    "mean", "min", "from_source", "read_parquet", "sum", "when",
 ]
 __version__ = "0.1.0"

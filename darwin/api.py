@@ -165,6 +165,13 @@ def _scan(source: Source, time: str | None, max_delay: Any) -> Table:
     return Table(pn.Scan(source, source.schema.names, time, delay))
 
 
+def from_source(source: Source, time: str | None = None, max_delay: Any = None) -> Table:
+    """A table over any object implementing ``darwin.io.source.Source`` (your own inputs)."""
+    if not isinstance(source, Source):
+        raise PlanError(f"from_source() needs a darwin.io.source.Source (name, schema, batches), got {source!r}")
+    return _scan(source, time, max_delay)
+
+
 def from_arrow(table: pa.Table | pa.RecordBatch, time: str | None = None, max_delay: Any = None,
                name: str = "arrow") -> Table:
     """A table over in-memory Arrow data whose event time is column ``time``."""

@@ -42,9 +42,7 @@ class NexmarkSources:
                                    non_null=ysb.SCHEMA.names)
 
     def _table(self, stream: str, max_delay: Any) -> dw.Table:
-        from darwin.api import _scan
-
-        return _scan(NexmarkStream(self.config, stream), TIME_COLUMN, max_delay)
+        return dw.from_source(NexmarkStream(self.config, stream), TIME_COLUMN, max_delay)
 
 
 def source(events: int, seed: int = 0, rate: int | None = None, max_delay: Any = "0s", **options: Any) \

@@ -291,7 +291,7 @@ class _Generator:
         b = self.src
         with self._windows(t, w) as (start, end), b.block(f"if {end} > wm:"):
             b.line(f"r = {self._slot_of(start, w)}")
-            with b.block(f"if ring_start[r] != {start} and ring_start[r] != {number(NO_WATERMARK)}:"):
+            with b.block(f"if ring_start[r] != {start} and ring_start[r] != {number(ctl.EMPTY_SLOT)}:"):
                 self._stop(ctl.RING_FULL)
 
     def _ring_slot(self, start: str, end: str, w: Window) -> None:

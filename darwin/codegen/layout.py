@@ -6,6 +6,8 @@ NULL_TIME_ROWS = 2
 OUT_ROWS = 3  # rows written to the output buffers in this call
 LATE_OUT_ROWS = 4
 MIN_WINDOW_END = 5  # smallest end of a window held in state: nothing fires before it
+EMPTY_SLOT = -(2**63)  # a window-ring slot holding no window (also "no watermark yet")
+
 STATUS = 6  # why a kernel returned early (below)
 SIZE = 7
 

@@ -14,11 +14,8 @@ from darwin.errors import SchemaError, SourceError
 from darwin.types import Schema
 
 
-def _non_null_columns(table_or_batches: Iterable[pa.RecordBatch] | pa.Table) -> frozenset[str]:
-    if isinstance(table_or_batches, pa.Table):
-        return frozenset(n for n, c in zip(table_or_batches.column_names, table_or_batches.columns)
-                         if c.null_count == 0)
-    raise TypeError("expected a pyarrow.Table")
+def _non_null_columns(table: pa.Table) -> frozenset[str]:
+    return frozenset(n for n, c in zip(table.column_names, table.columns) if c.null_count == 0)
 
 
 class ArrowSource:

@@ -6,7 +6,6 @@ nodes hold these bare nodes so a plan compares and hashes by value.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
@@ -309,8 +308,3 @@ def _type_binary(e: Binary, schema: Schema, where: str) -> Typed:
     if a is None and b is None:
         return Typed(None, True)
     return Typed(_unify(a, b, what), nullable)
-
-
-def fold_float(value: float) -> float | None:
-    """NaN-safe check used by constant folding: keep only finite results."""
-    return value if math.isfinite(value) else None

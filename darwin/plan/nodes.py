@@ -168,6 +168,15 @@ def agg_type(call: AggCall, schema: Schema, name: str) -> tuple[DType, bool]:
 PlanNode = Scan | Filter | Project | WindowAssign | Aggregate
 
 
+def late_output_schema(plan: PlanNode) -> Schema | None:
+    """Schema of the late rows a plan keeps (its window's input), or None if it keeps none."""
+    while not isinstance(plan, Scan):
+        if isinstance(plan, WindowAssign) and plan.late_output:
+            return plan.input.schema
+        plan = plan.input
+    return None
+
+
 def inputs(node: PlanNode) -> tuple[PlanNode, ...]:
     return () if isinstance(node, Scan) else (node.input,)
 

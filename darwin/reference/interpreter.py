@@ -43,7 +43,7 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
     root = _build(plan, ctx, out.append)
     time_col = scan.time_column
     ctx.clock = WatermarkClock(scan.max_delay_ms if scan.max_delay_ms is not None else config.max_delay_ms)
-    late_schema = _late_schema(plan)
+    late_schema = pn.late_output_schema(plan)
     for batch in scan.source.batches(scan.columns, config.batch_size):
         rows = _rows(batch, scan.schema)
         metrics.add("input_rows", len(rows))
@@ -65,14 +65,6 @@ def _drain(out: list[Row], schema: Schema, ctx: _Context, late_schema: Schema | 
     if ctx.late_rows and late_schema is not None:
         yield Output("late", _batch(ctx.late_rows, late_schema))
         ctx.late_rows.clear()
-
-
-def _late_schema(plan: pn.PlanNode) -> Schema | None:
-    while not isinstance(plan, pn.Scan):
-        if isinstance(plan, pn.WindowAssign) and plan.late_output:
-            return plan.input.schema
-        plan = plan.input
-    return None
 
 
 def _rows(batch: pa.RecordBatch, schema: Schema) -> list[Row]:
@@ -140,10 +132,17 @@ def _build(node: pn.PlanNode, ctx: _Context, emit: Emit) -> _Operator:
                 emit({**row, pn.WINDOW_START: start, pn.WINDOW_END: start + w.size_ms})
         return _build(node.input, ctx, assign)
     if isinstance(node, pn.Aggregate):
+        if any(isinstance(n, pn.Aggregate) for n in _chain(node.input)):
+            raise UnsupportedError("a windowed aggregation over the result of another windowed aggregation "
+                                   "is not supported yet")
         agg = _WindowAggregate(node, ctx, emit)
         child = _build(node.input.input, ctx, agg.push)
         return _Chain(child, agg)
     raise UnsupportedError(f"the reference interpreter has no rule for {type(node).__name__}")
+
+
+def _chain(node: pn.PlanNode) -> list[pn.PlanNode]:
+    return [node, *(n for child in pn.inputs(node) for n in _chain(child))]
 
 
 class _Chain(_Operator):

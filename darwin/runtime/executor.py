@@ -46,18 +46,10 @@ def run(plan: pn.PlanNode, config: Config) -> RunResult:
     metrics.set("seconds", time.perf_counter() - started)
     table = pa.Table.from_batches(results, schema=plan.schema.to_arrow())
     metrics.set("output_rows", table.num_rows)
-    late_schema = _late_schema(plan)
-    late_table = None if late_schema is None else pa.Table.from_batches(late, schema=late_schema)
+    late_schema = pn.late_output_schema(plan)
+    late_table = None if late_schema is None else pa.Table.from_batches(late, schema=late_schema.to_arrow())
     log.debug("run finished: %s", metrics.values)
     return RunResult(table, late_table, metrics.as_dict())
-
-
-def _late_schema(plan: pn.PlanNode) -> pa.Schema | None:
-    while not isinstance(plan, pn.Scan):
-        if isinstance(plan, pn.WindowAssign) and plan.late_output:
-            return plan.input.schema.to_arrow()
-        plan = plan.input
-    return None
 
 
 def explain(plan: pn.PlanNode, config: Config) -> str:

@@ -25,7 +25,8 @@ def spark_session(app_name: str = "darwin", master: str | None = None) -> SparkS
     cores = os.cpu_count() or 2
     builder = (SparkSession.builder.master(master or os.environ.get("DARWIN_SPARK_MASTER", "local[*]"))
                .appName(app_name)
-               .config("spark.driver.memory", os.environ.get("DARWIN_SPARK_MEMORY", "4g"))
+               .config("spark.driver.memory", os.environ.get("DARWIN_SPARK_MEMORY", "8g"))
+               .config("spark.driver.maxResultSize", "0")  # comparisons collect whole results
                .config("spark.sql.shuffle.partitions", str(2 * cores))
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.ansi.enabled", "false")

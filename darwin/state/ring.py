@@ -11,10 +11,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from darwin.codegen.layout import EMPTY_SLOT
 from darwin.graph.operators import Ring
 from darwin.state.backend import StateBackend
 
-EMPTY = np.iinfo(np.int64).min
+EMPTY = EMPTY_SLOT
 
 
 class RingState:

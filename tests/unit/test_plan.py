@@ -91,3 +91,10 @@ def test_malformed_inputs_raise_darwin_errors(tmp_path):
         dw.read_parquet(tmp_path / "missing.parquet")
     with pytest.raises(dw.errors.SchemaError, match="not support"):
         dw.from_arrow(pa.table({"x": pa.array([[1]])}))
+
+
+def test_aggregation_over_aggregation_is_refused_by_both_engines(t, config):
+    first = t.window(dw.Tumble("1s", on="ts")).group_by("auction").agg(n=dw.count())
+    second = first.window(dw.Tumble("10s", on="window_start")).agg(m=dw.max("n"))
+    with pytest.raises(dw.errors.UnsupportedError, match="not supported yet"):
+        second.collect(config)

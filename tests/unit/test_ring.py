@@ -76,8 +76,6 @@ class LyingStatistics:
 
 
 def test_a_key_outside_the_promised_domain_is_a_clear_error():
-    from darwin.api import _scan
-
-    t = _scan(LyingStatistics(table([0, 1, 2], [1, 2, 7], [1, 1, 1])), "ts", None)
+    t = dw.from_source(LyingStatistics(table([0, 1, 2], [1, 2, 7], [1, 1, 1])), "ts")
     with pytest.raises(dw.errors.SourceError, match=r"group key 'k' is outside \[0, 3\]"):
         t.window(dw.Tumble("1s", on="ts")).group_by("k").agg(n=dw.count()).collect()
