@@ -95,6 +95,7 @@ def test_malformed_inputs_raise_darwin_errors(tmp_path):
 
 def test_aggregation_over_aggregation_is_refused_by_both_engines(t, config):
     first = t.window(dw.Tumble("1s", on="ts")).group_by("auction").agg(n=dw.count())
-    second = first.window(dw.Tumble("10s", on="window_start")).agg(m=dw.max("n"))
+    second = first.select(start=col("window_start"), n=col("n")).window(dw.Tumble("10s", on="start")).agg(
+        m=dw.max("n"))
     with pytest.raises(dw.errors.UnsupportedError, match="not supported yet"):
         second.collect(config)
