@@ -121,6 +121,9 @@ class Pipeline:
     # string columns only moved, never inspected: (output column, input column). The kernel carries
     # their row index instead of a dictionary code, and the sink takes the values from the input batch.
     moved_strings: tuple[tuple[str, str], ...] = ()
+    # string functions computed on whole Arrow columns as the batch is read: (input column it becomes,
+    # function, arguments, source column); the operators read the first name instead of the call
+    computed_inputs: tuple[tuple[str, str, tuple, str], ...] = ()
 
     @property
     def moved_inputs(self) -> frozenset[str]:
@@ -141,8 +144,13 @@ class Pipeline:
         return n
 
     def describe(self) -> str:
-        steps = [self.input.describe(), *(op.describe() for op in self.operators), self.sink.describe()]
-        return f"pipeline {self.id}: " + " -> ".join(steps)
+        source = self.input.describe()
+        if self.computed_inputs:
+            source += " + arrow[" + ", ".join(f"{f}({c})" for _, f, _, c in self.computed_inputs) + "]"
+        steps = [source, *(op.describe() for op in self.operators), self.sink.describe()]
+        moved = f" (moved as row indices: {', '.join(s for _, s in self.moved_strings)})" \
+            if self.moved_strings else ""
+        return f"pipeline {self.id}: " + " -> ".join(steps) + moved
 
 
 @dataclass(frozen=True)

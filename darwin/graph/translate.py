@@ -9,7 +9,9 @@ from darwin.errors import UnsupportedError
 from darwin.graph import operators as op
 from darwin.io.source import column_bounds
 from darwin.plan import nodes as pn
-from darwin.plan.exprs import Column, columns_of
+from darwin.plan.exprs import Column, ExprNode, StringCall, columns_of, type_of
+from darwin.plan.rules import map_children
+from darwin.plan.strings import VECTORIZED
 from darwin.types import DType
 
 
@@ -31,9 +33,12 @@ def _build(node: pn.PlanNode, sink: op.Sink, output_schema: pn.Schema, pipelines
             chain.append(op.WindowAssignOp(node.window))
         node = node.input
     chain.reverse()
+    computed: tuple[tuple[str, str, tuple, str], ...] = ()
+    input_schema = node.schema
     if isinstance(node, pn.Scan):
         delay = node.max_delay_ms if node.max_delay_ms is not None else config.max_delay_ms
         source: op.ScanInput | op.FiredWindowsInput = op.ScanInput(node, delay)
+        chain, computed, input_schema = _vectorize_string_calls(chain, node.schema)
     elif isinstance(node, pn.Aggregate):
         if pn.scans(node) and _has_aggregate(node.input):
             raise UnsupportedError("a windowed aggregation over the result of another windowed aggregation "
@@ -45,9 +50,48 @@ def _build(node: pn.PlanNode, sink: op.Sink, output_schema: pn.Schema, pipelines
         raise UnsupportedError(f"the compiled engine has no operator for {type(node).__name__}")
     if isinstance(sink, op.WindowAggregateSink) and isinstance(source, op.ScanInput):
         sink = dataclasses.replace(sink, ring=_ring(sink.aggregate, source, chain))
-    moved = _moved_strings(node.schema, chain, output_schema) if isinstance(sink, op.CollectSink) \
+    moved = _moved_strings(input_schema, chain, output_schema) if isinstance(sink, op.CollectSink) \
         and isinstance(source, op.ScanInput) else ()
-    pipelines.append(op.Pipeline(len(pipelines), source, node.schema, tuple(chain), sink, output_schema, moved))
+    pipelines.append(op.Pipeline(len(pipelines), source, input_schema, tuple(chain), sink, output_schema, moved,
+                                 computed))
+
+
+def _vectorize_string_calls(chain: list[op.StatelessOp], schema: pn.Schema) \
+        -> tuple[list[op.StatelessOp], tuple[tuple[str, str, tuple, str], ...], pn.Schema]:
+    """Replace string functions of source columns that Arrow computes exactly by new input columns.
+
+    Only calls before any projection qualify, where a column name still means the source column.
+    """
+    computed: dict[tuple[str, tuple, str], str] = {}
+    fields = list(schema.fields)
+
+    def rewrite(e: ExprNode) -> ExprNode:
+        if isinstance(e, StringCall) and e.func in VECTORIZED and isinstance(e.operand, Column):
+            key = (e.func, e.args, e.operand.name)
+            if key not in computed:
+                name = _fresh_name(f"{e.func}#{len(computed)}", {f.name for f in fields})
+                computed[key] = name
+                t = type_of(e, schema)
+                fields.append(pn.Field(name, t.dtype, t.nullable))
+            return Column(computed[key])
+        return map_children(e, rewrite)
+
+    out: list[op.StatelessOp] = []
+    for i, o in enumerate(chain):
+        if isinstance(o, op.ProjectOp):
+            out.append(op.ProjectOp(tuple((n, rewrite(e)) for n, e in o.exprs)))
+            out.extend(chain[i + 1:])
+            break
+        out.append(op.FilterOp(rewrite(o.predicate)) if isinstance(o, op.FilterOp) else o)
+    specs = tuple((name, func, args, column) for (func, args, column), name in computed.items())
+    return out, specs, pn.Schema(tuple(fields))
+
+
+def _fresh_name(base: str, taken: set[str]) -> str:
+    name = base
+    while name in taken:
+        name += "_"
+    return name
 
 
 def _moved_strings(schema: pn.Schema, chain: list[op.StatelessOp], output: pn.Schema) \

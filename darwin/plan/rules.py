@@ -42,7 +42,7 @@ def fold_expr(e: ex.ExprNode) -> ex.ExprNode:
     """Evaluate sub-expressions without columns once, at plan time."""
     if isinstance(e, (ex.Column, ex.Literal)):
         return e
-    folded = _map_children(e, fold_expr)
+    folded = map_children(e, fold_expr)
     if ex.columns_of(folded):
         return _simplify_logic(folded)
     try:
@@ -68,7 +68,8 @@ def _simplify_logic(e: ex.ExprNode) -> ex.ExprNode:
     return e
 
 
-def _map_children(e: ex.ExprNode, fn: Callable[[ex.ExprNode], ex.ExprNode]) -> ex.ExprNode:
+def map_children(e: ex.ExprNode, fn: Callable[[ex.ExprNode], ex.ExprNode]) -> ex.ExprNode:
+    """``e`` with ``fn`` applied to each direct child."""
     if isinstance(e, ex.Binary):
         return ex.Binary(e.op, fn(e.left), fn(e.right))
     if isinstance(e, ex.Unary):
@@ -154,7 +155,7 @@ def _walk(e: ex.ExprNode) -> list[ex.ExprNode]:
 def _substitute(e: ex.ExprNode, mapping: dict[str, ex.ExprNode]) -> ex.ExprNode:
     if isinstance(e, ex.Column):
         return mapping[e.name]
-    return _map_children(e, lambda c: _substitute(c, mapping))
+    return map_children(e, lambda c: _substitute(c, mapping))
 
 
 # ----------------------------------------------------------------------------- projections

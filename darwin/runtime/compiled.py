@@ -37,7 +37,8 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
                  if isinstance(p.input, op.FiredWindowsInput)}
     def read() -> Iterator[EncodedBatch]:
         for batch in scan.source.batches(scan.columns, config.batch_size):
-            yield encode(batch, scan.schema, pool, scan.source.name, first.moved_inputs)
+            yield encode(batch, first.input_schema, pool, scan.source.name, first.moved_inputs,
+                         first.computed_inputs)
 
     try:
         for encoded in prefetched(read, config.prefetch):

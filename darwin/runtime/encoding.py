@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from darwin.errors import SchemaError
+from darwin.plan.strings import apply_arrow
 from darwin.types import DType, Field, Schema, dtype_from_arrow
 
 
@@ -73,10 +74,19 @@ class EncodedBatch:
 
 
 def encode(batch: pa.RecordBatch, schema: Schema, pool: StringPool, source: str,
-           as_row_index: frozenset[str] = frozenset()) -> EncodedBatch:
-    """Typed columns of a batch; string columns in ``as_row_index`` carry row numbers, not codes."""
+           as_row_index: frozenset[str] = frozenset(),
+           computed: tuple[tuple[str, str, tuple, str], ...] = ()) -> EncodedBatch:
+    """Typed columns of a batch; string columns in ``as_row_index`` carry row numbers, not codes, and
+    ``computed`` columns are string functions of source columns evaluated by Arrow."""
     columns = {}
+    derived = {name: (func, args, column) for name, func, args, column in computed}
     for f in schema.fields:
+        if f.name in derived:
+            func, args, column = derived[f.name]
+            arr = apply_arrow(func, args, batch.column(column))
+            columns[f.name] = _encode_column(arr if arr.type == f.dtype.arrow or f.dtype is not DType.INT64
+                                             else pc.cast(arr, pa.int64()), f, pool, source)
+            continue
         try:
             arr = batch.column(f.name)
         except KeyError:

@@ -153,6 +153,12 @@ def test_string_functions(data):
     assert_engines_agree(q_strings(source(table, cuts, delay)), dw.Config(batch_size=batch_size))
 
 
+def q_arrow_string_functions(t):
+    """String functions of source columns, computed by Arrow on whole batches, beside moved strings."""
+    return (t.filter(col("s").str.contains("oo") | col("s").str.starts_with("ap") | col("s").is_null())
+            .select("s", n=col("s").str.count_char("a"), length=col("s").str.length(), k=col("k")))
+
+
 def q_moved_strings(t):
     """String columns only carried to the output (as row indices), beside inspected ones."""
     return (t.filter(col("k") != 0).with_columns(s2=col("s"), s3=col("s"))
@@ -163,7 +169,8 @@ def q_moved_through_sliding_window(t):
     return t.window(dw.Slide("1s", every="500ms", on="ts")).table().select("window_start", "s", "k")
 
 
-@pytest.mark.parametrize("shape", [q_moved_strings, q_moved_through_sliding_window], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("shape", [q_moved_strings, q_moved_through_sliding_window, q_arrow_string_functions],
+                         ids=lambda f: f.__name__)
 @settings(max_examples=20, deadline=None)
 @given(data=streams())
 def test_moved_strings(shape, data):

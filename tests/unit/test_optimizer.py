@@ -107,6 +107,14 @@ def test_folding_keeps_column_types_and_nullability():
     assert q.collect().to_pylist() == [{"y": 6.0, "z": 6}]
 
 
+def test_string_functions_of_source_columns_run_in_arrow(t):
+    q = t.select("channel", n=col("channel").str.count_char("a"), up=col("channel").str.upper())
+    text = q.explain()
+    assert "+ arrow[count_char(channel)]" in text  # vectorised at the source
+    assert "upper" not in text.split("== operator graph ==")[1].split("==")[0]  # upper stays a lookup table
+    assert q.collect()["n"].to_pylist() == [1, 0, 1, 1, 0, None]
+
+
 def test_strings_only_moved_are_carried_as_row_indices(t):
     from darwin.graph.translate import translate
 
