@@ -64,7 +64,7 @@ def assert_engines_agree(query: Any, config: Config | None = None) -> Any:
     assert_table_equal(compiled.table, reference.table, check_nullability=True)
     if reference.late is not None:
         assert_table_equal(compiled.late, reference.late)
-    for key in ("late_rows", "null_time_rows", "input_rows"):
+    for key in ("late_rows", "null_time_rows", "input_rows", "windows_fired"):
         assert compiled.metrics[key] == reference.metrics[key], (
             f"metric {key}: compiled {compiled.metrics[key]}, reference {reference.metrics[key]}")
     return compiled

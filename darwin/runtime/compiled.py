@@ -43,12 +43,11 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
     try:
         for encoded in prefetched(read, config.prefetch):
             metrics.add("input_rows", encoded.length)
-            yield from _push(runners[0], encoded, consumers, pool, metrics, final=False)
+            yield from _push(runners[0], encoded, consumers, pool, final=False)
         for runner in runners:  # end of input: every window fires
-            fired, windows = runner.drain(final=True)
-            metrics.add("windows_fired", windows)
+            fired = runner.drain(final=True)
             if fired is not None:
-                yield from _push(consumers[runner.p.id], fired, consumers, pool, metrics, final=True)
+                yield from _push(consumers[runner.p.id], fired, consumers, pool, final=True)
     finally:
         backend.close()
     for runner in runners:
@@ -62,17 +61,16 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
 
 
 def _push(runner: PipelineRunner, batch: EncodedBatch, consumers: dict[int, PipelineRunner], pool: StringPool,
-          metrics: Metrics, final: bool) -> Iterator[Output]:
+          final: bool) -> Iterator[Output]:
     """Run ``batch`` through a pipeline and everything downstream of it."""
     out, late, fired_early = runner.process(batch)
     for fired in fired_early:  # windows a full ring had to drain before the batch ended
-        yield from _push(consumers[runner.p.id], fired, consumers, pool, metrics, final)
+        yield from _push(consumers[runner.p.id], fired, consumers, pool, final)
     if late is not None and late.length:
         yield Output("late", decode(late, runner.p.output_schema, pool))
     if out is not None and out.length:
         yield Output("result", decode(out, runner.p.output_schema, pool, batch, dict(runner.p.moved_strings)))
     if runner.state is not None and not final:
-        fired, windows = runner.drain(final=False)
-        metrics.add("windows_fired", windows)
+        fired = runner.drain(final=False)
         if fired is not None:
-            yield from _push(consumers[runner.p.id], fired, consumers, pool, metrics, final)
+            yield from _push(consumers[runner.p.id], fired, consumers, pool, final)

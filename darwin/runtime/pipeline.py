@@ -40,6 +40,7 @@ class PipelineRunner:
         self.sink = p.sink
         self.scratch = np.zeros(1, dtype=np.int64)  # reinterprets a float key's bits inside kernels
         self.state: HashTableState | RingState | None = None
+        self.windows_fired = 0
         if isinstance(p.sink, op.WindowAggregateSink):
             lay = self.ks.agg_layout
             name = f"pipeline{p.id}"
@@ -75,7 +76,7 @@ class PipelineRunner:
         if status == ctl.NEEDS_ROOM:
             self.state.grow(self.sink.window.windows_per_row)
         elif status == ctl.RING_FULL:  # the watermark closed a window whose slot a new one needs
-            batch, _ = self.drain(final=False)
+            batch = self.drain(final=False)
             if batch is None:
                 raise DarwinError("internal error: a window ring is full of open windows")
             fired.append(batch)
@@ -133,14 +134,15 @@ class PipelineRunner:
         return t - inp.delay_ms
 
     def counters(self) -> dict[str, int]:
-        return {"late_rows": int(self.ctl[ctl.LATE_ROWS]), "null_time_rows": int(self.ctl[ctl.NULL_TIME_ROWS])}
+        return {"late_rows": int(self.ctl[ctl.LATE_ROWS]), "null_time_rows": int(self.ctl[ctl.NULL_TIME_ROWS]),
+                "windows_fired": self.windows_fired}
 
-    def drain(self, final: bool) -> tuple[EncodedBatch | None, int]:
-        """Remove and return the windows that fired (all of them if ``final``), and how many windows."""
+    def drain(self, final: bool) -> EncodedBatch | None:
+        """Remove and return the windows that fired (all of them if ``final``)."""
         s = self.state
         wm = self.watermark
         if s is None or s.count == 0 or (not final and self.ctl[ctl.MIN_WINDOW_END] > wm):
-            return None, 0
+            return None
         size = self.sink.window.size_ms
         if isinstance(s, RingState):
             keys, values = s.fire(wm, size, final)
@@ -151,8 +153,8 @@ class PipelineRunner:
         self.ctl[ctl.MIN_WINDOW_END] = INT64_MAX if end is None else end
         columns = finalize(self.ks.agg_layout, keys, values, size)
         schema = self.sink.aggregate.schema
-        batch = EncodedBatch({f.name: Column(*columns[f.name]) for f in schema.fields}, len(keys[0]))
-        return batch, len(np.unique(keys[0]))
+        self.windows_fired += len(np.unique(keys[0]))
+        return EncodedBatch({f.name: Column(*columns[f.name]) for f in schema.fields}, len(keys[0]))
 
 
 def fire_hash(s: HashTableState, watermark: int, size_ms: int, final: bool) \
