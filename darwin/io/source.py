@@ -27,6 +27,6 @@ class Source(Protocol):
 
 
 def column_bounds(source: Source, column: str) -> tuple[int, int] | None:
-    """Exact (min, max) of an integer column if the source knows them cheaply, else None."""
+    """Exact (min, max) of an integer column of ``source`` if it knows them cheaply, else None."""
     bounds = getattr(source, "bounds", None)
-    return bounds(column) if bounds is not None else None
+    return bounds(column) if bounds is not None and column in source.schema else None
