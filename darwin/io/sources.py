@@ -57,9 +57,11 @@ class ParquetSource:
             raise SourceError(f"Parquet file {str(self.path)!r} does not exist") from None
         except (OSError, pa.ArrowInvalid) as e:
             raise SourceError(f"cannot read Parquet file {str(self.path)!r}: {e}") from None
-        self.schema = Schema.from_arrow(arrow_schema, _parquet_non_null(meta, arrow_schema))
-        self.num_rows = meta.num_rows
+        self._meta = meta
         self._leaves = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+        self.schema = Schema.from_arrow(arrow_schema, frozenset(
+            f.name for f in arrow_schema if not f.nullable or self._proves(f.name, _no_nulls)))
+        self.num_rows = meta.num_rows
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
         try:
@@ -70,37 +72,31 @@ class ParquetSource:
 
     def bounds(self, column: str) -> tuple[int, int] | None:
         """From row-group statistics: metadata only, no data read."""
-        meta = pq.read_metadata(self.path)
-        if column not in self._leaves or meta.num_row_groups == 0:
+        if not self._proves(column, _has_int_bounds):
             return None
-        lo = hi = None
-        for g in range(meta.num_row_groups):
-            stats = meta.row_group(g).column(self._leaves[column]).statistics
-            if stats is None or not stats.has_min_max or not isinstance(stats.min, int):
-                return None
-            lo = stats.min if lo is None else min(lo, stats.min)
-            hi = stats.max if hi is None else max(hi, stats.max)
-        return lo, hi
+        stats = self._stats(column)
+        return min(s.min for s in stats), max(s.max for s in stats)
+
+    def _stats(self, column: str) -> list[pq.Statistics | None]:
+        leaf = self._leaves[column]
+        return [self._meta.row_group(g).column(leaf).statistics for g in range(self._meta.num_row_groups)]
+
+    def _proves(self, column: str, test: Callable[[pq.Statistics | None], bool]) -> bool:
+        """Whether every row group's statistics of ``column`` pass ``test`` (and there are some)."""
+        if column not in self._leaves or self._meta.num_row_groups == 0:
+            return False
+        return all(test(s) for s in self._stats(column))
 
     def __repr__(self) -> str:
         return f"ParquetSource({str(self.path)!r})"
 
 
-def _parquet_non_null(meta: pq.FileMetaData, schema: pa.Schema) -> frozenset[str]:
-    """Columns whose row-group statistics prove they hold no nulls (cheap: metadata only)."""
-    out = set()
-    for i, name in enumerate(schema.names):
-        if not schema.field(i).nullable:
-            out.add(name)
-            continue
-        try:
-            leaf = meta.schema.get_column_index(name) if hasattr(meta.schema, "get_column_index") else i
-        except KeyError:
-            continue
-        stats = [meta.row_group(g).column(leaf).statistics for g in range(meta.num_row_groups)]
-        if stats and all(s is not None and s.has_null_count and s.null_count == 0 for s in stats):
-            out.add(name)
-    return frozenset(out)
+def _no_nulls(s: pq.Statistics | None) -> bool:
+    return s is not None and s.has_null_count and s.null_count == 0
+
+
+def _has_int_bounds(s: pq.Statistics | None) -> bool:
+    return s is not None and s.has_min_max and isinstance(s.min, int)
 
 
 class BatchSource:

@@ -83,9 +83,7 @@ def encode(batch: pa.RecordBatch, schema: Schema, pool: StringPool, source: str,
     for f in schema.fields:
         if f.name in derived:
             func, args, column = derived[f.name]
-            arr = apply_arrow(func, args, batch.column(column))
-            columns[f.name] = _encode_column(arr if arr.type == f.dtype.arrow or f.dtype is not DType.INT64
-                                             else pc.cast(arr, pa.int64()), f, pool, source)
+            columns[f.name] = _encode_column(apply_arrow(func, args, batch.column(column)), f, pool, source)
             continue
         try:
             arr = batch.column(f.name)
