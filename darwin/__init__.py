@@ -11,6 +11,7 @@ from darwin import errors
 from darwin.api import (
                         GroupedTable,
                         RunResult,
+                        SinkQuery,
                         Table,
                         WindowedTable,
                         from_arrow,
@@ -20,12 +21,13 @@ from darwin.api import (
 )
 from darwin.config import Config, HardwareInfo
 from darwin.expr import Expr, avg, col, count, lit, max, mean, min, sum, when
+from darwin.io import sinks
 from darwin.plan.window import Slide, Tumble, Window
 from darwin.types import DType
 
 __all__ = [
-    "Config", "DType", "Expr", "GroupedTable", "HardwareInfo", "RunResult", "Slide", "Table", "Tumble",
+    "Config", "DType", "Expr", "GroupedTable", "HardwareInfo", "RunResult", "SinkQuery", "Slide", "Table", "Tumble",
     "Window", "WindowedTable", "avg", "col", "count", "errors", "from_arrow", "from_batches", "lit", "max",
-    "mean", "min", "from_source", "read_parquet", "sum", "when",
+    "mean", "min", "from_source", "read_parquet", "sinks", "sum", "when",
 ]
 __version__ = "0.1.0"

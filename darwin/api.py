@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -20,11 +20,15 @@ from darwin.config import Config
 from darwin.durations import to_millis
 from darwin.errors import PlanError
 from darwin.expr import Agg, Expr, IntoExpr, _node
+from darwin.io.sinks import Sink
 from darwin.io.source import Source
 from darwin.io.sources import ArrowSource, BatchSource, ParquetSource
 from darwin.plan import nodes as pn
 from darwin.plan.exprs import Column
 from darwin.plan.window import Window
+
+if TYPE_CHECKING:
+    from darwin.runtime.job import JobResult
 
 
 class Table:
@@ -90,11 +94,35 @@ class Table:
     def collect(self, config: Config | None = None) -> pa.Table:
         return self.execute(config).table
 
+    def sink(self, sink: Sink) -> SinkQuery:
+        """Send the results to ``sink`` (``dw.sinks.Parquet``, ``dw.sinks.CSV``); ``.run()`` starts it."""
+        if not isinstance(sink, Sink):
+            raise PlanError(f"sink() takes a sink such as dw.sinks.Parquet(path), got {sink!r}")
+        return SinkQuery(self.plan, sink)
+
     def iter_batches(self, config: Config | None = None) -> Iterator[pa.RecordBatch]:
         """Results as they are produced: for windowed queries, as windows fire."""
         from darwin.runtime.executor import stream
 
         yield from stream(self.plan, config or Config())
+
+
+class SinkQuery:
+    """A query bound to a sink. ``run`` executes it with the config's checkpointing.
+
+    With ``checkpoint_dir`` set, a run that is restarted after a crash resumes from
+    the last complete checkpoint and the sink's committed output is exactly once.
+    """
+
+    __slots__ = ("plan", "target")
+
+    def __init__(self, plan: pn.PlanNode, target: Sink) -> None:
+        self.plan, self.target = plan, target
+
+    def run(self, config: Config | None = None) -> JobResult:
+        from darwin.runtime.job import run_job
+
+        return run_job(self.plan, self.target, config or Config())
 
 
 class WindowedTable:

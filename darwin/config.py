@@ -19,7 +19,7 @@ from darwin.errors import ConfigError
 
 MODES = ("compiled", "interpreted")
 TARGETS = ("host", "generic")
-STATE_BACKENDS = ("memory",)  # mmap and rocksdb slot in behind darwin.state.backend.StateBackend
+STATE_BACKENDS = ("memory", "mmap", "rocksdb")
 
 
 def _default_cache_dir() -> str:
@@ -46,23 +46,33 @@ class Config:
     state: str = "memory"
     state_path: str | None = None
     checkpoint_dir: str | None = None
-    checkpoint_interval: str | int | None = None
+    checkpoint_interval: str | int | None = None  # a duration ("10s") or a number of input batches
+    state_delta_limit: int = 1 << 20  # rocksdb: entries the in-memory delta holds before it merges
     cache_dir: str = field(default_factory=_default_cache_dir)
     parallelism: int = 1
 
     def __post_init__(self) -> None:
         self._check_choice("mode", MODES)
         self._check_choice("target", TARGETS)
-        if self.state not in STATE_BACKENDS:
-            raise ConfigError(f"config key 'state': unknown state backend {self.state!r}; "
-                              f"this build supports {list(STATE_BACKENDS)}")
-        for name, least in (("batch_size", 1), ("parallelism", 1), ("prefetch", 0)):
+        self._check_choice("state", STATE_BACKENDS)
+        for name, least in (("batch_size", 1), ("parallelism", 1), ("prefetch", 0), ("state_delta_limit", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ConfigError(f"config key {name!r}: expected an integer >= {least}, got {value!r}")
         if self.parallelism != 1:
             raise ConfigError("config key 'parallelism': parallel workers are not built yet; use 1")
         to_millis(self.max_delay, "config key 'max_delay'")
+        if self.state != "memory" and not self.state_path:
+            raise ConfigError(f"config key 'state_path': state backend {self.state!r} keeps its files there; "
+                              "set it to a directory")
+        if self.checkpoint_interval is not None and not self.checkpoint_dir:
+            raise ConfigError("config key 'checkpoint_interval' needs 'checkpoint_dir', where checkpoints go")
+        _interval(self.checkpoint_interval)
+
+    @property
+    def checkpoint_every(self) -> tuple[str, int] | None:
+        """("batches", n) or ("ms", n) between checkpoints; None when checkpoints are off."""
+        return _interval(self.checkpoint_interval) if self.checkpoint_dir else None
 
     def _check_choice(self, name: str, choices: tuple[str, ...]) -> None:
         value = getattr(self, name)
@@ -106,6 +116,23 @@ class Config:
     @staticmethod
     def detect() -> HardwareInfo:
         return HardwareInfo.detect()
+
+
+DEFAULT_CHECKPOINT_MS = 10_000
+
+
+def _interval(value: str | int | None) -> tuple[str, int]:
+    """An integer is a number of input batches; a string with a unit is a duration."""
+    if value is None:
+        return ("ms", DEFAULT_CHECKPOINT_MS)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise ConfigError(f"config key 'checkpoint_interval': expected at least 1 batch, got {value}")
+        return ("batches", value)
+    ms = to_millis(value, "config key 'checkpoint_interval'")
+    if ms < 1:
+        raise ConfigError(f"config key 'checkpoint_interval': expected a positive duration, got {value!r}")
+    return ("ms", ms)
 
 
 @dataclass(frozen=True)

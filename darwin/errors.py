@@ -33,3 +33,11 @@ class SourceError(DarwinError, ValueError):
 
 class UnsupportedError(DarwinError, NotImplementedError):
     """The chosen engine cannot execute this plan node or expression."""
+
+
+class SinkError(DarwinError, ValueError):
+    """Output cannot be written where a sink was told to write it."""
+
+
+class CheckpointError(DarwinError):
+    """A checkpoint cannot be used: written by another query or backend, or no longer consistent."""

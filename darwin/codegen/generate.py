@@ -65,6 +65,7 @@ class _Generator:
         self.lay = layout(self.agg) if self.agg is not None else None
         self.ring = p.sink.ring if isinstance(p.sink, op.WindowAggregateSink) else None
         self.hashed = self.agg is not None and self.ring is None
+        self.undo = self.hashed and p.sink.undo_log
 
     def _arg(self, name: str, spec: tuple[str, ...]) -> str:
         self.arg_names.append(name)
@@ -91,6 +92,9 @@ class _Generator:
             values = [f"v{j}" for j in range(len(self.lay.value_dtypes))]
             if self.ring is None:
                 names = ("index", *[f"k{j}" for j in range(self.lay.key_width)], "meta", *values, "fbuf", "ibuf")
+                if self.undo:
+                    names += ("logged", "uslot", *[f"uk{j}" for j in range(self.lay.key_width)],
+                              *[f"u{v}" for v in values])
             else:
                 names = ("ring_start", "ring_count", "order", "seen", *values)
             for name in names:
@@ -145,7 +149,9 @@ class _Generator:
         b = self.src
         if self.hashed:
             # room for every window this row can open, else hand back to the runtime to grow
-            with b.block(f"if count + {number(self.agg.input.window.windows_per_row)} > k0.shape[0]:"):
+            wpr = number(self.agg.input.window.windows_per_row)
+            room = f"count + {wpr} > k0.shape[0]" + (f" or meta[1] + {wpr} > uslot.shape[0]" if self.undo else "")
+            with b.block(f"if {room}:"):
                 self._stop(ctl.NEEDS_ROOM)
         inp = self.p.input
         if self.agg is not None and isinstance(inp, op.ScanInput) and inp.scan.time_column is not None:
@@ -247,6 +253,8 @@ class _Generator:
                            [f"k{j}" for j in range(len(values))])
                 with b.block(f"if fresh and {end} < min_end:"):
                     b.line(f"min_end = {end}")
+                if self.undo:
+                    self._log_old_entry()
             else:
                 self._ring_slot(start, end, w)
             for a in lay.accs:
@@ -255,6 +263,22 @@ class _Generator:
             b.line("late_rows += 1")
             if agg.input.late_output:
                 self._write_row("l", "late_out", env, self.p.output_schema)
+
+    def _log_old_entry(self) -> None:
+        """Before the first change since the checkpoint to an entry the checkpoint holds: save it.
+
+        The row count in ``meta[1]`` is stored after the row, so a crash between leaves no half row.
+        """
+        b = self.src
+        with b.block("if e < meta[2] and logged[e] == 0:"):
+            b.line("u = meta[1]")
+            b.line("uslot[u] = e")
+            for j in range(self.lay.key_width):
+                b.line(f"uk{j}[u] = k{j}[e]")
+            for j in range(len(self.lay.value_dtypes)):
+                b.line(f"uv{j}[u] = v{j}[e]")
+            b.line("meta[1] = u + 1")
+            b.line("logged[e] = 1")
 
     def _hash_key_values(self, env: Env) -> list[str]:
         """Locals holding the group key as int64 components (bits for floats, then validity)."""

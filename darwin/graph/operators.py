@@ -97,6 +97,11 @@ class WindowAggregateSink:
     def late_output(self) -> bool:
         return self.aggregate.input.late_output
 
+    @property
+    def undo_log(self) -> bool:
+        """Kernels log an entry's old contents before its first change in an epoch (mmap state)."""
+        return self.backend == "mmap" and self.ring is None
+
     def describe(self) -> str:
         a = self.aggregate
         kind = "window-hash-aggregate" if self.ring is None else (

@@ -48,7 +48,7 @@ def _build(node: pn.PlanNode, sink: op.Sink, output_schema: pn.Schema, pipelines
         source = op.FiredWindowsInput(len(pipelines) - 1)
     else:
         raise UnsupportedError(f"the compiled engine has no operator for {type(node).__name__}")
-    if isinstance(sink, op.WindowAggregateSink) and isinstance(source, op.ScanInput):
+    if isinstance(sink, op.WindowAggregateSink) and isinstance(source, op.ScanInput) and config.state == "memory":
         sink = dataclasses.replace(sink, ring=_ring(sink.aggregate, source, chain))
     moved = _moved_strings(input_schema, chain, output_schema) if isinstance(sink, op.CollectSink) \
         and isinstance(source, op.ScanInput) else ()
@@ -118,6 +118,8 @@ RING_CELLS = 1 << 24  # slots x domain: beyond this a ring costs more memory tha
 
 def _ring(agg: pn.Aggregate, source: op.ScanInput, chain: list[op.StatelessOp]) -> op.Ring | None:
     """A window ring when the watermark bounds the open windows and the key is a small dense domain.
+
+    Only on the ``memory`` backend: a ring is DRAM by design; the other backends keep their tables.
 
     Open windows have starts in (max time - delay - size, max time], so (delay + size) / slide + 2
     slots always suffice. The key must be one NOT NULL integer column read unchanged from the

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from darwin.errors import SchemaError, SourceError
+from darwin.io.source import skip_rows
 from darwin.types import Schema
 
 
@@ -31,7 +32,10 @@ class ArrowSource:
         self.schema = Schema.from_arrow(table.schema, _non_null_columns(table))
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
-        yield from self.table.select(list(columns)).to_batches(max_chunksize=batch_size)
+        yield from self.batches_from(columns, batch_size, 0)
+
+    def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
+        yield from self.table.select(list(columns)).slice(offset).to_batches(max_chunksize=batch_size)
 
     def bounds(self, column: str) -> tuple[int, int] | None:
         arr = self.table.column(column)
@@ -64,9 +68,23 @@ class ParquetSource:
         self.num_rows = meta.num_rows
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
+        yield from self.batches_from(columns, batch_size, 0)
+
+    def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
+        """From row ``offset``: whole row groups before it are skipped unread."""
+        groups, skip = [], offset
+        for g in range(self._meta.num_row_groups):
+            rows = self._meta.row_group(g).num_rows
+            if not groups and skip >= rows:
+                skip -= rows
+            else:
+                groups.append(g)
+        if not groups:
+            return
         try:
             f = pq.ParquetFile(self.path)
-            yield from f.iter_batches(batch_size=batch_size, columns=list(columns))
+            yield from skip_rows(f.iter_batches(batch_size=batch_size, columns=list(columns), row_groups=groups),
+                                 skip)
         except (OSError, pa.ArrowInvalid) as e:
             raise SourceError(f"error while reading Parquet file {str(self.path)!r}: {e}") from None
 

@@ -4,73 +4,130 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
 
 from darwin.codegen.target import ensure_target
 from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.graph.translate import translate
+from darwin.io.source import read_from
 from darwin.plan import nodes as pn
 from darwin.runtime.encoding import EncodedBatch, StringPool, decode, encode
-from darwin.runtime.output import Output
+from darwin.runtime.output import BARRIER, Output
 from darwin.runtime.prefetch import prefetched
 from darwin.runtime.progress import Metrics
 
 if TYPE_CHECKING:
     from darwin.runtime.pipeline import PipelineRunner
 
+POOL_FILE = "strings.arrow"
 
-def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]:
-    ensure_target(config.target)  # before anything compiles: Numba fixes the target then
-    from darwin.runtime.pipeline import PipelineRunner
-    from darwin.state.backend import backend_for
 
-    graph = translate(plan, config)
-    pool = StringPool()
-    backend = backend_for(config)
-    started = time.perf_counter()
-    runners = [PipelineRunner(p, config, pool, backend) for p in graph.pipelines]
-    first = graph.pipelines[0]
-    assert isinstance(first.input, op.ScanInput)
-    scan = first.input.scan
-    consumers = {p.input.producer: runners[p.id] for p in graph.pipelines
-                 if isinstance(p.input, op.FiredWindowsInput)}
-    def read() -> Iterator[EncodedBatch]:
-        for batch in scan.source.batches(scan.columns, config.batch_size):
-            yield encode(batch, first.input_schema, pool, scan.source.name, first.moved_inputs,
-                         first.computed_inputs)
+class CompiledEngine:
+    """One run of a plan: its pipelines, their state, and how far into the source it is.
 
-    try:
+    ``outputs()`` yields results and late rows, and a barrier after each input batch;
+    between batches the state is consistent, so ``snapshot`` can capture it.
+    """
+
+    def __init__(self, plan: pn.PlanNode, config: Config, metrics: Metrics, fresh: bool = True) -> None:
+        ensure_target(config.target)  # before anything compiles: Numba fixes the target then
+        from darwin.runtime.pipeline import PipelineRunner
+        from darwin.state.backend import backend_for
+
+        self.config, self.metrics = config, metrics
+        self.graph = translate(plan, config)
+        self.pool = StringPool()
+        self.backend = backend_for(config, fresh)
+        self.runners = [PipelineRunner(p, config, self.pool, self.backend) for p in self.graph.pipelines]
+        first = self.graph.pipelines[0]
+        assert isinstance(first.input, op.ScanInput)
+        self.first, self.scan = first, first.input.scan
+        self.consumers = {p.input.producer: self.runners[p.id] for p in self.graph.pipelines
+                          if isinstance(p.input, op.FiredWindowsInput)}
+        self.offset = 0  # source rows consumed
+
+    def outputs(self) -> Iterator[Output]:
+        config, first, scan, pool = self.config, self.first, self.scan, self.pool
+        started = time.perf_counter()
+
+        def read() -> Iterator[EncodedBatch]:
+            for batch in read_from(scan.source, scan.columns, config.batch_size, self.offset):
+                yield encode(batch, first.input_schema, pool, scan.source.name, first.moved_inputs,
+                             first.computed_inputs)
+
         for encoded in prefetched(read, config.prefetch):
-            metrics.add("input_rows", encoded.length)
-            yield from _push(runners[0], encoded, consumers, pool, final=False)
-        for runner in runners:  # end of input: every window fires
+            self.metrics.add("input_rows", encoded.length)
+            yield from self._push(self.runners[0], encoded, final=False)
+            self.offset += encoded.length
+            yield BARRIER
+        for runner in self.runners:  # end of input: every window fires
             fired = runner.drain(final=True)
             if fired is not None:
-                yield from _push(consumers[runner.p.id], fired, consumers, pool, final=True)
+                yield from self._push(self.consumers[runner.p.id], fired, final=True)
+        for runner in self.runners:
+            for name, value in runner.counters().items():
+                self.metrics.add(name, value)
+            if runner.kernel is not None:
+                self.metrics.add("kernels_compiled", sum(runner.kernel.stats.cache_misses.values()))
+                self.metrics.add("kernels_from_cache", sum(runner.kernel.stats.cache_hits.values()))
+        self.metrics.set("watermark", self.runners[0].watermark)
+        self.metrics.set("run_seconds", time.perf_counter() - started)
+
+    def _push(self, runner: PipelineRunner, batch: EncodedBatch, final: bool) -> Iterator[Output]:
+        """Run ``batch`` through a pipeline and everything downstream of it."""
+        pool = self.pool
+        out, late, fired_early = runner.process(batch)
+        for fired in fired_early:  # windows a full ring had to drain before the batch ended
+            yield from self._push(self.consumers[runner.p.id], fired, final)
+        if late is not None and late.length:
+            yield Output("late", decode(late, runner.p.output_schema, pool))
+        if out is not None and out.length:
+            yield Output("result", decode(out, runner.p.output_schema, pool, batch, dict(runner.p.moved_strings)))
+        if runner.state is not None and not final:
+            fired = runner.drain(final=False)
+            if fired is not None:
+                yield from self._push(self.consumers[runner.p.id], fired, final)
+
+    # -- checkpoints ------------------------------------------------------------------------------
+    def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
+        """Everything a restarted run needs, at the barrier the engine is paused at."""
+        strings = pa.table({"value": pa.array([self.pool.value(i) for i in range(len(self.pool))], pa.string())})
+        with pa.OSFile(str(directory / POOL_FILE), "wb") as f, pa.ipc.new_file(f, strings.schema) as w:
+            w.write_table(strings)
+        files = [POOL_FILE]
+        runners = []
+        for r in self.runners:
+            body, written = r.snapshot(directory)
+            runners.append(body)
+            files += written
+        return {"offset": self.offset, "backend": self.backend.name, "runners": runners}, files
+
+    def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int) -> None:
+        with pa.memory_map(str(directory / POOL_FILE)) as f:
+            for value in pa.ipc.open_file(f).read_all().column("value").to_pylist():
+                self.pool.code(value)
+        for r, saved in zip(self.runners, body["runners"]):
+            r.restore(directory, saved, checkpoint_id)
+        self.offset = int(body["offset"])
+        self.metrics.add("input_rows", self.offset)
+
+    def after_checkpoint(self, checkpoint_id: int) -> None:
+        for r in self.runners:
+            r.after_checkpoint(checkpoint_id)
+
+    def close(self) -> None:
+        for r in self.runners:
+            r.close()
+        self.backend.close()
+
+
+def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]:
+    engine = CompiledEngine(plan, config, metrics)
+    try:
+        yield from engine.outputs()
     finally:
-        backend.close()
-    for runner in runners:
-        for name, value in runner.counters().items():
-            metrics.add(name, value)
-        if runner.kernel is not None:
-            metrics.add("kernels_compiled", sum(runner.kernel.stats.cache_misses.values()))
-            metrics.add("kernels_from_cache", sum(runner.kernel.stats.cache_hits.values()))
-    metrics.set("watermark", runners[0].watermark)
-    metrics.set("run_seconds", time.perf_counter() - started)
-
-
-def _push(runner: PipelineRunner, batch: EncodedBatch, consumers: dict[int, PipelineRunner], pool: StringPool,
-          final: bool) -> Iterator[Output]:
-    """Run ``batch`` through a pipeline and everything downstream of it."""
-    out, late, fired_early = runner.process(batch)
-    for fired in fired_early:  # windows a full ring had to drain before the batch ended
-        yield from _push(consumers[runner.p.id], fired, consumers, pool, final)
-    if late is not None and late.length:
-        yield Output("late", decode(late, runner.p.output_schema, pool))
-    if out is not None and out.length:
-        yield Output("result", decode(out, runner.p.output_schema, pool, batch, dict(runner.p.moved_strings)))
-    if runner.state is not None and not final:
-        fired = runner.drain(final=False)
-        if fired is not None:
-            yield from _push(consumers[runner.p.id], fired, consumers, pool, final)
+        engine.close()

@@ -42,7 +42,8 @@ def run(plan: pn.PlanNode, config: Config) -> RunResult:
     late: list[pa.RecordBatch] = []
     started = time.perf_counter()
     for out in _outputs(plan, config, metrics):
-        (results if out.kind == "result" else late).append(out.batch)
+        if out.kind != "barrier":
+            (results if out.kind == "result" else late).append(out.batch)
     metrics.set("seconds", time.perf_counter() - started)
     table = pa.Table.from_batches(results, schema=plan.schema.to_arrow())
     metrics.set("output_rows", table.num_rows)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 
 from darwin.codegen import layout as ctl
@@ -13,8 +16,7 @@ from darwin.errors import DarwinError, SourceError
 from darwin.graph import operators as op
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.lookups import LookupTable
-from darwin.state.backend import StateBackend
-from darwin.state.hash_table import HashTableState
+from darwin.state.backend import KeyedState, StateBackend
 from darwin.state.ring import RingState
 from darwin.types import Schema
 
@@ -39,13 +41,13 @@ class PipelineRunner:
         self.lookups = [LookupTable(f, a) for f, a in self.ks.params.lookups] if self.ks else []
         self.sink = p.sink
         self.scratch = np.zeros(1, dtype=np.int64)  # reinterprets a float key's bits inside kernels
-        self.state: HashTableState | RingState | None = None
+        self.state: KeyedState | RingState | None = None
         self.windows_fired = 0
         if isinstance(p.sink, op.WindowAggregateSink):
             lay = self.ks.agg_layout
             name = f"pipeline{p.id}"
-            self.state = (HashTableState(backend, name, lay.key_width, lay.value_dtypes) if p.sink.ring is None
-                          else RingState(backend, name, p.sink.ring, lay.value_dtypes))
+            self.state = (backend.hash_table(name, lay) if p.sink.ring is None
+                          else RingState(name, p.sink.ring, lay.value_dtypes))
 
     # -- processing ---------------------------------------------------------------------------
     def process(self, batch: EncodedBatch) -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
@@ -111,18 +113,34 @@ class PipelineRunner:
         return args
 
     def _state_array(self, name: str) -> np.ndarray:
-        s = self.state
-        if isinstance(s, RingState):
-            return s.array(name)
-        if name == "index":
-            return s.index
-        if name == "meta":
-            return s.meta
         if name == "fbuf":
             return self.scratch.view(np.float64)
         if name == "ibuf":
             return self.scratch
-        return (s.keys if name[0] == "k" else s.values)[int(name[1:])]
+        return self.state.array(name)
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
+        """Counters, event-time progress and state, at a batch boundary."""
+        body: dict[str, Any] = {"ctl": self.ctl.tolist(), "windows_fired": self.windows_fired}
+        files: list[str] = []
+        if self.state is not None:
+            body["state"], files = self.state.snapshot(directory)
+        return body, files
+
+    def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int) -> None:
+        self.ctl[:] = np.array(body["ctl"], dtype=np.int64)
+        self.windows_fired = int(body["windows_fired"])
+        if self.state is not None:
+            self.state.restore(directory, body["state"], checkpoint_id)
+
+    def after_checkpoint(self, checkpoint_id: int) -> None:
+        if self.state is not None:
+            self.state.after_checkpoint(checkpoint_id)
+
+    def close(self) -> None:
+        if self.state is not None:
+            self.state.close()
 
     # -- event time ---------------------------------------------------------------------------
     @property
@@ -141,32 +159,18 @@ class PipelineRunner:
         """Remove and return the windows that fired (all of them if ``final``)."""
         s = self.state
         wm = self.watermark
-        if s is None or s.count == 0 or (not final and self.ctl[ctl.MIN_WINDOW_END] > wm):
+        if s is None or s.is_empty() or (not final and self.ctl[ctl.MIN_WINDOW_END] > wm):
             return None
         size = self.sink.window.size_ms
-        if isinstance(s, RingState):
-            keys, values = s.fire(wm, size, final)
-            end = s.min_end(size)
-        else:
-            keys, values = fire_hash(s, wm, size, final)
-            end = int(s.keys[0][: s.count].min()) + size if s.count else None
-        self.ctl[ctl.MIN_WINDOW_END] = INT64_MAX if end is None else end
+        keys, values = s.fire(wm, size, final)
+        start = s.min_start()
+        self.ctl[ctl.MIN_WINDOW_END] = INT64_MAX if start is None else start + size
+        if len(keys[0]) == 0:
+            return None
         columns = finalize(self.ks.agg_layout, keys, values, size)
         schema = self.sink.aggregate.schema
         self.windows_fired += len(np.unique(keys[0]))
         return EncodedBatch({f.name: Column(*columns[f.name]) for f in schema.fields}, len(keys[0]))
-
-
-def fire_hash(s: HashTableState, watermark: int, size_ms: int, final: bool) \
-        -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Take the entries of windows with end <= watermark out of a (window start, keys) hash table."""
-    starts = s.keys[0][: s.count]
-    fired = np.ones(s.count, dtype=np.bool_) if final else (starts + size_ms <= watermark)
-    selected = np.flatnonzero(fired)
-    selected = selected[np.argsort(starts[selected], kind="stable")]  # by window, then first-seen order
-    keys, values = s.take(selected)
-    s.retain(~fired)
-    return keys, values
 
 
 def _buffers(schema: Schema, rows: int) -> dict[str, Column]:

@@ -1,35 +1,58 @@
-"""The state backend protocol: where the arrays of operator state live."""
+"""The state backend protocol: where the keyed state of windowed aggregations lives."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
+from darwin.codegen.aggregates import AggLayout
 from darwin.config import Config
-from darwin.errors import ConfigError
 
 
-class StateBackend(Protocol):
-    """Allocates the arrays compiled kernels read and write.
+class KeyedState(Protocol):
+    """The state of one windowed aggregation, as the runtime drives it.
 
-    A backend decides placement (DRAM, a memory-mapped file, a RocksDB-backed
-    delta); kernels only ever see numpy arrays.
+    Kernels see only numpy arrays (``array``); the table decides where they live and
+    how a checkpoint captures them.
     """
 
     name: str
+    undo: bool  # kernels log an entry's old contents before changing it (the mmap backend)
 
-    def allocate(self, table: str, part: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        """A zeroed array for ``part`` of ``table``; called again with a larger shape on growth."""
-        ...
+    def array(self, name: str) -> np.ndarray: ...
+    def is_empty(self) -> bool: ...
+    def grow(self, needed: int) -> None:
+        """Room for ``needed`` more entries before the kernel goes on."""
+    def fire(self, watermark: int, size_ms: int, final: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Remove the windows with end <= watermark (all if ``final``): key and value columns."""
+    def min_start(self) -> int | None: ...
+    def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
+        """Capture the state for a checkpoint: manifest entries and the files written to ``directory``."""
+    def restore(self, directory: Path, meta: dict[str, Any], checkpoint_id: int) -> None: ...
+    def after_checkpoint(self, checkpoint_id: int) -> None: ...
+    def close(self) -> None: ...
 
-    def close(self) -> None:
-        ...
+
+class StateBackend(Protocol):
+    name: str
+
+    def hash_table(self, name: str, lay: AggLayout) -> KeyedState: ...
+
+    def close(self) -> None: ...
 
 
-def backend_for(config: Config) -> StateBackend:
-    if config.state == "memory":
-        from darwin.state.memory import MemoryBackend
+def backend_for(config: Config, fresh: bool = True) -> StateBackend:
+    """The configured backend; unless ``fresh``, tables map the files a checkpoint will restore."""
+    if config.state == "mmap":
+        from darwin.state.mmap import MmapBackend
 
-        return MemoryBackend()
-    raise ConfigError(f"state backend {config.state!r} is not available in this build")
+        return MmapBackend(Path(config.state_path), fresh)
+    if config.state == "rocksdb":
+        from darwin.state.rocksdb import RocksBackend
+
+        return RocksBackend(Path(config.state_path), config.state_delta_limit, fresh)
+    from darwin.state.memory import MemoryBackend
+
+    return MemoryBackend()

@@ -1,15 +1,16 @@
-"""The ``memory`` backend: state arrays in DRAM."""
+"""The ``memory`` backend: state arrays in DRAM, copied into each checkpoint."""
 
 from __future__ import annotations
 
-import numpy as np
+from darwin.codegen.aggregates import AggLayout
+from darwin.state.hash_table import HashTableState
 
 
 class MemoryBackend:
     name = "memory"
 
-    def allocate(self, table: str, part: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        return np.zeros(shape, dtype=dtype)
+    def hash_table(self, name: str, lay: AggLayout) -> HashTableState:
+        return HashTableState(name, lay.key_width, lay.value_dtypes)
 
     def close(self) -> None:
         pass

@@ -8,26 +8,29 @@ so a fired window drains in the same order as the hash table's.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from darwin.codegen.layout import EMPTY_SLOT
 from darwin.graph.operators import Ring
-from darwin.state.backend import StateBackend
+from darwin.state.snapshot import load_arrays, save_arrays
 
 EMPTY = EMPTY_SLOT
 
 
 class RingState:
-    def __init__(self, backend: StateBackend, name: str, ring: Ring, value_dtypes: Sequence[np.dtype]) -> None:
-        self.ring = ring
+    """Held in DRAM on the ``memory`` backend only; the translator bounds its size (``RING_CELLS``)."""
+
+    def __init__(self, name: str, ring: Ring, value_dtypes: Sequence[np.dtype]) -> None:
+        self.name, self.ring = name, ring
         cells = ring.slots * ring.size
-        self.ring_start = backend.allocate(name, "ring_start", (ring.slots,), np.dtype(np.int64))
-        self.ring_start[:] = EMPTY
-        self.ring_count = backend.allocate(name, "ring_count", (ring.slots,), np.dtype(np.int64))
-        self.order = backend.allocate(name, "order", (cells,), np.dtype(np.int64))
-        self.seen = backend.allocate(name, "seen", (cells,), np.dtype(np.uint8))
-        self.values = [backend.allocate(name, f"value{j}", (cells,), d) for j, d in enumerate(value_dtypes)]
+        self.ring_start = np.full(ring.slots, EMPTY, dtype=np.int64)
+        self.ring_count = np.zeros(ring.slots, dtype=np.int64)
+        self.order = np.zeros(cells, dtype=np.int64)
+        self.seen = np.zeros(cells, dtype=np.uint8)
+        self.values = [np.zeros(cells, dtype=d) for d in value_dtypes]
 
     def array(self, name: str) -> np.ndarray:
         if name.startswith("v") and name[1:].isdigit():
@@ -37,6 +40,27 @@ class RingState:
     @property
     def count(self) -> int:
         return int(self.ring_count.sum())
+
+    def is_empty(self) -> bool:
+        return self.count == 0
+
+    def _parts(self) -> dict[str, np.ndarray]:
+        return {"ring_start": self.ring_start, "ring_count": self.ring_count, "order": self.order,
+                "seen": self.seen} | {f"value{j}": v for j, v in enumerate(self.values)}
+
+    def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
+        return {}, save_arrays(directory, self.name, self._parts())
+
+    def restore(self, directory: Path, meta: dict[str, Any], checkpoint_id: int) -> None:
+        parts = self._parts()
+        for a, saved in zip(parts.values(), load_arrays(directory, self.name, list(parts))):
+            a[:] = saved
+
+    def after_checkpoint(self, checkpoint_id: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
     def fire(self, watermark: int, size_ms: int, final: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Remove the windows with end <= watermark (all if ``final``): their key columns and values."""
@@ -62,6 +86,6 @@ class RingState:
             self.ring_start[r] = EMPTY
         return keys, values
 
-    def min_end(self, size_ms: int) -> int | None:
+    def min_start(self) -> int | None:
         live = self.ring_start[self.ring_start != EMPTY]
-        return int(live.min()) + size_ms if len(live) else None
+        return int(live.min()) if len(live) else None

@@ -30,7 +30,7 @@ def test_documented_default_file_is_the_default():
     ("max_delay: soon\n", "cannot read 'soon' as a duration"),
     ("- a\n- b\n", "expected a mapping"),
     ("mode: [unclosed\n", "not valid YAML"),
-    ("state: cassandra\n", "unknown state backend"),
+    ("state: cassandra\n", "'state': expected one of"),
 ])
 def test_bad_config_files_name_the_problem(tmp_path, text, fragment):
     p = tmp_path / "bad.yaml"

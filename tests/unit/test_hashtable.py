@@ -9,7 +9,6 @@ from numba import njit
 from darwin.codegen.hashtable import emit_probe
 from darwin.codegen.source import SourceBuilder
 from darwin.state.hash_table import HashTableState
-from darwin.state.memory import MemoryBackend
 
 
 def probe_kernel(width):
@@ -53,7 +52,7 @@ big = st.integers(-(2**63), 2**63 - 1)
 @given(data=st.data(), capacity=st.integers(1, 64))
 def test_matches_a_dict_with_growth(width, data, capacity):
     rows = data.draw(st.lists(st.tuples(*[big | st.integers(-3, 3)] * width), max_size=300))
-    table = HashTableState(MemoryBackend(), "t", width, [np.int64], capacity=capacity)
+    table = HashTableState("t", width, [np.int64], capacity=capacity)
     insert_all(table, np.array(rows, dtype=np.int64).reshape(-1, width))
     expected: dict[tuple, int] = {}
     for r in rows:
@@ -71,7 +70,7 @@ def test_matches_a_dict_with_growth(width, data, capacity):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(0, 50), max_size=200, unique=True), st.integers(0, 50))
 def test_retain_keeps_order_and_lookups(keys, cut):
-    table = HashTableState(MemoryBackend(), "t", 1, [np.int64], capacity=4)
+    table = HashTableState("t", 1, [np.int64], capacity=4)
     insert_all(table, np.array(keys, dtype=np.int64).reshape(-1, 1))
     keep = table.keys[0][: table.count] >= cut
     table.retain(keep)

@@ -69,17 +69,17 @@ def test_projection_pruning_reads_only_used_columns(tmp_path, bids):
     assert set(scan.columns) == {"ts", "auction", "price"}
     assert "Scan bids.parquet [ts, auction, price]" in q.explain()
     read = []
-    original = ParquetSource.batches
+    original = ParquetSource.batches_from
 
-    def spy(self, columns, batch_size):
+    def spy(self, columns, batch_size, offset):
         read.append(tuple(columns))
-        return original(self, columns, batch_size)
+        return original(self, columns, batch_size, offset)
 
-    ParquetSource.batches = spy
+    ParquetSource.batches_from = spy
     try:
         q.collect()
     finally:
-        ParquetSource.batches = original
+        ParquetSource.batches_from = original
     assert read == [("ts", "auction", "price")]
 
 

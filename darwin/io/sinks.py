@@ -1,0 +1,192 @@
+"""File sinks (Parquet, CSV) that commit output only when a checkpoint covers it.
+
+Output is staged per epoch (the stretch of input between two checkpoints) in
+``<dir>/_staging/``. When a checkpoint is taken the epoch's file is closed and
+listed, with its checksum, in the checkpoint's manifest; once the manifest is
+durable the file is renamed to ``<dir>/part-<epoch>.<ext>``. A crash before that
+loses only staged files, which the restarted run writes again; a crash after it
+finds the rename in the manifest and completes it. Readers see complete files
+only, and the parts in name order are the output in order.
+
+Examples
+--------
+>>> import darwin as dw
+>>> dw.sinks.Parquet("out/").describe()
+'parquet out'
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from darwin.errors import SinkError
+from darwin.state.checkpoint import crc32_of, fsync_dir
+
+log = logging.getLogger(__name__)
+
+STAGING = "_staging"
+
+
+@runtime_checkable
+class Sink(Protocol):
+    """Where a query's output goes, with two-phase commit around checkpoints."""
+
+    def open(self, schema: pa.Schema, late_schema: pa.Schema | None, resume: dict[str, Any] | None) -> None:
+        """Start a run; ``resume`` is what the checkpoint being resumed recorded from ``prepare``."""
+
+    def write(self, kind: str, batch: pa.RecordBatch) -> None:
+        """``kind`` is 'result' or 'late'."""
+
+    def prepare(self, epoch: int) -> dict[str, Any]:
+        """Close the epoch's output; what the checkpoint must record to commit it later."""
+
+    def commit(self, prepared: dict[str, Any]) -> None:
+        """Make prepared output visible; must be idempotent (recovery may repeat it)."""
+
+    def close(self) -> None: ...
+
+    def files(self) -> list[Path]:
+        """What the sink has committed so far, in order."""
+
+
+class _Target:
+    """One output directory: staged and committed parts of one kind of rows."""
+
+    def __init__(self, directory: Path, extension: str) -> None:
+        self.directory, self.extension = directory, extension
+        self.staging = directory / STAGING
+
+    def part(self, epoch: int, staged: bool) -> Path:
+        return (self.staging if staged else self.directory) / f"part-{epoch:06d}.{self.extension}"
+
+    def committed(self) -> list[Path]:
+        return sorted(self.directory.glob(f"part-*.{self.extension}"))
+
+    def start(self, resume: list[dict[str, Any]] | None, last_epoch: int) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if resume is None and self.committed():
+            raise SinkError(f"output directory {str(self.directory)!r} already holds part files of another run; "
+                            "give an empty directory, or resume that run with its checkpoint_dir")
+        for entry in resume or []:
+            self.commit_file(entry)
+        for stale in self.committed():  # committed after a checkpoint that turned out damaged
+            if int(stale.stem.split("-")[1]) > last_epoch:
+                log.warning("removing %s: the checkpoint that committed it is not usable; it is written again",
+                            stale)
+                stale.unlink()
+        shutil.rmtree(self.staging, ignore_errors=True)
+        self.staging.mkdir()
+
+    def commit_file(self, entry: dict[str, Any]) -> None:
+        staged, final = self.staging / entry["name"], self.directory / entry["name"]
+        if staged.exists():
+            if crc32_of(staged) != entry["crc32"]:
+                raise SinkError(f"staged output {str(staged)!r} does not match the checksum its checkpoint "
+                                "recorded; it was changed or damaged")
+            os.replace(staged, final)
+            fsync_dir(self.directory)
+        elif not final.exists():
+            raise SinkError(f"output {str(final)!r}, which a checkpoint recorded, is missing from both the "
+                            "staging and the output directory")
+
+
+class FileSink(ABC):
+    """Parquet or CSV parts in ``path``; late rows (``late_output=True``) in ``late_path``."""
+
+    extension = ""
+
+    def __init__(self, path: str | os.PathLike[str], late_path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path)
+        self.late_path = None if late_path is None else Path(late_path)
+        if self.late_path is not None and self.late_path.resolve() == self.path.resolve():
+            raise SinkError(f"late rows need a directory of their own, not {str(self.path)!r}")
+        self._targets: dict[str, _Target] = {}
+        self._schemas: dict[str, pa.Schema] = {}
+        self._writers: dict[str, Any] = {}
+        self._rows: dict[str, int] = {}
+        self._epoch = 1
+
+    def describe(self) -> str:
+        return f"{self.extension} {self.path}"
+
+    def open(self, schema: pa.Schema, late_schema: pa.Schema | None, resume: dict[str, Any] | None) -> None:
+        if late_schema is not None and self.late_path is None:
+            raise SinkError(f"the query keeps late rows (late_output=True); give {type(self).__name__}(..., "
+                            "late_path=...) a directory for them")
+        self._targets = {"result": _Target(self.path, self.extension)}
+        self._schemas = {"result": schema}
+        if late_schema is not None:
+            self._targets["late"] = _Target(self.late_path, self.extension)
+            self._schemas["late"] = late_schema
+        last = 0 if resume is None else int(resume["epoch"])
+        for kind, target in self._targets.items():
+            target.start(None if resume is None else resume["files"].get(kind, []), last)
+        self._epoch = last + 1
+
+    def write(self, kind: str, batch: pa.RecordBatch) -> None:
+        writer = self._writers.get(kind)
+        if writer is None:
+            path = self._targets[kind].part(self._epoch, staged=True)
+            writer = self._writers[kind] = self._open_writer(path, self._schemas[kind])
+            self._rows[kind] = 0
+        writer.write_batch(batch)
+        self._rows[kind] += batch.num_rows
+
+    @abstractmethod
+    def _open_writer(self, path: Path, schema: pa.Schema) -> Any:
+        """A writer with ``write_batch`` and ``close`` for one staged file."""
+
+    def prepare(self, epoch: int) -> dict[str, Any]:
+        if epoch != self._epoch:
+            raise SinkError(f"internal error: sink is in epoch {self._epoch}, asked to prepare {epoch}")
+        files: dict[str, list[dict[str, Any]]] = {}
+        for kind, writer in self._writers.items():
+            writer.close()
+            staged = self._targets[kind].part(epoch, staged=True)
+            with open(staged, "rb+") as f:
+                os.fsync(f.fileno())
+            files[kind] = [{"name": staged.name, "rows": self._rows[kind], "crc32": crc32_of(staged)}]
+        self._writers.clear()
+        self._epoch = epoch + 1
+        return {"epoch": epoch, "files": files}
+
+    def commit(self, prepared: dict[str, Any]) -> None:
+        for kind, entries in prepared["files"].items():
+            for entry in entries:
+                self._targets[kind].commit_file(entry)
+
+    def close(self) -> None:
+        for writer in self._writers.values():
+            writer.close()
+        self._writers.clear()
+
+    def files(self) -> list[Path]:
+        """Committed parts of the results, in order."""
+        return _Target(self.path, self.extension).committed()
+
+
+class Parquet(FileSink):
+    """Results as Parquet files ``part-<epoch>.parquet``; read the directory with ``pyarrow.parquet``."""
+
+    extension = "parquet"
+
+    def _open_writer(self, path: Path, schema: pa.Schema) -> Any:
+        return pq.ParquetWriter(path, schema)
+
+
+class CSV(FileSink):
+    """Results as CSV files ``part-<epoch>.csv``, each with a header row."""
+
+    extension = "csv"
+
+    def _open_writer(self, path: Path, schema: pa.Schema) -> Any:
+        return pacsv.CSVWriter(path, schema)
