@@ -25,12 +25,15 @@ def multiplier(j: int) -> int:
     return MULTIPLIERS[j % len(MULTIPLIERS)] ^ (j // len(MULTIPLIERS)) * 0x10001 | 1
 
 
-def hash_columns(keys: list[np.ndarray], count: int) -> np.ndarray:
-    """The hash of entries 0..count-1, as the generated probe computes it."""
-    h = np.zeros(count, dtype=np.uint64)
+REHASH_CHUNK = 1 << 20  # entries hashed at a time: rebuilding never needs memory in proportion to the table
+
+
+def hash_columns(keys: list[np.ndarray], count: int, start: int = 0) -> np.ndarray:
+    """The hash of entries start..count-1, as the generated probe computes it."""
+    h = np.zeros(count - start, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for j, k in enumerate(keys):
-            h ^= k[:count].view(np.uint64) * np.uint64(multiplier(j))
+            h ^= k[start:count].view(np.uint64) * np.uint64(multiplier(j))
         h ^= h >> np.uint64(SHIFT)
         h *= np.uint64(FINAL)
         h ^= h >> np.uint64(32)
@@ -38,19 +41,75 @@ def hash_columns(keys: list[np.ndarray], count: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def insert_hashes(index: np.ndarray, hashes: np.ndarray) -> None:
-    """Fill an emptied index with entries 0..len(hashes)-1."""
+def insert_hashes(index: np.ndarray, hashes: np.ndarray, first: int) -> None:
+    """Add entries first..first+len(hashes)-1 to the index."""
     mask = index.shape[0] - 1
-    for e in range(hashes.shape[0]):
-        slot = np.int64(hashes[e] & np.uint64(mask))
+    for i in range(hashes.shape[0]):
+        slot = np.int64(hashes[i] & np.uint64(mask))
         while index[slot] != EMPTY:
             slot = (slot + 1) & mask
-        index[slot] = e
+        index[slot] = first + i
 
 
 def rebuild_index(index: np.ndarray, keys: list[np.ndarray], count: int) -> None:
     index[:] = EMPTY
-    insert_hashes(index, hash_columns(keys, count))
+    for start in range(0, count, REHASH_CHUNK):
+        insert_hashes(index, hash_columns(keys, min(count, start + REHASH_CHUNK), start), start)
+
+
+@njit(cache=True, nogil=True)
+def compact(keep: np.ndarray, columns: tuple, count: int) -> int:
+    """Move the entries whose ``keep`` is set to the front, in order, and zero the rest; the new count.
+
+    ``columns`` are the table's arrays viewed as int64. One pass, no index arrays: compaction
+    needs no memory in proportion to the table, which may be larger than memory (mmap).
+    """
+    m = 0
+    for i in range(count):
+        if keep[i]:
+            if m != i:
+                for c in columns:
+                    c[m] = c[i]
+            m += 1
+    for c in columns:
+        c[m:count] = 0
+    return m
+
+
+@njit(cache=True, nogil=True)
+def compact_logged(keep: np.ndarray, columns: tuple, count: int, meta: np.ndarray, logged: np.ndarray,
+                   undo_slot: np.ndarray, undo_columns: tuple) -> int:
+    """``compact``, first saving each slot it changes into an undo log (see ``darwin.state.mmap``).
+
+    A slot below ``meta[2]`` not logged yet gets its contents appended at row ``meta[1]``;
+    the row count is stored after the row, so a crash in between leaves no half row. The
+    log has room for ``count`` rows.
+    """
+    m = 0
+    for i in range(count):
+        if keep[i]:
+            if m != i:
+                _save(m, columns, meta, logged, undo_slot, undo_columns)
+                for c in columns:
+                    c[m] = c[i]
+            m += 1
+    for s in range(m, count):
+        _save(s, columns, meta, logged, undo_slot, undo_columns)
+        for c in columns:
+            c[s] = 0
+    return m
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _save(s: int, columns: tuple, meta: np.ndarray, logged: np.ndarray, undo_slot: np.ndarray,
+          undo_columns: tuple) -> None:
+    if s < meta[2] and logged[s] == 0:
+        u = meta[1]
+        undo_slot[u] = s
+        for j in range(len(columns)):
+            undo_columns[j][u] = columns[j][s]
+        meta[1] = u + 1
+        logged[s] = 1
 
 
 def index_size_for(capacity: int) -> int:
@@ -88,3 +147,29 @@ def emit_probe(line, values: list[str], arrays: list[str]) -> None:  # type: ign
     line("fresh = False", 2)
     line("break", 2)
     line("slot = (slot + 1) & imask", 1)
+
+
+NO_WINDOW = np.iinfo(np.int64).min
+
+
+@njit(cache=True, nogil=True)
+def next_window(starts: np.ndarray, count: int, after: int, last: int) -> int:
+    """The smallest window start in (after, last] among entries 0..count-1, or ``NO_WINDOW``."""
+    best = NO_WINDOW
+    for e in range(count):
+        s = starts[e]
+        if after < s <= last and (best == NO_WINDOW or s < best):
+            best = s
+    return best
+
+
+@njit(cache=True, nogil=True)
+def select_window(starts: np.ndarray, count: int, window: int, pos: int, out: np.ndarray) -> tuple[int, int]:
+    """Entries of ``window`` from ``pos`` on, in order, into ``out`` until it is full: (how many, next pos)."""
+    n = 0
+    while pos < count and n < out.shape[0]:
+        if starts[pos] == window:
+            out[n] = pos
+            n += 1
+        pos += 1
+    return n, pos

@@ -65,8 +65,7 @@ class CompiledEngine:
             self.offset += encoded.length
             yield BARRIER
         for runner in self.runners:  # end of input: every window fires
-            fired = runner.drain(final=True)
-            if fired is not None:
+            for fired in runner.drain(final=True):
                 yield from self._push(self.consumers[runner.p.id], fired, final=True)
         for runner in self.runners:
             for name, value in runner.counters().items():
@@ -88,8 +87,7 @@ class CompiledEngine:
         if out is not None and out.length:
             yield Output("result", decode(out, runner.p.output_schema, pool, batch, dict(runner.p.moved_strings)))
         if runner.state is not None and not final:
-            fired = runner.drain(final=False)
-            if fired is not None:
+            for fired in runner.drain(final=False):
                 yield from self._push(self.consumers[runner.p.id], fired, final)
 
     # -- checkpoints ------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +79,10 @@ class PipelineRunner:
         if status == ctl.NEEDS_ROOM:
             self.state.grow(self.sink.window.windows_per_row)
         elif status == ctl.RING_FULL:  # the watermark closed a window whose slot a new one needs
-            batch = self.drain(final=False)
-            if batch is None:
+            drained = list(self.drain(final=False))
+            if not drained:
                 raise DarwinError("internal error: a window ring is full of open windows")
-            fired.append(batch)
+            fired.extend(drained)
         elif status == ctl.OUT_OF_DOMAIN:
             ring = self.sink.ring
             raise SourceError(f"source {self.p.input.scan.source.name!r}: a value of group key "
@@ -155,22 +156,26 @@ class PipelineRunner:
         return {"late_rows": int(self.ctl[ctl.LATE_ROWS]), "null_time_rows": int(self.ctl[ctl.NULL_TIME_ROWS]),
                 "windows_fired": self.windows_fired}
 
-    def drain(self, final: bool) -> EncodedBatch | None:
-        """Remove and return the windows that fired (all of them if ``final``)."""
+    def drain(self, final: bool) -> Iterator[EncodedBatch]:
+        """Remove the windows that fired (all of them if ``final``), as batches in window order.
+
+        Consume it to the end before the kernel runs again: the state changes as it goes.
+        """
         s = self.state
         wm = self.watermark
         if s is None or s.is_empty() or (not final and self.ctl[ctl.MIN_WINDOW_END] > wm):
-            return None
+            return
         size = self.sink.window.size_ms
-        keys, values = s.fire(wm, size, final)
+        schema = self.sink.aggregate.schema
+        previous = None  # a window may span chunks: count it once
+        for keys, values in s.fire(wm, size, final):
+            starts = np.unique(keys[0])
+            self.windows_fired += len(starts) - int(starts[0] == previous)
+            previous = starts[-1]
+            columns = finalize(self.ks.agg_layout, keys, values, size)
+            yield EncodedBatch({f.name: Column(*columns[f.name]) for f in schema.fields}, len(keys[0]))
         start = s.min_start()
         self.ctl[ctl.MIN_WINDOW_END] = INT64_MAX if start is None else start + size
-        if len(keys[0]) == 0:
-            return None
-        columns = finalize(self.ks.agg_layout, keys, values, size)
-        schema = self.sink.aggregate.schema
-        self.windows_fired += len(np.unique(keys[0]))
-        return EncodedBatch({f.name: Column(*columns[f.name]) for f in schema.fields}, len(keys[0]))
 
 
 def _buffers(schema: Schema, rows: int) -> dict[str, Column]:

@@ -9,15 +9,25 @@ use it as their in-memory delta (``darwin.state.rocksdb``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from darwin.codegen.hashtable import EMPTY, index_size_for, rebuild_index
+from darwin.codegen.hashtable import (
+    EMPTY,
+    NO_WINDOW,
+    compact,
+    index_size_for,
+    next_window,
+    rebuild_index,
+    select_window,
+)
 from darwin.state.snapshot import load_arrays, save_arrays
 
+FIRE_CHUNK = 1 << 20  # entries per batch of fired windows
+INT64_MAX = np.iinfo(np.int64).max
 META = 4  # [entry count, undo rows, undo base, undo epoch]: the last three only on the mmap backend
 
 
@@ -76,39 +86,48 @@ class HashTableState:
         rebuild_index(self.index, self.keys, count)
 
     # -- firing windows ---------------------------------------------------------------------
-    def fire(self, watermark: int, size_ms: int, final: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Take out the entries of windows with end <= watermark (all if ``final``), by window then first seen."""
-        count = self.count
-        starts = self.keys[0][:count]
-        fired = np.ones(count, dtype=np.bool_) if final else (starts + size_ms <= watermark)
-        selected = np.flatnonzero(fired)
-        selected = selected[np.argsort(starts[selected], kind="stable")]
-        keys, values = [k[selected] for k in self.keys], [v[selected] for v in self.values]
-        self.retain(~fired)
-        return keys, values
+    def fire(self, watermark: int, size_ms: int, final: bool) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
+        """Take out the entries of windows with end <= watermark (all if ``final``), by window then first seen.
+
+        Yields chunks of at most ``FIRE_CHUNK`` entries, so a fired window may be larger than
+        memory; the entries leave the table once the last chunk has been taken.
+        """
+        count, starts = self.count, self.keys[0]
+        last = INT64_MAX if final else watermark - size_ms
+        chunk = np.empty(min(FIRE_CHUNK, max(count, 1)), dtype=np.int64)
+        window = next_window(starts, count, NO_WINDOW, last)
+        while window != NO_WINDOW:
+            pos = 0
+            while pos < count:
+                n, pos = select_window(starts, count, window, pos, chunk)
+                if n:
+                    selected = chunk[:n]
+                    yield [k[selected] for k in self.keys], [v[selected] for v in self.values]
+            window = next_window(starts, count, window, last)
+        if not final:
+            self.retain(starts[:count] > last)
+        elif count:
+            self.clear()
 
     def min_start(self) -> int | None:
         return int(self.keys[0][: self.count].min()) if self.count else None
 
     def retain(self, keep: np.ndarray) -> None:
         """Drop every entry whose ``keep`` flag is False; survivors keep their order."""
-        count = self.count
-        survivors = np.flatnonzero(keep)
-        m = survivors.shape[0]
-        if m == count:
+        if keep.all():
             return
-        for a in self.keys + self.values:
-            a[:m] = a[survivors]
-            a[m:count] = 0
-        self.meta[0] = m
-        rebuild_index(self.index, self.keys, m)
+        self.meta[0] = self._compact(keep)
+        rebuild_index(self.index, self.keys, self.count)
+
+    def _compact(self, keep: np.ndarray) -> int:
+        return compact(keep, self._columns(), self.count)
+
+    def _columns(self) -> tuple[np.ndarray, ...]:
+        """Every key and value array as int64, for compiled helpers that move whole entries."""
+        return tuple(a.view(np.int64) for a in self.keys + self.values)
 
     def clear(self) -> None:
-        count = self.count
-        for a in self.keys + self.values:
-            a[:count] = 0
-        self.meta[0] = 0
-        self.index[:] = EMPTY
+        self.retain(np.zeros(self.count, dtype=np.bool_))
 
     # -- checkpoints: the memory backend copies the live entries ------------------------------
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from darwin.codegen.aggregates import AggLayout
-from darwin.codegen.hashtable import rebuild_index
+from darwin.codegen.hashtable import compact_logged, rebuild_index
 from darwin.errors import CheckpointError
 from darwin.state.hash_table import HashTableState
 
@@ -112,27 +112,10 @@ class MmapHashTable(HashTableState):
         self._reserve_undo(needed)
 
     # -- the undo log ---------------------------------------------------------------------------
-    def _log(self, slots: np.ndarray) -> None:
-        """Append the current contents of ``slots`` that the last checkpoint holds and no row logged yet."""
-        slots = slots[slots < self.meta[UNDO_BASE]]
-        slots = slots[self.logged[slots] == 0]
-        n = len(slots)
-        if n == 0:
-            return
-        self._reserve_undo(n)
-        u = int(self.meta[UNDO_ROWS])
-        self.undo_slot[u:u + n] = slots
-        for log, a in zip(self.undo_keys + self.undo_values, self.keys + self.values):
-            log[u:u + n] = a[slots]
-        self.meta[UNDO_ROWS] = u + n  # after the rows: a crash in between leaves them unused
-        self.logged[slots] = 1
-
-    def retain(self, keep: np.ndarray) -> None:
-        count = self.count
-        if np.count_nonzero(keep) == count:
-            return
-        self._log(np.arange(count, dtype=np.int64))  # compaction may rewrite any live slot
-        super().retain(keep)
+    def _compact(self, keep: np.ndarray) -> int:
+        self._reserve_undo(self.count)
+        undo = tuple(a.view(np.int64) for a in self.undo_keys + self.undo_values)
+        return compact_logged(keep, self._columns(), self.count, self.meta, self.logged, self.undo_slot, undo)
 
     # -- checkpoints ----------------------------------------------------------------------------
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:

@@ -7,7 +7,7 @@ so a fired window drains in the same order as the hash table's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +62,11 @@ class RingState:
     def close(self) -> None:
         pass
 
-    def fire(self, watermark: int, size_ms: int, final: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Remove the windows with end <= watermark (all if ``final``): their key columns and values."""
+    def fire(self, watermark: int, size_ms: int, final: bool) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
+        """Remove the windows with end <= watermark (all if ``final``): their key columns and values.
+
+        One chunk: the translator bounds a ring's size, so its windows fit in memory.
+        """
         ring = self.ring
         slots = [r for r in range(ring.slots) if self.ring_start[r] != EMPTY
                  and (final or self.ring_start[r] + size_ms <= watermark)]
@@ -84,7 +87,8 @@ class RingState:
         for r in slots:
             self.ring_count[r] = 0
             self.ring_start[r] = EMPTY
-        return keys, values
+        if len(cells):
+            yield keys, values
 
     def min_start(self) -> int | None:
         live = self.ring_start[self.ring_start != EMPTY]

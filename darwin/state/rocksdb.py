@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -140,26 +141,37 @@ class RocksTable:
         return rows[:, 0].copy(), [rows[:, 1 + j].copy().view(d) for j, d in enumerate(self.lay.value_dtypes)]
 
     # -- firing windows ---------------------------------------------------------------------------
-    def fire(self, watermark: int, size_ms: int, final: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Merge, then one range scan from the first key up to the first window still open."""
+    def fire(self, watermark: int, size_ms: int, final: bool) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
+        """Merge, then one range scan from the first key up to the first window still open.
+
+        Yields one chunk per window (entries sorted by first-seen order need the whole window).
+        """
         self.merge()
         end = MAX_KEY if final else encode_keys([np.array([watermark - size_ms + 1], dtype=np.int64)])[0]
         keys: list[bytes] = []
         values: list[bytes] = []
+        first, removed = None, 0
         for k, v in self.db.items():
             if k >= end:
                 break
+            removed += 1
+            if first is None:
+                first = k
+            elif keys and k[:8] != keys[0][:8]:  # the next window starts
+                yield self._window(keys, values)
+                keys, values = [], []
             keys.append(k)
             values.append(v)
-        width = self.lay.key_width
-        if not keys:
-            return [np.zeros(0, dtype=np.int64) for _ in range(width)], \
-                [np.zeros(0, dtype=d) for d in self.lay.value_dtypes]
-        self.db.delete_range(keys[0], end)
-        self.stored -= len(keys)
-        key_columns = decode_keys(keys, width)
+        if keys:
+            yield self._window(keys, values)
+        if first is not None:
+            self.db.delete_range(first, end)
+            self.stored -= removed
+
+    def _window(self, keys: list[bytes], values: list[bytes]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        key_columns = decode_keys(keys, self.lay.key_width)
         seq, value_columns = self._decode_values(values)
-        order = np.lexsort((seq, key_columns[0]))  # by window, then first seen
+        order = np.argsort(seq, kind="stable")  # first-seen order, as on the other backends
         return [k[order] for k in key_columns], [v[order] for v in value_columns]
 
     def min_start(self) -> int | None:
