@@ -4,108 +4,14 @@ Data includes out-of-order and late events, NULLs everywhere, empty batches and
 random batch boundaries; results are compared row by row, in order.
 """
 
-import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from streams import SHAPES, q_all_aggregates, source, streams
 
 import darwin as dw
-from darwin import col, lit, when
+from darwin import col
 from darwin.testing import assert_engines_agree
-
-SCHEMA = pa.schema([("ts", pa.timestamp("ms")), ("k", pa.int64()), ("v", pa.int64()), ("f", pa.float64()),
-                    ("s", pa.string()), ("b", pa.bool_())])
-
-
-@st.composite
-def streams(draw, nulls=True):
-    n = draw(st.integers(0, 60))
-    maybe = (lambda s: st.one_of(st.none(), s)) if nulls else (lambda s: s)
-    jitter = draw(st.integers(0, 3000))
-    ts = [None if (nulls and draw(st.integers(0, 15)) == 0) else max(0, i * 250 + draw(st.integers(-jitter, jitter)))
-          for i in range(n)]
-    cols = {
-        "ts": ts,
-        "k": [draw(maybe(st.integers(-2, 3))) for _ in range(n)],
-        "v": [draw(maybe(st.integers(-(2**62), 2**62) | st.integers(-50, 50))) for _ in range(n)],
-        "f": [draw(maybe(st.floats(-1e6, 1e6, allow_nan=False))) for _ in range(n)],
-        "s": [draw(maybe(st.sampled_from(["apple", "google", "baidu", ""]))) for _ in range(n)],
-        "b": [draw(maybe(st.booleans())) for _ in range(n)],
-    }
-    table = pa.table(cols, schema=SCHEMA)
-    cuts = sorted(draw(st.lists(st.integers(0, n), max_size=4)))
-    delay = draw(st.sampled_from([0, 500, 2000]))
-    batch_size = draw(st.integers(1, 64))
-    return table, cuts, delay, batch_size
-
-
-def source(table, cuts, delay, nullable=True):
-    """A replayable source cutting the table at ``cuts`` (repeated cuts give empty batches)."""
-    def batches():
-        bounds = [0, *cuts, table.num_rows]
-        for a, b in zip(bounds, bounds[1:]):
-            yield pa.RecordBatch.from_arrays([table.column(i).combine_chunks().slice(a, b - a)
-                                              for i in range(table.num_columns)], schema=SCHEMA)
-    non_null = () if nullable else SCHEMA.names
-    return dw.from_batches(SCHEMA, batches, time="ts", max_delay=delay, non_null=non_null)
-
-
-def q_all_aggregates(t):
-    return (t.filter(col("v").is_not_null() | (col("k") > 0)).with_columns(g=col("f") * 0.5 + col("v") % 7)
-            .window(dw.Tumble("1s", on="ts")).group_by("k")
-            .agg(n=dw.count(), nv=dw.count("v"), sv=dw.sum("v"), sf=dw.sum("g"), lo=dw.min("f"),
-                 hi=dw.max("v"), avg=dw.avg("f"), last=dw.max("ts")))
-
-
-def q_sliding_string_key(t):
-    return (t.filter(col("s").isin(["apple", "google", ""]) | col("b"))
-            .window(dw.Slide("2s", every="500ms", on="ts")).group_by("s").agg(n=dw.count(), sv=dw.sum("v")))
-
-
-def q_global_window(t):
-    return t.window(dw.Tumble("750ms", on="ts")).agg(n=dw.count(), lo=dw.min("f"), hi=dw.max("f"),
-                                                     m=dw.avg("v"))
-
-
-def q_multi_key_having(t):
-    return (t.window(dw.Tumble("1s", on="ts")).group_by("k", "s", "b").agg(n=dw.count(), sf=dw.sum("f"))
-            .filter(col("n") > 1).select("window_end", "k", "s", total=col("sf") * 2, half=col("n") / 2))
-
-
-def q_late_output(t):
-    return t.window(dw.Tumble("500ms", on="ts"), late_output=True).group_by("k").agg(n=dw.count())
-
-
-def q_float_key(t):
-    return t.with_columns(fk=(col("f") / 100).cast("int64").cast("float64") * 0.0 + col("v") % 3 * 1.5) \
-        .window(dw.Tumble("1s", on="ts")).group_by("fk").agg(n=dw.count())
-
-
-def q_stateless(t):
-    return t.select(
-        "ts", "s",
-        add=col("v") + col("k"), mul=col("v") * 3, div=col("v") / col("k"), fdiv=col("v") // col("k"),
-        mod=col("v") % col("k"), fmod=col("f") % 2.5, ffdiv=col("f") // col("k"), neg=-col("v"),
-        ab=abs(col("k")), cmp=col("f") >= col("v"), between=col("k").between(-1, 1),
-        isin=col("k").isin([1, 2, None]), many=col("v").isin(list(range(0, 40))), sne=col("s") != "apple",
-        logic=(col("b") & (col("k") > 0)) | ~col("b"), nul=col("v").is_null(),
-        case=when(col("k") > 1, col("f")).when(col("b"), col("v")).otherwise(lit(None)),
-        case2=when(col("k") == 0, "zero").otherwise(col("s")),
-        i2f=col("v").cast("float64"), f2i=(col("f") * 1e13).cast("int64"), b2i=col("b").cast("int64"),
-        i2b=col("k").cast("bool"), t2i=col("ts").cast("int64"),
-        year=col("ts").dt.year(), month=col("ts").dt.month(), day=col("ts").dt.day(), hour=col("ts").dt.hour(),
-        minute=col("ts").dt.minute(), second=col("ts").dt.second(), ms=col("ts").dt.millisecond(),
-        dow=col("ts").dt.day_of_week(), shifted=col("ts") + 86_400_000 * 400,
-    )
-
-
-def q_windowed_rows(t):
-    return t.filter(col("k") >= 0).window(dw.Slide("1s", every="250ms", on="ts")).table() \
-        .select("window_start", "window_end", "k", later=col("window_end") - col("ts"))
-
-
-SHAPES = [q_all_aggregates, q_sliding_string_key, q_global_window, q_multi_key_having, q_late_output,
-          q_float_key, q_stateless, q_windowed_rows]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda f: f.__name__)

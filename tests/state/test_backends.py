@@ -1,0 +1,246 @@
+"""One suite, every state backend: results, crash recovery, damaged checkpoints, refusals.
+
+Crashes here are exceptions thrown from inside the run after a chosen number of
+input batches (between any two steps of a batch boundary, see ``crash_after``);
+``tests/recovery`` kills real processes with SIGKILL.
+"""
+
+import csv
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from streams import SHAPES, q_all_aggregates, q_late_output, source, streams
+
+import darwin as dw
+import darwin.runtime.compiled as compiled
+from darwin.config import STATE_BACKENDS
+from darwin.errors import CheckpointError, SinkError
+from darwin.state.checkpoint import MANIFEST
+from darwin.testing import assert_engines_agree
+
+STATEFUL = [s for s in SHAPES if s.__name__ not in ("q_stateless", "q_windowed_rows")]
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+@pytest.fixture(params=STATE_BACKENDS)
+def backend(request):
+    return request.param
+
+
+@pytest.fixture
+def configure(backend, tmp_path):
+    """A config factory for this backend; rocksdb gets a tiny delta so it merges all the time."""
+    def make(**changes):
+        extra = {"state_delta_limit": 3} if backend == "rocksdb" else {}
+        return dw.Config(state=backend, state_path=str(tmp_path / "state"), **extra).replace(**changes)
+    return make
+
+
+class Crash(Exception):
+    """Stands in for the process dying."""
+
+
+def crash_after(monkeypatch, batches):
+    """Make the next run die when it reads input batch ``batches`` (counted from where it resumed)."""
+    original = compiled.read_from
+
+    def failing(*args, **kwargs):
+        for i, batch in enumerate(original(*args, **kwargs)):
+            if i == batches:
+                raise Crash(f"crash at batch {i}")
+            yield batch
+    monkeypatch.setattr(compiled, "read_from", failing)
+
+
+def run_until_done(query, sink_factory, config, monkeypatch, crashes):
+    """Run, crashing at each of ``crashes`` (batch numbers), then to the end; the number of crashes hit."""
+    hit = 0
+    try:
+        for at in crashes:
+            crash_after(monkeypatch, at)
+            try:
+                return query.sink(sink_factory()).run(config), hit
+            except Crash:
+                hit += 1
+    finally:
+        monkeypatch.setattr(compiled, "read_from", ORIGINAL_READ_FROM)
+    return query.sink(sink_factory()).run(config), hit
+
+
+ORIGINAL_READ_FROM = compiled.read_from
+
+
+def committed(sink_kind, directory: Path):
+    """The committed output: a table for Parquet, the data lines of every part for CSV."""
+    if sink_kind == "parquet":
+        return pq.read_table(directory) if any(directory.glob("part-*")) else None
+    lines = []
+    for part in sorted(directory.glob("part-*.csv")):
+        with open(part, newline="") as f:
+            lines += list(csv.reader(f))[1:]
+    return lines
+
+
+SINKS = {"parquet": dw.sinks.Parquet, "csv": dw.sinks.CSV}
+
+
+# -- results ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", STATEFUL, ids=lambda f: f.__name__)
+@settings(max_examples=8, **SETTINGS)
+@given(data=streams())
+def test_every_backend_agrees_with_the_reference(configure, shape, data):
+    table, cuts, delay, batch_size = data
+    assert_engines_agree(shape(source(table, cuts, delay)), configure(batch_size=batch_size))
+
+
+def test_state_grows_far_past_its_first_allocation(configure):
+    n = 50_000
+    t = pa.table({"ts": pa.array([i // 10 for i in range(n)], pa.timestamp("ms")), "k": list(range(n)),
+                  "v": [i % 7 for i in range(n)]})
+    q = dw.from_arrow(t, time="ts").window(dw.Tumble("1h", on="ts")).group_by("k").agg(s=dw.sum("v"))
+    got = q.collect(configure(batch_size=4096))
+    assert got.num_rows == n
+    assert got.column("s").to_pylist() == [i % 7 for i in range(n)]
+
+
+# -- crash and resume -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sink_kind", SINKS)
+@settings(max_examples=15, **SETTINGS)
+@given(data=streams(), batch_size=st.integers(1, 6), every=st.integers(1, 3),
+       crashes=st.lists(st.integers(0, 12), min_size=1, max_size=4), late=st.booleans())
+def test_crashes_and_restarts_give_exactly_the_uninterrupted_output(configure, tmp_path_factory, monkeypatch,
+                                                                  sink_kind, data, batch_size, every, crashes, late):
+    table, cuts, delay, _ = data
+    shape = q_late_output if late else q_all_aggregates
+    q = shape(source(table, cuts, delay))
+    base = tmp_path_factory.mktemp("run")
+    make = SINKS[sink_kind]
+    plain = q.sink(make(base / "plain", base / "plain-late")).run(configure(batch_size=batch_size))
+    config = configure(batch_size=batch_size, checkpoint_dir=str(base / "chk"), checkpoint_interval=every)
+    result, _ = run_until_done(q, lambda: make(base / "out", base / "out-late"), config, monkeypatch, crashes)
+    assert committed(sink_kind, base / "out") == committed(sink_kind, base / "plain")
+    if late:
+        assert committed(sink_kind, base / "out-late") == committed(sink_kind, base / "plain-late")
+    assert result.metrics["input_rows"] == plain.metrics["input_rows"] == table.num_rows
+    assert result.metrics["late_rows"] == plain.metrics["late_rows"]
+    assert not list((base / "out" / "_staging").iterdir())
+
+
+def bids(n=3000):
+    return pa.table({"ts": pa.array([i * 37 % 100_000 + i * 20 for i in range(n)], pa.timestamp("ms")),
+                     "k": [i % 97 for i in range(n)], "v": [float(i % 13) for i in range(n)]})
+
+
+def windowed(t, size="2s"):
+    return (dw.from_arrow(t, time="ts", max_delay="5s").window(dw.Tumble(size, on="ts")).group_by("k")
+            .agg(s=dw.sum("v"), n=dw.count(), hi=dw.max("v")))
+
+
+@pytest.fixture
+def job(configure, tmp_path):
+    """(query, checkpointing config, expected table) over a stream of 3000 rows in 30 batches."""
+    q = windowed(bids())
+    config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval=4)
+    return q, config, q.collect(dw.Config(batch_size=100))
+
+
+def test_a_checkpoint_torn_while_being_written_is_skipped(job, tmp_path, monkeypatch):
+    q, config, expected = job
+    from darwin.state.checkpoint import CheckpointStore
+
+    commit = CheckpointStore.commit
+
+    def torn(self, checkpoint_id, body, files=None):
+        if checkpoint_id == 3:  # the files are there, the manifest only half written
+            (self.root / f"chk-{checkpoint_id:06d}" / (MANIFEST + ".tmp")).write_text('{"format": 1, "id"')
+            raise Crash("crash while writing the manifest")
+        return commit(self, checkpoint_id, body, files)
+    monkeypatch.setattr(CheckpointStore, "commit", torn)
+    with pytest.raises(Crash):
+        q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+    monkeypatch.setattr(CheckpointStore, "commit", commit)
+    result = q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+    assert result.resumed_from == 2
+    assert pq.read_table(tmp_path / "out").equals(expected)
+
+
+def test_a_damaged_checkpoint_is_detected(backend, job, tmp_path, monkeypatch):
+    """Memory and RocksDB state fall back to the previous checkpoint; mmap state, rolled forward in
+    place, cannot go back past it and says so."""
+    q, config, expected = job
+    crash_after(monkeypatch, 17)  # after checkpoints 1-4
+    with pytest.raises(Crash):
+        q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+    newest = sorted((tmp_path / "chk").glob("chk-*"))[-1]
+    strings = newest / "strings.arrow"
+    data = bytearray(strings.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    strings.write_bytes(bytes(data))
+    monkeypatch.setattr(compiled, "read_from", ORIGINAL_READ_FROM)
+    if backend == "mmap":
+        with pytest.raises(CheckpointError, match="cannot be rolled back"):
+            q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+        return
+    result = q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+    assert result.resumed_from == 3
+    assert pq.read_table(tmp_path / "out").equals(expected)
+
+
+def test_restarting_a_finished_job_adds_nothing(job, tmp_path):
+    q, config, expected = job
+    first = q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+    again = q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+    assert again.files == first.files
+    assert again.metrics["output_rows"] == 0
+    assert pq.read_table(tmp_path / "out").equals(expected)
+
+
+def test_time_interval_checkpoints(job, tmp_path):
+    q, config, expected = job
+    result = q.sink(dw.sinks.CSV(tmp_path / "out")).run(config.replace(checkpoint_interval="1ms"))
+    assert result.metrics["checkpoints"] > 5
+    assert sum(1 for _ in result.files) >= 1
+    assert len(committed("csv", tmp_path / "out")) == expected.num_rows
+
+
+# -- refusals -------------------------------------------------------------------------------------
+
+def test_a_changed_query_is_refused(job, tmp_path, monkeypatch):
+    q, config, _ = job
+    crash_after(monkeypatch, 10)
+    with pytest.raises(Crash):
+        q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+    monkeypatch.setattr(compiled, "read_from", ORIGINAL_READ_FROM)
+    other = windowed(bids(), size="3s")
+    with pytest.raises(CheckpointError, match="different query.*tumble\\(3000ms"):
+        other.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+
+
+def test_a_changed_backend_is_refused(backend, job, tmp_path, monkeypatch):
+    q, config, _ = job
+    crash_after(monkeypatch, 10)
+    with pytest.raises(Crash):
+        q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+    monkeypatch.setattr(compiled, "read_from", ORIGINAL_READ_FROM)
+    other = next(b for b in STATE_BACKENDS if b != backend)
+    with pytest.raises(CheckpointError, match=f"backend '{backend}'.*'{other}'"):
+        q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config.replace(state=other))
+
+
+def test_output_of_another_run_is_never_overwritten(job, tmp_path):
+    q, config, _ = job
+    q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config.replace(checkpoint_dir=None, checkpoint_interval=None))
+    with pytest.raises(SinkError, match="already holds part files"):
+        q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config.replace(checkpoint_dir=str(tmp_path / "new")))
+
+
+def test_late_rows_need_a_directory(tmp_path):
+    q = dw.from_arrow(bids(), time="ts").window(dw.Tumble("1s", on="ts"), late_output=True).agg(n=dw.count())
+    with pytest.raises(SinkError, match="late_path"):
+        q.sink(dw.sinks.Parquet(tmp_path / "out")).run()
