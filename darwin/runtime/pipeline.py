@@ -70,6 +70,8 @@ class PipelineRunner:
             if pos >= n:
                 break
             self._resolve(int(self.ctl[ctl.STATUS]), fired)
+        if self.state is not None:
+            self.state.end_batch()
         return (_sliced(out, int(self.ctl[ctl.OUT_ROWS])) if out else None,
                 _sliced(late, int(self.ctl[ctl.LATE_OUT_ROWS])) if late else None, fired)
 

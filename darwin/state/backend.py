@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,9 +26,11 @@ class KeyedState(Protocol):
     def is_empty(self) -> bool: ...
     def grow(self, needed: int) -> None:
         """Room for ``needed`` more entries before the kernel goes on."""
-    def fire(self, watermark: int, size_ms: int, final: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Remove the windows with end <= watermark (all if ``final``): key and value columns."""
+    def fire(self, watermark: int, size_ms: int, final: bool) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
+        """Remove the windows with end <= watermark (all if ``final``): chunks of key and value columns."""
     def min_start(self) -> int | None: ...
+    def end_batch(self) -> None:
+        """The kernel has been through an input batch (rocksdb writes its changes then)."""
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         """Capture the state for a checkpoint: manifest entries and the files written to ``directory``."""
     def restore(self, directory: Path, meta: dict[str, Any], checkpoint_id: int) -> None: ...

@@ -147,6 +147,9 @@ class HashTableState:
         self.meta[0] = count
         rebuild_index(self.index, self.keys, count)
 
+    def end_batch(self) -> None:
+        """Called after the kernel has been through an input batch."""
+
     def after_checkpoint(self, checkpoint_id: int) -> None:
         """Called once the checkpoint's manifest is durable."""
 

@@ -56,6 +56,9 @@ class RingState:
         for a, saved in zip(parts.values(), load_arrays(directory, self.name, list(parts))):
             a[:] = saved
 
+    def end_batch(self) -> None:
+        pass
+
     def after_checkpoint(self, checkpoint_id: int) -> None:
         pass
 

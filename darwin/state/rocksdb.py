@@ -1,10 +1,10 @@
 """The ``rocksdb`` backend: an in-memory delta table in front of RocksDB (through ``rocksdict``).
 
 Compiled kernels aggregate into the delta, an ordinary ``HashTableState`` of at most
-``state_delta_limit`` entries. The runtime merges the delta into RocksDB with one
-``WriteBatch`` (a multi-get of the stored partials, a vectorised combine, one
-write) when it is full, before windows fire and at checkpoints: grouped writes,
-never one put per record. Keys are the window start and the group key as
+``state_delta_limit`` entries that stays as a write-back cache. After every batch the
+runtime merges what changed into RocksDB with one ``WriteBatch`` (grouped writes,
+never one put per record); entries new to the cache are first combined with what
+RocksDB holds for them, with one multi-get. Keys are the window start and the group key as
 order-preserving big-endian bytes, so the windows that fire are one range scan
 from the first key. A value holds the entry's first-seen sequence number, so
 fired windows drain in the same order as on the other backends, then the raw
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,10 @@ from darwin.state.hash_table import HashTableState
 from darwin.state.merge import combine
 
 SIGN = np.uint64(1 << 63)
+INT64_MAX = np.iinfo(np.int64).max
 MAX_KEY = b"\xff" * 1024
 INITIAL_CAPACITY = 1024
+WRITE_BUFFER = 128 << 20  # bytes of memtable before RocksDB flushes to an SST file
 
 
 class RocksBackend:
@@ -64,20 +67,33 @@ def decode_keys(encoded: list[bytes], width: int) -> list[np.ndarray]:
 
 
 class RocksTable:
+    """RocksDB behind a bounded write-back cache that compiled kernels update in place.
+
+    The cache is a ``HashTableState`` whose kernel-visible value columns are followed by
+    hidden ones that move with each entry: the values as last written to RocksDB, the
+    entry's first-seen sequence number, and whether RocksDB holds it. At the end of every
+    batch ``merge`` writes the entries that changed, as one ``WriteBatch``; entries new to
+    the cache are first combined with what RocksDB holds for them (one multi-get). When
+    the cache would pass ``delta_limit`` entries it is merged and emptied.
+    """
+
     undo = False
 
     def __init__(self, directory: Path, name: str, lay: AggLayout, delta_limit: int) -> None:
         self.directory, self.name, self.lay = directory, name, lay
         self.delta_limit = delta_limit
-        self.delta = HashTableState(name, lay.key_width, lay.value_dtypes, min(INITIAL_CAPACITY, delta_limit))
+        self.width = len(lay.value_dtypes)
+        hidden = [*lay.value_dtypes, np.dtype(np.int64), np.dtype(np.int64)]  # written values, seq, stored
+        self.delta = HashTableState(name, lay.key_width, [*lay.value_dtypes, *hidden],
+                                    min(INITIAL_CAPACITY, delta_limit))
         self.stored = 0  # entries in RocksDB
         self.next_seq = 0  # first-seen sequence number of the next new entry
-        self.merges = 0
         self.db = self._open()
 
     def _open(self) -> rocksdict.Rdict:
         options = rocksdict.Options(raw_mode=True)
         options.create_if_missing(True)
+        options.set_write_buffer_size(WRITE_BUFFER)
         db = rocksdict.Rdict(str(self.directory / "db"), options)
         write = rocksdict.WriteOptions()
         write.disable_wal = True  # recovery goes back to a RocksDB checkpoint, never to the live files
@@ -94,38 +110,53 @@ class RocksTable:
     def grow(self, needed: int) -> None:
         if self.delta.count + needed > self.delta_limit:
             self.merge()
+            self.delta.clear()  # every entry is in RocksDB now: the cache starts over
         self.delta.grow(needed)
 
-    # -- the delta into RocksDB -------------------------------------------------------------------
+    def end_batch(self) -> None:
+        self.merge()
+
+    # -- the cache into RocksDB -------------------------------------------------------------------
     def merge(self) -> None:
-        """Fold the delta into RocksDB with one multi-get and one write batch, and empty it."""
-        count = self.delta.count
+        """Write what changed since the last merge to RocksDB: one multi-get, one write batch."""
+        count, m = self.delta.count, self.width
         if count == 0:
             return
+        columns = [c[:count] for c in self.delta.values]
+        values, written, seq, stored = columns[:m], columns[m:2 * m], columns[2 * m], columns[2 * m + 1]
         keys = [k[:count] for k in self.delta.keys]
-        values = [v[:count] for v in self.delta.values]
-        encoded = encode_keys(keys)
-        found = self.db.get(encoded)
-        present = np.fromiter((v is not None for v in found), dtype=np.bool_, count=count)
-        seq = np.empty(count, dtype=np.int64)
-        fresh = ~present
-        seq[fresh] = self.next_seq + np.arange(int(fresh.sum()), dtype=np.int64)
-        self.next_seq += int(fresh.sum())
-        if present.any():
-            at = np.flatnonzero(present)
-            old_seq, old_values = self._decode_values([found[i] for i in at])
-            seq[at] = old_seq
-            merged = combine(self.lay, old_values, [v[at] for v in values])
-            values = [v.copy() for v in values]
-            for v, m in zip(values, merged):
-                v[at] = m
+        new = np.flatnonzero(stored == 0)
+        dirty = stored == 0
+        for v, w in zip(values, written):
+            dirty |= v.view(np.int64) != w.view(np.int64)
+        if len(new):
+            self._load(new, keys, values, seq)
+            stored[new] = 1
+        changed = np.flatnonzero(dirty)
+        if not len(changed):
+            return
+        changed = changed[np.lexsort([k[changed] for k in reversed(keys)])]  # RocksDB inserts sorted keys faster
         batch = rocksdict.WriteBatch(raw_mode=True)
-        for k, v in zip(encoded, self._encode_values(seq, values)):
-            batch.put(k, v)
+        deque(map(batch.put, encode_keys([k[changed] for k in keys]),
+                  self._encode_values(seq[changed], [v[changed] for v in values])), maxlen=0)
         self.db.write(batch)
-        self.stored += int(fresh.sum())
-        self.merges += 1
-        self.delta.clear()
+        for v, w in zip(values, written):
+            w[changed] = v[changed]
+
+    def _load(self, new: np.ndarray, keys: list[np.ndarray], values: list[np.ndarray], seq: np.ndarray) -> None:
+        """Entries new to the cache: fold in what RocksDB holds for them, or number them as first seen."""
+        found = self.db.get(encode_keys([k[new] for k in keys])) if self.stored else [None] * len(new)
+        present = np.fromiter((f is not None for f in found), dtype=np.bool_, count=len(new))
+        fresh = new[~present]
+        seq[fresh] = self.next_seq + np.arange(len(fresh), dtype=np.int64)
+        self.next_seq += len(fresh)
+        self.stored += len(fresh)
+        if present.any():
+            at = new[present]
+            old_seq, old_values = self._decode_values([f for f in found if f is not None])
+            seq[at] = old_seq
+            for v, merged in zip(values, combine(self.lay, old_values, [v[at] for v in values])):
+                v[at] = merged
 
     def _encode_values(self, seq: np.ndarray, values: list[np.ndarray]) -> list[bytes]:
         rows = np.empty((len(seq), 1 + len(values)), dtype="<i8")
@@ -142,7 +173,8 @@ class RocksTable:
 
     # -- firing windows ---------------------------------------------------------------------------
     def fire(self, watermark: int, size_ms: int, final: bool) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
-        """Merge, then one range scan from the first key up to the first window still open.
+        """Merge, then one range scan from the first key up to the first window still open; the
+        fired entries leave RocksDB and the cache.
 
         Yields one chunk per window (entries sorted by first-seen order need the whole window).
         """
@@ -167,6 +199,8 @@ class RocksTable:
         if first is not None:
             self.db.delete_range(first, end)
             self.stored -= removed
+        last = INT64_MAX if final else watermark - size_ms
+        self.delta.retain(self.delta.keys[0][: self.delta.count] > last)
 
     def _window(self, keys: list[bytes], values: list[bytes]) -> tuple[list[np.ndarray], list[np.ndarray]]:
         key_columns = decode_keys(keys, self.lay.key_width)
