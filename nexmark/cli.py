@@ -66,7 +66,8 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
         seed: int = typer.Option(0),
         mode: str = typer.Option("compiled", help="compiled | interpreted"),
         target: str = typer.Option("host", help="host | generic"),
-        state: str = typer.Option("memory", help="state backend"),
+        state: str = typer.Option("memory", help="state backend: memory | mmap | rocksdb"),
+        state_path: Path = typer.Option(None, help="directory for mmap/rocksdb state (default: under --data-dir)"),
         parallelism: int = typer.Option(1),
         batch_size: int = typer.Option(65_536),
         data_dir: Path = typer.Option(DATA_DIR, help="where Spark's Parquet input is cached"),
@@ -90,7 +91,10 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
                                  f"queries {sorted(QUERIES)}")
     n = parse_count(events)
     try:
-        config = dw.Config(mode=mode, target=target, state=state, parallelism=parallelism, batch_size=batch_size)
+        if state != "memory" and state_path is None:
+            state_path = data_dir / f"state-{state}"
+        config = dw.Config(mode=mode, target=target, state=state, parallelism=parallelism, batch_size=batch_size,
+                           state_path=None if state_path is None else str(state_path))
     except DarwinError as e:
         raise typer.BadParameter(str(e)) from None
     measurements, diffs = bench.run_all(queries, engines, n, seed, config, data_dir, _progress())

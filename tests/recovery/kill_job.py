@@ -13,7 +13,7 @@ from pathlib import Path
 import darwin as dw
 from nexmark.source import source
 
-EVENTS = 2_000_000
+EVENTS = 3_000_000
 
 
 def query() -> dw.Table:
@@ -33,7 +33,9 @@ def main() -> None:
         config = dw.Config(state=backend, state_path=str(work / "state"), checkpoint_dir=str(work / "chk"),
                            checkpoint_interval=3, batch_size=1_000, state_delta_limit=5_000, cache_dir=cache)
         out = work / "out"
-    result = query().sink(dw.sinks.Parquet(out)).run(config)
+    q = query()
+    print("ready", flush=True)  # imports done: the parent's random kill delay starts now
+    result = q.sink(dw.sinks.Parquet(out)).run(config)
     (work / "result.json").write_text(json.dumps({"resumed_from": result.resumed_from,
                                                   "metrics": result.metrics}))
 

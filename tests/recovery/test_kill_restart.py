@@ -24,6 +24,16 @@ def start(*args: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
+def wait_for_a_checkpoint(proc: subprocess.Popen, chk: Path) -> None:
+    """Until the running job has a checkpoint newer than those before it started (or has ended)."""
+    before = set(chk.glob("chk-*")) if chk.exists() else set()
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        if chk.exists() and set(chk.glob("chk-*")) - before:
+            return
+        time.sleep(0.01)
+
+
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     work = tmp_path_factory.mktemp("plain")
@@ -43,9 +53,11 @@ def test_killed_and_restarted_job_commits_exactly_the_uninterrupted_output(backe
         runs += 1
         proc = start(backend, str(work))
         if kills < KILLS:
-            deadline = time.monotonic() + rng.uniform(1.2, 4.0)  # the child needs ~1.5 s to start
+            assert proc.stdout.readline().strip() == "ready", proc.stderr.read()[-3000:]
+            wait_for_a_checkpoint(proc, work / "chk")  # after compiling: kills land while it processes
+            deadline = time.monotonic() + rng.uniform(0.0, 1.2)
             while proc.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.02)
+                time.sleep(0.01)
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
