@@ -36,7 +36,9 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
         rate: int = typer.Option(10_000, help="events per second of event time (10,000: 1M events span 100 s)"),
         events: str = typer.Option("1M", help="number of Nexmark events, e.g. 500K, 10M"),
         config: Path = typer.Option(None, help="a YAML deployment; default configs/local.yaml"),
-        show: int = typer.Option(10, help="result rows to print")) -> None:
+        show: int = typer.Option(10, help="result rows to print"),
+        out: Path = typer.Option(None, help="write the result as Parquet parts here (needed with checkpoints; "
+                                            "a restart with the same checkpoint_dir resumes)")) -> None:
     """The main job: a Nexmark query over the embedded generator, printing its result."""
     from nexmark.cli import parse_count
     from nexmark.queries import build_query
@@ -46,23 +48,36 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
         cfg = _config(config)
         n = parse_count(events)
         q = build_query(query, source(events=n, rate=rate))
+        if out is None and cfg.checkpoint_dir:
+            raise DarwinError("the config takes checkpoints: give --out, the directory the output is committed to")
         started = time.perf_counter()
-        result = q.execute(cfg)
+        if out is None:
+            result = q.execute(cfg)
+            table, m = result.table, result.metrics
+        else:
+            import pyarrow.parquet as pq
+
+            import darwin as dw
+
+            job = q.sink(dw.sinks.Parquet(out)).run(cfg)
+            table, m = pq.read_table(out, schema=q.schema), job.metrics
+            if job.resumed_from is not None:
+                console.print(f"resumed from checkpoint {job.resumed_from}")
         seconds = time.perf_counter() - started
     except DarwinError as e:
         console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
-    table = result.table
-    out = RichTable(title=f"Nexmark {query}: first {min(show, table.num_rows)} of {table.num_rows} rows")
+    title = f"Nexmark {query}: first {min(show, table.num_rows)} of {table.num_rows} rows"
+    rows = RichTable(title=title + (f" (committed to {out})" if out else ""))
     for name in table.column_names:
-        out.add_column(name)
+        rows.add_column(name)
     for row in table.slice(0, show).to_pylist():
-        out.add_row(*(str(v) for v in row.values()))
-    console.print(out)
-    m = result.metrics
+        rows.add_row(*(str(v) for v in row.values()))
+    console.print(rows)
     console.print(f"{n:,} events in {seconds:.2f} s ({n / seconds:,.0f} events/s; mode={cfg.mode}, "
                   f"state={cfg.state}); late rows {m['late_rows']}, windows fired {m['windows_fired']}, "
-                  f"kernels compiled {m.get('kernels_compiled', 0)}, from cache {m.get('kernels_from_cache', 0)}")
+                  f"kernels compiled {m.get('kernels_compiled', 0)}, from cache {m.get('kernels_from_cache', 0)}"
+                  + (f", checkpoints {m.get('checkpoints', 0)}" if out else ""))
 
 
 if __name__ == "__main__":  # pragma: no cover

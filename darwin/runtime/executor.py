@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from darwin.api import RunResult
 from darwin.config import Config
+from darwin.errors import ConfigError
 from darwin.plan import nodes as pn
 from darwin.plan.explain import render
 from darwin.plan.rules import optimize
@@ -20,6 +21,9 @@ log = logging.getLogger(__name__)
 
 
 def _outputs(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]:
+    if config.checkpoint_dir:
+        raise ConfigError("checkpoints protect output a sink commits: run the query with "
+                          "q.sink(dw.sinks.Parquet(path)).run(config), or drop checkpoint_dir for collect/execute")
     if config.mode == "interpreted":
         from darwin.reference.interpreter import run as interpret
 

@@ -18,7 +18,7 @@ from streams import SHAPES, q_all_aggregates, q_late_output, source, streams
 import darwin as dw
 import darwin.runtime.compiled as compiled
 from darwin.config import STATE_BACKENDS
-from darwin.errors import CheckpointError, SinkError
+from darwin.errors import CheckpointError, ConfigError, SinkError
 from darwin.state.checkpoint import MANIFEST
 from darwin.testing import assert_engines_agree
 
@@ -244,3 +244,26 @@ def test_late_rows_need_a_directory(tmp_path):
     q = dw.from_arrow(bids(), time="ts").window(dw.Tumble("1s", on="ts"), late_output=True).agg(n=dw.count())
     with pytest.raises(SinkError, match="late_path"):
         q.sink(dw.sinks.Parquet(tmp_path / "out")).run()
+
+
+def test_collect_refuses_a_checkpoint_dir(tmp_path):
+    with pytest.raises(ConfigError, match="sink"):
+        windowed(bids()).collect(dw.Config(checkpoint_dir=str(tmp_path / "chk")))
+
+
+def test_the_main_job_commits_and_resumes_on_every_backend(backend, tmp_path):
+    from typer.testing import CliRunner
+
+    from darwin.cli import app
+
+    config = tmp_path / "deploy.yaml"
+    config.write_text(f"state: {backend}\nstate_path: {tmp_path / 'state'}\ncheckpoint_dir: {tmp_path / 'chk'}\n"
+                      "checkpoint_interval: 2\nbatch_size: 4096\n")
+    args = ["run", "--query", "q12", "--events", "60K", "--config", str(config), "--out", str(tmp_path / "out")]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "committed to" in first.output
+    again = CliRunner().invoke(app, args)  # a finished job resumes from its final checkpoint
+    assert again.exit_code == 0, again.output
+    assert "resumed from checkpoint" in again.output
+    assert CliRunner().invoke(app, args[:-2]).exit_code == 2  # checkpoints without --out
