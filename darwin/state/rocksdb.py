@@ -88,6 +88,7 @@ class RocksTable:
                                     min(INITIAL_CAPACITY, delta_limit))
         self.stored = 0  # entries in RocksDB
         self.next_seq = 0  # first-seen sequence number of the next new entry
+        self.evicted: set[int] | None = set()  # window starts with entries in RocksDB but not in the cache
         self.db = self._open()
 
     def _open(self) -> rocksdict.Rdict:
@@ -110,6 +111,8 @@ class RocksTable:
     def grow(self, needed: int) -> None:
         if self.delta.count + needed > self.delta_limit:
             self.merge()
+            if self.evicted is not None:
+                self.evicted.update(np.unique(self.delta.keys[0][: self.delta.count]).tolist())
             self.delta.clear()  # every entry is in RocksDB now: the cache starts over
         self.delta.grow(needed)
 
@@ -125,29 +128,41 @@ class RocksTable:
         columns = [c[:count] for c in self.delta.values]
         values, written, seq, stored = columns[:m], columns[m:2 * m], columns[2 * m], columns[2 * m + 1]
         keys = [k[:count] for k in self.delta.keys]
-        new = np.flatnonzero(stored == 0)
-        dirty = stored == 0
+        new = stored == 0
+        dirty = new.copy()
         for v, w in zip(values, written):
             dirty |= v.view(np.int64) != w.view(np.int64)
-        if len(new):
-            self._load(new, keys, values, seq)
-            stored[new] = 1
         changed = np.flatnonzero(dirty)
         if not len(changed):
             return
         changed = changed[np.lexsort([k[changed] for k in reversed(keys)])]  # RocksDB inserts sorted keys faster
+        encoded = encode_keys([k[changed] for k in keys])
+        fresh = np.flatnonzero(new[changed])
+        if len(fresh):
+            self._load(changed[fresh], [encoded[i] for i in fresh], keys, values, seq)
+            stored[changed[fresh]] = 1
         batch = rocksdict.WriteBatch(raw_mode=True)
-        deque(map(batch.put, encode_keys([k[changed] for k in keys]),
-                  self._encode_values(seq[changed], [v[changed] for v in values])), maxlen=0)
+        deque(map(batch.put, encoded, self._encode_values(seq[changed], [v[changed] for v in values])), maxlen=0)
         self.db.write(batch)
         for v, w in zip(values, written):
             w[changed] = v[changed]
 
-    def _load(self, new: np.ndarray, keys: list[np.ndarray], values: list[np.ndarray], seq: np.ndarray) -> None:
-        """Entries new to the cache: fold in what RocksDB holds for them, or number them as first seen."""
-        found = self.db.get(encode_keys([k[new] for k in keys])) if self.stored else [None] * len(new)
+    def _load(self, new: np.ndarray, encoded: list[bytes], keys: list[np.ndarray], values: list[np.ndarray],
+              seq: np.ndarray) -> None:
+        """Entries new to the cache: fold in what RocksDB holds for them, or number them as first seen.
+
+        Only entries of windows that lost entries from the cache can be in RocksDB already
+        (``evicted``; None after a restore: any window may), so only those are looked up.
+        """
+        found = [None] * len(new)
+        if self.stored:
+            maybe = np.ones(len(new), dtype=np.bool_) if self.evicted is None else \
+                np.isin(keys[0][new], np.fromiter(self.evicted, dtype=np.int64, count=len(self.evicted)))
+            at = np.flatnonzero(maybe).tolist()
+            for i, f in zip(at, self.db.get([encoded[i] for i in at])):
+                found[i] = f
         present = np.fromiter((f is not None for f in found), dtype=np.bool_, count=len(new))
-        fresh = new[~present]
+        fresh = np.sort(new[~present])  # cache order is first-seen order
         seq[fresh] = self.next_seq + np.arange(len(fresh), dtype=np.int64)
         self.next_seq += len(fresh)
         self.stored += len(fresh)
@@ -182,18 +197,20 @@ class RocksTable:
         end = MAX_KEY if final else encode_keys([np.array([watermark - size_ms + 1], dtype=np.int64)])[0]
         keys: list[bytes] = []
         values: list[bytes] = []
-        first, removed = None, 0
+        first, removed, boundary = None, 0, b""
         for k, v in self.db.items():
             if k >= end:
                 break
-            removed += 1
-            if first is None:
-                first = k
-            elif keys and k[:8] != keys[0][:8]:  # the next window starts
-                yield self._window(keys, values)
-                keys, values = [], []
+            if k >= boundary:  # the first key of a window: the previous one is complete
+                if keys:
+                    yield self._window(keys, values)
+                    keys, values = [], []
+                first = k if first is None else first
+                start = int(decode_keys([k[:8]], 1)[0][0])
+                boundary = encode_keys([np.array([start + 1], dtype=np.int64)])[0]
             keys.append(k)
             values.append(v)
+            removed += 1
         if keys:
             yield self._window(keys, values)
         if first is not None:
@@ -201,6 +218,10 @@ class RocksTable:
             self.stored -= removed
         last = INT64_MAX if final else watermark - size_ms
         self.delta.retain(self.delta.keys[0][: self.delta.count] > last)
+        if self.evicted is not None:
+            self.evicted = {s for s in self.evicted if s > last}
+        elif self.stored == 0:
+            self.evicted = set()
 
     def _window(self, keys: list[bytes], values: list[bytes]) -> tuple[list[np.ndarray], list[np.ndarray]]:
         key_columns = decode_keys(keys, self.lay.key_width)
@@ -239,6 +260,7 @@ class RocksTable:
         self.db = self._open()
         self.delta.clear()
         self.stored, self.next_seq = int(meta["stored"]), int(meta["next_seq"])
+        self.evicted = None if self.stored else set()  # the cache starts empty: anything may be stored
 
     def after_checkpoint(self, checkpoint_id: int) -> None:
         pass
