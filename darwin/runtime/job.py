@@ -57,12 +57,13 @@ def run_job(plan: pn.PlanNode, sink: Sink, config: Config) -> JobResult:
     latest = store.latest() if store is not None else None
     identity = _identity(plan, config)
     if latest is not None:
-        _check_compatible(latest, identity, config)
+        _check_compatible(latest, identity)
         log.info("resuming from checkpoint %d in %s", latest.id, store.root)
     engine = CompiledEngine(optimize(plan), config, metrics, fresh=latest is None)
     try:
-        if latest is not None:
+        if latest is not None:  # counters continue: the metrics are those of the whole job
             engine.restore(latest.path, latest.body["engine"], latest.id)
+            metrics.add("output_rows", latest.body["output_rows"])
         sink.open(plan.schema.to_arrow(), late_arrow, None if latest is None else latest.body["sink"])
         epoch = 1 if latest is None else latest.id + 1
         due = _Interval(every)
@@ -73,7 +74,8 @@ def run_job(plan: pn.PlanNode, sink: Sink, config: Config) -> JobResult:
             prepared = sink.prepare(epoch)
             directory = store.directory(epoch)
             body, files = engine.snapshot(directory)
-            store.commit(epoch, {**identity, "finished": finished, "engine": body, "sink": prepared}, files)
+            store.commit(epoch, {**identity, "finished": finished, "engine": body, "sink": prepared,
+                                 "output_rows": metrics.values["output_rows"]}, files)
             engine.after_checkpoint(epoch)
             sink.commit(prepared)
             metrics.add("checkpoints", 1)
@@ -140,7 +142,7 @@ def _identity(plan: pn.PlanNode, config: Config) -> dict[str, Any]:
             "state_path": None if config.state_path is None else str(Path(config.state_path).resolve())}
 
 
-def _check_compatible(latest: Checkpoint, identity: dict[str, Any], config: Config) -> None:
+def _check_compatible(latest: Checkpoint, identity: dict[str, Any]) -> None:
     body, where = latest.body, f"checkpoint {latest.id} in {str(latest.path.parent)!r}"
     if body["query"] != identity["query"]:
         old, new = body["plan"].splitlines(), identity["plan"].splitlines()
