@@ -7,8 +7,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from darwin.codegen.target import ensure_target
 from darwin.config import Config
 from darwin.graph import operators as op
@@ -19,11 +17,12 @@ from darwin.runtime.encoding import EncodedBatch, StringPool, decode, encode
 from darwin.runtime.output import BARRIER, Output
 from darwin.runtime.prefetch import prefetched
 from darwin.runtime.progress import Metrics
+from darwin.runtime.segments import load_strings, save_new_strings
 
 if TYPE_CHECKING:
     from darwin.runtime.pipeline import PipelineRunner
 
-POOL_FILE = "strings.arrow"
+STRINGS_DIR = "strings"
 
 
 class CompiledEngine:
@@ -49,6 +48,7 @@ class CompiledEngine:
         self.consumers = {p.input.producer: self.runners[p.id] for p in self.graph.pipelines
                           if isinstance(p.input, op.FiredWindowsInput)}
         self.offset = 0  # source rows consumed
+        self.segments: list[dict[str, Any]] = []  # string-dictionary segments the last checkpoint lists
 
     def outputs(self) -> Iterator[Output]:
         config, first, scan, pool = self.config, self.first, self.scan, self.pool
@@ -92,22 +92,25 @@ class CompiledEngine:
 
     # -- checkpoints ------------------------------------------------------------------------------
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
-        """Everything a restarted run needs, at the barrier the engine is paused at."""
-        strings = pa.table({"value": pa.array([self.pool.value(i) for i in range(len(self.pool))], pa.string())})
-        with pa.OSFile(str(directory / POOL_FILE), "wb") as f, pa.ipc.new_file(f, strings.schema) as w:
-            w.write_table(strings)
-        files = [POOL_FILE]
+        """Everything a restarted run needs, at the barrier the engine is paused at.
+
+        The string dictionary only grows, so each checkpoint writes just the strings added
+        since the previous one, as a segment beside the checkpoints (``strings/``).
+        """
+        self.segments.extend(save_new_strings(self.pool, self.segments, directory.parent / STRINGS_DIR))
+        files: list[str] = []
         runners = []
         for r in self.runners:
             body, written = r.snapshot(directory)
             runners.append(body)
             files += written
-        return {"offset": self.offset, "backend": self.backend.name, "runners": runners}, files
+        return {"offset": self.offset, "backend": self.backend.name, "runners": runners,
+                "strings": self.segments}, files
 
     def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int) -> None:
-        with pa.memory_map(str(directory / POOL_FILE)) as f:
-            for value in pa.ipc.open_file(f).read_all().column("value").to_pylist():
-                self.pool.code(value)
+        self.segments = list(body["strings"])
+        for value in load_strings(self.segments, directory.parent / STRINGS_DIR):
+            self.pool.code(value)
         for r, saved in zip(self.runners, body["runners"]):
             r.restore(directory, saved, checkpoint_id)
         self.offset = int(body["offset"])

@@ -120,9 +120,6 @@ class CheckpointStore:
             else:
                 shutil.rmtree(path, ignore_errors=True)
 
-    def clear(self) -> None:
-        for path in self.root.glob("chk-*"):
-            shutil.rmtree(path, ignore_errors=True)
 
 
 def _verify(path: Path) -> str | None:

@@ -6,6 +6,7 @@ input batches (between any two steps of a batch boundary, see ``crash_after``);
 """
 
 import csv
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from streams import SHAPES, q_all_aggregates, q_late_output, source, streams
+from streams import SHAPES, q_all_aggregates, q_late_output, q_sliding_string_key, source, streams
 
 import darwin as dw
 import darwin.runtime.compiled as compiled
@@ -113,11 +114,12 @@ def test_state_grows_far_past_its_first_allocation(configure):
 @pytest.mark.parametrize("sink_kind", SINKS)
 @settings(max_examples=15, **SETTINGS)
 @given(data=streams(), batch_size=st.integers(1, 6), every=st.integers(1, 3),
-       crashes=st.lists(st.integers(0, 12), min_size=1, max_size=4), late=st.booleans())
+       crashes=st.lists(st.integers(0, 12), min_size=1, max_size=4),
+       shape=st.sampled_from([q_all_aggregates, q_late_output, q_sliding_string_key]))
 def test_crashes_and_restarts_give_exactly_the_uninterrupted_output(configure, tmp_path_factory, monkeypatch,
-                                                                  sink_kind, data, batch_size, every, crashes, late):
+                                                                  sink_kind, data, batch_size, every, crashes, shape):
     table, cuts, delay, _ = data
-    shape = q_late_output if late else q_all_aggregates
+    late = shape is q_late_output
     q = shape(source(table, cuts, delay))
     base = tmp_path_factory.mktemp("run")
     make = SINKS[sink_kind]
@@ -179,10 +181,11 @@ def test_a_damaged_checkpoint_is_detected(backend, job, tmp_path, monkeypatch):
     with pytest.raises(Crash):
         q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
     newest = sorted((tmp_path / "chk").glob("chk-*"))[-1]
-    strings = newest / "strings.arrow"
-    data = bytearray(strings.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    strings.write_bytes(bytes(data))
+    manifest = newest / MANIFEST
+    text = manifest.read_text()
+    damaged = re.sub(r'"offset": (\d+)', lambda m: f'"offset": {int(m.group(1)) - 100}', text)
+    assert damaged != text
+    manifest.write_text(damaged)  # a plausible but wrong offset: only the checksum can tell
     monkeypatch.setattr(compiled, "read_from", ORIGINAL_READ_FROM)
     if backend == "mmap":
         with pytest.raises(CheckpointError, match="cannot be rolled back"):
@@ -269,3 +272,24 @@ def test_the_main_job_commits_and_resumes_on_every_backend(backend, tmp_path):
     assert again.exit_code == 0, again.output
     assert "resumed from checkpoint" in again.output
     assert CliRunner().invoke(app, args[:-2]).exit_code == 2  # checkpoints without --out
+
+
+def test_checkpoints_write_only_new_strings(configure, tmp_path, monkeypatch):
+    names = [f"name{i % 40 if i < 1500 else i % 60}" for i in range(3000)]  # 20 new names after row 1500
+    t = bids().append_column("s", pa.array(names))
+    q = dw.from_arrow(t, time="ts", max_delay="5s").window(dw.Tumble("2s", on="ts")).group_by("s").agg(n=dw.count())
+    config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval=2)
+    crash_after(monkeypatch, 25)
+    with pytest.raises(Crash):
+        q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+    segments = sorted((tmp_path / "chk" / "strings").glob("strings-*.arrow"))
+    counts = [pa.ipc.open_file(pa.memory_map(str(s))).read_all().num_rows for s in segments]
+    assert counts == [40, 20]  # 12 checkpoints, two of which saw new names
+    monkeypatch.setattr(compiled, "read_from", ORIGINAL_READ_FROM)
+    q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+    assert pq.read_table(tmp_path / "out").equals(q.collect(dw.Config(batch_size=100)))
+    segments = sorted((tmp_path / "chk" / "strings").glob("strings-*.arrow"))
+    assert sum(pa.ipc.open_file(pa.memory_map(str(s))).read_all().num_rows for s in segments) == 60
+    segments[0].unlink()
+    with pytest.raises(CheckpointError, match="segment"):
+        q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
