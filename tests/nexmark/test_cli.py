@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from darwin.cli import app as darwin_app
@@ -77,3 +78,15 @@ def test_main_job_rejects_a_bad_config(tmp_path):
     bad.write_text("stat: memory\n")
     result = runner.invoke(darwin_app, ["run", "--events", "1K", "--config", str(bad)])
     assert result.exit_code == 2 and "unknown config key(s) ['stat']" in result.output
+
+
+@pytest.mark.parametrize("state", ["mmap", "rocksdb"])
+def test_windowed_queries_on_persistent_state_agree_with_spark(tmp_path, state):
+    out = tmp_path / "m.json"
+    result = runner.invoke(nexmark_app, ["run", "q12", "agg", "ysb", "--events", "20K", "--engine", "darwin,spark",
+                                         "--state", state, "--state-path", str(tmp_path / "state"),
+                                         "--batch-size", "2048", "--data-dir", str(tmp_path / "data"),
+                                         "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(out.read_text())
+    assert len(rows) == 6 and all(r["equal"] is True and r["rows"] > 0 for r in rows)
