@@ -47,7 +47,7 @@ class Config:
     state_path: str | None = None
     checkpoint_dir: str | None = None
     checkpoint_interval: str | int | None = None  # a duration ("10s") or a number of input batches
-    state_delta_limit: int = 1 << 20  # rocksdb: entries the in-memory delta holds before it merges
+    state_delta_limit: int = 1 << 20  # rocksdb: entries of the in-memory cache before it is written out
     cache_dir: str = field(default_factory=_default_cache_dir)
     parallelism: int = 1
 

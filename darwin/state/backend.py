@@ -20,7 +20,6 @@ class KeyedState(Protocol):
     """
 
     name: str
-    undo: bool  # kernels log an entry's old contents before changing it (the mmap backend)
 
     def array(self, name: str) -> np.ndarray: ...
     def is_empty(self) -> bool: ...

@@ -32,8 +32,6 @@ META = 4  # [entry count, undo rows, undo base, undo epoch]: the last three only
 
 
 class HashTableState:
-    undo = False  # whether kernels must log old entries before changing them (mmap)
-
     def __init__(self, name: str, key_width: int, value_dtypes: Sequence[np.dtype], capacity: int = 1024) -> None:
         self.name = name
         self.key_width = key_width

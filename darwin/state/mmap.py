@@ -53,8 +53,6 @@ class MmapBackend:
 
 
 class MmapHashTable(HashTableState):
-    undo = True
-
     def __init__(self, directory: Path, name: str, key_width: int, value_dtypes: Sequence[np.dtype],
                  capacity: int = 1024) -> None:
         self.directory = directory

@@ -77,8 +77,6 @@ class RocksTable:
     the cache would pass ``delta_limit`` entries it is merged and emptied.
     """
 
-    undo = False
-
     def __init__(self, directory: Path, name: str, lay: AggLayout, delta_limit: int) -> None:
         self.directory, self.name, self.lay = directory, name, lay
         self.delta_limit = delta_limit
