@@ -29,7 +29,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from darwin.errors import SinkError
-from darwin.state.checkpoint import crc32_of, fsync_dir
+from darwin.state.checkpoint import crc32_of, fsync_path
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class _Target:
                 raise SinkError(f"staged output {str(staged)!r} does not match the checksum its checkpoint "
                                 "recorded; it was changed or damaged")
             os.replace(staged, final)
-            fsync_dir(self.directory)
+            fsync_path(self.directory)
         elif not final.exists():
             raise SinkError(f"output {str(final)!r}, which a checkpoint recorded, is missing from both the "
                             "staging and the output directory")
@@ -152,8 +152,7 @@ class FileSink(ABC):
         for kind, writer in self._writers.items():
             writer.close()
             staged = self._targets[kind].part(epoch, staged=True)
-            with open(staged, "rb+") as f:
-                os.fsync(f.fileno())
+            fsync_path(staged)
             files[kind] = [{"name": staged.name, "rows": self._rows[kind], "crc32": crc32_of(staged)}]
         self._writers.clear()
         self._epoch = epoch + 1

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from darwin.errors import CheckpointError
 from darwin.runtime.encoding import StringPool
-from darwin.state.checkpoint import crc32_of
+from darwin.state.checkpoint import crc32_of, fsync_path
 
 
 def save_new_strings(pool: StringPool, segments: list[dict[str, Any]], directory: Path) -> list[dict[str, Any]]:
@@ -31,9 +31,9 @@ def save_new_strings(pool: StringPool, segments: list[dict[str, Any]], directory
     tmp = path.with_suffix(".tmp")
     with pa.OSFile(str(tmp), "wb") as f, pa.ipc.new_file(f, values.schema) as writer:
         writer.write_table(values)
-    with open(tmp, "rb+") as f:
-        os.fsync(f.fileno())
+    fsync_path(tmp)
     os.replace(tmp, path)
+    fsync_path(directory)
     return [{"name": path.name, "count": count, "crc32": crc32_of(path)}]
 
 

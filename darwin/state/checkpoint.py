@@ -34,7 +34,8 @@ def crc32_of(path: Path) -> int:
     return crc
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """Make a file's contents, or a directory's entries, durable."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -50,7 +51,7 @@ def write_atomically(path: Path, data: bytes) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    fsync_path(path.parent)
 
 
 @dataclass(frozen=True)
@@ -84,10 +85,9 @@ class CheckpointStore:
         listed = {}
         for name in files or []:
             f = path / name
-            with open(f, "rb+") as handle:
-                os.fsync(handle.fileno())
+            fsync_path(f)
             listed[name] = {"size": f.stat().st_size, "crc32": crc32_of(f)}
-        fsync_dir(path)
+        fsync_path(path)
         manifest = {"format": FORMAT, "id": checkpoint_id, "files": listed, "body": body}
         text = json.dumps(manifest, sort_keys=True)
         manifest["checksum"] = zlib.crc32(text.encode())
