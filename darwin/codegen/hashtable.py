@@ -58,32 +58,17 @@ def rebuild_index(index: np.ndarray, keys: list[np.ndarray], count: int) -> None
 
 
 @njit(cache=True, nogil=True)
-def compact(keep: np.ndarray, columns: tuple, count: int) -> int:
+def compact(keep: np.ndarray, columns: tuple, count: int, meta: np.ndarray, logged: np.ndarray,
+            undo_slot: np.ndarray, undo_columns: tuple) -> int:
     """Move the entries whose ``keep`` is set to the front, in order, and zero the rest; the new count.
 
     ``columns`` are the table's arrays viewed as int64. One pass, no index arrays: compaction
     needs no memory in proportion to the table, which may be larger than memory (mmap).
-    """
-    m = 0
-    for i in range(count):
-        if keep[i]:
-            if m != i:
-                for c in columns:
-                    c[m] = c[i]
-            m += 1
-    for c in columns:
-        c[m:count] = 0
-    return m
 
-
-@njit(cache=True, nogil=True)
-def compact_logged(keep: np.ndarray, columns: tuple, count: int, meta: np.ndarray, logged: np.ndarray,
-                   undo_slot: np.ndarray, undo_columns: tuple) -> int:
-    """``compact``, first saving each slot it changes into an undo log (see ``darwin.state.mmap``).
-
-    A slot below ``meta[2]`` not logged yet gets its contents appended at row ``meta[1]``;
-    the row count is stored after the row, so a crash in between leaves no half row. The
-    log has room for ``count`` rows.
+    Each slot it changes that lies below ``meta[2]`` and is not logged yet is first appended
+    to an undo log at row ``meta[1]`` (``darwin.state.mmap``; with ``meta[2]`` = 0 nothing is
+    logged). The row count is stored after the row, so a crash in between leaves no half
+    row. The log has room for ``count`` rows.
     """
     m = 0
     for i in range(count):

@@ -28,6 +28,7 @@ from darwin.state.snapshot import load_arrays, save_arrays
 
 FIRE_CHUNK = 1 << 20  # entries per batch of fired windows
 INT64_MAX = np.iinfo(np.int64).max
+NO_LOGGED, NO_SLOTS = np.zeros(0, np.uint8), np.zeros(0, np.int64)  # stand-ins: this table keeps no undo log
 META = 4  # [entry count, undo rows, undo base, undo epoch]: the last three only on the mmap backend
 
 
@@ -118,7 +119,8 @@ class HashTableState:
         rebuild_index(self.index, self.keys, self.count)
 
     def _compact(self, keep: np.ndarray) -> int:
-        return compact(keep, self._columns(), self.count)
+        columns = self._columns()  # meta[2] (the undo base) is 0: nothing is logged into the stand-ins
+        return compact(keep, columns, self.count, self.meta, NO_LOGGED, NO_SLOTS, columns)
 
     def _columns(self) -> tuple[np.ndarray, ...]:
         """Every key and value array as int64, for compiled helpers that move whole entries."""

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from darwin.codegen.aggregates import AggLayout
-from darwin.codegen.hashtable import compact_logged, rebuild_index
+from darwin.codegen.hashtable import compact, rebuild_index
 from darwin.errors import CheckpointError
 from darwin.state.hash_table import HashTableState
 
@@ -113,7 +113,7 @@ class MmapHashTable(HashTableState):
     def _compact(self, keep: np.ndarray) -> int:
         self._reserve_undo(self.count)
         undo = tuple(a.view(np.int64) for a in self.undo_keys + self.undo_values)
-        return compact_logged(keep, self._columns(), self.count, self.meta, self.logged, self.undo_slot, undo)
+        return compact(keep, self._columns(), self.count, self.meta, self.logged, self.undo_slot, undo)
 
     # -- checkpoints ----------------------------------------------------------------------------
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
