@@ -17,6 +17,7 @@ base existed at the checkpoint ``undo epoch``; the undo rows restore them.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -57,6 +58,8 @@ class MmapHashTable(HashTableState):
                  capacity: int = 1024) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
+        for part in VOLATILE:  # whatever a crashed run left in them means nothing now
+            (directory / f"{part}.bin").unlink(missing_ok=True)
         super().__init__(name, key_width, value_dtypes, capacity)
         self._allocate_undo(capacity)
 
@@ -71,9 +74,9 @@ class MmapHashTable(HashTableState):
         return np.memmap(path, dtype=dtype, mode="r+", shape=(max(length, 1),))
 
     def _allocate(self, capacity: int) -> None:
+        """On growth the flags of slots already logged this epoch stay: a slot is logged once."""
         super()._allocate(capacity)
         self.logged = self._array("logged", capacity, np.dtype(np.uint8))
-        self.logged[:] = 0
 
     def _resize(self, capacity: int) -> None:
         """Remap the same files, longer: entries stay where they are, only the volatile index is rebuilt."""
@@ -122,11 +125,14 @@ class MmapHashTable(HashTableState):
         return {"count": self.count, "capacity": self.capacity, "path": str(self.directory)}, []
 
     def after_checkpoint(self, checkpoint_id: int) -> None:
-        """The checkpoint is durable: start an empty undo log relative to it."""
+        """The checkpoint is durable: start an empty undo log relative to it.
+
+        Only the slots the log names were flagged, so this costs the epoch's changes, not the table.
+        """
+        self.logged[self.undo_slot[: self.meta[UNDO_ROWS]]] = 0
         self.meta[UNDO_ROWS] = 0
         self.meta[UNDO_BASE] = self.count
         self.meta[UNDO_EPOCH] = checkpoint_id
-        self.logged[:] = 0
 
     def restore(self, directory: Path, meta: dict[str, Any], checkpoint_id: int) -> None:
         tag = int(self.meta[UNDO_EPOCH])
@@ -139,6 +145,9 @@ class MmapHashTable(HashTableState):
             raise CheckpointError(f"the checkpoint's mmap state lives in {meta['path']!r}, not in "
                                   f"{str(self.directory)!r}; resume with the state_path the job ran with")
         capacity, count = int(meta["capacity"]), int(meta["count"])
+        parts = [f"key{j}" for j in range(self.key_width)] + [f"value{j}" for j in range(len(self.values))]
+        for part, a in zip(parts, self.keys + self.values):  # drop what grew after the checkpoint
+            os.truncate(self.directory / f"{part}.bin", capacity * a.dtype.itemsize)
         if capacity > self.capacity:
             self._allocate(capacity)
         if tag == checkpoint_id:  # roll back what changed after the checkpoint

@@ -293,3 +293,19 @@ def test_checkpoints_write_only_new_strings(configure, tmp_path, monkeypatch):
     segments[0].unlink()
     with pytest.raises(CheckpointError, match="segment"):
         q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+
+
+def test_state_that_grows_between_checkpoints_recovers(configure, tmp_path, monkeypatch):
+    """Entries changed, then the table grown, then the same entries changed again, then a crash."""
+    n = 8000
+    keys = [i % 100 if i < 5000 or i % 2 else 1000 + i for i in range(n)]  # new keys from row 5000 on
+    t = pa.table({"ts": pa.array(list(range(n)), pa.timestamp("ms")), "k": keys, "v": [i % 7 for i in range(n)]})
+    q = dw.from_arrow(t, time="ts").window(dw.Tumble("1h", on="ts")).group_by("k").agg(s=dw.sum("v"), n=dw.count())
+    config = configure(batch_size=500, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval=10)
+    crash_after(monkeypatch, 15)  # checkpoint after row 5000; growth past 1024 entries before the crash
+    with pytest.raises(Crash):
+        q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+    monkeypatch.setattr(compiled, "read_from", ORIGINAL_READ_FROM)
+    result = q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+    assert result.resumed_from == 1
+    assert pq.read_table(tmp_path / "out").equals(q.collect(dw.Config(batch_size=500)))
