@@ -93,6 +93,10 @@ class RocksTable:
         options = rocksdict.Options(raw_mode=True)
         options.create_if_missing(True)
         options.set_write_buffer_size(WRITE_BUFFER)
+        # every batch rewrites the same open windows' entries with values of the same size: update
+        # them in the memtable in place (no snapshots are used; it needs single-writer memtables)
+        options.set_allow_concurrent_memtable_write(False)
+        options.set_inplace_update_support(True)
         db = rocksdict.Rdict(str(self.directory / "db"), options)
         write = rocksdict.WriteOptions()
         write.disable_wal = True  # recovery goes back to a RocksDB checkpoint, never to the live files
