@@ -24,6 +24,7 @@ from darwin.io.sinks import Sink
 from darwin.plan import nodes as pn
 from darwin.plan.explain import render
 from darwin.plan.rules import optimize
+from darwin.runtime.output import Output
 from darwin.runtime.progress import Metrics
 from darwin.state.checkpoint import Checkpoint, CheckpointStore
 
@@ -83,10 +84,8 @@ def run_job(plan: pn.PlanNode, sink: Sink, config: Config) -> JobResult:
             epoch += 1
 
         for out in engine.outputs():
-            if out.kind == "result":
-                metrics.add("output_rows", out.batch.num_rows)
             if out.kind != "barrier":
-                sink.write(out.kind, out.batch)
+                _write(sink, out, metrics)
             elif store is not None and due.tick():
                 checkpoint(finished=False)
         if store is not None:
@@ -105,12 +104,16 @@ def _run_interpreted(plan: pn.PlanNode, sink: Sink, config: Config, metrics: Met
     sink.open(plan.schema.to_arrow(), late_arrow, None)
     try:
         for out in interpret(plan, config, metrics):
-            if out.kind == "result":
-                metrics.add("output_rows", out.batch.num_rows)
-            sink.write(out.kind, out.batch)
+            _write(sink, out, metrics)
         sink.commit(sink.prepare(1))
     finally:
         sink.close()
+
+
+def _write(sink: Sink, out: Output, metrics: Metrics) -> None:
+    if out.kind == "result":
+        metrics.add("output_rows", out.batch.num_rows)
+    sink.write(out.kind, out.batch)
 
 
 def _result(sink: Sink, metrics: Metrics, started: float, resumed_from: int | None) -> JobResult:

@@ -53,17 +53,26 @@ class RocksBackend:
 
 def encode_keys(keys: list[np.ndarray]) -> list[bytes]:
     """Each row's key columns as bytes whose lexicographic order is the columns' numeric order."""
-    n, width = len(keys[0]), 8 * len(keys)
-    rows = np.empty((n, len(keys)), dtype=">u8")
+    rows = np.empty((len(keys[0]), len(keys)), dtype=">u8")
     for j, k in enumerate(keys):
         rows[:, j] = k.view(np.uint64) ^ SIGN
-    buf = rows.tobytes()
-    return [buf[i:i + width] for i in range(0, n * width, width)]
+    return _row_bytes(rows)
 
 
 def decode_keys(encoded: list[bytes], width: int) -> list[np.ndarray]:
-    rows = np.frombuffer(b"".join(encoded), dtype=">u8").reshape(len(encoded), width)
+    rows = _rows(encoded, ">u8", width)
     return [(rows[:, j] ^ SIGN).astype(np.uint64).view(np.int64) for j in range(width)]
+
+
+def _row_bytes(rows: np.ndarray) -> list[bytes]:
+    """Each row of a 2-D array as one bytes value."""
+    buf, width = rows.tobytes(), rows.shape[1] * rows.itemsize
+    return [buf[i:i + width] for i in range(0, len(buf), width)]
+
+
+def _rows(encoded: list[bytes], dtype: str, width: int) -> np.ndarray:
+    """The inverse of ``_row_bytes``: ``width`` columns of ``dtype``."""
+    return np.frombuffer(b"".join(encoded), dtype=dtype).reshape(len(encoded), width)
 
 
 class RocksTable:
@@ -180,12 +189,10 @@ class RocksTable:
         rows[:, 0] = seq
         for j, v in enumerate(values):
             rows[:, 1 + j] = v.view(np.int64)
-        width = 8 * rows.shape[1]
-        buf = rows.tobytes()
-        return [buf[i:i + width] for i in range(0, len(buf), width)]
+        return _row_bytes(rows)
 
     def _decode_values(self, encoded: list[bytes]) -> tuple[np.ndarray, list[np.ndarray]]:
-        rows = np.frombuffer(b"".join(encoded), dtype="<i8").reshape(len(encoded), 1 + len(self.lay.value_dtypes))
+        rows = _rows(encoded, "<i8", 1 + self.width)
         return rows[:, 0].copy(), [rows[:, 1 + j].copy().view(d) for j, d in enumerate(self.lay.value_dtypes)]
 
     # -- firing windows ---------------------------------------------------------------------------
