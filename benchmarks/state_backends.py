@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 sys.path.insert(0, str(Path(__file__).parent))
-from darwin_agg import _best, darwin_query, data_path, first_difference, parse_count  # noqa: E402
+from darwin_agg import _best, darwin_query, data_path, first_difference, parse_count, windowed_sum  # noqa: E402
 
 import darwin as dw  # noqa: E402
 
@@ -56,7 +56,7 @@ def micro(path: Path, n: int, runs: int, batch_size: int, state_dir: Path) -> di
     """
     q = darwin_query(path)
     rows = [(b, q, config_for(b, state_dir, batch_size=batch_size)) for b in BACKENDS]
-    rows.insert(1, ("memory, hash table", no_statistics(q, path), config_for("memory", state_dir,
+    rows.insert(1, ("memory, hash table", no_statistics(path), config_for("memory", state_dir,
                                                                            batch_size=batch_size)))
     rates, problems, reference = {}, {}, None
     for name, query, config in rows:
@@ -71,14 +71,13 @@ def micro(path: Path, n: int, runs: int, batch_size: int, state_dir: Path) -> di
             "state": {name: state_kind(query, config) for name, query, config in rows}}
 
 
-def no_statistics(q: dw.Table, path: Path) -> dw.Table:
+def no_statistics(path: Path) -> dw.Table:
     """The micro-benchmark query over the same Parquet file, read through a source without statistics."""
     import pyarrow.parquet as pq
 
     schema = pq.read_schema(path)
-    t = dw.from_batches(schema, lambda: pq.ParquetFile(path).iter_batches(batch_size=1 << 20), time="ts",
-                        max_delay="0s", non_null=schema.names)
-    return t.window(dw.Tumble("60s", on="ts")).group_by("key").agg(total=dw.sum("value"))
+    return windowed_sum(dw.from_batches(schema, lambda: pq.ParquetFile(path).iter_batches(batch_size=1 << 20),
+                                        time="ts", max_delay="0s", non_null=schema.names))
 
 
 def state_kind(q: dw.Table, config: dw.Config) -> str:
