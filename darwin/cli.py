@@ -55,12 +55,14 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
             result = q.execute(cfg)
             table, m = result.table, result.metrics
         else:
+            import pyarrow as pa
             import pyarrow.parquet as pq
 
             import darwin as dw
 
             job = q.sink(dw.sinks.Parquet(out)).run(cfg)
-            table, m = pq.read_table(out, schema=q.schema), job.metrics
+            table, m = pa.concat_tables([pq.read_table(f, schema=q.schema) for f in job.files]
+                                        or [q.schema.empty_table()]), job.metrics
             if job.resumed_from is not None:
                 console.print(f"resumed from checkpoint {job.resumed_from}")
         seconds = time.perf_counter() - started
@@ -78,6 +80,27 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
                   f"state={cfg.state}); late rows {m['late_rows']}, windows fired {m['windows_fired']}, "
                   f"kernels compiled {m.get('kernels_compiled', 0)}, from cache {m.get('kernels_from_cache', 0)}"
                   + (f", checkpoints {m.get('checkpoints', 0)}" if out else ""))
+
+
+@app.command()
+def reset(checkpoint_dir: Path = typer.Argument(..., help="the checkpoint_dir of the job to discard"),
+          yes: bool = typer.Option(False, "--yes", help="do not ask for confirmation")) -> None:
+    """Discard a job to start it over: its checkpoints, its state files and its committed output.
+
+    Only what Darwin made for that job is deleted; other files in those directories stay.
+    """
+    from darwin.runtime.reset import reset_job
+
+    if not yes and not typer.confirm(f"Delete the checkpoints, state and output of the job in {checkpoint_dir}?"):
+        raise typer.Exit(1)
+    try:
+        removed = reset_job(checkpoint_dir)
+    except DarwinError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    for path in removed:
+        console.print(f"removed {path}")
+    console.print(f"the job in {checkpoint_dir} is reset: {len(removed)} paths removed")
 
 
 if __name__ == "__main__":  # pragma: no cover

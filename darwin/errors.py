@@ -41,3 +41,7 @@ class SinkError(DarwinError, ValueError):
 
 class CheckpointError(DarwinError):
     """A checkpoint cannot be used: written by another query or backend, or no longer consistent."""
+
+
+class StateError(DarwinError):
+    """Operator state is damaged or unusable while the job runs (a restart resumes from a checkpoint)."""

@@ -1,12 +1,17 @@
 """File sinks (Parquet, CSV) that commit output only when a checkpoint covers it.
 
 Output is staged per epoch (the stretch of input between two checkpoints) in
-``<dir>/_staging/``. When a checkpoint is taken the epoch's file is closed and
+``<dir>/_darwin_staging/``. When a checkpoint is taken the epoch's file is closed and
 listed, with its checksum, in the checkpoint's manifest; once the manifest is
 durable the file is renamed to ``<dir>/part-<epoch>.<ext>``. A crash before that
 loses only staged files, which the restarted run writes again; a crash after it
 finds the rename in the manifest and completes it. Readers see complete files
 only, and the parts in name order are the output in order.
+
+A fresh run writes only into an empty (or new) directory, which it marks with its job
+id (``.darwin-sink.json``); a resumed run only into the directory its job marked. Darwin
+deletes nothing there but its own part files. Arrow and Spark readers skip the marker
+and the staging directory (names starting with ``.`` and ``_``).
 
 Examples
 --------
@@ -17,9 +22,10 @@ Examples
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-import shutil
+import re
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -29,19 +35,23 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from darwin.errors import SinkError
-from darwin.state.checkpoint import crc32_of, fsync_path
+from darwin.files import crc32_of, ensure_directory, fsync_path, write_atomically
 
 log = logging.getLogger(__name__)
 
-STAGING = "_staging"
+STAGING = "_darwin_staging"
+MARKER = ".darwin-sink.json"
+PART = re.compile(r"part-\d{6}\.([a-z]+)")  # part-<epoch>.<extension>
+RESET_HINT = "`darwin reset <checkpoint_dir>` discards a job's checkpoints, state and committed output"
 
 
 @runtime_checkable
 class Sink(Protocol):
     """Where a query's output goes, with two-phase commit around checkpoints."""
 
-    def open(self, schema: pa.Schema, late_schema: pa.Schema | None, resume: dict[str, Any] | None) -> None:
-        """Start a run; ``resume`` is what the checkpoint being resumed recorded from ``prepare``."""
+    def open(self, schema: pa.Schema, late_schema: pa.Schema | None, resume: dict[str, Any] | None,
+             job: str) -> None:
+        """Start a run of job ``job``; ``resume`` is what the checkpoint being resumed recorded from ``prepare``."""
 
     def write(self, kind: str, batch: pa.RecordBatch) -> None:
         """``kind`` is 'result' or 'late'."""
@@ -57,6 +67,9 @@ class Sink(Protocol):
     def files(self) -> list[Path]:
         """What the sink has committed so far, in order."""
 
+    def directories(self) -> list[Path]:
+        """Where the sink writes (recorded with the job, for ``darwin reset``)."""
+
 
 class _Target:
     """One output directory: staged and committed parts of one kind of rows."""
@@ -68,14 +81,23 @@ class _Target:
     def part(self, epoch: int, staged: bool) -> Path:
         return (self.staging if staged else self.directory) / f"part-{epoch:06d}.{self.extension}"
 
-    def committed(self) -> list[Path]:
-        return sorted(self.directory.glob(f"part-*.{self.extension}"))
+    def is_part(self, name: str) -> bool:
+        m = PART.fullmatch(name)
+        return m is not None and m.group(1) == self.extension
 
-    def start(self, resume: list[dict[str, Any]] | None, last_epoch: int) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        if resume is None and self.committed():
-            raise SinkError(f"output directory {str(self.directory)!r} already holds part files of another run; "
-                            "give an empty directory, or resume that run with its checkpoint_dir")
+    def committed(self) -> list[Path]:
+        if not self.directory.is_dir():
+            return []
+        return sorted(p for p in self.directory.iterdir() if self.is_part(p.name))
+
+    def start(self, resume: list[dict[str, Any]] | None, last_epoch: int, job: str) -> None:
+        ensure_directory(self.directory, "output directory", SinkError)
+        owner = read_marker(self.directory)
+        if resume is None:
+            self._claim(job)
+        elif owner != job:
+            raise SinkError(f"output directory {str(self.directory)!r} was not written by the job these checkpoints "
+                            f"belong to; resume with the output directory the job ran with ({RESET_HINT})")
         for entry in resume or []:
             self.commit_file(entry)
         for stale in self.committed():  # committed after a checkpoint that turned out damaged
@@ -83,8 +105,24 @@ class _Target:
                 log.warning("removing %s: the checkpoint that committed it is not usable; it is written again",
                             stale)
                 stale.unlink()
-        shutil.rmtree(self.staging, ignore_errors=True)
-        self.staging.mkdir()
+        self.staging.mkdir(exist_ok=True)
+        for staged in self.staging.iterdir():  # staged by a run that did not reach its checkpoint
+            if self.is_part(staged.name):
+                staged.unlink()
+
+    def _claim(self, job: str) -> None:
+        """A fresh run: the directory must be empty, or hold only what a run that committed nothing left."""
+        if self.committed():
+            raise SinkError(f"output directory {str(self.directory)!r} already holds part files of another run; "
+                            "give an empty directory, or resume that run with its checkpoint_dir "
+                            f"({RESET_HINT})")
+        ours = {MARKER, STAGING} if read_marker(self.directory) is not None else set()
+        others = sorted(p.name for p in self.directory.iterdir() if p.name not in ours)
+        if others:
+            raise SinkError(f"output directory {str(self.directory)!r} is not empty (it holds "
+                            f"{', '.join(map(repr, others[:5]))}{', ...' if len(others) > 5 else ''}); Darwin "
+                            "writes into an empty directory, so its output is never mixed with other files")
+        write_atomically(self.directory / MARKER, json.dumps({"job": job}).encode())
 
     def commit_file(self, entry: dict[str, Any]) -> None:
         staged, final = self.staging / entry["name"], self.directory / entry["name"]
@@ -118,7 +156,8 @@ class FileSink(ABC):
     def describe(self) -> str:
         return f"{self.extension} {self.path}"
 
-    def open(self, schema: pa.Schema, late_schema: pa.Schema | None, resume: dict[str, Any] | None) -> None:
+    def open(self, schema: pa.Schema, late_schema: pa.Schema | None, resume: dict[str, Any] | None,
+             job: str) -> None:
         if late_schema is not None and self.late_path is None:
             raise SinkError(f"the query keeps late rows (late_output=True); give {type(self).__name__}(..., "
                             "late_path=...) a directory for them")
@@ -129,7 +168,7 @@ class FileSink(ABC):
             self._schemas["late"] = late_schema
         last = 0 if resume is None else int(resume["epoch"])
         for kind, target in self._targets.items():
-            target.start(None if resume is None else resume["files"].get(kind, []), last)
+            target.start(None if resume is None else resume["files"].get(kind, []), last, job)
         self._epoch = last + 1
 
     def write(self, kind: str, batch: pa.RecordBatch) -> None:
@@ -172,6 +211,9 @@ class FileSink(ABC):
         """Committed parts of the results, in order."""
         return _Target(self.path, self.extension).committed()
 
+    def directories(self) -> list[Path]:
+        return [self.path] + ([] if self.late_path is None else [self.late_path])
+
 
 class Parquet(FileSink):
     """Results as Parquet files ``part-<epoch>.parquet``; read the directory with ``pyarrow.parquet``."""
@@ -189,3 +231,27 @@ class CSV(FileSink):
 
     def _open_writer(self, path: Path, schema: pa.Schema) -> Any:
         return pacsv.CSVWriter(path, schema)
+
+
+def read_marker(directory: Path) -> str | None:
+    """The job that marked output ``directory`` as its own, or None."""
+    try:
+        marker = json.loads((directory / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return marker.get("job") if isinstance(marker, dict) else None
+
+
+def remove_output(directory: Path, job: str) -> list[Path]:
+    """Delete what job ``job`` wrote in ``directory``: its parts, staged parts and marker; what was deleted."""
+    if read_marker(directory) != job:
+        return []
+    staging = directory / STAGING
+    removed = [p for d in (directory, staging) if d.is_dir() for p in sorted(d.iterdir()) if PART.fullmatch(p.name)]
+    for p in removed:
+        p.unlink()
+    if staging.is_dir() and not any(staging.iterdir()):
+        staging.rmdir()
+        removed.append(staging)
+    (directory / MARKER).unlink()
+    return [*removed, directory / MARKER]

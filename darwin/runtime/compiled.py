@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,16 +14,14 @@ from darwin.graph import operators as op
 from darwin.graph.translate import translate
 from darwin.io.source import read_from
 from darwin.plan import nodes as pn
+from darwin.runtime.dictionary import load_dictionary, save_dictionary
 from darwin.runtime.encoding import EncodedBatch, StringPool, decode, encode
 from darwin.runtime.output import BARRIER, Output
 from darwin.runtime.prefetch import prefetched
 from darwin.runtime.progress import Metrics
-from darwin.runtime.segments import load_strings, save_new_strings
 
 if TYPE_CHECKING:
     from darwin.runtime.pipeline import PipelineRunner
-
-STRINGS_DIR = "strings"
 
 
 class CompiledEngine:
@@ -32,15 +31,16 @@ class CompiledEngine:
     between batches the state is consistent, so ``snapshot`` can capture it.
     """
 
-    def __init__(self, plan: pn.PlanNode, config: Config, metrics: Metrics, fresh: bool = True) -> None:
+    def __init__(self, graph: op.OperatorGraph, config: Config, metrics: Metrics, job: str,
+                 fresh: bool = True) -> None:
         ensure_target(config.target)  # before anything compiles: Numba fixes the target then
         from darwin.runtime.pipeline import PipelineRunner
         from darwin.state.backend import backend_for
 
-        self.config, self.metrics = config, metrics
-        self.graph = translate(plan, config)
+        self.config, self.metrics, self.job = config, metrics, job
+        self.graph = graph
         self.pool = StringPool()
-        self.backend = backend_for(config, fresh)
+        self.backend = backend_for(config, job, fresh)
         self.runners = [PipelineRunner(p, config, self.pool, self.backend) for p in self.graph.pipelines]
         first = self.graph.pipelines[0]
         assert isinstance(first.input, op.ScanInput)
@@ -48,7 +48,6 @@ class CompiledEngine:
         self.consumers = {p.input.producer: self.runners[p.id] for p in self.graph.pipelines
                           if isinstance(p.input, op.FiredWindowsInput)}
         self.offset = 0  # source rows consumed
-        self.segments: list[dict[str, Any]] = []  # string-dictionary segments the last checkpoint lists
 
     def outputs(self) -> Iterator[Output]:
         config, first, scan, pool = self.config, self.first, self.scan, self.pool
@@ -92,25 +91,17 @@ class CompiledEngine:
 
     # -- checkpoints ------------------------------------------------------------------------------
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
-        """Everything a restarted run needs, at the barrier the engine is paused at.
-
-        The string dictionary only grows, so each checkpoint writes just the strings added
-        since the previous one, as a segment beside the checkpoints (``strings/``).
-        """
-        self.segments.extend(save_new_strings(self.pool, self.segments, directory.parent / STRINGS_DIR))
-        files: list[str] = []
+        """Everything a restarted run needs, at the barrier the engine is paused at."""
+        files = [save_dictionary(self.pool, directory)]
         runners = []
         for r in self.runners:
             body, written = r.snapshot(directory)
             runners.append(body)
             files += written
-        return {"offset": self.offset, "backend": self.backend.name, "runners": runners,
-                "strings": self.segments}, files
+        return {"offset": self.offset, "backend": self.backend.name, "runners": runners}, files
 
     def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int) -> None:
-        self.segments = list(body["strings"])
-        for value in load_strings(self.segments, directory.parent / STRINGS_DIR):
-            self.pool.code(value)
+        load_dictionary(self.pool, directory)
         for r, saved in zip(self.runners, body["runners"]):
             r.restore(directory, saved, checkpoint_id)
         self.offset = int(body["offset"])
@@ -126,8 +117,16 @@ class CompiledEngine:
         self.backend.close()
 
 
+def has_input_after(graph: op.OperatorGraph, offset: int) -> bool:
+    """Whether the graph's source holds rows past ``offset`` (a finished job's checkpoint covers none)."""
+    first = graph.pipelines[0].input
+    assert isinstance(first, op.ScanInput)
+    return next(iter(read_from(first.scan.source, first.scan.columns, 1, offset)), None) is not None
+
+
 def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]:
-    engine = CompiledEngine(plan, config, metrics)
+    """Outputs of a run that keeps no checkpoints (``collect``, ``execute``, ``iter_batches``)."""
+    engine = CompiledEngine(translate(plan, config), config, metrics, job=uuid.uuid4().hex)
     try:
         yield from engine.outputs()
     finally:

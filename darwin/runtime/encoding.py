@@ -52,12 +52,16 @@ class StringPool:
         idx = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
         return mapping[idx] if len(mapping) else np.zeros(len(arr), dtype=np.int64)
 
-    def decode(self, codes: np.ndarray, valid: np.ndarray | None) -> pa.Array:
+    def to_arrow(self) -> pa.Array:
+        """Every string, in code order (cached until the pool grows)."""
         with self._lock:
             if self._arrow is None or len(self._arrow) < len(self._values):
                 self._arrow = pa.array(self._values[:], type=pa.string())
+            return self._arrow
+
+    def decode(self, codes: np.ndarray, valid: np.ndarray | None) -> pa.Array:
         mask = None if valid is None else ~valid
-        return self._arrow.take(pa.array(codes, type=pa.int64(), mask=mask))
+        return self.to_arrow().take(pa.array(codes, type=pa.int64(), mask=mask))
 
 
 @dataclass

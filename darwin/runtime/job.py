@@ -6,7 +6,13 @@ counters, string dictionary, operator state) into a checkpoint, makes it durable
 and only then commits the epoch's output. A restart with the same
 ``checkpoint_dir`` resumes from the newest complete checkpoint: it completes that
 checkpoint's commit, throws away output staged after it, and replays the source
-from the recorded offset.
+from the recorded offset. If the newest checkpoint cannot be restored, the one before
+it is tried; a checkpoint of a finished job is never resumed over more input.
+
+Every run has a job id. A fresh run with checkpoints records it, with where the job
+keeps its state and output, in ``checkpoint_dir/JOB.json``; its checkpoints, state
+files and output directories carry it, so a resume never adopts another job's files
+and ``darwin reset`` removes exactly what the job made.
 """
 
 from __future__ import annotations
@@ -14,12 +20,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from darwin.config import Config
 from darwin.errors import CheckpointError, ConfigError
+from darwin.graph import operators as op
+from darwin.graph.translate import translate
 from darwin.io.sinks import Sink
 from darwin.plan import nodes as pn
 from darwin.plan.explain import render
@@ -27,6 +37,9 @@ from darwin.plan.rules import optimize
 from darwin.runtime.output import Output
 from darwin.runtime.progress import Metrics
 from darwin.state.checkpoint import Checkpoint, CheckpointStore
+
+if TYPE_CHECKING:
+    from darwin.runtime.compiled import CompiledEngine
 
 log = logging.getLogger(__name__)
 
@@ -52,31 +65,33 @@ def run_job(plan: pn.PlanNode, sink: Sink, config: Config) -> JobResult:
         _run_interpreted(plan, sink, config, metrics, late_arrow)
         return _result(sink, metrics, started, None)
 
-    from darwin.runtime.compiled import CompiledEngine
-
+    graph = translate(optimize(plan), config)
+    identity = _identity(plan, graph, config)
     store = CheckpointStore(config.checkpoint_dir) if every is not None else None
-    latest = store.latest() if store is not None else None
-    identity = _identity(plan, config)
-    if latest is not None:
-        _check_compatible(latest, identity)
-        log.info("resuming from checkpoint %d in %s", latest.id, store.root)
-    engine = CompiledEngine(optimize(plan), config, metrics, fresh=latest is None)
-    try:
+    with ExitStack() as resources:  # released in reverse: sink, engine (and its state), checkpoint_dir
+        if store is not None:
+            resources.callback(store.lock().close)
+        engine, latest = _start(store, graph, identity, config, metrics)
+        resources.callback(engine.close)
+        resources.callback(sink.close)
         if latest is not None:  # counters continue: the metrics are those of the whole job
-            engine.restore(latest.path, latest.body["engine"], latest.id)
             metrics.add("output_rows", latest.body["output_rows"])
-        sink.open(plan.schema.to_arrow(), late_arrow, None if latest is None else latest.body["sink"])
+        sink.open(plan.schema.to_arrow(), late_arrow, None if latest is None else latest.body["sink"], engine.job)
+        if store is not None and latest is None:
+            store.write_job({"job": engine.job, "state": config.state, "state_path": identity["state_path"],
+                             "outputs": [str(d.resolve()) for d in _directories(sink)]})
         epoch = 1 if latest is None else latest.id + 1
         due = _Interval(every)
 
         def checkpoint(finished: bool) -> None:
             nonlocal epoch
+            assert store is not None
             t = time.perf_counter()
             prepared = sink.prepare(epoch)
             directory = store.directory(epoch)
             body, files = engine.snapshot(directory)
-            store.commit(epoch, {**identity, "finished": finished, "engine": body, "sink": prepared,
-                                 "output_rows": metrics.values["output_rows"]}, files)
+            store.commit(epoch, {**identity, "job": engine.job, "finished": finished, "engine": body,
+                                 "sink": prepared, "output_rows": metrics.values["output_rows"]}, files)
             engine.after_checkpoint(epoch)
             sink.commit(prepared)
             metrics.add("checkpoints", 1)
@@ -92,16 +107,13 @@ def run_job(plan: pn.PlanNode, sink: Sink, config: Config) -> JobResult:
             checkpoint(finished=True)
         else:
             sink.commit(sink.prepare(epoch))
-    finally:
-        engine.close()
-        sink.close()
     return _result(sink, metrics, started, None if latest is None else latest.id)
 
 
 def _run_interpreted(plan: pn.PlanNode, sink: Sink, config: Config, metrics: Metrics, late_arrow: Any) -> None:
     from darwin.reference.interpreter import run as interpret
 
-    sink.open(plan.schema.to_arrow(), late_arrow, None)
+    sink.open(plan.schema.to_arrow(), late_arrow, None, uuid.uuid4().hex)
     try:
         for out in interpret(plan, config, metrics):
             _write(sink, out, metrics)
@@ -138,19 +150,73 @@ class _Interval:
         return due
 
 
-def _identity(plan: pn.PlanNode, config: Config) -> dict[str, Any]:
-    """What a checkpoint must match to be resumed: the query and where its state lives."""
-    text = render(plan)
-    return {"query": hashlib.sha256(text.encode()).hexdigest(), "plan": text, "state": config.state,
+def _start(store: CheckpointStore | None, graph: op.OperatorGraph, identity: dict[str, Any], config: Config,
+           metrics: Metrics) -> tuple[CompiledEngine, Checkpoint | None]:
+    """An engine restored from the newest checkpoint that restores, or a fresh one if there is none.
+
+    A checkpoint that verifies but cannot be restored (its state files do not match it) is
+    passed over for the one before it; if none restores, that is an error, not a fresh start.
+    """
+    from darwin.runtime.compiled import CompiledEngine, has_input_after
+
+    failure: CheckpointError | None = None
+    for latest in store.complete() if store is not None else ():
+        _check_compatible(latest, identity)
+        body = latest.body
+        if body["finished"] and has_input_after(graph, int(body["engine"]["offset"])):
+            raise CheckpointError(
+                f"checkpoint {latest.id} in {str(latest.path.parent)!r} is the final checkpoint of a finished job: it "
+                f"consumed {body['engine']['offset']} input rows and fired every window, and this input has more rows. "
+                f"A finished job cannot be resumed over more input; give a new checkpoint_dir and output directory, "
+                f"or {RESET_HINT}")
+        engine = CompiledEngine(graph, config, metrics, job=body["job"], fresh=False)
+        try:
+            engine.restore(latest.path, body["engine"], latest.id)
+        except CheckpointError as e:
+            engine.close()
+            log.warning("checkpoint %d cannot be restored (%s); trying an older one", latest.id, e)
+            failure = e
+            continue
+        log.info("resuming from checkpoint %d in %s", latest.id, latest.path.parent)
+        return engine, latest
+    if failure is not None:
+        raise CheckpointError(f"no checkpoint in {config.checkpoint_dir!r} can be restored; the last one tried "
+                              f"failed with: {failure}")
+    return CompiledEngine(graph, config, metrics, job=uuid.uuid4().hex), None
+
+
+RESET_HINT = "run `darwin reset <checkpoint_dir>` to discard the job's checkpoints, state and output and start over"
+
+
+def _directories(sink: Sink) -> list[Path]:
+    directories = getattr(sink, "directories", None)
+    return list(directories()) if directories is not None else []
+
+
+def _identity(plan: pn.PlanNode, graph: op.OperatorGraph, config: Config) -> dict[str, Any]:
+    """What a checkpoint must match to be resumed: the query, the state layout it compiled to
+    (which depends on the data, e.g. a window ring's key domain), and where its state lives."""
+    text, layout = render(plan), graph.describe()
+    return {"query": _sha256(text), "plan": text, "layout": _sha256(layout), "graph": layout,
+            "state": config.state,
             "state_path": None if config.state_path is None else str(Path(config.state_path).resolve())}
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _first_difference(old: str, new: str) -> tuple[str, str]:
+    a, b = old.splitlines(), new.splitlines()
+    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    was, now = (lines[i].strip() if i < len(lines) else "(end)" for lines in (a, b))
+    return was, now
 
 
 def _check_compatible(latest: Checkpoint, identity: dict[str, Any]) -> None:
     body, where = latest.body, f"checkpoint {latest.id} in {str(latest.path.parent)!r}"
     if body["query"] != identity["query"]:
-        old, new = body["plan"].splitlines(), identity["plan"].splitlines()
-        i = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
-        was, now = (lines[i].strip() if i < len(lines) else "(end of plan)" for lines in (old, new))
+        was, now = _first_difference(body["plan"], identity["plan"])
         raise CheckpointError(f"{where} was written by a different query (first difference: checkpoint has "
                               f"{was!r}, this query has {now!r}); resume it with the same query, or give a new "
                               "checkpoint_dir")
@@ -160,3 +226,9 @@ def _check_compatible(latest: Checkpoint, identity: dict[str, Any]) -> None:
     if body["state_path"] != identity["state_path"]:
         raise CheckpointError(f"{where} keeps its state in state_path {body['state_path']!r}; this run uses "
                               f"{identity['state_path']!r}")
+    if body["layout"] != identity["layout"]:
+        was, now = _first_difference(body["graph"], identity["graph"])
+        raise CheckpointError(f"{where} holds state of another layout: the same query compiled differently over "
+                              f"this input (checkpoint has {was!r}, this run has {now!r}), e.g. a key range its "
+                              "state was sized for changed. Resume over the input it ran on, or give a new "
+                              "checkpoint_dir")

@@ -45,16 +45,23 @@ class StateBackend(Protocol):
     def close(self) -> None: ...
 
 
-def backend_for(config: Config, fresh: bool = True) -> StateBackend:
-    """The configured backend; unless ``fresh``, tables map the files a checkpoint will restore."""
+def backend_for(config: Config, job: str, fresh: bool = True) -> StateBackend:
+    """The configured backend for job ``job``; unless ``fresh``, tables open the files a checkpoint restores.
+
+    Persistent backends claim ``state_path`` for the job first (``darwin.state.ownership``).
+    """
+    if config.state == "memory":
+        from darwin.state.memory import MemoryBackend
+
+        return MemoryBackend()
+    from darwin.state.ownership import StatePath
+
+    assert config.state_path is not None  # Config requires it for these backends
+    owned = StatePath(config.state_path, job, config.checkpoint_dir, fresh)
     if config.state == "mmap":
         from darwin.state.mmap import MmapBackend
 
-        return MmapBackend(Path(config.state_path), fresh)
-    if config.state == "rocksdb":
-        from darwin.state.rocksdb import RocksBackend
+        return MmapBackend(owned, job)
+    from darwin.state.rocksdb import RocksBackend
 
-        return RocksBackend(Path(config.state_path), config.state_delta_limit, fresh)
-    from darwin.state.memory import MemoryBackend
-
-    return MemoryBackend()
+    return RocksBackend(owned, config.state_delta_limit)

@@ -1,10 +1,14 @@
 """Checkpoints: numbered directories, each complete only once its manifest is in place.
 
-A checkpoint ``chk-000042/`` holds the files the state backend wrote and
-``MANIFEST.json``, written last and atomically (temporary file, fsync, rename). The
-manifest lists every file with its size and CRC-32 and carries its own checksum,
-so a torn or corrupt checkpoint is recognised and the previous complete one is
-used instead. The two newest complete checkpoints are kept.
+A checkpoint ``chk-000042/`` holds the files the engine wrote and ``MANIFEST.json``,
+written last and atomically (temporary file, fsync, rename). The manifest lists every
+file with its size and CRC-32 and carries its own checksum, so each checkpoint can be
+verified on its own; a torn or damaged one is passed over for the previous one. The two
+newest complete checkpoints are kept, and they share no file.
+
+Darwin marks what it creates: a checkpoint directory holds ``MARKER`` from the moment it
+is made, and ``JOB.json`` at the root records the job (its id, state path and outputs) for
+``darwin reset``. Nothing else in ``checkpoint_dir`` is ever touched.
 """
 
 from __future__ import annotations
@@ -12,46 +16,26 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+from darwin.errors import CheckpointError
+from darwin.files import crc32_of, ensure_directory, exclusive_lock, fsync_path, write_atomically
 
 log = logging.getLogger(__name__)
 
 MANIFEST = "MANIFEST.json"
-FORMAT = 1
+MARKER = ".darwin-checkpoint"  # in every checkpoint directory Darwin made
+JOB = "JOB.json"  # the job whose checkpoints these are
+LOCK = ".darwin-checkpoints.lock"  # held by the job while it runs
+FORMAT = 2  # 2: job ids, the layout in the identity, every file of a checkpoint its own
 KEEP = 2
-_CHUNK = 1 << 24
-
-
-def crc32_of(path: Path) -> int:
-    crc = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            crc = zlib.crc32(chunk, crc)
-    return crc
-
-
-def fsync_path(path: Path) -> None:
-    """Make a file's contents, or a directory's entries, durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so a reader sees the old or the new content, never a mix."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_path(path.parent)
+_NAME = re.compile(r"chk-(\d{6})")
 
 
 @dataclass(frozen=True)
@@ -66,28 +50,36 @@ class Checkpoint:
 class CheckpointStore:
     """The checkpoints of one job under ``root``."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+    def __init__(self, root: str | os.PathLike[str], create: bool = True) -> None:
+        """``create``: make ``root`` if missing (a store only read, e.g. to check who owns a path, does not)."""
+        self.root = ensure_directory(root, "checkpoint_dir", CheckpointError) if create else Path(root)
+
+    def lock(self) -> IO[bytes]:
+        """Hold ``checkpoint_dir`` for one running job (closing the result releases it)."""
+        return exclusive_lock(self.root, LOCK, "checkpoint_dir", CheckpointError)
 
     def directory(self, checkpoint_id: int) -> Path:
-        """A fresh, empty directory for checkpoint ``checkpoint_id``'s files."""
+        """A fresh, empty, marked directory for checkpoint ``checkpoint_id``'s files."""
         path = self.root / f"chk-{checkpoint_id:06d}"
-        if path.exists():  # left by a run that crashed while writing it
+        if path.exists():  # left by a run that crashed while writing it, or not Darwin's
+            if not (path / MARKER).exists():
+                raise CheckpointError(f"{str(path)!r} exists but was not made by Darwin; move it out of "
+                                      "checkpoint_dir (Darwin deletes only directories it made)")
             shutil.rmtree(path)
         path.mkdir()
+        (path / MARKER).touch()
         return path
 
     def commit(self, checkpoint_id: int, body: dict[str, Any], files: list[str] | None = None) -> Checkpoint:
-        """Seal checkpoint ``checkpoint_id``: checksum ``files`` (names in its directory), write the manifest."""
+        """Seal checkpoint ``checkpoint_id``: checksum ``files`` (paths in its directory), write the manifest."""
         path = self.root / f"chk-{checkpoint_id:06d}"
-        path.mkdir(exist_ok=True)
         listed = {}
         for name in files or []:
             f = path / name
             fsync_path(f)
             listed[name] = {"size": f.stat().st_size, "crc32": crc32_of(f)}
-        fsync_path(path)
+        for d in {(path / name).parent for name in files or []} | {path}:
+            fsync_path(d)
         manifest = {"format": FORMAT, "id": checkpoint_id, "files": listed, "body": body}
         text = json.dumps(manifest, sort_keys=True)
         manifest["checksum"] = zlib.crc32(text.encode())
@@ -95,24 +87,36 @@ class CheckpointStore:
         self._prune(checkpoint_id)
         return Checkpoint(checkpoint_id, path, body)
 
-    def latest(self) -> Checkpoint | None:
-        """The newest checkpoint whose manifest and files check out; torn ones are skipped (and logged)."""
-        for path in sorted(self.root.glob("chk-[0-9]*"), reverse=True):
+    def complete(self) -> Iterator[Checkpoint]:
+        """The checkpoints whose manifest and files verify, newest first; damaged ones are logged and skipped."""
+        for _, path in sorted(self._ours(), reverse=True):
             problem = _verify(path)
             if problem is None:
                 manifest = json.loads((path / MANIFEST).read_text())
-                return Checkpoint(manifest["id"], path, manifest["body"])
-            log.warning("checkpoint %s is not usable (%s); trying an older one", path, problem)
-        return None
+                yield Checkpoint(manifest["id"], path, manifest["body"])
+            else:
+                log.warning("checkpoint %s is not usable (%s); trying an older one", path, problem)
+
+    def latest(self) -> Checkpoint | None:
+        """The newest checkpoint that verifies, or None."""
+        return next(self.complete(), None)
 
     def ids(self) -> list[int]:
-        return sorted(int(p.name[4:]) for p in self.root.glob("chk-[0-9]*") if p.name[4:].isdigit())
+        return sorted(number for number, _ in self._ours())
+
+    def _ours(self) -> list[tuple[int, Path]]:
+        """Checkpoint directories Darwin made: named ``chk-<6 digits>`` and marked."""
+        found = []
+        for p in self.root.iterdir():
+            m = _NAME.fullmatch(p.name)
+            if m and p.is_dir() and (p / MARKER).exists():
+                found.append((int(m.group(1)), p))
+        return found
 
     def _prune(self, newest: int) -> None:
         """Delete all but the ``KEEP`` newest complete checkpoints, and anything newer than ``newest``."""
         complete = 0
-        for path in sorted(self.root.glob("chk-[0-9]*"), reverse=True):
-            number = int(path.name[4:]) if path.name[4:].isdigit() else -1
+        for number, path in sorted(self._ours(), reverse=True):
             if number > newest:
                 shutil.rmtree(path, ignore_errors=True)
             elif complete < KEEP and (path / MANIFEST).exists():
@@ -120,6 +124,28 @@ class CheckpointStore:
             else:
                 shutil.rmtree(path, ignore_errors=True)
 
+    # -- the job record -----------------------------------------------------------------------------
+    def write_job(self, record: dict[str, Any]) -> None:
+        write_atomically(self.root / JOB, json.dumps(record, sort_keys=True, indent=1).encode())
+
+    def read_job(self) -> dict[str, Any] | None:
+        return read_job(self.root)
+
+
+def read_job(root: Path) -> dict[str, Any] | None:
+    """The job record in checkpoint_dir ``root``, or None if there is none (or it is unreadable)."""
+    try:
+        record = json.loads((root / JOB).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and "job" in record else None
+
+
+def has_checkpoint_of(root: str | os.PathLike[str], job: str) -> bool:
+    """Whether ``root`` still holds a complete checkpoint of job ``job`` (without creating anything)."""
+    if not Path(root).is_dir():
+        return False
+    return any(c.body.get("job") == job for c in CheckpointStore(root, create=False).complete())
 
 
 def _verify(path: Path) -> str | None:

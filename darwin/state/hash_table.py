@@ -29,15 +29,16 @@ from darwin.state.snapshot import load_arrays, save_arrays
 FIRE_CHUNK = 1 << 20  # entries per batch of fired windows
 INT64_MAX = np.iinfo(np.int64).max
 NO_LOGGED, NO_SLOTS = np.zeros(0, np.uint8), np.zeros(0, np.int64)  # stand-ins: this table keeps no undo log
-META = 4  # [entry count, undo rows, undo base, undo epoch]: the last three only on the mmap backend
 
 
 class HashTableState:
+    meta_slots = 3  # [entry count, undo rows, undo base]: kernels read these; the last two matter on mmap only
+
     def __init__(self, name: str, key_width: int, value_dtypes: Sequence[np.dtype], capacity: int = 1024) -> None:
         self.name = name
         self.key_width = key_width
         self.value_dtypes = [np.dtype(d) for d in value_dtypes]
-        self.meta = self._array("meta", META, np.dtype(np.int64))
+        self.meta = self._array("meta", self.meta_slots, np.dtype(np.int64))
         self._allocate(capacity)
 
     # -- placement: subclasses put the arrays elsewhere -------------------------------------

@@ -5,20 +5,24 @@ form a persistent record log in mapped files, and the index over them is volatil
 it is rebuilt from the keys on recovery. State can be larger than the process's
 memory: the kernel works on the mappings and the OS pages them.
 
-A checkpoint flushes the mappings and records only the entry count. To get back
-to exactly that state after a crash, the table keeps an undo log, also mapped:
-before an entry that existed at the last checkpoint changes for the first time in
-an epoch, the kernel (or the compaction that follows a firing) appends its old
-contents. Recovery rolls those entries back and drops entries added since.
+A checkpoint flushes the mappings and records the entry count, the capacity and a
+checksum of the entries — no copy. To get back to a checkpoint after a crash the table
+keeps undo logs, also mapped: before an entry that existed at the last checkpoint
+changes for the first time in an epoch, the kernel (or the compaction that follows a
+firing) appends its old contents to the *current* log. At each checkpoint the current
+log becomes the *previous* one and a new log starts, so the two kept checkpoints are
+both reachable: the newest by rolling back the current log, the one before it by
+rolling back the previous log too. After rolling back, the entries must match the
+checkpoint's checksum, and the files must carry the job's id in their header: state
+files that were truncated, replaced by a stale copy or written by another job are a
+``CheckpointError``, never adopted.
 
-``meta`` = [entry count, undo rows, undo base, undo epoch]: entries below the
-base existed at the checkpoint ``undo epoch``; the undo rows restore them.
+``meta`` (int64 slots, below): the kernel reads and writes the first three.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,44 +30,69 @@ from typing import Any
 import numpy as np
 
 from darwin.codegen.aggregates import AggLayout
-from darwin.codegen.hashtable import compact, rebuild_index
+from darwin.codegen.hashtable import checksum, compact, rebuild_index
 from darwin.errors import CheckpointError
 from darwin.state.hash_table import HashTableState
+from darwin.state.ownership import RESET_HINT, StatePath
 
-COUNT, UNDO_ROWS, UNDO_BASE, UNDO_EPOCH = range(4)
+# entry count; the current undo log: rows, base (entries below it existed at its checkpoint), that
+# checkpoint's id, which of the two file sets it is in; the previous log: rows, base, checkpoint id;
+# the header: magic number and the owning job's id
+COUNT, UNDO_ROWS, UNDO_BASE, UNDO_EPOCH, UNDO_SET, PREV_ROWS, PREV_BASE, PREV_EPOCH, MAGIC, JOB_HI, JOB_LO = \
+    range(11)
+META_SLOTS = 11
+MAGIC_NUMBER = 0x44_41_52_57_4D_4D_41_50  # "DARWMMAP"
+NO_EPOCH = -1
 VOLATILE = ("index", "logged")  # rebuilt on recovery, never flushed
+
+
+def job_words(job: str) -> tuple[int, int]:
+    """A job id (32 hex digits) as the two int64 words the header stores."""
+    value = int(job, 16)
+    hi, lo = np.array([value >> 64, value & (2**64 - 1)], dtype=np.uint64).view(np.int64)
+    return int(hi), int(lo)
 
 
 class MmapBackend:
     name = "mmap"
 
-    def __init__(self, path: Path, fresh: bool = True) -> None:
-        self.path, self.fresh = path, fresh
+    def __init__(self, owned: StatePath, job: str) -> None:
+        self.owned, self.job = owned, job
 
     def hash_table(self, name: str, lay: AggLayout) -> MmapHashTable:
-        directory = self.path / name
-        if self.fresh and directory.exists():  # files of an earlier run this one does not resume
-            shutil.rmtree(directory)
-        if not self.fresh and not (directory / "meta.bin").exists():
-            raise CheckpointError(f"the checkpoint's mmap state for {name} is not in state_path "
-                                  f"{str(self.path)!r}; resume with the state_path the job ran with")
-        return MmapHashTable(directory, name, lay.key_width, lay.value_dtypes)
+        directory = self.owned.table(name)
+        return MmapHashTable(directory, name, lay.key_width, lay.value_dtypes, job_words(self.job), self.owned.fresh)
 
     def close(self) -> None:
-        pass
+        self.owned.close()
 
 
 class MmapHashTable(HashTableState):
+    meta_slots = META_SLOTS
+
     def __init__(self, directory: Path, name: str, key_width: int, value_dtypes: Sequence[np.dtype],
-                 capacity: int = 1024) -> None:
-        self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
+                 job: tuple[int, int], fresh: bool, capacity: int = 1024) -> None:
+        self.directory, self.job = directory, job
         for part in VOLATILE:  # whatever a crashed run left in them means nothing now
             (directory / f"{part}.bin").unlink(missing_ok=True)
+        self.data_parts = [(f"key{j}", np.dtype(np.int64)) for j in range(key_width)] + \
+            [(f"value{j}", np.dtype(d)) for j, d in enumerate(value_dtypes)]
+        self.found = {part: self._size(part) for part, _ in self.data_parts}  # before mapping extends anything
+        if not fresh and self._size("meta") < META_SLOTS * 8:
+            raise CheckpointError(f"mmap state in {str(directory)!r} has no complete header (meta.bin is missing "
+                                  f"or truncated); {RESET_HINT}")
         super().__init__(name, key_width, value_dtypes, capacity)
+        if fresh:
+            self.meta[:] = 0  # the current log is relative to the empty start, "checkpoint 0", and logs nothing
+            self.meta[PREV_EPOCH] = NO_EPOCH
+            self.meta[MAGIC], (self.meta[JOB_HI], self.meta[JOB_LO]) = MAGIC_NUMBER, job
         self._allocate_undo(capacity)
 
     # -- placement ------------------------------------------------------------------------------
+    def _size(self, part: str) -> int:
+        path = self.directory / f"{part}.bin"
+        return path.stat().st_size if path.exists() else 0
+
     def _array(self, part: str, length: int, dtype: np.dtype) -> np.ndarray:
         """``length`` elements of the file for ``part``, extended with zeros if shorter; content kept."""
         path = self.directory / f"{part}.bin"
@@ -83,10 +112,14 @@ class MmapHashTable(HashTableState):
         self._allocate(capacity)
         rebuild_index(self.index, self.keys, self.count)
 
+    def _undo_arrays(self, which: int, rows: int) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Undo log file set ``which`` (0 or 1) mapped for ``rows`` rows: slots, then entry columns."""
+        slots = self._array(f"undo{which}_slot", rows, np.dtype(np.int64))
+        return slots, [self._array(f"undo{which}_{part}", rows, d) for part, d in self.data_parts]
+
     def _allocate_undo(self, rows: int) -> None:
-        self.undo_slot = self._array("undo_slot", rows, np.dtype(np.int64))
-        self.undo_keys = [self._array(f"undo_key{j}", rows, np.dtype(np.int64)) for j in range(self.key_width)]
-        self.undo_values = [self._array(f"undo_value{j}", rows, d) for j, d in enumerate(self.value_dtypes)]
+        self.undo_slot, undo = self._undo_arrays(int(self.meta[UNDO_SET]), rows)
+        self.undo_keys, self.undo_values = undo[: self.key_width], undo[self.key_width:]
 
     def _reserve_undo(self, rows: int) -> None:
         size = self.undo_slot.shape[0]
@@ -122,43 +155,89 @@ class MmapHashTable(HashTableState):
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         for m in self._persistent():
             m.flush()
-        return {"count": self.count, "capacity": self.capacity, "path": str(self.directory)}, []
+        return {"count": self.count, "capacity": self.capacity,
+                "checksum": int(checksum(self._columns(), self.count))}, []
 
     def after_checkpoint(self, checkpoint_id: int) -> None:
-        """The checkpoint is durable: start an empty undo log relative to it.
+        """The checkpoint is durable: the current undo log becomes the previous one, a new one starts.
 
-        Only the slots the log names were flagged, so this costs the epoch's changes, not the table.
+        Only the slots the log names were flagged, so this costs the epoch's changes, not the
+        table. The order of the writes makes a crash at any point recoverable (see ``_logs_back_to``).
         """
-        self.logged[self.undo_slot[: self.meta[UNDO_ROWS]]] = 0
-        self.meta[UNDO_ROWS] = 0
-        self.meta[UNDO_BASE] = self.count
-        self.meta[UNDO_EPOCH] = checkpoint_id
+        meta, which, rows = self.meta, int(self.meta[UNDO_SET]), int(self.meta[UNDO_ROWS])
+        closed = int(meta[UNDO_EPOCH])
+        meta[PREV_EPOCH] = NO_EPOCH
+        meta[PREV_ROWS], meta[PREV_BASE] = rows, meta[UNDO_BASE]
+        self.logged[self.undo_slot[:rows]] = 0
+        meta[UNDO_ROWS], meta[UNDO_BASE] = 0, self.count
+        meta[UNDO_SET] = 1 - which
+        meta[UNDO_EPOCH] = checkpoint_id
+        meta[PREV_EPOCH] = closed
+        self._allocate_undo(self.undo_slot.shape[0])
 
     def restore(self, directory: Path, meta: dict[str, Any], checkpoint_id: int) -> None:
-        tag = int(self.meta[UNDO_EPOCH])
-        if tag > checkpoint_id:
-            raise CheckpointError(f"state files in {str(self.directory)!r} have moved past checkpoint "
-                                  f"{checkpoint_id} (they belong to checkpoint {tag}, whose manifest is damaged); "
-                                  "this state cannot be rolled back: delete state_path and checkpoint_dir to "
-                                  "start over")
-        if meta["path"] != str(self.directory):
-            raise CheckpointError(f"the checkpoint's mmap state lives in {meta['path']!r}, not in "
-                                  f"{str(self.directory)!r}; resume with the state_path the job ran with")
+        where = f"mmap state in {str(self.directory)!r}"
+        if int(self.meta[MAGIC]) != MAGIC_NUMBER or (int(self.meta[JOB_HI]), int(self.meta[JOB_LO])) != self.job:
+            raise CheckpointError(f"{where} was not written by the job this checkpoint belongs to (its header "
+                                  f"names another job, or none); {RESET_HINT}")
         capacity, count = int(meta["capacity"]), int(meta["count"])
-        parts = [f"key{j}" for j in range(self.key_width)] + [f"value{j}" for j in range(len(self.values))]
-        for part, a in zip(parts, self.keys + self.values):  # drop what grew after the checkpoint
-            os.truncate(self.directory / f"{part}.bin", capacity * a.dtype.itemsize)
-        if capacity > self.capacity:
-            self._allocate(capacity)
-        if tag == checkpoint_id:  # roll back what changed after the checkpoint
-            rows = int(self.meta[UNDO_ROWS])
-            self._reserve_undo(rows)
-            slots = self.undo_slot[:rows]
-            for a, log in zip(self.keys + self.values, self.undo_keys + self.undo_values):
-                a[slots] = log[:rows]
-        # else the crash came after the manifest and before the undo log restarted: the files are the checkpoint
+        for part, dtype in self.data_parts:
+            if self.found[part] < capacity * dtype.itemsize:
+                raise CheckpointError(f"{where}: {part}.bin holds {self.found[part]} bytes, but checkpoint "
+                                      f"{checkpoint_id} needs {capacity * dtype.itemsize}; the file was truncated or "
+                                      f"replaced. {RESET_HINT}")
+        length = min(self.found[part] // dtype.itemsize for part, dtype in self.data_parts)
+        self._allocate(length)
+        for which, rows in self._logs_back_to(checkpoint_id, where):  # newest first
+            self._roll_back(which, rows, length, where)
+        for part, dtype in self.data_parts:  # drop what grew after the checkpoint
+            os.truncate(self.directory / f"{part}.bin", capacity * dtype.itemsize)
+        self._allocate(capacity)
         for a in self.keys + self.values:
             a[count:] = 0
+        if int(checksum(self._columns(), count)) != int(meta["checksum"]):
+            raise CheckpointError(f"{where} does not match checkpoint {checkpoint_id} (checksum of its {count} "
+                                  f"entries differs): the files were changed, damaged or replaced. {RESET_HINT}")
         self.meta[COUNT] = count
         rebuild_index(self.index, self.keys, count)
-        self.after_checkpoint(checkpoint_id)
+        self.meta[PREV_EPOCH] = NO_EPOCH  # the logs are spent: log afresh relative to this checkpoint
+        self.meta[UNDO_ROWS], self.meta[UNDO_BASE] = 0, count
+        self.meta[UNDO_EPOCH] = checkpoint_id
+        self.logged[:] = 0
+        for m in self._persistent():
+            m.flush()
+
+    def _logs_back_to(self, checkpoint_id: int, where: str) -> list[tuple[int, int]]:
+        """The undo logs (file set, rows) that lead back to ``checkpoint_id``, newest first.
+
+        The current log is relative to checkpoint ``UNDO_EPOCH``, the previous one to
+        ``PREV_EPOCH`` (the checkpoint before). A crash after a checkpoint's manifest and
+        before its log restarted leaves the files exactly at that checkpoint, one past
+        ``UNDO_EPOCH``: nothing to roll back.
+        """
+        current, previous = int(self.meta[UNDO_EPOCH]), int(self.meta[PREV_EPOCH])
+        now = (int(self.meta[UNDO_SET]), int(self.meta[UNDO_ROWS]))
+        if checkpoint_id == current:
+            return [now]
+        if checkpoint_id == previous != NO_EPOCH:
+            return [now, (1 - now[0], int(self.meta[PREV_ROWS]))]
+        if checkpoint_id == current + 1:
+            return []
+        reach = [e for e in (current, previous) if e != NO_EPOCH]
+        raise CheckpointError(f"{where} cannot be rolled back to checkpoint {checkpoint_id}: its undo logs lead "
+                              f"back to checkpoint(s) {reach or 'none'} only (a stale copy, or files of another "
+                              f"run). {RESET_HINT}")
+
+    def _roll_back(self, which: int, rows: int, length: int, where: str) -> None:
+        """Put back the old contents undo log ``which`` recorded (idempotent: a crash may repeat it)."""
+        needed = {"slot": np.dtype(np.int64)} | {part: d for part, d in self.data_parts}
+        for part, dtype in needed.items():
+            if self._size(f"undo{which}_{part}") < rows * dtype.itemsize:
+                raise CheckpointError(f"{where}: undo log file undo{which}_{part}.bin is shorter than the "
+                                      f"{rows} rows its header records. {RESET_HINT}")
+        slots, columns = self._undo_arrays(which, rows)
+        slots = slots[:rows]
+        if rows and (slots.min() < 0 or slots.max() >= length):
+            raise CheckpointError(f"{where}: undo log {which} names entries outside the table. {RESET_HINT}")
+        for a, log in zip(self.keys + self.values, columns):
+            a[slots] = log[:rows]

@@ -8,15 +8,18 @@ RocksDB holds for them, with one multi-get. Keys are the window start and the gr
 order-preserving big-endian bytes, so the windows that fire are one range scan
 from the first key. A value holds the entry's first-seen sequence number, so
 fired windows drain in the same order as on the other backends, then the raw
-accumulators. Checkpoints are RocksDB checkpoints (hard links to the SST files).
+accumulators. Checkpoints are RocksDB checkpoints whose files are copies, never hard
+links shared with the live database or another checkpoint, each listed with its
+checksum in the manifest: a damaged file breaks one checkpoint, and the one before
+it still restores.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections import deque
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +27,10 @@ import numpy as np
 import rocksdict
 
 from darwin.codegen.aggregates import AggLayout
-from darwin.errors import CheckpointError
+from darwin.errors import CheckpointError, StateError
 from darwin.state.hash_table import HashTableState
 from darwin.state.merge import combine
+from darwin.state.ownership import StatePath
 
 SIGN = np.uint64(1 << 63)
 INT64_MAX = np.iinfo(np.int64).max
@@ -38,17 +42,28 @@ WRITE_BUFFER = 128 << 20  # bytes of memtable before RocksDB flushes to an SST f
 class RocksBackend:
     name = "rocksdb"
 
-    def __init__(self, path: Path, delta_limit: int, fresh: bool = True) -> None:
-        self.path, self.delta_limit, self.fresh = path, delta_limit, fresh
+    def __init__(self, owned: StatePath, delta_limit: int) -> None:
+        self.owned, self.delta_limit = owned, delta_limit
 
     def hash_table(self, name: str, lay: AggLayout) -> RocksTable:
-        directory = self.path / name
-        if self.fresh and directory.exists():
-            shutil.rmtree(directory)
-        return RocksTable(directory, name, lay, self.delta_limit)
+        return RocksTable(self.owned.table(name), name, lay, self.delta_limit)
 
     def close(self) -> None:
-        pass
+        self.owned.close()
+
+
+@contextmanager
+def _rocksdb_errors(directory: Path) -> Iterator[None]:
+    """RocksDB's own errors (rocksdict raises bare ``Exception``) as a ``StateError`` naming the database."""
+    try:
+        yield
+    except StateError:
+        raise
+    except Exception as e:
+        if type(e) is not Exception:  # a Python error of Darwin's, not one RocksDB reported
+            raise
+        raise StateError(f"RocksDB state in {str(directory)!r} failed: {e}. A restart of the job resumes from "
+                         "its last checkpoint, which holds its own copy of the database") from None
 
 
 def encode_keys(keys: list[np.ndarray]) -> list[bytes]:
@@ -99,6 +114,10 @@ class RocksTable:
         self.db = self._open()
 
     def _open(self) -> rocksdict.Rdict:
+        with _rocksdb_errors(self.directory):
+            return self._open_db()
+
+    def _open_db(self) -> rocksdict.Rdict:
         options = rocksdict.Options(raw_mode=True)
         options.create_if_missing(True)
         options.set_write_buffer_size(WRITE_BUFFER)
@@ -133,6 +152,10 @@ class RocksTable:
     # -- the cache into RocksDB -------------------------------------------------------------------
     def merge(self) -> None:
         """Write what changed since the last merge to RocksDB: one multi-get, one write batch."""
+        with _rocksdb_errors(self.directory):
+            self._merge()
+
+    def _merge(self) -> None:
         count, m = self.delta.count, self.width
         if count == 0:
             return
@@ -202,7 +225,11 @@ class RocksTable:
 
         Yields one chunk per window (entries sorted by first-seen order need the whole window).
         """
-        self.merge()
+        with _rocksdb_errors(self.directory):
+            yield from self._fire(watermark, size_ms, final)
+
+    def _fire(self, watermark: int, size_ms: int, final: bool) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
+        self._merge()
         end = MAX_KEY if final else encode_keys([np.array([watermark - size_ms + 1], dtype=np.int64)])[0]
         keys: list[bytes] = []
         values: list[bytes] = []
@@ -241,31 +268,38 @@ class RocksTable:
     def min_start(self) -> int | None:
         starts = [] if self.delta.is_empty() else [self.delta.min_start()]
         if self.stored:
-            it = self.db.iter()
-            it.seek_to_first()
-            if it.valid():
-                starts.append(int(decode_keys([it.key()], self.lay.key_width)[0][0]))
+            with _rocksdb_errors(self.directory):
+                it = self.db.iter()
+                it.seek_to_first()
+                if it.valid():
+                    starts.append(int(decode_keys([it.key()], self.lay.key_width)[0][0]))
         return min(starts) if starts else None
 
     # -- checkpoints ------------------------------------------------------------------------------
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
+        """A RocksDB checkpoint whose files are all this checkpoint's own (copies, not hard links)."""
         self.merge()
-        self.db.flush()
         target = directory / f"{self.name}.rocksdb"
-        rocksdict.Checkpoint(self.db).create_checkpoint(str(target))
-        small = sorted(str(p.relative_to(directory)) for p in target.iterdir() if p.suffix != ".sst")
-        return {"stored": self.stored, "next_seq": self.next_seq}, small  # SST files carry their own checksums
+        with _rocksdb_errors(self.directory):
+            self.db.flush()
+            rocksdict.Checkpoint(self.db).create_checkpoint(str(target))
+        for f in target.iterdir():
+            if f.stat().st_nlink > 1:  # shared with the live database: give the checkpoint its own copy
+                copy = f.with_name(f.name + ".copy")
+                shutil.copyfile(f, copy)
+                copy.replace(f)
+        files = sorted(str(p.relative_to(directory)) for p in target.iterdir())
+        return {"stored": self.stored, "next_seq": self.next_seq}, files
 
     def restore(self, directory: Path, meta: dict[str, Any], checkpoint_id: int) -> None:
+        """Copy the checkpoint's database into place: the live files never share a block with it."""
         saved = directory / f"{self.name}.rocksdb"
         if not saved.is_dir():
             raise CheckpointError(f"checkpoint {str(directory)!r} has no RocksDB checkpoint for {self.name}")
         self.db.close()
         live = self.directory / "db"
         shutil.rmtree(live, ignore_errors=True)
-        live.mkdir(parents=True)
-        for f in saved.iterdir():  # SST files never change: link them; the rest RocksDB rewrites
-            (os.link if f.suffix == ".sst" else shutil.copy2)(f, live / f.name)
+        shutil.copytree(saved, live, copy_function=shutil.copyfile)
         self.db = self._open()
         self.delta.clear()
         self.stored, self.next_seq = int(meta["stored"]), int(meta["next_seq"])

@@ -1,23 +1,21 @@
 """One suite, every state backend: results, crash recovery, damaged checkpoints, refusals.
 
 Crashes here are exceptions thrown from inside the run after a chosen number of
-input batches (between any two steps of a batch boundary, see ``crash_after``);
-``tests/recovery`` kills real processes with SIGKILL.
+input batches (``tests/crashes.py``); ``tests/recovery`` kills real processes with SIGKILL.
 """
 
 import csv
-import re
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from crashes import Crash, bids, crash_after, run_until_done, stop_crashing, windowed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streams import SHAPES, q_all_aggregates, q_late_output, q_sliding_string_key, source, streams
 
 import darwin as dw
-import darwin.runtime.compiled as compiled
 from darwin.config import STATE_BACKENDS
 from darwin.errors import CheckpointError, ConfigError, SinkError
 from darwin.state.checkpoint import MANIFEST
@@ -25,53 +23,6 @@ from darwin.testing import assert_engines_agree
 
 STATEFUL = [s for s in SHAPES if s.__name__ not in ("q_stateless", "q_windowed_rows")]
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-
-
-@pytest.fixture(params=STATE_BACKENDS)
-def backend(request):
-    return request.param
-
-
-@pytest.fixture
-def configure(backend, tmp_path):
-    """A config factory for this backend; rocksdb gets a tiny delta so it merges all the time."""
-    def make(**changes):
-        extra = {"state_delta_limit": 3} if backend == "rocksdb" else {}
-        return dw.Config(state=backend, state_path=str(tmp_path / "state"), **extra).replace(**changes)
-    return make
-
-
-class Crash(Exception):
-    """Stands in for the process dying."""
-
-
-def crash_after(monkeypatch, batches):
-    """Make the next run die when it reads input batch ``batches`` (counted from where it resumed)."""
-    original = compiled.read_from
-
-    def failing(*args, **kwargs):
-        for i, batch in enumerate(original(*args, **kwargs)):
-            if i == batches:
-                raise Crash(f"crash at batch {i}")
-            yield batch
-    monkeypatch.setattr(compiled, "read_from", failing)
-
-
-def run_until_done(query, sink_factory, config, monkeypatch, crashes):
-    """Run, crashing at each of ``crashes`` (batch numbers) that the run reaches, then to the end."""
-    try:
-        for at in crashes:
-            crash_after(monkeypatch, at)
-            try:
-                return query.sink(sink_factory()).run(config)
-            except Crash:
-                pass
-    finally:
-        monkeypatch.setattr(compiled, "read_from", ORIGINAL_READ_FROM)
-    return query.sink(sink_factory()).run(config)
-
-
-ORIGINAL_READ_FROM = compiled.read_from
 
 
 def committed(sink_kind, directory: Path):
@@ -122,8 +73,10 @@ def test_crashes_and_restarts_give_exactly_the_uninterrupted_output(configure, t
     q = shape(source(table, cuts, delay))
     base = tmp_path_factory.mktemp("run")
     make = SINKS[sink_kind]
-    plain = q.sink(make(base / "plain", base / "plain-late")).run(configure(batch_size=batch_size))
-    config = configure(batch_size=batch_size, checkpoint_dir=str(base / "chk"), checkpoint_interval=every)
+    state = str(base / "state")  # each example is another job: one state_path per job
+    plain = q.sink(make(base / "plain", base / "plain-late")).run(configure(batch_size=batch_size, state_path=state))
+    config = configure(batch_size=batch_size, state_path=state, checkpoint_dir=str(base / "chk"),
+                       checkpoint_interval=every)
     result = run_until_done(q, lambda: make(base / "out", base / "out-late"), config, monkeypatch, crashes)
     assert committed(sink_kind, base / "out") == committed(sink_kind, base / "plain")
     if late:
@@ -131,25 +84,7 @@ def test_crashes_and_restarts_give_exactly_the_uninterrupted_output(configure, t
     for name in ("input_rows", "output_rows", "late_rows", "windows_fired"):
         assert result.metrics[name] == plain.metrics[name], name
     assert result.metrics["input_rows"] == table.num_rows
-    assert not list((base / "out" / "_staging").iterdir())
-
-
-def bids(n=3000):
-    return pa.table({"ts": pa.array([i * 37 % 100_000 + i * 20 for i in range(n)], pa.timestamp("ms")),
-                     "k": [i % 97 for i in range(n)], "v": [float(i % 13) for i in range(n)]})
-
-
-def windowed(t, size="2s"):
-    return (dw.from_arrow(t, time="ts", max_delay="5s").window(dw.Tumble(size, on="ts")).group_by("k")
-            .agg(s=dw.sum("v"), n=dw.count(), hi=dw.max("v")))
-
-
-@pytest.fixture
-def job(configure, tmp_path):
-    """(query, checkpointing config, expected table) over a stream of 3000 rows in 30 batches."""
-    q = windowed(bids())
-    config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval=4)
-    return q, config, q.collect(dw.Config(batch_size=100))
+    assert not list((base / "out" / "_darwin_staging").iterdir())
 
 
 def test_a_checkpoint_torn_while_being_written_is_skipped(job, tmp_path, monkeypatch):
@@ -169,29 +104,6 @@ def test_a_checkpoint_torn_while_being_written_is_skipped(job, tmp_path, monkeyp
     monkeypatch.setattr(CheckpointStore, "commit", commit)
     result = q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
     assert result.resumed_from == 2
-    assert pq.read_table(tmp_path / "out").equals(expected)
-
-
-def test_a_damaged_checkpoint_is_detected(backend, job, tmp_path, monkeypatch):
-    """Memory and RocksDB state fall back to the previous checkpoint; mmap state, rolled forward in
-    place, cannot go back past it and says so."""
-    q, config, expected = job
-    crash_after(monkeypatch, 17)  # after checkpoints 1-4
-    with pytest.raises(Crash):
-        q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
-    newest = sorted((tmp_path / "chk").glob("chk-*"))[-1]
-    manifest = newest / MANIFEST
-    text = manifest.read_text()
-    damaged = re.sub(r'"offset": (\d+)', lambda m: f'"offset": {int(m.group(1)) - 100}', text)
-    assert damaged != text
-    manifest.write_text(damaged)  # a plausible but wrong offset: only the checksum can tell
-    monkeypatch.setattr(compiled, "read_from", ORIGINAL_READ_FROM)
-    if backend == "mmap":
-        with pytest.raises(CheckpointError, match="cannot be rolled back"):
-            q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
-        return
-    result = q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
-    assert result.resumed_from == 3
     assert pq.read_table(tmp_path / "out").equals(expected)
 
 
@@ -220,7 +132,7 @@ def test_a_changed_query_is_refused(job, tmp_path, monkeypatch):
     crash_after(monkeypatch, 10)
     with pytest.raises(Crash):
         q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
-    monkeypatch.setattr(compiled, "read_from", ORIGINAL_READ_FROM)
+    stop_crashing(monkeypatch)
     other = windowed(bids(), size="3s")
     with pytest.raises(CheckpointError, match="different query.*tumble\\(3000ms"):
         other.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
@@ -231,7 +143,7 @@ def test_a_changed_backend_is_refused(backend, job, tmp_path, monkeypatch):
     crash_after(monkeypatch, 10)
     with pytest.raises(Crash):
         q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
-    monkeypatch.setattr(compiled, "read_from", ORIGINAL_READ_FROM)
+    stop_crashing(monkeypatch)
     other = next(b for b in STATE_BACKENDS if b != backend)
     with pytest.raises(CheckpointError, match=f"backend '{backend}'.*'{other}'"):
         q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config.replace(state=other))
@@ -273,27 +185,6 @@ def test_the_main_job_commits_and_resumes_on_every_backend(backend, tmp_path):
     assert CliRunner().invoke(app, args[:-2]).exit_code == 2  # checkpoints without --out
 
 
-def test_checkpoints_write_only_new_strings(configure, tmp_path, monkeypatch):
-    names = [f"name{i % 40 if i < 1500 else i % 60}" for i in range(3000)]  # 20 new names after row 1500
-    t = bids().append_column("s", pa.array(names))
-    q = dw.from_arrow(t, time="ts", max_delay="5s").window(dw.Tumble("2s", on="ts")).group_by("s").agg(n=dw.count())
-    config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval=2)
-    crash_after(monkeypatch, 25)
-    with pytest.raises(Crash):
-        q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
-    segments = sorted((tmp_path / "chk" / "strings").glob("strings-*.arrow"))
-    counts = [pa.ipc.open_file(pa.memory_map(str(s))).read_all().num_rows for s in segments]
-    assert counts == [40, 20]  # 12 checkpoints, two of which saw new names
-    monkeypatch.setattr(compiled, "read_from", ORIGINAL_READ_FROM)
-    q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
-    assert pq.read_table(tmp_path / "out").equals(q.collect(dw.Config(batch_size=100)))
-    segments = sorted((tmp_path / "chk" / "strings").glob("strings-*.arrow"))
-    assert sum(pa.ipc.open_file(pa.memory_map(str(s))).read_all().num_rows for s in segments) == 60
-    segments[0].unlink()
-    with pytest.raises(CheckpointError, match="segment"):
-        q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
-
-
 def test_state_that_grows_between_checkpoints_recovers(configure, tmp_path, monkeypatch):
     """Entries changed, then the table grown, then the same entries changed again, then a crash."""
     n = 8000
@@ -304,7 +195,7 @@ def test_state_that_grows_between_checkpoints_recovers(configure, tmp_path, monk
     crash_after(monkeypatch, 15)  # checkpoint after row 5000; growth past 1024 entries before the crash
     with pytest.raises(Crash):
         q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
-    monkeypatch.setattr(compiled, "read_from", ORIGINAL_READ_FROM)
+    stop_crashing(monkeypatch)
     result = q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
     assert result.resumed_from == 1
     assert pq.read_table(tmp_path / "out").equals(q.collect(dw.Config(batch_size=500)))

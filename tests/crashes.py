@@ -1,0 +1,56 @@
+"""Simulated crashes and the small checkpointed job the state tests share.
+
+A crash is an exception thrown from inside the run when it reads a chosen input batch,
+between any two steps of a batch boundary; ``tests/recovery`` kills real processes.
+"""
+
+import pyarrow as pa
+
+import darwin as dw
+import darwin.runtime.compiled as compiled
+
+ORIGINAL_READ_FROM = compiled.read_from
+
+
+class Crash(Exception):
+    """Stands in for the process dying."""
+
+
+def crash_after(monkeypatch, batches):
+    """Make the next run die when it reads input batch ``batches`` (counted from where it resumed)."""
+    original = compiled.read_from
+
+    def failing(*args, **kwargs):
+        for i, batch in enumerate(original(*args, **kwargs)):
+            if i == batches:
+                raise Crash(f"crash at batch {i}")
+            yield batch
+    monkeypatch.setattr(compiled, "read_from", failing)
+
+
+def stop_crashing(monkeypatch):
+    monkeypatch.setattr(compiled, "read_from", ORIGINAL_READ_FROM)
+
+
+def run_until_done(query, sink_factory, config, monkeypatch, crashes):
+    """Run, crashing at each of ``crashes`` (batch numbers) that the run reaches, then to the end."""
+    try:
+        for at in crashes:
+            crash_after(monkeypatch, at)
+            try:
+                return query.sink(sink_factory()).run(config)
+            except Crash:
+                pass
+    finally:
+        stop_crashing(monkeypatch)
+    return query.sink(sink_factory()).run(config)
+
+
+def bids(n=3000):
+    return pa.table({"ts": pa.array([i * 37 % 100_000 + i * 20 for i in range(n)], pa.timestamp("ms")),
+                     "k": [i % 97 for i in range(n)], "v": [float(i % 13) for i in range(n)]})
+
+
+def windowed(t, size="2s"):
+    return (dw.from_arrow(t, time="ts", max_delay="5s").window(dw.Tumble(size, on="ts")).group_by("k")
+            .agg(s=dw.sum("v"), n=dw.count(), hi=dw.max("v")))
