@@ -29,3 +29,15 @@ def test_uint64_within_int64_works(config):
     assert got["id"].type == pa.int64()
     assert got.to_pylist() == [{"id": 0, "x": 0}, {"id": None, "x": None}, {"id": 2**63 - 1, "x": 7},
                                {"id": 7, "x": 7}]
+
+
+def test_seconds_beyond_int64_milliseconds_are_a_source_error(config):
+    # times 1000 would wrap around silently; the largest that fits still works
+    limit = (2**63 - 1) // 1000
+    ok = dw.from_arrow(pa.table({"ts": pa.array([-limit, limit], pa.timestamp("s"))}), time="ts")
+    assert ok.select(t=col("ts").cast("int64")).collect(config)["t"].to_pylist() == [-limit * 1000, limit * 1000]
+    for bad in (limit + 1, -limit - 1):
+        t = dw.from_arrow(pa.table({"ts": pa.array([0, bad], pa.timestamp("s"))}), time="ts", name="secs")
+        with pytest.raises(SourceError, match=rf"source 'secs': column 'ts' holds {bad} s, which does not fit "
+                                              "Darwin's int64 milliseconds"):
+            t.select("ts").collect(config)
