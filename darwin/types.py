@@ -46,6 +46,13 @@ _TO_ARROW = {
 
 def dtype_from_arrow(t: pa.DataType, where: str) -> DType:
     """Map an Arrow type onto a Darwin type; ``where`` names the column for errors."""
+    dtype = _dtype_of(t)
+    if dtype is None:
+        raise _unsupported(where, str(t))
+    return dtype
+
+
+def _dtype_of(t: pa.DataType) -> DType | None:
     if pa.types.is_dictionary(t):
         t = t.value_type
     if pa.types.is_integer(t):
@@ -58,8 +65,13 @@ def dtype_from_arrow(t: pa.DataType, where: str) -> DType:
         return DType.TIMESTAMP
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return DType.STRING
-    raise SchemaError(f"column {where!r} has Arrow type {t}, which Darwin does not support "
-                      "(supported: integers, floats, bool, timestamp, string)")
+    return None
+
+
+def _unsupported(name: str, arrow_type: str, operation: str | None = None) -> SchemaError:
+    used = "" if operation is None else f", used in {operation}"
+    return SchemaError(f"column {name!r} has Arrow type {arrow_type}, which Darwin does not support "
+                       f"(supported: integers, floats, bool, timestamp, string){used}")
 
 
 @dataclass(frozen=True)
@@ -74,6 +86,8 @@ class Schema:
     """An ordered set of uniquely named fields."""
 
     fields: tuple[Field, ...]
+    # (name, Arrow type) of source columns of unsupported types, set aside: an error only once read
+    unsupported: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -96,20 +110,32 @@ class Schema:
         for f in self.fields:
             if f.name == name:
                 return f
+        self.refuse_unsupported(name, operation)
         raise PlanError(f"unknown column {name!r} in {operation}; available columns: {list(self.names)}")
 
+    def refuse_unsupported(self, name: str, operation: str) -> None:
+        """Raise if ``name`` is a column set aside for its type, naming the type, not "unknown column"."""
+        for n, arrow_type in self.unsupported:
+            if n == name:
+                raise _unsupported(name, arrow_type, operation)
+
     def select(self, names: tuple[str, ...]) -> Schema:
-        return Schema(tuple(self.field(n) for n in names))
+        return Schema(tuple(self.field(n) for n in names), self.unsupported)
 
     def to_arrow(self) -> pa.Schema:
         return pa.schema([pa.field(f.name, f.dtype.arrow, nullable=f.nullable) for f in self.fields])
 
     @staticmethod
     def from_arrow(schema: pa.Schema, non_null: frozenset[str] = frozenset()) -> Schema:
-        """Darwin schema of an Arrow schema; ``non_null`` lists columns known to hold no nulls."""
-        return Schema(tuple(
-            Field(f.name, dtype_from_arrow(f.type, f.name), f.nullable and f.name not in non_null)
-            for f in schema))
+        """Darwin schema of an Arrow schema; ``non_null`` lists columns known to hold no nulls.
+
+        Columns of unsupported types are set aside, not refused: a source may hold them (Spark, too,
+        reads only what a query needs), and only a query that reads one fails, naming it.
+        """
+        dtypes = [(f, _dtype_of(f.type)) for f in schema]
+        return Schema(tuple(Field(f.name, dtype, f.nullable and f.name not in non_null)
+                            for f, dtype in dtypes if dtype is not None),
+                      tuple((f.name, str(f.type)) for f, dtype in dtypes if dtype is None))
 
     def __str__(self) -> str:
         return ", ".join(f"{f.name}: {f.dtype.value}{'' if f.nullable else ' not null'}" for f in self.fields)

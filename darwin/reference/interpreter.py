@@ -21,6 +21,7 @@ from darwin.errors import UnsupportedError
 from darwin.plan import nodes as pn
 from darwin.plan.exprs import AggCall, Column
 from darwin.reference.evaluate import Row, compile_expr, wrap64
+from darwin.runtime.encoding import to_int64
 from darwin.runtime.output import Output
 from darwin.runtime.progress import Metrics, WatermarkClock
 from darwin.types import DType, Schema
@@ -45,7 +46,7 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
     ctx.clock = WatermarkClock(scan.max_delay_ms if scan.max_delay_ms is not None else config.max_delay_ms)
     late_schema = pn.late_output_schema(plan)
     for batch in scan.source.batches(scan.columns, config.batch_size):
-        rows = _rows(batch, scan.schema)
+        rows = _rows(batch, scan.schema, scan.source.name)
         metrics.add("input_rows", len(rows))
         for row in rows:
             if time_col is not None and row[time_col] is not None:
@@ -67,12 +68,14 @@ def _drain(out: list[Row], schema: Schema, ctx: _Context, late_schema: Schema | 
         ctx.late_rows.clear()
 
 
-def _rows(batch: pa.RecordBatch, schema: Schema) -> list[Row]:
+def _rows(batch: pa.RecordBatch, schema: Schema, source: str) -> list[Row]:
+    """Rows of a batch; integers and timestamps go through the compiled engine's conversion, so both
+    engines see the same milliseconds and refuse the same out-of-range values."""
     cols = {}
     for f, name in zip(schema.fields, batch.schema.names):
         arr = batch.column(name)
-        if f.dtype is DType.TIMESTAMP:
-            arr = arr.cast(pa.int64())
+        if f.dtype in (DType.INT64, DType.TIMESTAMP):
+            arr = to_int64(arr, source, name)
         elif pa.types.is_dictionary(arr.type):
             arr = arr.dictionary_decode()
         cols[name] = arr.to_pylist()

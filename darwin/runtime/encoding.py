@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from darwin.errors import SchemaError
+from darwin.errors import SchemaError, SourceError
 from darwin.plan.strings import apply_arrow
 from darwin.types import DType, Field, Schema, dtype_from_arrow
 
@@ -118,16 +118,56 @@ def _encode_column(arr: pa.Array, f: Field, pool: StringPool, source: str) -> Co
     valid = arr.is_valid().to_numpy(zero_copy_only=False) if f.nullable else None
     if f.dtype is DType.STRING:
         return Column(pool.encode(arr), valid)
-    if f.dtype is DType.TIMESTAMP:
-        if arr.type.unit != "ms":
-            arr = pc.cast(arr, pa.timestamp("ms", arr.type.tz), safe=False)
-        arr = arr.view(pa.int64()) if arr.type.tz is None else pc.cast(arr, pa.int64())
+    if f.dtype in (DType.INT64, DType.TIMESTAMP):
+        arr = to_int64(arr, source, f.name)
     elif arr.type != f.dtype.arrow:
         arr = pc.cast(arr, f.dtype.arrow)
     if has_nulls:
         arr = arr.fill_null(False if f.dtype is DType.BOOL else 0)
     values = arr.to_numpy(zero_copy_only=False)
     return Column(np.ascontiguousarray(values, dtype=f.dtype.numpy), valid)
+
+
+INT64_MAX = 2**63 - 1
+_TICKS_PER_MS = {"us": 1_000, "ns": 1_000_000}
+
+
+def to_int64(arr: pa.Array, source: str, column: str) -> pa.Array:
+    """Darwin's int64 values of an integer or timestamp column, nulls kept; both engines convert through here.
+
+    Timestamps become UTC milliseconds whatever their unit or time zone (Arrow stores the instant as
+    UTC ticks; the zone only labels it), floored so that -1 µs is -1 ms, inside the window holding it.
+    Arrow's own cast truncates toward zero. A value int64 cannot hold is a ``SourceError``.
+    """
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if not pa.types.is_timestamp(arr.type):
+        if arr.type == pa.int64():
+            return arr
+        try:
+            return pc.cast(arr, pa.int64())
+        except pa.ArrowInvalid:  # only uint64 holds integers int64 cannot
+            bad = pc.filter(arr, pc.greater(arr, pa.scalar(INT64_MAX, arr.type)))[0].as_py()
+            raise _does_not_fit(source, column, bad, "int64") from None
+    ticks = arr.view(pa.int64())
+    unit = arr.type.unit
+    if unit == "ms":
+        return ticks
+    values = ticks.fill_null(0).to_numpy(zero_copy_only=False)
+    if unit == "s":
+        limit = INT64_MAX // 1000
+        out_of_range = np.flatnonzero((values > limit) | (values < -limit))
+        if len(out_of_range):
+            raise _does_not_fit(source, column, f"{values[out_of_range[0]]} s", "int64 milliseconds")
+        values = values * 1000
+    else:
+        values = np.floor_divide(values, _TICKS_PER_MS[unit])
+    mask = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
+    return pa.array(values, pa.int64(), mask=mask)
+
+
+def _does_not_fit(source: str, column: str, value: object, what: str) -> SourceError:
+    return SourceError(f"source {source!r}: column {column!r} holds {value}, which does not fit Darwin's {what}")
 
 
 def decode(batch: EncodedBatch, schema: Schema, pool: StringPool, source: EncodedBatch | None = None,
