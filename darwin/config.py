@@ -6,9 +6,11 @@ never silently falls back to a default.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,7 +63,7 @@ class Config:
     state: str = "memory"
     state_path: str | None = None  # the path keys also take an os.PathLike, kept as its str
     checkpoint_dir: str | None = None
-    checkpoint_interval: str | int | None = None  # a duration ("10s") or a number of input batches
+    checkpoint_interval: str | None = None  # a duration ("10s") or a count of input batches ("100 batches")
     state_delta_limit: int = 1 << 20  # rocksdb: entries of the in-memory cache before it is written out
     cache_dir: str = field(default_factory=_default_cache_dir)
     parallelism: int = 1
@@ -183,18 +185,28 @@ def _millis(value: Any, name: str) -> int:
         raise _bad(f"the duration {value!r} is too large", name) from None
 
 
-def _interval(value: str | int | None) -> tuple[str, int]:
-    """An integer is a number of input batches; a string with a unit is a duration."""
+_BATCHES = re.compile(r"^\s*(\d+)\s*batch(?:es)?\s*$", re.IGNORECASE)
+_INTERVAL_FORMS = ("write a duration with its unit, such as '10s', '500ms' or '2min', "
+                   "or a count of input batches, such as '100 batches' or '1 batch'")
+
+
+def _interval(value: Any) -> tuple[str, int]:
+    """("batches", n) for "n batches", ("ms", n) for a duration; a bare number is refused, its unit unclear."""
     if value is None:
         return ("ms", DEFAULT_CHECKPOINT_MS)
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value < 1:
-            raise _bad(f"expected at least 1 batch, got {value}", "checkpoint_interval")
-        return ("batches", value)
-    ms = _millis(value, "checkpoint_interval")
-    if ms < 1:
-        raise _bad(f"expected a positive duration, got {value!r}", "checkpoint_interval")
-    return ("ms", ms)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise _bad(f"the bare number {value!r} has no unit; {_INTERVAL_FORMS}", "checkpoint_interval")
+    if isinstance(value, str):
+        batches = _BATCHES.match(value)
+        if batches and int(batches.group(1)) >= 1:
+            return ("batches", int(batches.group(1)))
+        if not batches:
+            with contextlib.suppress(ConfigError):  # the error below says how to write either form
+                ms = _millis(value, "checkpoint_interval")
+                if ms >= 1:
+                    return ("ms", ms)
+    raise _bad(f"expected a positive duration or a count of at least 1 batch, got {value!r}; {_INTERVAL_FORMS}",
+               "checkpoint_interval")
 
 
 @dataclass(frozen=True)

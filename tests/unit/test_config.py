@@ -125,3 +125,34 @@ def test_a_config_file_that_is_not_text_is_a_config_error(tmp_path):
     p.write_bytes(b"mode: \xff\xfe\n")
     with pytest.raises(ConfigError, match="binary.yaml"):
         dw.Config.from_yaml(p)
+
+
+# -- checkpoint_interval says its unit: a duration or a count of input batches ----------------------
+
+@pytest.mark.parametrize("value, every", [
+    ("10s", ("ms", 10_000)), ("500ms", ("ms", 500)), ("2min", ("ms", 120_000)), ("1.5s", ("ms", 1500)),
+    ("100 batches", ("batches", 100)), ("1 batch", ("batches", 1)), ("3batches", ("batches", 3)),
+    (None, ("ms", 10_000)),
+])
+def test_checkpoint_interval_is_a_duration_or_a_count_of_batches(value, every):
+    assert dw.Config(checkpoint_dir="chk", checkpoint_interval=value).checkpoint_every == every
+
+
+@pytest.mark.parametrize("value", [2, 1.5, True, "2", "1.5", "0 batches", "1.5 batches", "-1 batches", "0ms",
+                                   "soon", ["1s"]])
+def test_a_checkpoint_interval_without_a_unit_says_how_to_write_one(value):
+    with pytest.raises(ConfigError, match="'checkpoint_interval'") as e:
+        dw.Config(checkpoint_dir="chk", checkpoint_interval=value)
+    assert "'10s'" in str(e.value) and "'100 batches'" in str(e.value)
+
+
+def test_a_bare_number_in_a_yaml_file_names_the_line(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("checkpoint_dir: chk\ncheckpoint_interval: 2\n")
+    with pytest.raises(ConfigError, match=r"line 2: config key 'checkpoint_interval': .*2.*'100 batches'"):
+        dw.Config.from_yaml(p)
+
+
+@pytest.mark.parametrize("name", ["mmap.yaml", "rocksdb.yaml", "local.yaml"])
+def test_the_shipped_deployments_load(name):
+    assert dw.Config.from_yaml(f"configs/{name}").batch_size >= 1
