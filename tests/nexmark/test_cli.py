@@ -125,6 +125,8 @@ def test_an_existing_file_where_a_directory_belongs_is_a_clear_error(tmp_path):
                                             "--state-path", str(file)]), str(file))
     clean_error(runner.invoke(nexmark_app, ["run", "q12", "--events", "1K", "--engine", "darwin", "--state", "mmap",
                                             "--data-dir", str(file)]), str(file))
+    clean_error(runner.invoke(nexmark_app, ["run", "q12", "--events", "1K", "--engine", "darwin",
+                                            "--json", str(tmp_path)]), str(tmp_path))
 
 
 def test_spark_without_pyspark_is_a_clear_error_before_any_work(tmp_path, monkeypatch):
