@@ -121,7 +121,7 @@ class Config:
             node = yaml.compose(raw, Loader=yaml.SafeLoader)  # only for the lines of the keys
             data = yaml.safe_load(raw)
         except yaml.YAMLError as e:
-            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {e}") from e
+            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {_yaml_problem(e)}") from e
         return cls.from_dict(data or {}, where=str(p), base=base, lines=_key_lines(node))
 
     @classmethod
@@ -155,6 +155,14 @@ def _key_lines(node: yaml.Node | None) -> dict[str, int]:
     if not isinstance(node, yaml.MappingNode):
         return {}
     return {str(k.value): k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    """PyYAML's report (several lines, with a snippet of the file) as one line with line and column."""
+    if isinstance(e, yaml.MarkedYAMLError) and e.problem_mark is not None:
+        where = f"line {e.problem_mark.line + 1}, column {e.problem_mark.column + 1}"
+        return f"{e.context + ', ' if e.context else ''}{e.problem} at {where}"
+    return " ".join(str(e).split())
 
 
 def _at(lines: Mapping[str, int], keys: list[str]) -> str:

@@ -142,3 +142,32 @@ def test_spark_without_pyspark_is_a_clear_error_before_any_work(tmp_path, monkey
     result = runner.invoke(nexmark_app, ["run", "q1", "--events", "1K", "--data-dir", str(tmp_path / "data")])
     clean_error(result, "pyspark", 'pip install "darwin-stream[spark]"')
     assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--rate", "0"], "--rate"),
+    (["--rate", "-3"], "--rate"),
+    (["--show", "-1"], "--show"),
+])
+def test_main_job_refuses_bad_option_values(args, fragment):
+    clean_error(runner.invoke(darwin_app, ["run", "--events", "1K", *args]), fragment)
+
+
+def test_main_job_names_a_file_where_a_directory_belongs(tmp_path):
+    file = tmp_path / "a-file"
+    file.write_text("")
+    clean_error(runner.invoke(darwin_app, ["run", "--events", "1K", "--out", str(file)]), str(file))
+    config = tmp_path / "c.yaml"
+    config.write_text(f"state: mmap\nstate_path: {file}\n")
+    result = runner.invoke(darwin_app, ["run", "--events", "1K", "--config", str(config)])
+    clean_error(result, "error:", str(file))
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+
+
+def test_config_errors_are_one_line_in_every_command(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("mode: compiled\nstate_path: 5\n")
+    for command in (["info"], ["run", "--events", "1K"]):
+        result = runner.invoke(darwin_app, [*command, "--config", str(bad)])
+        clean_error(result, "line 2", "'state_path'", str(bad))
+        assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1

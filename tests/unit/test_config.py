@@ -156,3 +156,12 @@ def test_a_bare_number_in_a_yaml_file_names_the_line(tmp_path):
 @pytest.mark.parametrize("name", ["mmap.yaml", "rocksdb.yaml", "local.yaml"])
 def test_the_shipped_deployments_load(name):
     assert dw.Config.from_yaml(f"configs/{name}").batch_size >= 1
+
+
+def test_a_yaml_syntax_error_is_one_line_naming_the_line(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("mode: compiled\nstate: [memory\nbatch_size: 10\n")
+    with pytest.raises(ConfigError, match="not valid YAML") as e:
+        dw.Config.from_yaml(p)
+    assert "\n" not in str(e.value)
+    assert "line 4" in str(e.value) or "line 3" in str(e.value)
