@@ -27,7 +27,7 @@ STATE_BACKENDS = ("memory", "mmap", "rocksdb")
 PATH_KEYS = ("state_path", "checkpoint_dir", "cache_dir")  # stored as str; only cache_dir is required
 
 
-class _KeyError(ConfigError):
+class _BadKey(ConfigError):
     """A bad value of a key; ``keys`` (the keys to blame, in order) let a YAML file's error name a line."""
 
     def __init__(self, message: str, keys: tuple[str, ...]) -> None:
@@ -35,8 +35,9 @@ class _KeyError(ConfigError):
         self.keys = keys
 
 
-def _bad(problem: str, *keys: str) -> _KeyError:
-    return _KeyError(f"config key {keys[0]!r}: {problem}", keys)
+def _bad(problem: str, *keys: str) -> _BadKey:
+    """The error for ``keys[0]``'s value; a file's error names the line of the first key it sets."""
+    return _BadKey(f"config key {keys[0]!r}: {problem}", keys)
 
 
 def _default_cache_dir() -> str:
@@ -138,7 +139,7 @@ class Config:
                               f"known keys: {sorted(known)}")
         try:
             return dataclasses.replace(base or cls(), **data)
-        except _KeyError as e:
+        except _BadKey as e:
             blamed = [k for k in e.keys if k in lines][:1]
             raise ConfigError(f"{where}{_at(lines, blamed)}: {e}") from None
 
@@ -188,7 +189,7 @@ def _millis(value: Any, name: str) -> int:
     try:
         return to_millis(value, f"config key {name!r}")
     except ConfigError as e:
-        raise _KeyError(str(e), (name,)) from None
+        raise _BadKey(str(e), (name,)) from None
     except OverflowError:
         raise _bad(f"the duration {value!r} is too large", name) from None
 
