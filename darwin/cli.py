@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table as RichTable
 
 from darwin.config import Config
@@ -15,6 +18,16 @@ from darwin.errors import DarwinError
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console()
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "local.yaml"
+
+
+@contextmanager
+def _one_line_errors() -> Iterator[None]:
+    """Bad input (Darwin's errors, and OS errors naming a path) ends a command with one line and exit 2."""
+    try:
+        yield
+    except (DarwinError, OSError) as e:
+        console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)  # soft_wrap: no inserted newlines
+        raise typer.Exit(2) from None
 
 
 def _config(path: Path | None) -> Config:
@@ -26,25 +39,28 @@ def _config(path: Path | None) -> Config:
 @app.command()
 def info(config: Path = typer.Option(None, help="a YAML deployment; default configs/local.yaml")) -> None:
     """What Darwin detected about this machine, and the effective configuration."""
+    with _one_line_errors():
+        cfg = _config(config)
     console.print(Config.detect().describe())
-    for key, value in vars(_config(config)).items():
+    for key, value in vars(cfg).items():
         console.print(f"config.{key}: {value}")
 
 
 @app.command()
 def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmark list`)"),
-        rate: int = typer.Option(10_000, help="events per second of event time (10,000: 1M events span 100 s)"),
+        rate: int = typer.Option(10_000, min=1, help="events per second of event time (10,000: 1M events span 100 s)"),
         events: str = typer.Option("1M", help="number of Nexmark events, e.g. 500K, 10M"),
         config: Path = typer.Option(None, help="a YAML deployment; default configs/local.yaml"),
-        show: int = typer.Option(10, help="result rows to print"),
-        out: Path = typer.Option(None, help="write the result as Parquet parts here (needed with checkpoints; "
-                                            "a restart with the same checkpoint_dir resumes)")) -> None:
+        show: int = typer.Option(10, min=0, help="result rows to print"),
+        out: Path = typer.Option(None, file_okay=False,
+                                 help="write the result as Parquet parts here (needed with checkpoints; "
+                                      "a restart with the same checkpoint_dir resumes)")) -> None:
     """The main job: a Nexmark query over the embedded generator, printing its result."""
     from nexmark.cli import parse_count
     from nexmark.queries import build_query
     from nexmark.source import source
 
-    try:
+    with _one_line_errors():
         cfg = _config(config)
         n = parse_count(events)
         q = build_query(query, source(events=n, rate=rate))
@@ -66,9 +82,6 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
             if job.resumed_from is not None:
                 console.print(f"resumed from checkpoint {job.resumed_from}")
         seconds = time.perf_counter() - started
-    except DarwinError as e:
-        console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from None
     title = f"Nexmark {query}: first {min(show, table.num_rows)} of {table.num_rows} rows"
     rows = RichTable(title=title + (f" (committed to {out})" if out else ""))
     for name in table.column_names:

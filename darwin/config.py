@@ -6,8 +6,12 @@ never silently falls back to a default.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import math
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,20 @@ from darwin.errors import ConfigError
 MODES = ("compiled", "interpreted")
 TARGETS = ("host", "generic")
 STATE_BACKENDS = ("memory", "mmap", "rocksdb")
+PATH_KEYS = ("state_path", "checkpoint_dir", "cache_dir")  # stored as str; only cache_dir is required
+
+
+class _BadKey(ConfigError):
+    """A bad value of a key; ``keys`` (the keys to blame, in order) let a YAML file's error name a line."""
+
+    def __init__(self, message: str, keys: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.keys = keys
+
+
+def _bad(problem: str, *keys: str) -> _BadKey:
+    """The error for ``keys[0]``'s value; a file's error names the line of the first key it sets."""
+    return _BadKey(f"config key {keys[0]!r}: {problem}", keys)
 
 
 def _default_cache_dir() -> str:
@@ -44,9 +62,9 @@ class Config:
     prefetch: int = 2  # batches a reader thread decodes ahead of the compiled loop (0: read inline)
     max_delay: str | int = "0s"  # watermark delay for sources that do not set their own
     state: str = "memory"
-    state_path: str | None = None
+    state_path: str | None = None  # the path keys also take an os.PathLike, kept as its str
     checkpoint_dir: str | None = None
-    checkpoint_interval: str | int | None = None  # a duration ("10s") or a number of input batches
+    checkpoint_interval: str | None = None  # a duration ("10s") or a count of input batches ("100 batches")
     state_delta_limit: int = 1 << 20  # rocksdb: entries of the in-memory cache before it is written out
     cache_dir: str = field(default_factory=_default_cache_dir)
     parallelism: int = 1
@@ -58,15 +76,18 @@ class Config:
         for name, least in (("batch_size", 1), ("parallelism", 1), ("prefetch", 0), ("state_delta_limit", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                raise ConfigError(f"config key {name!r}: expected an integer >= {least}, got {value!r}")
+                raise _bad(f"expected an integer >= {least}, got {value!r}", name)
         if self.parallelism != 1:
-            raise ConfigError("config key 'parallelism': parallel workers are not built yet; use 1")
-        to_millis(self.max_delay, "config key 'max_delay'")
+            raise _bad("parallel workers are not built yet; use 1", "parallelism")
+        for name in PATH_KEYS:
+            # a frozen dataclass: normalising a path (PathLike -> str) needs object.__setattr__
+            object.__setattr__(self, name, _path(name, getattr(self, name), optional=name != "cache_dir"))
+        _millis(self.max_delay, "max_delay")
         if self.state != "memory" and not self.state_path:
-            raise ConfigError(f"config key 'state_path': state backend {self.state!r} keeps its files there; "
-                              "set it to a directory")
+            raise _bad(f"state backend {self.state!r} keeps its files there; set it to a directory",
+                       "state_path", "state")
         if self.checkpoint_interval is not None and not self.checkpoint_dir:
-            raise ConfigError("config key 'checkpoint_interval' needs 'checkpoint_dir', where checkpoints go")
+            raise _bad("needs 'checkpoint_dir', where checkpoints go", "checkpoint_interval")
         _interval(self.checkpoint_interval)
 
     @property
@@ -77,41 +98,50 @@ class Config:
     def _check_choice(self, name: str, choices: tuple[str, ...]) -> None:
         value = getattr(self, name)
         if value not in choices:
-            raise ConfigError(f"config key {name!r}: expected one of {list(choices)}, got {value!r}")
+            raise _bad(f"expected one of {list(choices)}, got {value!r}", name)
 
     @property
     def max_delay_ms(self) -> int:
-        return to_millis(self.max_delay, "config key 'max_delay'")
+        return _millis(self.max_delay, "max_delay")
 
     def replace(self, **changes: Any) -> Config:
         return dataclasses.replace(self, **changes)
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str], base: Config | None = None) -> Config:
-        """A config that overrides ``base`` (the defaults) with what the file sets."""
+        """A config that overrides ``base`` (the defaults) with what the file sets.
+
+        The file is also composed into SafeLoader nodes, whose marks give errors the line of a key.
+        """
         p = Path(path)
         try:
-            text = p.read_text()
+            raw = p.read_bytes()  # PyYAML decodes (UTF-8/16) and reports bad bytes as a YAMLError
         except OSError as e:
             raise ConfigError(f"cannot read config file {str(p)!r}: {e.strerror}") from e
         try:
-            data = yaml.safe_load(text)
+            node = yaml.compose(raw, Loader=yaml.SafeLoader)  # only for the lines of the keys
+            data = yaml.safe_load(raw)
         except yaml.YAMLError as e:
-            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {e}") from e
-        return cls.from_dict(data or {}, where=str(p), base=base)
+            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {_yaml_problem(e)}") from e
+        return cls.from_dict(data or {}, where=str(p), base=base, lines=_key_lines(node))
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "config", base: Config | None = None) -> Config:
+    def from_dict(cls, data: Any, where: str = "config", base: Config | None = None,
+                  lines: Mapping[str, int] | None = None) -> Config:
+        """``base`` overridden by ``data``; ``lines`` (key -> line in ``where``) let errors point at a line."""
+        lines = lines or {}
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: expected a mapping of config keys, got {type(data).__name__}")
         known = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(str(k) for k in data if k not in known)
         if unknown:
-            raise ConfigError(f"{where}: unknown config key(s) {unknown}; known keys: {sorted(known)}")
+            raise ConfigError(f"{where}{_at(lines, unknown)}: unknown config key(s) {unknown}; "
+                              f"known keys: {sorted(known)}")
         try:
             return dataclasses.replace(base or cls(), **data)
-        except ConfigError as e:
-            raise ConfigError(f"{where}: {e}") from None
+        except _BadKey as e:
+            blamed = [k for k in e.keys if k in lines][:1]
+            raise ConfigError(f"{where}{_at(lines, blamed)}: {e}") from None
 
     @staticmethod
     def detect() -> HardwareInfo:
@@ -121,18 +151,71 @@ class Config:
 DEFAULT_CHECKPOINT_MS = 10_000
 
 
-def _interval(value: str | int | None) -> tuple[str, int]:
-    """An integer is a number of input batches; a string with a unit is a duration."""
+def _key_lines(node: yaml.Node | None) -> dict[str, int]:
+    """The 1-based line of each top-level key of a composed YAML document, by the key's text."""
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {str(k.value): k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    """PyYAML's report (several lines, with a snippet of the file) as one line with line and column."""
+    if isinstance(e, yaml.MarkedYAMLError) and e.problem_mark is not None:
+        where = f"line {e.problem_mark.line + 1}, column {e.problem_mark.column + 1}"
+        return f"{e.context + ', ' if e.context else ''}{e.problem} at {where}"
+    return " ".join(str(e).split())
+
+
+def _at(lines: Mapping[str, int], keys: list[str]) -> str:
+    """", line 3" or ", lines 2, 5" for the keys a file sets; "" when none of them has a line."""
+    found = [str(lines[k]) for k in keys if k in lines]
+    return f", line{'s' if len(found) > 1 else ''} {', '.join(found)}" if found else ""
+
+
+def _path(name: str, value: Any, optional: bool) -> str | None:
+    """A path key as a non-empty str: a str or os.PathLike (bytes paths are refused)."""
+    if value is None and optional:
+        return None
+    path = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(path, str) or not path:
+        raise _bad(f"expected a path (a non-empty string){' or null' if optional else ''}, got {value!r}", name)
+    return path
+
+
+def _millis(value: Any, name: str) -> int:
+    """``to_millis`` of a key, with its errors (and NaN, infinities, overflows) blamed on the key."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _bad(f"expected a duration such as '10s', got {value!r}", name)
+    try:
+        return to_millis(value, f"config key {name!r}")
+    except ConfigError as e:
+        raise _BadKey(str(e), (name,)) from None
+    except OverflowError:
+        raise _bad(f"the duration {value!r} is too large", name) from None
+
+
+_BATCHES = re.compile(r"^\s*(\d+)\s*batch(?:es)?\s*$", re.IGNORECASE)
+_INTERVAL_FORMS = ("write a duration with its unit, such as '10s', '500ms' or '2min', "
+                   "or a count of input batches, such as '100 batches' or '1 batch'")
+
+
+def _interval(value: Any) -> tuple[str, int]:
+    """("batches", n) for "n batches", ("ms", n) for a duration; a bare number is refused, its unit unclear."""
     if value is None:
         return ("ms", DEFAULT_CHECKPOINT_MS)
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value < 1:
-            raise ConfigError(f"config key 'checkpoint_interval': expected at least 1 batch, got {value}")
-        return ("batches", value)
-    ms = to_millis(value, "config key 'checkpoint_interval'")
-    if ms < 1:
-        raise ConfigError(f"config key 'checkpoint_interval': expected a positive duration, got {value!r}")
-    return ("ms", ms)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise _bad(f"the bare number {value!r} has no unit; {_INTERVAL_FORMS}", "checkpoint_interval")
+    if isinstance(value, str):
+        batches = _BATCHES.match(value)
+        if batches and int(batches.group(1)) >= 1:
+            return ("batches", int(batches.group(1)))
+        if not batches:
+            with contextlib.suppress(ConfigError):  # the error below says how to write either form
+                ms = _millis(value, "checkpoint_interval")
+                if ms >= 1:
+                    return ("ms", ms)
+    raise _bad(f"expected a positive duration or a count of at least 1 batch, got {value!r}; {_INTERVAL_FORMS}",
+               "checkpoint_interval")
 
 
 @dataclass(frozen=True)

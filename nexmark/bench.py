@@ -15,12 +15,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import darwin as dw
+from darwin.errors import UnsupportedError
 from nexmark import ysb
 from nexmark.generator import GeneratorConfig, write_parquet
 from nexmark.queries import QUERIES
 from nexmark.source import source
 
 ENGINES = ("darwin", "spark")
+SPARK_INSTALL = 'pip install "darwin-stream[spark]"'  # pyspark is an optional dependency (pyproject.toml)
 
 
 @dataclass
@@ -35,6 +37,16 @@ class Measurement:
     @property
     def events_per_second(self) -> float:
         return self.events / self.seconds if self.seconds > 0 else float("inf")
+
+
+def check_installed(engines: list[str]) -> None:
+    """Refuse an engine whose library is missing before any work, not with an ImportError mid-run."""
+    if "spark" in engines:
+        try:
+            import pyspark  # noqa: F401
+        except ImportError:
+            raise UnsupportedError("the spark engine needs pyspark, which is not installed; install it with "
+                                   f"{SPARK_INSTALL}, or run only --engine darwin") from None
 
 
 def parquet_for(events: int, seed: int, data_dir: Path) -> dict[str, str]:

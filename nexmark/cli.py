@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -23,8 +26,8 @@ def parse_count(text: str) -> int:
         value = float(t[:-1] if scale > 1 else t) * scale
     except ValueError:
         raise typer.BadParameter(f"{text!r} is not a count such as 2000, 500K or 10M") from None
-    if value < 0 or value != int(value):
-        raise typer.BadParameter(f"{text!r} is not a whole, non-negative count")
+    if not math.isfinite(value) or value < 0 or value != int(value):  # nan, inf and 1e400 read as floats
+        raise typer.BadParameter(f"{text!r} is not a whole, non-negative count such as 2000, 500K or 10M")
     return int(value)
 
 
@@ -43,7 +46,7 @@ def list_queries() -> None:
 
 @app.command()
 def generate(events: str = typer.Option(..., help="number of events, e.g. 10M"),
-             out: Path = typer.Option(..., help="directory for person/auction/bid.parquet"),
+             out: Path = typer.Option(..., file_okay=False, help="directory for person/auction/bid.parquet"),
              seed: int = typer.Option(0), rate: int = typer.Option(10_000_000, help="events per second")) -> None:
     """Write the three Nexmark streams as Parquet, for other engines."""
     from nexmark.generator import GeneratorConfig, write_parquet
@@ -67,19 +70,18 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
         mode: str = typer.Option("compiled", help="compiled | interpreted"),
         target: str = typer.Option("host", help="host | generic"),
         state: str = typer.Option("memory", help="state backend: memory | mmap | rocksdb"),
-        state_path: Path = typer.Option(None, help="directory for mmap/rocksdb state (default: under --data-dir)"),
+        state_path: Path = typer.Option(None, file_okay=False,
+                                        help="directory for mmap/rocksdb state (default: under --data-dir)"),
         parallelism: int = typer.Option(1),
         batch_size: int = typer.Option(65_536),
-        data_dir: Path = typer.Option(DATA_DIR, help="where Spark's Parquet input is cached"),
-        json_out: Path = typer.Option(None, "--json", help="write the measurements to this file")) -> None:
+        data_dir: Path = typer.Option(DATA_DIR, file_okay=False, help="where Spark's Parquet input is cached"),
+        json_out: Path = typer.Option(None, "--json", dir_okay=False, help="write the measurements to this file")) \
+        -> None:
     """Run queries on each engine over the same events; print a table; exit 1 if results differ."""
     from darwin.codegen.target import ensure_target
-    from darwin.errors import DarwinError
 
-    try:
+    with _usage_errors():
         ensure_target(target)  # before the generator's kernels compile: Numba fixes the target then
-    except DarwinError as e:
-        raise typer.BadParameter(str(e)) from None
     import darwin as dw
     from nexmark import bench
     from nexmark.queries import QUERIES
@@ -90,13 +92,12 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
         raise typer.BadParameter(f"unknown engine or query: {unknown}; engines {list(bench.ENGINES)}, "
                                  f"queries {sorted(QUERIES)}")
     n = parse_count(events)
-    try:
+    with _usage_errors():
+        bench.check_installed(engines)  # before any work: a missing pyspark is otherwise found mid-run
         if state != "memory" and state_path is None:
             state_path = data_dir / f"state-{state}"
         config = dw.Config(mode=mode, target=target, state=state, parallelism=parallelism, batch_size=batch_size,
-                           state_path=None if state_path is None else str(state_path))
-    except DarwinError as e:
-        raise typer.BadParameter(str(e)) from None
+                           state_path=state_path)
     measurements, diffs = bench.run_all(queries, engines, n, seed, config, data_dir, _progress())
     _print(measurements)
     if json_out:
@@ -105,6 +106,17 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
         console.print(f"[red]{query}: darwin and spark differ[/red]\n{diff}")
     if diffs:
         raise typer.Exit(1)
+
+
+@contextmanager
+def _usage_errors() -> Iterator[None]:
+    """Darwin's refusal of an option value, shown as a usage error: one line and exit 2, no traceback."""
+    from darwin.errors import DarwinError
+
+    try:
+        yield
+    except DarwinError as e:
+        raise typer.BadParameter(str(e)) from None
 
 
 def _progress() -> Progress:

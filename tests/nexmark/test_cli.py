@@ -90,3 +90,84 @@ def test_windowed_queries_on_persistent_state_agree_with_spark(tmp_path, state):
     assert result.exit_code == 0, result.output
     rows = json.loads(out.read_text())
     assert len(rows) == 6 and all(r["equal"] is True and r["rows"] > 0 for r in rows)
+
+
+# -- bad input is one clear error line, never a traceback ------------------------------------------
+
+def clean_error(result, *fragments):
+    """A usage or Darwin error: non-zero exit, no exception but the exit, every fragment in the output."""
+    assert result.exit_code != 0, result.output
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in result.output
+
+
+@pytest.mark.parametrize("count", ["nan", "inf", "-inf", "1e400", "-5", "1.5", "", "  ", "1.2345K", "lots"])
+def test_bad_event_counts_are_clear_errors_in_both_clis(count):
+    clean_error(runner.invoke(darwin_app, ["run", "--events", count]), repr(count))
+    clean_error(runner.invoke(nexmark_app, ["run", "q1", "--engine", "darwin", "--events", count]), repr(count))
+
+
+@pytest.mark.parametrize("count, n", [("2000", 2000), ("2K", 2000), ("1.5k", 1500), ("10M", 10_000_000),
+                                      ("1_000", 1000), ("0", 0), ("1e3", 1000)])
+def test_counts_are_read(count, n):
+    from nexmark.cli import parse_count
+
+    assert parse_count(count) == n
+
+
+def test_an_existing_file_where_a_directory_belongs_is_a_clear_error(tmp_path):
+    file = tmp_path / "a-file"
+    file.write_text("")
+    clean_error(runner.invoke(nexmark_app, ["generate", "--events", "1K", "--out", str(file)]), str(file))
+    clean_error(runner.invoke(nexmark_app, ["run", "q12", "--events", "1K", "--engine", "darwin", "--state", "mmap",
+                                            "--state-path", str(file)]), str(file))
+    clean_error(runner.invoke(nexmark_app, ["run", "q12", "--events", "1K", "--engine", "darwin", "--state", "mmap",
+                                            "--data-dir", str(file)]), str(file))
+    clean_error(runner.invoke(nexmark_app, ["run", "q12", "--events", "1K", "--engine", "darwin",
+                                            "--json", str(tmp_path)]), str(tmp_path))
+
+
+def test_spark_without_pyspark_is_a_clear_error_before_any_work(tmp_path, monkeypatch):
+    import sys
+
+    from nexmark import bench
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("work started before the missing engine was noticed")
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # `import pyspark` now fails as if not installed
+    monkeypatch.setattr(bench, "run_all", no_work)
+    result = runner.invoke(nexmark_app, ["run", "q1", "--events", "1K", "--data-dir", str(tmp_path / "data")])
+    clean_error(result, "pyspark", 'pip install "darwin-stream[spark]"')
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--rate", "0"], "--rate"),
+    (["--rate", "-3"], "--rate"),
+    (["--show", "-1"], "--show"),
+])
+def test_main_job_refuses_bad_option_values(args, fragment):
+    clean_error(runner.invoke(darwin_app, ["run", "--events", "1K", *args]), fragment)
+
+
+def test_main_job_names_a_file_where_a_directory_belongs(tmp_path):
+    file = tmp_path / "a-file"
+    file.write_text("")
+    clean_error(runner.invoke(darwin_app, ["run", "--events", "1K", "--out", str(file)]), str(file))
+    config = tmp_path / "c.yaml"
+    config.write_text(f"state: mmap\nstate_path: {file}\n")
+    result = runner.invoke(darwin_app, ["run", "--events", "1K", "--config", str(config)])
+    clean_error(result, "error:", str(file))
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+
+
+def test_config_errors_are_one_line_in_every_command(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("mode: compiled\nstate_path: 5\n")
+    for command in (["info"], ["run", "--events", "1K"]):
+        result = runner.invoke(darwin_app, [*command, "--config", str(bad)])
+        clean_error(result, "line 2", "'state_path'", str(bad))
+        assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1

@@ -31,7 +31,7 @@ def main() -> None:
         out = work / "plain"
     else:
         config = dw.Config(state=backend, state_path=str(work / "state"), checkpoint_dir=str(work / "chk"),
-                           checkpoint_interval=3, batch_size=1_000, state_delta_limit=5_000, cache_dir=cache)
+                           checkpoint_interval="3 batches", batch_size=1_000, state_delta_limit=5_000, cache_dir=cache)
         out = work / "out"
     q = query()
     print("ready", flush=True)  # imports done: the parent's random kill delay starts now

@@ -23,5 +23,5 @@ def configure(backend, tmp_path):
 def job(configure, tmp_path):
     """(query, checkpointing config, expected table) over a stream of 3000 rows in 30 batches."""
     q = windowed(bids())
-    config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval=4)
+    config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="4 batches")
     return q, config, q.collect(dw.Config(batch_size=100))

@@ -76,7 +76,7 @@ def test_crashes_and_restarts_give_exactly_the_uninterrupted_output(configure, t
     state = str(base / "state")  # each example is another job: one state_path per job
     plain = q.sink(make(base / "plain", base / "plain-late")).run(configure(batch_size=batch_size, state_path=state))
     config = configure(batch_size=batch_size, state_path=state, checkpoint_dir=str(base / "chk"),
-                       checkpoint_interval=every)
+                       checkpoint_interval=f"{every} batches")
     result = run_until_done(q, lambda: make(base / "out", base / "out-late"), config, monkeypatch, crashes)
     assert committed(sink_kind, base / "out") == committed(sink_kind, base / "plain")
     if late:
@@ -174,7 +174,7 @@ def test_the_main_job_commits_and_resumes_on_every_backend(backend, tmp_path):
 
     config = tmp_path / "deploy.yaml"
     config.write_text(f"state: {backend}\nstate_path: {tmp_path / 'state'}\ncheckpoint_dir: {tmp_path / 'chk'}\n"
-                      "checkpoint_interval: 2\nbatch_size: 4096\n")
+                      "checkpoint_interval: 2 batches\nbatch_size: 4096\n")
     args = ["run", "--query", "q12", "--events", "60K", "--config", str(config), "--out", str(tmp_path / "out")]
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
@@ -191,7 +191,7 @@ def test_state_that_grows_between_checkpoints_recovers(configure, tmp_path, monk
     keys = [i % 100 if i < 5000 or i % 2 else 1000 + i for i in range(n)]  # new keys from row 5000 on
     t = pa.table({"ts": pa.array(list(range(n)), pa.timestamp("ms")), "k": keys, "v": [i % 7 for i in range(n)]})
     q = dw.from_arrow(t, time="ts").window(dw.Tumble("1h", on="ts")).group_by("k").agg(s=dw.sum("v"), n=dw.count())
-    config = configure(batch_size=500, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval=10)
+    config = configure(batch_size=500, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="10 batches")
     crash_after(monkeypatch, 15)  # checkpoint after row 5000; growth past 1024 entries before the crash
     with pytest.raises(Crash):
         q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)

@@ -87,7 +87,7 @@ def test_the_string_dictionary_is_restored_with_its_codes(backend, configure, tm
     names = [f"name{i % 40 if i < 1500 else i % 60}" for i in range(3000)]  # 20 new names after row 1500
     t = bids().append_column("s", pa.array(names))
     q = dw.from_arrow(t, time="ts", max_delay="5s").window(dw.Tumble("2s", on="ts")).group_by("s").agg(n=dw.count())
-    config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval=2)
+    config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="2 batches")
     crash_midway(q, config, tmp_path / "out", monkeypatch, batches=25)
     q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
     assert pq.read_table(tmp_path / "out").equals(q.collect(dw.Config(batch_size=100)))
@@ -111,7 +111,7 @@ def test_a_finished_job_is_not_resumed_over_more_input(job, tmp_path):
 def test_the_main_job_over_more_events_is_refused_not_doubled(tmp_path):
     deploy = tmp_path / "deploy.yaml"
     deploy.write_text(f"state: mmap\nstate_path: {tmp_path / 'state'}\ncheckpoint_dir: {tmp_path / 'chk'}\n"
-                      "checkpoint_interval: 2\nbatch_size: 4096\n")
+                      "checkpoint_interval: 2 batches\nbatch_size: 4096\n")
     args = ["run", "--query", "q12", "--config", str(deploy), "--out", str(tmp_path / "out")]
     first = CliRunner().invoke(app, [*args, "--events", "20K"])
     assert first.exit_code == 0, first.output
@@ -125,7 +125,7 @@ def test_the_main_job_over_more_events_is_refused_not_doubled(tmp_path):
 def test_a_resume_over_another_key_range_is_refused(tmp_path, monkeypatch):
     """The memory backend sizes a window ring from the keys' range; another range is another layout
     (this was a numpy broadcast ValueError)."""
-    config = dw.Config(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval=4)
+    config = dw.Config(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="4 batches")
     q = windowed(bids())
     assert "window-ring-aggregate" in q.explain(config)
     crash_midway(q, config, tmp_path / "out", monkeypatch)
@@ -146,7 +146,7 @@ def test_damaged_mmap_state_is_refused_and_reset_is_the_way_out(backend, damage,
     t = pa.table({"ts": pa.array(list(range(n)), pa.timestamp("ms")), "k": list(range(n)),
                   "v": [i % 7 for i in range(n)]})
     q = dw.from_arrow(t, time="ts").window(dw.Tumble("1h", on="ts")).group_by("k").agg(s=dw.sum("v"))
-    config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval=4)
+    config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="4 batches")
     crash_midway(q, config, tmp_path / "out", monkeypatch)
     table = tmp_path / "state" / "pipeline0"
     if damage == "truncated":  # into the live entries, not only the unused capacity

@@ -77,3 +77,91 @@ def test_prefetch_errors_reach_the_caller_and_early_stops_end_the_reader():
     many = dw.from_batches(schema, lambda: (pa.record_batch([pa.array([i])], schema=schema) for i in range(10**6)))
     first = next(iter(many.iter_batches(dw.Config(prefetch=2, batch_size=1))))
     assert first.num_rows == 1  # the generator closes and the reader thread stops
+
+
+# -- every key type-checked when the Config is built; YAML errors name the key and its line ----------
+
+@pytest.mark.parametrize("text, fragment", [
+    ("state: mmap\nstate_path: 5\n", "'state_path': expected a path"),
+    ("checkpoint_dir: true\n", "'checkpoint_dir': expected a path"),
+    ("cache_dir: ''\n", "'cache_dir': expected a path"),
+    ("cache_dir: [a]\n", "'cache_dir': expected a path"),
+    ("mode: 1\n", "'mode': expected one of"),
+    ("batch_size: true\n", "'batch_size': expected an integer"),
+    ("prefetch: 1.5\n", "'prefetch': expected an integer"),
+    ("max_delay: .nan\n", "'max_delay'"),
+    ("max_delay: [1]\n", "'max_delay'"),
+])
+def test_bad_values_are_refused_when_the_config_is_built(tmp_path, text, fragment):
+    p = tmp_path / "bad.yaml"
+    p.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        dw.Config.from_yaml(p)
+    assert fragment in str(e.value)
+
+
+def test_paths_may_be_path_objects_and_are_kept_as_strings(tmp_path):
+    c = dw.Config(state="mmap", state_path=tmp_path / "s", checkpoint_dir=tmp_path / "c", cache_dir=tmp_path)
+    assert (c.state_path, c.checkpoint_dir, c.cache_dir) == (str(tmp_path / "s"), str(tmp_path / "c"), str(tmp_path))
+    with pytest.raises(ConfigError, match="'checkpoint_dir': expected a path"):
+        dw.Config(checkpoint_dir=b"/tmp/chk")
+
+
+def test_yaml_errors_name_the_line_of_the_key(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("# a comment\nmode: compiled\n\nstate: mmap\nstate_path: 5\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml.*line 5.*'state_path'"):
+        dw.Config.from_yaml(p)
+    p.write_text("mode: compiled\nbatch_sise: 10\nprefetchh: 1\n")
+    with pytest.raises(ConfigError, match=r"lines 2, 3: unknown config key\(s\) \[.batch_sise., .prefetchh.\]"):
+        dw.Config.from_yaml(p)
+    p.write_text("mode: compiled\nstate: rocksdb\n")  # the missing state_path is blamed on 'state'
+    with pytest.raises(ConfigError, match=r"line 2.*'state_path'"):
+        dw.Config.from_yaml(p)
+
+
+def test_a_config_file_that_is_not_text_is_a_config_error(tmp_path):
+    p = tmp_path / "binary.yaml"
+    p.write_bytes(b"mode: \xff\xfe\n")
+    with pytest.raises(ConfigError, match="binary.yaml"):
+        dw.Config.from_yaml(p)
+
+
+# -- checkpoint_interval says its unit: a duration or a count of input batches ----------------------
+
+@pytest.mark.parametrize("value, every", [
+    ("10s", ("ms", 10_000)), ("500ms", ("ms", 500)), ("2min", ("ms", 120_000)), ("1.5s", ("ms", 1500)),
+    ("100 batches", ("batches", 100)), ("1 batch", ("batches", 1)), ("3batches", ("batches", 3)),
+    (None, ("ms", 10_000)),
+])
+def test_checkpoint_interval_is_a_duration_or_a_count_of_batches(value, every):
+    assert dw.Config(checkpoint_dir="chk", checkpoint_interval=value).checkpoint_every == every
+
+
+@pytest.mark.parametrize("value", [2, 1.5, True, "2", "1.5", "0 batches", "1.5 batches", "-1 batches", "0ms",
+                                   "soon", ["1s"]])
+def test_a_checkpoint_interval_without_a_unit_says_how_to_write_one(value):
+    with pytest.raises(ConfigError, match="'checkpoint_interval'") as e:
+        dw.Config(checkpoint_dir="chk", checkpoint_interval=value)
+    assert "'10s'" in str(e.value) and "'100 batches'" in str(e.value)
+
+
+def test_a_bare_number_in_a_yaml_file_names_the_line(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("checkpoint_dir: chk\ncheckpoint_interval: 2\n")
+    with pytest.raises(ConfigError, match=r"line 2: config key 'checkpoint_interval': .*2.*'100 batches'"):
+        dw.Config.from_yaml(p)
+
+
+@pytest.mark.parametrize("name", ["mmap.yaml", "rocksdb.yaml", "local.yaml"])
+def test_the_shipped_deployments_load(name):
+    assert dw.Config.from_yaml(f"configs/{name}").batch_size >= 1
+
+
+def test_a_yaml_syntax_error_is_one_line_naming_the_line(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("mode: compiled\nstate: [memory\nbatch_size: 10\n")
+    with pytest.raises(ConfigError, match="not valid YAML") as e:
+        dw.Config.from_yaml(p)
+    assert "\n" not in str(e.value)
+    assert "line 4" in str(e.value) or "line 3" in str(e.value)
