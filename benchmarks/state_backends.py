@@ -16,6 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -112,12 +113,14 @@ def keyed_query(data: pa.Table) -> dw.Table:
     return t.window(dw.Tumble("1h", on="ts")).group_by("key").agg(total=dw.sum("value"))
 
 
-def engine_for(q: dw.Table, config: dw.Config, fresh: bool = True) -> Any:
+def engine_for(q: dw.Table, config: dw.Config, job: str, fresh: bool = True) -> Any:
+    """An engine of job ``job``; not ``fresh``: it opens the job's state files, to restore them."""
+    from darwin.graph.translate import translate
     from darwin.plan.rules import optimize
     from darwin.runtime.compiled import CompiledEngine
     from darwin.runtime.progress import Metrics
 
-    return CompiledEngine(optimize(q.plan), config, Metrics(), fresh=fresh)
+    return CompiledEngine(translate(optimize(q.plan), config), config, Metrics(), job=job, fresh=fresh)
 
 
 def keyed_run(backend: str, data: pa.Table, config: dw.Config, work: Path, checkpoint: bool) -> dict[str, float]:
@@ -127,7 +130,8 @@ def keyed_run(backend: str, data: pa.Table, config: dw.Config, work: Path, check
 
     n, q = data.num_rows, keyed_query(data)
     out: dict[str, float] = {}
-    eng = engine_for(q, config)
+    job = uuid.uuid4().hex
+    eng = engine_for(q, config, job)
     try:
         outputs, started = eng.outputs(), time.perf_counter()
         for o in outputs:  # up to the barrier after the last input row: the window is still open
@@ -151,7 +155,7 @@ def keyed_run(backend: str, data: pa.Table, config: dw.Config, work: Path, check
     finally:
         eng.close()
     if checkpoint:
-        eng = engine_for(q, config, fresh=False)  # a restarted job: same state_path, not fresh
+        eng = engine_for(q, config, job, fresh=False)  # a restarted job: same state_path, not fresh
         try:
             started = time.perf_counter()
             latest = store.latest()  # verifies the manifest and the checksums of the files it lists

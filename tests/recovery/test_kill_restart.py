@@ -72,4 +72,4 @@ def test_killed_and_restarted_job_commits_exactly_the_uninterrupted_output(backe
     got = pq.read_table(work / "out")
     assert got.num_rows == uninterrupted.num_rows
     assert got.equals(uninterrupted)
-    assert not list((work / "out" / "_staging").iterdir())
+    assert not list((work / "out" / "_darwin_staging").iterdir())
