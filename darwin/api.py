@@ -24,7 +24,7 @@ from darwin.io.sinks import Sink
 from darwin.io.source import Source
 from darwin.io.sources import ArrowSource, BatchSource, ParquetSource
 from darwin.plan import nodes as pn
-from darwin.plan.exprs import AggCall, Column, ExprNode, columns_of
+from darwin.plan.exprs import Column
 from darwin.plan.window import Window
 
 if TYPE_CHECKING:
@@ -54,25 +54,20 @@ class Table:
     # -- relational operations ------------------------------------------------------
     def filter(self, predicate: Expr) -> Table:
         """Keep the rows where ``predicate`` is true (null counts as false)."""
-        predicate = _node(predicate)
-        _refuse_unsupported(self.plan, [predicate], "filter")
-        return Table(pn.Filter(self.plan, predicate))
+        return Table(pn.Filter(self.plan, _node(predicate)))
 
     def select(self, *columns: str | Expr, **named: IntoExpr) -> Table:
         """Exactly these columns, in this order: names, aliased expressions, or name=expression."""
         exprs = [_named(c) for c in columns] + [(name, _node(e)) for name, e in named.items()]
-        _refuse_unsupported(self.plan, [e for _, e in exprs], "select")
         return Table(pn.Project(self.plan, tuple(exprs)))
 
     def with_columns(self, *columns: Expr, **named: IntoExpr) -> Table:
         """All current columns, plus (or replacing) the given ones."""
         new = dict([_named(c) for c in columns] + [(name, _node(e)) for name, e in named.items()])
-        _refuse_unsupported(self.plan, new.values(), "with_columns")
         exprs = [(n, new.pop(n, Column(n))) for n in self.plan.schema.names]
         return Table(pn.Project(self.plan, tuple(exprs + list(new.items()))))
 
     def drop(self, *names: str) -> Table:
-        _refuse_unsupported(self.plan, [Column(n) for n in names], "drop")
         for n in names:
             self.plan.schema.field(n, "drop")
         return self.select(*[n for n in self.plan.schema.names if n not in names])
@@ -81,7 +76,6 @@ class Table:
         """Assign rows to event-time windows; ``late_output`` keeps late rows instead of only counting them."""
         if not isinstance(window, Window):
             raise PlanError(f"window() takes dw.Tumble(...) or dw.Slide(...), got {window!r}")
-        _refuse_unsupported(self.plan, [Column(window.on)], "window")
         return WindowedTable(pn.WindowAssign(self.plan, window, late_output))
 
     # -- execution ------------------------------------------------------------------
@@ -146,7 +140,6 @@ class WindowedTable:
                 k = k.node.name
             if not isinstance(k, str):
                 raise PlanError(f"group_by takes column names; compute {k!r} first with with_columns()")
-            _refuse_unsupported(self.plan, [Column(k)], "group_by")
             self.plan.schema.field(k, "group_by")
             names.append(k)
         return GroupedTable(self.plan, tuple(names))
@@ -172,7 +165,6 @@ class GroupedTable:
             if not isinstance(a, Agg):
                 raise PlanError(f"agg: {name}= must be an aggregate such as dw.sum('x'), got {a!r}")
             calls.append((name, a.call))
-        _refuse_unsupported(self.plan, [call for _, call in calls], "agg")
         return Table(pn.Aggregate(self.plan, self.keys, tuple(calls)))
 
 
@@ -194,16 +186,6 @@ def _named(c: str | Expr) -> tuple[str, Any]:
             raise PlanError(f"select: give the expression {c.node} a name with .alias('name') or name=...")
         return c.name, c.node
     raise PlanError(f"select takes column names or expressions, got {c!r}")
-
-
-def _refuse_unsupported(plan: pn.PlanNode, exprs: Iterable[ExprNode | AggCall], operation: str) -> None:
-    """A SchemaError naming the column and its type when ``exprs`` read a source column set aside as
-    unsupported: schemas derived past a window or projection no longer list it, so plan nodes alone
-    would call it unknown."""
-    known = set(plan.schema.names)
-    for name in sorted(set().union(*map(columns_of, exprs)) - known):
-        for scan in pn.scans(plan):
-            scan.source.schema.refuse_unsupported(name, operation)
 
 
 def _scan(source: Source, time: str | None, max_delay: Any) -> Table:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
 
@@ -86,8 +87,9 @@ class Schema:
     """An ordered set of uniquely named fields."""
 
     fields: tuple[Field, ...]
-    # (name, Arrow type) of source columns of unsupported types, set aside: an error only once read
-    unsupported: tuple[tuple[str, str], ...] = ()
+    # (name, Arrow type) of source columns of unsupported types, set aside: an error only once read.
+    # Derived schemas carry them, so any operation reading one names its type, not "unknown column".
+    unsupported: tuple[tuple[str, str], ...] = dataclasses.field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         seen: set[str] = set()

@@ -125,7 +125,7 @@ class Aggregate:
             fields.append(inp.field(k, "group_by"))
         for name, call in self.aggs:
             fields.append(Field(name, *agg_type(call, inp, name)))
-        return Schema(tuple(fields))
+        return Schema(tuple(fields), inp.unsupported)
 
 
 def project_schema(exprs: tuple[tuple[str, ExprNode], ...], schema: Schema) -> Schema:
@@ -134,7 +134,7 @@ def project_schema(exprs: tuple[tuple[str, ExprNode], ...], schema: Schema) -> S
         t = type_of(e, schema, f"select of {name!r}")
         # an untyped NULL becomes an int64 column of nulls, as in Spark's void -> cast
         fields.append(Field(name, t.dtype or DType.INT64, t.nullable))
-    return Schema(tuple(fields))
+    return Schema(tuple(fields), schema.unsupported)
 
 
 def windowed_schema(schema: Schema) -> Schema:
@@ -143,7 +143,7 @@ def windowed_schema(schema: Schema) -> Schema:
         if n in schema:
             raise PlanError(f"window: the input already has a column named {n!r}")
     return Schema(schema.fields + (Field(WINDOW_START, DType.TIMESTAMP, False),
-                                   Field(WINDOW_END, DType.TIMESTAMP, False)))
+                                   Field(WINDOW_END, DType.TIMESTAMP, False)), schema.unsupported)
 
 
 def agg_type(call: AggCall, schema: Schema, name: str) -> tuple[DType, bool]:
