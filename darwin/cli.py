@@ -106,11 +106,8 @@ def reset(checkpoint_dir: Path = typer.Argument(..., help="the checkpoint_dir of
 
     if not yes and not typer.confirm(f"Delete the checkpoints, state and output of the job in {checkpoint_dir}?"):
         raise typer.Exit(1)
-    try:
+    with _one_line_errors():
         removed = reset_job(checkpoint_dir)
-    except DarwinError as e:
-        console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from None
     for path in removed:
         console.print(f"removed {path}")
     console.print(f"the job in {checkpoint_dir} is reset: {len(removed)} paths removed")
