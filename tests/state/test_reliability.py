@@ -279,3 +279,28 @@ def test_paths_that_are_files_are_clear_errors(tmp_path):
     for backend in ("mmap", "rocksdb"):
         with pytest.raises(CheckpointError, match="state_path.*is a file"):
             q.collect(dw.Config(state=backend, state_path=str(a_file)))
+
+
+def test_rocksdb_failures_mid_run_are_state_errors_naming_the_database(tmp_path):
+    """rocksdict reports RocksDB's errors (e.g. a block checksum mismatch) as a bare ``Exception``."""
+    from darwin.codegen.aggregates import layout
+    from darwin.errors import StateError
+    from darwin.state.ownership import StatePath
+    from darwin.state.rocksdb import RocksBackend
+
+    class Damaged:
+        def items(self):
+            raise Exception("Corruption: block checksum mismatch in 000012.sst")
+
+        def close(self):
+            pass
+
+    backend = RocksBackend(StatePath(tmp_path / "state", "0" * 32, None, fresh=True), delta_limit=8)
+    table = backend.hash_table("pipeline0", layout(windowed(bids()).plan))
+    table.db.close()
+    table.db, table.stored = Damaged(), 1
+    try:
+        with pytest.raises(StateError, match="RocksDB state in .*pipeline0.*Corruption.*resumes from"):
+            list(table.fire(0, 1, final=True))
+    finally:
+        backend.close()
