@@ -38,6 +38,8 @@ class PipelineRunner:
                 self.params[f"ps{i}"] = np.int64(pool.code(s))
             for i, (dtype, values) in enumerate(self.ks.params.arrays):
                 self.params[f"pa{i}"] = np.array(values, dtype=dtype)
+            for i, strings in enumerate(self.ks.params.string_sets):
+                self.params[f"pc{i}"] = np.sort(np.fromiter((pool.code(v) for v in strings), np.int64, len(strings)))
         self.pool = pool
         self.lookups = [LookupTable(f, a) for f, a in self.ks.params.lookups] if self.ks else []
         self.sink = p.sink
