@@ -189,7 +189,7 @@ def _named(c: str | Expr) -> tuple[str, Any]:
 
 
 def _scan(source: Source, time: str | None, max_delay: Any) -> Table:
-    delay = None if max_delay is None else to_millis(max_delay, "max_delay")
+    delay = None if max_delay is None else to_millis(max_delay, "max_delay", PlanError)
     return Table(pn.Scan(source, source.schema.names, time, delay))
 
 

@@ -123,12 +123,15 @@ def _ring(agg: pn.Aggregate, source: op.ScanInput, chain: list[op.StatelessOp]) 
 
     Open windows have starts in (max time - delay - size, max time], so (delay + size) / slide + 2
     slots always suffice. The key must be one NOT NULL integer column read unchanged from the
-    source, whose statistics give its exact range; no key at all is a domain of one.
+    source, whose statistics give its exact range; no key at all is a domain of one. Slots x domain
+    stays within ``RING_CELLS``, with or without a key; beyond it the hash table is used.
     """
     if source.scan.time_column is None or any(isinstance(o, op.WindowAssignOp) for o in chain):
         return None
     w = agg.input.window
     slots = (source.delay_ms + w.size_ms) // w.slide_ms + 2
+    if slots > RING_CELLS:  # a long delay or window over a short slide: the hash table holds only live windows
+        return None
     if not agg.keys:
         return op.Ring(slots, 0, 1, keyed=False)
     if len(agg.keys) != 1:
