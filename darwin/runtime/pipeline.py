@@ -17,6 +17,7 @@ from darwin.errors import DarwinError, SourceError
 from darwin.graph import operators as op
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.lookups import LookupTable
+from darwin.runtime.progress import LateRowsWarning
 from darwin.state.backend import KeyedState, StateBackend
 from darwin.state.ring import RingState
 from darwin.types import Schema
@@ -52,6 +53,8 @@ class PipelineRunner:
             name = f"pipeline{p.id}"
             self.state = (backend.hash_table(name, lay) if p.sink.ring is None
                           else RingState(name, p.sink.ring, lay.value_dtypes))
+            source = p.input.scan.source.name if isinstance(p.input, op.ScanInput) else f"pipeline {p.id}"
+            self.late_warning = LateRowsWarning(source, p.sink.late_output)
 
     # -- processing ---------------------------------------------------------------------------
     def process(self, batch: EncodedBatch) -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
@@ -86,6 +89,7 @@ class PipelineRunner:
                 outs.append(_sliced(out, int(self.ctl[ctl.OUT_ROWS])))
         if self.state is not None:
             self.state.end_batch()
+            self.late_warning.update(int(self.ctl[ctl.LATE_ROWS]), self.watermark)
         result = None
         if collect:
             result = outs[0] if len(outs) == 1 else _concatenated(outs, p.output_schema)
@@ -148,7 +152,8 @@ class PipelineRunner:
         return body, files
 
     def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int) -> None:
-        self.ctl[:] = np.array(body["ctl"], dtype=np.int64)
+        saved = np.array(body["ctl"], dtype=np.int64)
+        self.ctl[:len(saved)] = saved  # slots added since the checkpoint keep their initial values
         self.windows_fired = int(body["windows_fired"])
         if self.state is not None:
             self.state.restore(directory, body["state"], checkpoint_id)
@@ -172,7 +177,7 @@ class PipelineRunner:
 
     def counters(self) -> dict[str, int]:
         return {"late_rows": int(self.ctl[ctl.LATE_ROWS]), "null_time_rows": int(self.ctl[ctl.NULL_TIME_ROWS]),
-                "windows_fired": self.windows_fired}
+                "future_rows": int(self.ctl[ctl.FUTURE_ROWS]), "windows_fired": self.windows_fired}
 
     def drain(self, final: bool) -> Iterator[EncodedBatch]:
         """Remove the windows that fired (all of them if ``final``), as batches in window order.
