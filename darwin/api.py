@@ -188,30 +188,39 @@ def _named(c: str | Expr) -> tuple[str, Any]:
     raise PlanError(f"select takes column names or expressions, got {c!r}")
 
 
-def _scan(source: Source, time: str | None, max_delay: Any) -> Table:
-    delay = None if max_delay is None else to_millis(max_delay, "max_delay")
-    return Table(pn.Scan(source, source.schema.names, time, delay))
+def _scan(source: Source, time: str | None, max_delay: Any, max_future: Any) -> Table:
+    """The scan node; durations are query parameters, so a bad one is a ``PlanError``."""
+    delay = None if max_delay is None else to_millis(max_delay, "max_delay", PlanError)
+    future = None if max_future is None else to_millis(max_future, "max_future", PlanError)
+    return Table(pn.Scan(source, source.schema.names, time, delay, future))
 
 
-def from_source(source: Source, time: str | None = None, max_delay: Any = None) -> Table:
-    """A table over any object implementing ``darwin.io.source.Source`` (your own inputs)."""
+def from_source(source: Source, time: str | None = None, max_delay: Any = None, max_future: Any = None) -> Table:
+    """A table over any object implementing ``darwin.io.source.Source`` (your own inputs).
+
+    ``max_delay`` bounds out-of-orderness (the watermark trails the largest event time by it);
+    ``max_future``, if given, keeps a row more than that ahead of the largest event time seen
+    from moving the watermark (it is counted in ``future_rows`` and otherwise processed normally).
+    """
     if not isinstance(source, Source):
         raise PlanError(f"from_source() needs a darwin.io.source.Source (name, schema, batches), got {source!r}")
-    return _scan(source, time, max_delay)
+    return _scan(source, time, max_delay, max_future)
 
 
 def from_arrow(table: pa.Table | pa.RecordBatch, time: str | None = None, max_delay: Any = None,
-               name: str = "arrow") -> Table:
-    """A table over in-memory Arrow data whose event time is column ``time``."""
-    return _scan(ArrowSource(table, name), time, max_delay)
+               name: str = "arrow", max_future: Any = None) -> Table:
+    """A table over in-memory Arrow data whose event time is column ``time`` (see ``from_source``)."""
+    return _scan(ArrowSource(table, name), time, max_delay, max_future)
 
 
-def read_parquet(path: str | os.PathLike[str], time: str | None = None, max_delay: Any = None) -> Table:
-    """A table over a Parquet file; only the columns the query uses are read."""
-    return _scan(ParquetSource(path), time, max_delay)
+def read_parquet(path: str | os.PathLike[str], time: str | None = None, max_delay: Any = None,
+                 max_future: Any = None) -> Table:
+    """A table over a Parquet file; only the columns the query uses are read (see ``from_source``)."""
+    return _scan(ParquetSource(path), time, max_delay, max_future)
 
 
 def from_batches(schema: pa.Schema, batches: Callable[[], Iterable[pa.RecordBatch]], time: str | None = None,
-                 max_delay: Any = None, name: str = "batches", non_null: Iterable[str] = ()) -> Table:
-    """A table over a replayable factory of record batches (called once per run)."""
-    return _scan(BatchSource(schema, batches, name, non_null), time, max_delay)
+                 max_delay: Any = None, name: str = "batches", non_null: Iterable[str] = (),
+                 max_future: Any = None) -> Table:
+    """A table over a replayable factory of record batches (called once per run; see ``from_source``)."""
+    return _scan(BatchSource(schema, batches, name, non_null), time, max_delay, max_future)

@@ -30,6 +30,7 @@ class Params:
 
     strings: list[str] = field(default_factory=list)  # literal strings, passed as dictionary codes
     arrays: list[tuple[str, list[Any]]] = field(default_factory=list)  # (numpy dtype, sorted values)
+    string_sets: list[tuple[str, ...]] = field(default_factory=list)  # passed as sorted dictionary codes
     lookups: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)  # string functions by code
 
     def string(self, value: str) -> str:
@@ -38,8 +39,14 @@ class Params:
         return f"ps{self.strings.index(value)}"
 
     def array(self, dtype: str, values: list[Any]) -> str:
-        self.arrays.append((dtype, sorted(values)))
+        """Sorted distinct values for a binary search; NaN is left out, as it equals nothing."""
+        self.arrays.append((dtype, sorted({v for v in values if v == v})))
         return f"pa{len(self.arrays) - 1}"
+
+    def string_set(self, values: list[str]) -> str:
+        """Strings whose codes the runtime resolves and sorts into one array (``isin`` of many strings)."""
+        self.string_sets.append(tuple(dict.fromkeys(values)))
+        return f"pc{len(self.string_sets) - 1}"
 
     def lookup(self, func: str, args: tuple[Any, ...]) -> int:
         """Index of a lookup table (values ``plv{i}``, validity ``plm{i}``) for a string function."""
@@ -49,6 +56,7 @@ class Params:
 
     def names(self) -> list[str]:
         return ([f"ps{i}" for i in range(len(self.strings))] + [f"pa{i}" for i in range(len(self.arrays))]
+                + [f"pc{i}" for i in range(len(self.string_sets))]
                 + [name for i in range(len(self.lookups)) for name in (f"plv{i}", f"plm{i}")])
 
 
@@ -158,7 +166,9 @@ class ExprEmitter:
         values = [lit for lit in e.values if lit.value is not None]
         has_null = len(values) < len(e.values)
         as_float = operand_type is DType.FLOAT64 or any(lit.dtype is DType.FLOAT64 for lit in values)
-        if operand_type is DType.STRING:
+        if operand_type is DType.STRING and len(values) > ISIN_INLINE_LIMIT:
+            tests = [f"sorted_contains({self.params.string_set([lit.value for lit in values])}, {v})"]
+        elif operand_type is DType.STRING:
             tests = [f"({v} == {self.params.string(lit.value)})" for lit in values]
         elif len(values) > ISIN_INLINE_LIMIT:
             kind = "float64" if as_float else ("bool" if operand_type is DType.BOOL else "int64")

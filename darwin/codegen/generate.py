@@ -130,7 +130,8 @@ class _Generator:
 
     def _scalars(self) -> list[tuple[str, int]]:
         return [("max_time", ctl.MAX_TIME), ("late_rows", ctl.LATE_ROWS), ("null_time", ctl.NULL_TIME_ROWS),
-                ("out", ctl.OUT_ROWS), ("late_out", ctl.LATE_OUT_ROWS), ("min_end", ctl.MIN_WINDOW_END)]
+                ("out", ctl.OUT_ROWS), ("late_out", ctl.LATE_OUT_ROWS), ("min_end", ctl.MIN_WINDOW_END),
+                ("future_rows", ctl.FUTURE_ROWS)]
 
     def _save(self, b: SourceBuilder) -> None:
         for name, slot in self._scalars():
@@ -154,11 +155,22 @@ class _Generator:
             with b.block(f"if {room}:"):
                 self._stop(ctl.NEEDS_ROOM)
         inp = self.p.input
-        if self.agg is not None and isinstance(inp, op.ScanInput) and inp.scan.time_column is not None:
+        if not isinstance(inp, op.ScanInput) or inp.scan.time_column is None:
+            return
+        future = inp.scan.max_future_ms
+        # the source's event-time progress (WatermarkClock). It runs before anything can stop the kernel
+        # mid-row (only rings do, and a source with max_future gets none), so no row is counted twice
+        if self.agg is not None or future is not None:
             v, ok = env[inp.scan.time_column]
             cond = f"{v} > max_time" if ok is None else f"{ok} and {v} > max_time"
             with b.block(f"if {cond}:"):
-                b.line(f"max_time = {v}")
+                if future is None:
+                    b.line(f"max_time = {v}")
+                    return
+                with b.block(f"if max_time != {number(NO_WATERMARK)} and {v} > max_time + {number(future)}:"):
+                    b.line("future_rows += 1")
+                with b.block("else:"):
+                    b.line(f"max_time = {v}")
 
     def _operators(self, ops: list[op.StatelessOp], env: Env, schema: Schema) -> None:
         b = self.src

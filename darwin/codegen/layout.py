@@ -9,7 +9,8 @@ MIN_WINDOW_END = 5  # smallest end of a window held in state: nothing fires befo
 EMPTY_SLOT = -(2**63)  # a window-ring slot holding no window (also "no watermark yet")
 
 STATUS = 6  # why a kernel returned early (below)
-SIZE = 7
+FUTURE_ROWS = 7  # rows beyond the source's max_future: they did not move MAX_TIME
+SIZE = 8  # new slots go last: a checkpoint's shorter ctl restores as a prefix
 
 OK = 0
 NEEDS_ROOM = 1  # the hash table is full: grow it

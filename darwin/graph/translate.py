@@ -122,13 +122,18 @@ def _ring(agg: pn.Aggregate, source: op.ScanInput, chain: list[op.StatelessOp]) 
     Only on the ``memory`` backend: a ring is DRAM by design; the other backends keep their tables.
 
     Open windows have starts in (max time - delay - size, max time], so (delay + size) / slide + 2
-    slots always suffice. The key must be one NOT NULL integer column read unchanged from the
-    source, whose statistics give its exact range; no key at all is a domain of one.
+    slots always suffice (not with ``max_future``: its rows open windows beyond max time). The key
+    must be one NOT NULL integer column read unchanged from the source, whose statistics give its
+    exact range; no key at all is a domain of one. Slots x domain stays within ``RING_CELLS``, with
+    or without a key; beyond it the hash table is used.
     """
-    if source.scan.time_column is None or any(isinstance(o, op.WindowAssignOp) for o in chain):
-        return None
+    if (source.scan.time_column is None or source.scan.max_future_ms is not None
+            or any(isinstance(o, op.WindowAssignOp) for o in chain)):
+        return None  # rows beyond max_future open windows arbitrarily far ahead of max time: no bound
     w = agg.input.window
     slots = (source.delay_ms + w.size_ms) // w.slide_ms + 2
+    if slots > RING_CELLS:  # a long delay or window over a short slide: the hash table holds only live windows
+        return None
     if not agg.keys:
         return op.Ring(slots, 0, 1, keyed=False)
     if len(agg.keys) != 1:

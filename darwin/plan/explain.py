@@ -9,6 +9,8 @@ def describe(node: pn.PlanNode) -> str:
     """One line for a node, without its inputs."""
     if isinstance(node, pn.Scan):
         delay = "" if node.max_delay_ms is None else f" max_delay={node.max_delay_ms}ms"
+        if node.max_future_ms is not None:
+            delay += f" max_future={node.max_future_ms}ms"
         time = f" time={node.time_column}" if node.time_column else ""
         return f"Scan {node.source.name} [{', '.join(node.columns)}]{time}{delay}"
     if isinstance(node, pn.Filter):

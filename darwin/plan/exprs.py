@@ -6,8 +6,10 @@ nodes hold these bare nodes so a plan compares and hashes by value.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import UTC
+from functools import cached_property
 from typing import Any
 
 from darwin.errors import DarwinTypeError, PlanError
@@ -74,13 +76,31 @@ class Unary:
         return f"{self.op}({self.operand})"
 
 
+ISIN_SHOWN = 8  # a longer isin list is shown as its first values, its length and a digest
+
+
 @dataclass(frozen=True)
 class IsIn:
     operand: ExprNode
     values: tuple[Literal, ...]
 
     def __str__(self) -> str:
-        return f"{self.operand}.isin([{', '.join(map(str, self.values))}])"
+        """Short for long lists (explain, error messages), yet distinct for distinct lists.
+
+        Plan text is hashed into checkpoint identity, so an abbreviated list carries a digest
+        of all its values (stable across processes, unlike ``hash``).
+        """
+        if len(self.values) <= ISIN_SHOWN:
+            return f"{self.operand}.isin([{', '.join(map(str, self.values))}])"
+        shown = ", ".join(map(str, self.values[:ISIN_SHOWN]))
+        return f"{self.operand}.isin([{shown}, ... ({len(self.values)} values, sha256 {self.digest[:16]})])"
+
+    @cached_property
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for v in self.values:
+            h.update(f"{v.dtype and v.dtype.value}:{v.value!r}\x00".encode())
+        return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -225,9 +245,8 @@ def type_of(e: ExprNode, schema: Schema, where: str = "expression") -> Typed:
         return Typed(t.dtype, t.nullable)
     if isinstance(e, IsIn):
         t = type_of(e.operand, schema, where)
-        for v in e.values:
-            if v.value is not None:
-                _comparable(t.dtype, v.dtype, "eq", f"{where}: {e}")
+        for dtype in {v.dtype for v in e.values if v.value is not None}:  # one check per type, not per value
+            _comparable(t.dtype, dtype, "eq", f"{where}: {e}")
         # x IN (..., NULL) is NULL when nothing matched
         return Typed(DType.BOOL, t.nullable or any(v.value is None for v in e.values))
     if isinstance(e, Cast):

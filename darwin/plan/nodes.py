@@ -26,8 +26,15 @@ class Scan:
     columns: tuple[str, ...]
     time_column: str | None
     max_delay_ms: int | None  # None: the config's default delay
+    # a row more than this ahead of the largest event time seen does not move the watermark
+    max_future_ms: int | None = None
 
     def __post_init__(self) -> None:
+        if self.max_future_ms is not None:
+            if self.time_column is None:
+                raise PlanError(f"max_future of {self.source.name}: needs an event-time column (time=...)")
+            if self.max_future_ms <= 0:
+                raise PlanError(f"max_future of {self.source.name} must be positive, got {self.max_future_ms}ms")
         for c in self.columns:
             self.source.schema.field(c, f"scan of {self.source.name}")
         if self.time_column is not None:
@@ -41,11 +48,12 @@ class Scan:
         return self.source.schema.select(self.columns)
 
     def __hash__(self) -> int:
-        return hash((id(self.source), self.columns, self.time_column, self.max_delay_ms))
+        return hash((id(self.source), self.columns, self.time_column, self.max_delay_ms, self.max_future_ms))
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, Scan) and other.source is self.source and other.columns == self.columns
-                and other.time_column == self.time_column and other.max_delay_ms == self.max_delay_ms)
+                and other.time_column == self.time_column and other.max_delay_ms == self.max_delay_ms
+                and other.max_future_ms == self.max_future_ms)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ projection changes nothing but the work done.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
@@ -170,7 +171,7 @@ def _prune(n: pn.PlanNode, needed: set[str]) -> pn.PlanNode:
         cols = tuple(c for c in n.columns if c in needed or c == n.time_column)
         if not cols:
             cols = n.columns[:1]
-        return n if cols == n.columns else pn.Scan(n.source, cols, n.time_column, n.max_delay_ms)
+        return n if cols == n.columns else dataclasses.replace(n, columns=cols)
     if isinstance(n, pn.Filter):
         return pn.Filter(_prune(n.input, needed | set(ex.columns_of(n.predicate))), n.predicate)
     if isinstance(n, pn.Project):

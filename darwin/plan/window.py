@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from darwin.durations import to_millis
+from darwin.durations import MAX_DURATION_MS, to_millis
 from darwin.errors import PlanError
 
 Duration = str | int | float | timedelta
+MAX_WINDOWS_PER_ROW = 1000  # size / slide of a sliding window: each row is aggregated this many times
 
 
 @dataclass(frozen=True)
@@ -20,12 +21,23 @@ class Window:
     on: str
 
     def __post_init__(self) -> None:
+        """Bounds that keep window arithmetic in int64 and per-row work and buffers small."""
+        for name, ms in (("size", self.size_ms), ("slide", self.slide_ms)):
+            if isinstance(ms, bool) or not isinstance(ms, int):
+                raise PlanError(f"window {name} must be an integer number of ms, got {ms!r}")
         if self.size_ms <= 0 or self.slide_ms <= 0:
             raise PlanError(f"window size and slide must be positive, got size={self.size_ms}ms "
                             f"slide={self.slide_ms}ms")
+        if self.size_ms > MAX_DURATION_MS:
+            raise PlanError(f"window size {self.size_ms}ms is longer than the longest duration Darwin supports, "
+                            f"100 years ({MAX_DURATION_MS}ms)")
         if self.size_ms % self.slide_ms:
             raise PlanError(f"a sliding window's size ({self.size_ms}ms) must be a multiple of its "
                             f"slide ({self.slide_ms}ms)")
+        if self.windows_per_row > MAX_WINDOWS_PER_ROW:
+            raise PlanError(f"a sliding window of {self.size_ms}ms every {self.slide_ms}ms puts each row into "
+                            f"{self.windows_per_row} windows; at most {MAX_WINDOWS_PER_ROW} are supported: use a "
+                            f"slide of at least {-(-self.size_ms // MAX_WINDOWS_PER_ROW)}ms")
 
     @property
     def is_tumbling(self) -> bool:
@@ -43,10 +55,10 @@ class Window:
 
 def Tumble(size: Duration, on: str) -> Window:  # noqa: N802 - reads like Flink's Tumble
     """Fixed, non-overlapping windows of ``size`` over timestamp column ``on``."""
-    ms = to_millis(size, "Tumble size")
+    ms = to_millis(size, "Tumble size", PlanError)
     return Window(ms, ms, on)
 
 
 def Slide(size: Duration, every: Duration, on: str) -> Window:  # noqa: N802
     """Windows of ``size`` starting ``every`` apart; a row falls into size/every windows."""
-    return Window(to_millis(size, "Slide size"), to_millis(every, "Slide every"), on)
+    return Window(to_millis(size, "Slide size", PlanError), to_millis(every, "Slide every", PlanError), on)

@@ -38,14 +38,15 @@ def compile_expr(e: ex.ExprNode, schema: Schema) -> Callable[[Row], Any]:
         return _UNARY[e.op](f)
     if isinstance(e, ex.IsIn):
         f = compile_expr(e.operand, schema)
-        values = [v.value for v in e.values if v.value is not None]
+        # NaN equals nothing; left out, because ``in`` would match a NaN object by identity
+        values = frozenset(v.value for v in e.values if v.value is not None and v.value == v.value)
         has_null = any(v.value is None for v in e.values)
 
         def isin(row: Row) -> Any:
             x = f(row)
             if x is None:
                 return None
-            if any(x == v for v in values):
+            if x in values:
                 return True
             return None if has_null else False
         return isin

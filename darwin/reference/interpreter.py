@@ -23,7 +23,7 @@ from darwin.plan.exprs import AggCall, Column
 from darwin.reference.evaluate import Row, compile_expr, wrap64
 from darwin.runtime.encoding import to_int64
 from darwin.runtime.output import Output
-from darwin.runtime.progress import Metrics, WatermarkClock
+from darwin.runtime.progress import LateRowsWarning, Metrics, WatermarkClock
 from darwin.types import DType, Schema
 
 Emit = Callable[[Row], None]
@@ -43,8 +43,10 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
     out: list[Row] = []
     root = _build(plan, ctx, out.append)
     time_col = scan.time_column
-    ctx.clock = WatermarkClock(scan.max_delay_ms if scan.max_delay_ms is not None else config.max_delay_ms)
+    ctx.clock = WatermarkClock(scan.max_delay_ms if scan.max_delay_ms is not None else config.max_delay_ms,
+                               scan.max_future_ms)
     late_schema = pn.late_output_schema(plan)
+    late_warning = LateRowsWarning(scan.source.name, late_schema is not None)
     for batch in scan.source.batches(scan.columns, config.batch_size):
         rows = _rows(batch, scan.schema, scan.source.name)
         metrics.add("input_rows", len(rows))
@@ -53,10 +55,12 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
                 ctx.clock.observe(row[time_col])
             root.push(row)
         root.flush()
+        late_warning.update(metrics.values["late_rows"], ctx.clock.watermark)
         yield from _drain(out, plan.schema, ctx, late_schema)
     root.finish()
     yield from _drain(out, plan.schema, ctx, late_schema)
     metrics.set("watermark", ctx.clock.watermark)
+    metrics.add("future_rows", ctx.clock.future_rows)
 
 
 def _drain(out: list[Row], schema: Schema, ctx: _Context, late_schema: Schema | None) -> Iterator[Output]:

@@ -17,11 +17,13 @@ from darwin.errors import DarwinError, SourceError
 from darwin.graph import operators as op
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.lookups import LookupTable
+from darwin.runtime.progress import LateRowsWarning
 from darwin.state.backend import KeyedState, StateBackend
 from darwin.state.ring import RingState
 from darwin.types import Schema
 
 INT64_MAX = np.iinfo(np.int64).max
+OUT_BUFFER_ROWS = 1 << 20  # rows of output buffers a kernel call may fill
 
 
 class PipelineRunner:
@@ -38,6 +40,8 @@ class PipelineRunner:
                 self.params[f"ps{i}"] = np.int64(pool.code(s))
             for i, (dtype, values) in enumerate(self.ks.params.arrays):
                 self.params[f"pa{i}"] = np.array(values, dtype=dtype)
+            for i, strings in enumerate(self.ks.params.string_sets):
+                self.params[f"pc{i}"] = np.sort(np.fromiter((pool.code(v) for v in strings), np.int64, len(strings)))
         self.pool = pool
         self.lookups = [LookupTable(f, a) for f, a in self.ks.params.lookups] if self.ks else []
         self.sink = p.sink
@@ -49,31 +53,47 @@ class PipelineRunner:
             name = f"pipeline{p.id}"
             self.state = (backend.hash_table(name, lay) if p.sink.ring is None
                           else RingState(name, p.sink.ring, lay.value_dtypes))
+            source = p.input.scan.source.name if isinstance(p.input, op.ScanInput) else f"pipeline {p.id}"
+            self.late_warning = LateRowsWarning(source, p.sink.late_output)
 
     # -- processing ---------------------------------------------------------------------------
     def process(self, batch: EncodedBatch) -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
-        """Run the kernel over a batch: collected output, late rows, windows fired mid-batch."""
+        """Run the kernel over a batch: collected output, late rows, windows fired mid-batch.
+
+        Output buffers hold every row the kernel may write, rows_per_input per input row; so that
+        sliding windows cannot make them huge, the batch runs in chunks of at most ``OUT_BUFFER_ROWS``.
+        """
         p, n = self.p, batch.length
         fired: list[EncodedBatch] = []
         if self.kernel is None:
             return batch, None, fired
-        out = _buffers(p.output_schema, n * p.rows_per_input) if isinstance(self.sink, op.CollectSink) else None
+        collect = isinstance(self.sink, op.CollectSink)
         late = _buffers(p.output_schema, n) if self.state is not None and self.sink.late_output else None
-        self.ctl[ctl.OUT_ROWS] = 0
         self.ctl[ctl.LATE_OUT_ROWS] = 0
         for i, lut in enumerate(self.lookups):
             lut.cover(self.pool)
             self.params[f"plv{i}"], self.params[f"plm{i}"] = lut.values, lut.valid
-        pos = 0
-        while True:
-            pos = self.kernel(pos, n, *self._args(batch, out, late))
-            if pos >= n:
-                break
-            self._resolve(int(self.ctl[ctl.STATUS]), fired)
+        chunk = max(1, OUT_BUFFER_ROWS // p.rows_per_input) if collect else max(n, 1)
+        outs: list[EncodedBatch] = []
+        for first in range(0, n, chunk):
+            end = min(n, first + chunk)
+            out = _buffers(p.output_schema, (end - first) * p.rows_per_input) if collect else None
+            self.ctl[ctl.OUT_ROWS] = 0
+            pos = first
+            while True:
+                pos = self.kernel(pos, end, *self._args(batch, out, late))
+                if pos >= end:
+                    break
+                self._resolve(int(self.ctl[ctl.STATUS]), fired)
+            if out is not None:
+                outs.append(_sliced(out, int(self.ctl[ctl.OUT_ROWS])))
         if self.state is not None:
             self.state.end_batch()
-        return (_sliced(out, int(self.ctl[ctl.OUT_ROWS])) if out else None,
-                _sliced(late, int(self.ctl[ctl.LATE_OUT_ROWS])) if late else None, fired)
+            self.late_warning.update(int(self.ctl[ctl.LATE_ROWS]), self.watermark)
+        result = None
+        if collect:
+            result = outs[0] if len(outs) == 1 else _concatenated(outs, p.output_schema)
+        return result, (_sliced(late, int(self.ctl[ctl.LATE_OUT_ROWS])) if late else None), fired
 
     def _resolve(self, status: int, fired: list[EncodedBatch]) -> None:
         """Fix what made the kernel stop, so it can go on from the same row."""
@@ -132,7 +152,8 @@ class PipelineRunner:
         return body, files
 
     def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int) -> None:
-        self.ctl[:] = np.array(body["ctl"], dtype=np.int64)
+        saved = np.array(body["ctl"], dtype=np.int64)
+        self.ctl[:len(saved)] = saved  # slots added since the checkpoint keep their initial values
         self.windows_fired = int(body["windows_fired"])
         if self.state is not None:
             self.state.restore(directory, body["state"], checkpoint_id)
@@ -156,7 +177,7 @@ class PipelineRunner:
 
     def counters(self) -> dict[str, int]:
         return {"late_rows": int(self.ctl[ctl.LATE_ROWS]), "null_time_rows": int(self.ctl[ctl.NULL_TIME_ROWS]),
-                "windows_fired": self.windows_fired}
+                "future_rows": int(self.ctl[ctl.FUTURE_ROWS]), "windows_fired": self.windows_fired}
 
     def drain(self, final: bool) -> Iterator[EncodedBatch]:
         """Remove the windows that fired (all of them if ``final``), as batches in window order.
@@ -183,6 +204,18 @@ class PipelineRunner:
 def _buffers(schema: Schema, rows: int) -> dict[str, Column]:
     return {f.name: Column(np.empty(rows, dtype=f.dtype.numpy), np.empty(rows, dtype=np.bool_) if f.nullable
                            else None) for f in schema.fields}
+
+
+def _concatenated(batches: list[EncodedBatch], schema: Schema) -> EncodedBatch:
+    """One batch of the chunks' output rows, in order (an empty one for no chunks)."""
+    if not batches:
+        return _sliced(_buffers(schema, 0), 0)
+    columns = {}
+    for f in schema.fields:
+        parts = [b.columns[f.name] for b in batches]
+        valid = np.concatenate([c.valid for c in parts]) if f.nullable else None
+        columns[f.name] = Column(np.concatenate([c.values for c in parts]), valid)
+    return EncodedBatch(columns, sum(b.length for b in batches))
 
 
 def _sliced(cols: dict[str, Column], rows: int) -> EncodedBatch:

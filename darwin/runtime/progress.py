@@ -2,25 +2,68 @@
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 NO_WATERMARK = -(2**63)  # before any event: nothing is late, nothing fires
+LATE_WARNING_INTERVAL_S = 60.0
+
+log = logging.getLogger(__name__)
 
 
 class WatermarkClock:
-    """Watermark = max event time seen − delay (bounded out-of-orderness), never moving back."""
+    """Watermark = max event time seen − delay (bounded out-of-orderness), never moving back.
 
-    def __init__(self, delay_ms: int) -> None:
-        self.delay_ms = delay_ms
+    With ``max_future_ms``, a row more than that ahead of the largest event time seen so far
+    does not move it (one far-future event would otherwise make every later row late); such
+    rows are counted in ``future_rows``. The compiled kernels implement the same rule.
+    """
+
+    def __init__(self, delay_ms: int, max_future_ms: int | None = None) -> None:
+        self.delay_ms, self.max_future_ms = delay_ms, max_future_ms
         self.max_time = NO_WATERMARK
+        self.future_rows = 0
 
     def observe(self, t: int) -> None:
         if t > self.max_time:
-            self.max_time = t
+            if (self.max_future_ms is not None and self.max_time != NO_WATERMARK
+                    and t > self.max_time + self.max_future_ms):
+                self.future_rows += 1
+            else:
+                self.max_time = t
 
     @property
     def watermark(self) -> int:
         return NO_WATERMARK if self.max_time == NO_WATERMARK else self.max_time - self.delay_ms
+
+
+class LateRowsWarning:
+    """Says in the log that late rows are being lost: when it starts, then at most once per interval.
+
+    Late rows are otherwise only a counter, and a single event far in the future makes every
+    later row late; the warning names the likely cause and the bounds that address it.
+    """
+
+    def __init__(self, source: str, kept: bool = False, interval_s: float = LATE_WARNING_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.source, self.kept, self.interval_s, self.clock = source, kept, interval_s, clock
+        self.reported = 0
+        self.last: float | None = None
+
+    def update(self, late_rows: int, watermark: int) -> None:
+        """Called after each batch with the running count of late rows and the watermark."""
+        if late_rows <= self.reported:
+            return
+        now = self.clock()
+        if self.last is not None and now - self.last < self.interval_s:
+            return
+        self.last, self.reported = now, late_rows
+        log.warning("source %r: %d late rows so far %s (watermark %d ms): their windows had already closed. "
+                    "If events arrive later than max_delay allows, raise max_delay; if a few events far in the "
+                    "future moved the watermark, set max_future on the source.", self.source, late_rows,
+                    "sent to the late output" if self.kept else "dropped", watermark)
 
 
 class Metrics:
@@ -28,7 +71,7 @@ class Metrics:
 
     def __init__(self) -> None:
         self.values: dict[str, Any] = {"input_rows": 0, "output_rows": 0, "late_rows": 0,
-                                       "null_time_rows": 0, "windows_fired": 0}
+                                       "null_time_rows": 0, "future_rows": 0, "windows_fired": 0}
 
     def add(self, name: str, amount: int | float) -> None:
         self.values[name] = self.values.get(name, 0) + amount
