@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
+import shutil
 import zlib
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from darwin.errors import DarwinError
 
@@ -68,3 +70,36 @@ def exclusive_lock(directory: Path, name: str, what: str, error: type[DarwinErro
         f.close()
         raise error(f"{what} {str(directory)!r} is in use by another running job") from None
     return f
+
+
+def read_job_record(path: Path) -> dict[str, Any] | None:
+    """A JSON record Darwin wrote naming a job (``{"job": ...}``), or None if missing or unreadable."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and "job" in record else None
+
+
+def remove_files(paths: list[Path]) -> list[Path]:
+    """Delete those of ``paths`` that exist; the ones deleted."""
+    removed = [p for p in paths if p.exists()]
+    for p in removed:
+        p.unlink()
+    return removed
+
+
+def fresh_marked_directory(path: Path, marker: str, where: str, error: type[DarwinError]) -> Path:
+    """``path`` as a new, empty directory holding the file ``marker``, which says Darwin made it.
+
+    An earlier one carrying the marker is replaced; anything else there is not Darwin's to
+    delete: ``error``, suggesting a directory of its own for ``where``.
+    """
+    if path.exists():
+        if not (path / marker).exists():
+            raise error(f"{str(path)!r} exists but was not made by Darwin; give {where} a directory of its own "
+                        "(Darwin deletes only what it made)")
+        shutil.rmtree(path)
+    path.mkdir()
+    (path / marker).touch()
+    return path

@@ -35,7 +35,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from darwin.errors import SinkError
-from darwin.files import crc32_of, ensure_directory, fsync_path, write_atomically
+from darwin.files import crc32_of, ensure_directory, fsync_path, read_job_record, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -235,11 +235,8 @@ class CSV(FileSink):
 
 def read_marker(directory: Path) -> str | None:
     """The job that marked output ``directory`` as its own, or None."""
-    try:
-        marker = json.loads((directory / MARKER).read_text())
-    except (OSError, ValueError):
-        return None
-    return marker.get("job") if isinstance(marker, dict) else None
+    marker = read_job_record(directory / MARKER)
+    return None if marker is None else marker["job"]
 
 
 def remove_output(directory: Path, job: str) -> list[Path]:

@@ -14,9 +14,9 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from darwin.errors import CheckpointError
-from darwin.files import exclusive_lock
+from darwin.files import exclusive_lock, remove_files
 from darwin.io.sinks import remove_output
-from darwin.state.checkpoint import JOB, LOCK, CheckpointStore, read_job
+from darwin.state.checkpoint import JOB, LOCK, CheckpointStore
 from darwin.state.ownership import LOCK as STATE_LOCK
 from darwin.state.ownership import remove_state
 
@@ -27,7 +27,7 @@ def reset_job(checkpoint_dir: str | os.PathLike[str]) -> list[Path]:
     if not root.is_dir():
         raise CheckpointError(f"checkpoint_dir {str(root)!r} does not exist or is not a directory")
     store = CheckpointStore(root, create=False)
-    record = read_job(root)
+    record = store.read_job()
     removed: list[Path] = []
     with ExitStack() as held:  # no job may run meanwhile
         held.callback(exclusive_lock(root, LOCK, "checkpoint_dir", CheckpointError).close)
@@ -44,8 +44,5 @@ def reset_job(checkpoint_dir: str | os.PathLike[str]) -> list[Path]:
             path = root / f"chk-{checkpoint_id:06d}"
             shutil.rmtree(path)
             removed.append(path)
-        for name in (JOB, LOCK):
-            if (root / name).exists():
-                (root / name).unlink()
-                removed.append(root / name)
+        removed += remove_files([root / JOB, root / LOCK])
     return removed

@@ -25,7 +25,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from darwin.errors import CheckpointError
-from darwin.files import crc32_of, ensure_directory, exclusive_lock, fsync_path, write_atomically
+from darwin.files import (
+    crc32_of,
+    ensure_directory,
+    exclusive_lock,
+    fresh_marked_directory,
+    fsync_path,
+    read_job_record,
+    write_atomically,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,15 +68,9 @@ class CheckpointStore:
 
     def directory(self, checkpoint_id: int) -> Path:
         """A fresh, empty, marked directory for checkpoint ``checkpoint_id``'s files."""
-        path = self.root / f"chk-{checkpoint_id:06d}"
-        if path.exists():  # left by a run that crashed while writing it, or not Darwin's
-            if not (path / MARKER).exists():
-                raise CheckpointError(f"{str(path)!r} exists but was not made by Darwin; move it out of "
-                                      "checkpoint_dir (Darwin deletes only directories it made)")
-            shutil.rmtree(path)
-        path.mkdir()
-        (path / MARKER).touch()
-        return path
+        # one left by a run that crashed while writing it is replaced
+        return fresh_marked_directory(self.root / f"chk-{checkpoint_id:06d}", MARKER, "checkpoint_dir",
+                                      CheckpointError)
 
     def commit(self, checkpoint_id: int, body: dict[str, Any], files: list[str] | None = None) -> Checkpoint:
         """Seal checkpoint ``checkpoint_id``: checksum ``files`` (paths in its directory), write the manifest."""
@@ -129,16 +131,8 @@ class CheckpointStore:
         write_atomically(self.root / JOB, json.dumps(record, sort_keys=True, indent=1).encode())
 
     def read_job(self) -> dict[str, Any] | None:
-        return read_job(self.root)
-
-
-def read_job(root: Path) -> dict[str, Any] | None:
-    """The job record in checkpoint_dir ``root``, or None if there is none (or it is unreadable)."""
-    try:
-        record = json.loads((root / JOB).read_text())
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) and "job" in record else None
+        """The job record, or None if there is none (or it is unreadable)."""
+        return read_job_record(self.root / JOB)
 
 
 def has_checkpoint_of(root: str | os.PathLike[str], job: str) -> bool:

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from darwin.errors import CheckpointError
-from darwin.files import ensure_directory, exclusive_lock, write_atomically
+from darwin.files import (
+    ensure_directory,
+    exclusive_lock,
+    fresh_marked_directory,
+    read_job_record,
+    remove_files,
+    write_atomically,
+)
 from darwin.state.checkpoint import has_checkpoint_of
 
 OWNER = "DARWIN-STATE.json"
@@ -57,13 +64,7 @@ class StatePath:
         """The directory of table ``name``: emptied and marked for a fresh job, required to exist otherwise."""
         directory = self.path / name
         if self.fresh:
-            if directory.exists():
-                if not (directory / TABLE_MARKER).exists():
-                    raise CheckpointError(f"{str(directory)!r} exists but was not made by Darwin; give state_path "
-                                          "a directory of its own (Darwin deletes only what it made)")
-                shutil.rmtree(directory)
-            directory.mkdir()
-            (directory / TABLE_MARKER).touch()
+            fresh_marked_directory(directory, TABLE_MARKER, "state_path", CheckpointError)
         elif not (directory / TABLE_MARKER).exists():
             raise CheckpointError(f"the checkpoint's state for {name} is not in state_path {str(self.path)!r}; "
                                   f"resume with the state_path the job ran with, or {RESET_HINT}")
@@ -76,11 +77,7 @@ class StatePath:
 
 
 def read_owner(path: Path) -> dict[str, Any] | None:
-    try:
-        owner = json.loads((path / OWNER).read_text())
-    except (OSError, ValueError):
-        return None
-    return owner if isinstance(owner, dict) and "job" in owner else None
+    return read_job_record(path / OWNER)
 
 
 def remove_state(path: Path, job: str) -> list[Path]:
@@ -93,8 +90,4 @@ def remove_state(path: Path, job: str) -> list[Path]:
         if table.is_dir() and (table / TABLE_MARKER).exists():
             shutil.rmtree(table)
             removed.append(table)
-    for name in (OWNER, LOCK):
-        if (path / name).exists():
-            (path / name).unlink()
-            removed.append(path / name)
-    return removed
+    return removed + remove_files([path / OWNER, path / LOCK])
