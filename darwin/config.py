@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import os
 import re
 from collections.abc import Mapping
@@ -183,15 +182,12 @@ def _path(name: str, value: Any, optional: bool) -> str | None:
 
 
 def _millis(value: Any, name: str) -> int:
-    """``to_millis`` of a key, with its errors (and NaN, infinities, overflows) blamed on the key."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise _bad(f"expected a duration such as '10s', got {value!r}", name)
+    """``to_millis`` of a key (which refuses NaN, infinities and durations past its limit), its errors
+    blamed on the key so a file's error names its line."""
     try:
         return to_millis(value, f"config key {name!r}")
     except ConfigError as e:
         raise _BadKey(str(e), (name,)) from None
-    except OverflowError:
-        raise _bad(f"the duration {value!r} is too large", name) from None
 
 
 _BATCHES = re.compile(r"^\s*(\d+)\s*batch(?:es)?\s*$", re.IGNORECASE)
