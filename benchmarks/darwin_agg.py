@@ -33,12 +33,6 @@ app = typer.Typer(add_completion=False)
 console = Console()
 
 
-def parse_count(text: str) -> int:
-    text = text.strip().lower()
-    scale = {"k": 1_000, "m": 1_000_000, "g": 1_000_000_000}.get(text[-1:], 1)
-    return int(float(text[:-1] if scale > 1 else text) * scale)
-
-
 # ----------------------------------------------------------------------------- data
 
 def data_path(records: int, keys: int, seed: int, rate: int, data_dir: Path) -> Path:
@@ -197,6 +191,8 @@ def main(records: str = typer.Option("20M", help="records to generate"),
         _, seconds = run_darwin(path, runs, target, batch_size)
         json_out.write_text(json.dumps({"darwin_records_per_s": n / seconds}))
         return
+    from darwin.cli import parse_count
+
     n = parse_count(records)
     path = data_path(n, keys, seed, rate, data_dir)
     console.print(f"data: {path} ({n:,} records, {keys:,} keys)")

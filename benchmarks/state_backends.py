@@ -29,9 +29,10 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 sys.path.insert(0, str(Path(__file__).parent))
-from darwin_agg import _best, darwin_query, data_path, first_difference, parse_count, windowed_sum  # noqa: E402
+from darwin_agg import _best, darwin_query, data_path, first_difference, windowed_sum  # noqa: E402
 
 import darwin as dw  # noqa: E402
+from darwin.cli import parse_count  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ("memory", "mmap", "rocksdb")

@@ -26,6 +26,7 @@ from darwin.io.sources import ArrowSource, BatchSource, ParquetSource
 from darwin.plan import nodes as pn
 from darwin.plan.exprs import Column
 from darwin.plan.window import Window
+from darwin.runtime.output import RunResult
 
 if TYPE_CHECKING:
     from darwin.runtime.job import JobResult
@@ -166,16 +167,6 @@ class GroupedTable:
                 raise PlanError(f"agg: {name}= must be an aggregate such as dw.sum('x'), got {a!r}")
             calls.append((name, a.call))
         return Table(pn.Aggregate(self.plan, self.keys, tuple(calls)))
-
-
-class RunResult:
-    """What one run produced."""
-
-    def __init__(self, table: pa.Table, late: pa.Table | None, metrics: dict[str, Any]) -> None:
-        self.table, self.late, self.metrics = table, late, metrics
-
-    def __repr__(self) -> str:
-        return f"RunResult({self.table.num_rows} rows, metrics={self.metrics})"
 
 
 def _named(c: str | Expr) -> tuple[str, Any]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from importlib.metadata import entry_points
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -14,6 +17,9 @@ from rich.table import Table as RichTable
 
 from darwin.config import Config
 from darwin.errors import DarwinError
+
+if TYPE_CHECKING:
+    from darwin.api import Table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console()
@@ -28,6 +34,19 @@ def _one_line_errors() -> Iterator[None]:
     except (DarwinError, OSError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)  # soft_wrap: no inserted newlines
         raise typer.Exit(2) from None
+
+
+def parse_count(text: str) -> int:
+    """'10M' -> 10_000_000; '2k' -> 2000; '1000' -> 1000."""
+    t = str(text).strip().lower().replace("_", "")
+    scale = {"k": 1_000, "m": 1_000_000, "g": 1_000_000_000}.get(t[-1:], 1)
+    try:
+        value = float(t[:-1] if scale > 1 else t) * scale
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a count such as 2000, 500K or 10M") from None
+    if not math.isfinite(value) or value < 0 or value != int(value):  # nan, inf and 1e400 read as floats
+        raise typer.BadParameter(f"{text!r} is not a whole, non-negative count such as 2000, 500K or 10M")
+    return int(value)
 
 
 def _config(path: Path | None) -> Config:
@@ -56,14 +75,10 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
                                  help="write the result as Parquet parts here (needed with checkpoints; "
                                       "a restart with the same checkpoint_dir resumes)")) -> None:
     """The main job: a Nexmark query over the embedded generator, printing its result."""
-    from nexmark.cli import parse_count
-    from nexmark.queries import build_query
-    from nexmark.source import source
-
     with _one_line_errors():
         cfg = _config(config)
         n = parse_count(events)
-        q = build_query(query, source(events=n, rate=rate))
+        q = _main_job()(query, n, rate)
         if out is None and cfg.checkpoint_dir:
             raise DarwinError("the config takes checkpoints: give --out, the directory the output is committed to")
         started = time.perf_counter()
@@ -93,6 +108,17 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
                   f"state={cfg.state}); late rows {m['late_rows']}, windows fired {m['windows_fired']}, "
                   f"kernels compiled {m.get('kernels_compiled', 0)}, from cache {m.get('kernels_from_cache', 0)}"
                   + (f", checkpoints {m.get('checkpoints', 0)}" if out else ""))
+
+
+def _main_job() -> Callable[[str, int, int], Table]:
+    """The main job's query builder, (query, events, rate) -> Table, registered by a workload package
+    under the ``darwin.jobs`` entry point (Nexmark's): Darwin itself never imports a workload."""
+    found = entry_points(group="darwin.jobs", name="main")
+    if not found:
+        raise DarwinError("no main job is installed: install the project with `pip install -e .`, which "
+                          "registers the Nexmark workload")
+    job: Callable[[str, int, int], Table] = next(iter(found)).load()
+    return job
 
 
 @app.command()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,22 +12,11 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table as RichTable
 
+from darwin.cli import parse_count
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console()
 DATA_DIR = Path(".bench-data")
-
-
-def parse_count(text: str) -> int:
-    """'10M' -> 10_000_000; '2k' -> 2000; '1000' -> 1000."""
-    t = str(text).strip().lower().replace("_", "")
-    scale = {"k": 1_000, "m": 1_000_000, "g": 1_000_000_000}.get(t[-1:], 1)
-    try:
-        value = float(t[:-1] if scale > 1 else t) * scale
-    except ValueError:
-        raise typer.BadParameter(f"{text!r} is not a count such as 2000, 500K or 10M") from None
-    if not math.isfinite(value) or value < 0 or value != int(value):  # nan, inf and 1e400 read as floats
-        raise typer.BadParameter(f"{text!r} is not a whole, non-negative count such as 2000, 500K or 10M")
-    return int(value)
 
 
 @app.command("list")

@@ -13,7 +13,7 @@ import darwin as dw
 from darwin import col, when
 from darwin.errors import PlanError
 from nexmark import ysb
-from nexmark.source import NexmarkSources
+from nexmark.source import NexmarkSources, source
 
 EURO = 0.908
 CHANNELS = ("apple", "google", "facebook", "baidu")
@@ -100,3 +100,9 @@ def build_query(name: str, sources: NexmarkSources) -> dw.Table:
         return QUERIES[name].build(sources)
     except KeyError:
         raise PlanError(f"unknown Nexmark query {name!r}; available: {sorted(QUERIES)}") from None
+
+
+def main_job(query: str, events: int, rate: int) -> dw.Table:
+    """``darwin run``'s main job: Nexmark ``query`` over ``events`` generated events, ``rate`` per second
+    of event time (registered in pyproject.toml as the ``darwin.jobs`` entry point ``main``)."""
+    return build_query(query, source(events=events, rate=rate))

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from darwin.errors import DarwinTypeError
 from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
-from darwin.reference.evaluate import compile_expr
+from darwin.plan.evaluate import compile_expr
 from darwin.types import Schema
 
 Rule = Callable[[pn.PlanNode], pn.PlanNode]

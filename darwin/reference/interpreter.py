@@ -19,8 +19,8 @@ import pyarrow as pa
 from darwin.config import Config
 from darwin.errors import UnsupportedError
 from darwin.plan import nodes as pn
+from darwin.plan.evaluate import Row, compile_expr, wrap64
 from darwin.plan.exprs import AggCall, Column
-from darwin.reference.evaluate import Row, compile_expr, wrap64
 from darwin.runtime.encoding import to_int64
 from darwin.runtime.output import Output
 from darwin.runtime.progress import LateRowsWarning, Metrics, WatermarkClock

@@ -8,13 +8,12 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from darwin.api import RunResult
 from darwin.config import Config
 from darwin.errors import ConfigError
 from darwin.plan import nodes as pn
 from darwin.plan.explain import render
 from darwin.plan.rules import optimize
-from darwin.runtime.output import Output
+from darwin.runtime.output import Output, RunResult
 from darwin.runtime.progress import Metrics
 
 log = logging.getLogger(__name__)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -17,3 +18,13 @@ class Output:
 
 
 BARRIER = Output("barrier", None)
+
+
+class RunResult:
+    """What one run produced: the result table, the late rows (if kept) and the run's metrics."""
+
+    def __init__(self, table: pa.Table, late: pa.Table | None, metrics: dict[str, Any]) -> None:
+        self.table, self.late, self.metrics = table, late, metrics
+
+    def __repr__(self) -> str:
+        return f"RunResult({self.table.num_rows} rows, metrics={self.metrics})"

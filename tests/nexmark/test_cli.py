@@ -112,7 +112,7 @@ def test_bad_event_counts_are_clear_errors_in_both_clis(count):
 @pytest.mark.parametrize("count, n", [("2000", 2000), ("2K", 2000), ("1.5k", 1500), ("10M", 10_000_000),
                                       ("1_000", 1000), ("0", 0), ("1e3", 1000)])
 def test_counts_are_read(count, n):
-    from nexmark.cli import parse_count
+    from darwin.cli import parse_count
 
     assert parse_count(count) == n
 

@@ -1,5 +1,8 @@
 """Row-at-a-time expression evaluation: plain Python, obviously right, slow.
 
+It defines what an expression means: the reference interpreter evaluates rows with it,
+the optimizer folds constants with it, and compiled code is tested against it.
+
 Semantics the compiled code must match: SQL nulls (Kleene logic), int64 wrap-around,
 division or modulo by zero giving NULL, Python's floor semantics for // and %.
 """
