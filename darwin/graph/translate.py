@@ -40,7 +40,7 @@ def _build(node: pn.PlanNode, sink: op.Sink, output_schema: pn.Schema, pipelines
         source: op.ScanInput | op.FiredWindowsInput = op.ScanInput(node, delay)
         chain, computed, input_schema = _vectorize_string_calls(chain, node.schema)
     elif isinstance(node, pn.Aggregate):
-        if pn.scans(node) and _has_aggregate(node.input):
+        if any(isinstance(n, pn.Aggregate) for n in pn.walk(node.input)):
             raise UnsupportedError("a windowed aggregation over the result of another windowed aggregation "
                                    "is not supported yet")
         _build(node.input.input, op.WindowAggregateSink(node, config.state), node.input.input.schema,
@@ -158,7 +158,3 @@ def _source_column(name: str, chain: list[op.StatelessOp]) -> str | None:
                 return None
             name = e.name
     return name
-
-
-def _has_aggregate(node: pn.PlanNode) -> bool:
-    return isinstance(node, pn.Aggregate) or any(_has_aggregate(c) for c in pn.inputs(node))

@@ -2,12 +2,20 @@
 
 A bad column, a type mismatch or a window on a non-time column fails here, when
 the query is built, naming the column and the operation.
+
+A plan is a DAG: every node has ``inputs`` (a tuple: none for a scan, one for the
+operators here, two or more for joins and unions) and ``with_inputs`` to rebuild it
+over new ones. ``walk`` and ``transform`` are the one traversal every rewrite uses;
+both visit a node shared by several parents once.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from darwin.errors import DarwinTypeError, PlanError
 from darwin.io.source import Source
@@ -47,6 +55,14 @@ class Scan:
     def schema(self) -> Schema:
         return self.source.schema.select(self.columns)
 
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return ()
+
+    def with_inputs(self, *inputs: PlanNode) -> Scan:
+        _arity(self, inputs, 0)
+        return self
+
     def __hash__(self) -> int:
         return hash((id(self.source), self.columns, self.time_column, self.max_delay_ms, self.max_future_ms))
 
@@ -56,8 +72,23 @@ class Scan:
                 and other.max_future_ms == self.max_future_ms)
 
 
+class _OneInput:
+    """A node over one input, held in its ``input`` field."""
+
+    input: Any
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return (self.input,)
+
+    def with_inputs(self, *inputs: PlanNode) -> Any:
+        """This node over ``inputs`` (itself if they are the same nodes)."""
+        _arity(self, inputs, 1)
+        return self if inputs[0] is self.input else dataclasses.replace(self, input=inputs[0])  # type: ignore[type-var]
+
+
 @dataclass(frozen=True)
-class Filter:
+class Filter(_OneInput):
     input: PlanNode
     predicate: ExprNode
 
@@ -72,7 +103,7 @@ class Filter:
 
 
 @dataclass(frozen=True)
-class Project:
+class Project(_OneInput):
     """Compute named expressions; the output has exactly these columns, in order."""
 
     input: PlanNode
@@ -89,7 +120,7 @@ class Project:
 
 
 @dataclass(frozen=True)
-class WindowAssign:
+class WindowAssign(_OneInput):
     """Attach window_start/window_end; a sliding window repeats the row once per window."""
 
     input: PlanNode
@@ -109,7 +140,7 @@ class WindowAssign:
 
 
 @dataclass(frozen=True)
-class Aggregate:
+class Aggregate(_OneInput):
     """Windowed group-by: one row per (window, keys) when the watermark passes the window's end."""
 
     input: WindowAssign
@@ -185,11 +216,32 @@ def late_output_schema(plan: PlanNode) -> Schema | None:
     return None
 
 
-def inputs(node: PlanNode) -> tuple[PlanNode, ...]:
-    return () if isinstance(node, Scan) else (node.input,)
+def _arity(node: Any, inputs: tuple[PlanNode, ...], n: int) -> None:
+    if len(inputs) != n:
+        raise PlanError(f"{type(node).__name__} takes {n} input(s), got {len(inputs)}")
+
+
+def walk(node: PlanNode) -> Iterator[PlanNode]:
+    """Every node of the plan once, inputs before the nodes that read them."""
+    seen: set[int] = set()
+
+    def visit(n: PlanNode) -> Iterator[PlanNode]:
+        if id(n) in seen:
+            return
+        seen.add(id(n))
+        for child in n.inputs:
+            yield from visit(child)
+        yield n
+    yield from visit(node)
+
+
+def transform(node: PlanNode, fn: Callable[[PlanNode], PlanNode]) -> PlanNode:
+    """Rewrite bottom-up: ``fn`` gets each node rebuilt over its rewritten inputs; shared nodes once."""
+    done: dict[int, PlanNode] = {}
+    for n in walk(node):
+        done[id(n)] = fn(n.with_inputs(*(done[id(c)] for c in n.inputs)))
+    return done[id(node)]
 
 
 def scans(node: PlanNode) -> list[Scan]:
-    if isinstance(node, Scan):
-        return [node]
-    return [s for child in inputs(node) for s in scans(child)]
+    return [n for n in walk(node) if isinstance(n, Scan)]

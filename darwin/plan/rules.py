@@ -15,23 +15,10 @@ from darwin.errors import DarwinTypeError
 from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
 from darwin.plan.evaluate import compile_expr
+from darwin.plan.visitor import PlanVisitor
 from darwin.types import Schema
 
 Rule = Callable[[pn.PlanNode], pn.PlanNode]
-
-
-def _rebuild(node: pn.PlanNode, child: pn.PlanNode) -> pn.PlanNode:
-    if isinstance(node, pn.Scan):
-        return node
-    if child is node.input:
-        return node
-    return type(node)(child, *[getattr(node, f) for f in node.__dataclass_fields__ if f != "input"])
-
-
-def _bottom_up(node: pn.PlanNode, fn: Rule) -> pn.PlanNode:
-    if not isinstance(node, pn.Scan):
-        node = _rebuild(node, _bottom_up(node.input, fn))
-    return fn(node)
 
 
 # ----------------------------------------------------------------------------- constant folding
@@ -99,7 +86,7 @@ def fold_constants(node: pn.PlanNode) -> pn.PlanNode:
             exprs = tuple((name, _typed_fold(e, n.input.schema)) for name, e in n.exprs)
             return n if exprs == n.exprs else pn.Project(n.input, exprs)
         return n
-    return _bottom_up(node, rule)
+    return pn.transform(node, rule)
 
 
 def _typed_fold(e: ex.ExprNode, schema: Schema) -> ex.ExprNode:
@@ -117,16 +104,15 @@ def merge_filters(node: pn.PlanNode) -> pn.PlanNode:
         if isinstance(n, pn.Filter) and isinstance(n.input, pn.Filter):
             return pn.Filter(n.input.input, ex.Binary("and", n.input.predicate, n.predicate))
         return n
-    return _bottom_up(node, rule)
+    return pn.transform(node, rule)
 
 
 def push_down_predicates(node: pn.PlanNode) -> pn.PlanNode:
     """Move filters towards the source, through projections, window assignment and other filters."""
-    if isinstance(node, pn.Scan):
-        return node
-    below = push_down_predicates(node.input)
+    below = tuple(push_down_predicates(child) for child in node.inputs)
     if not isinstance(node, pn.Filter):
-        return _rebuild(node, below)
+        return node.with_inputs(*below)
+    (below,) = below
     pred = node.predicate
     if isinstance(below, pn.Project):
         mapping = dict(below.exprs)
@@ -163,38 +149,45 @@ def _substitute(e: ex.ExprNode, mapping: dict[str, ex.ExprNode]) -> ex.ExprNode:
 
 def prune_projections(node: pn.PlanNode) -> pn.PlanNode:
     """Compute and read only the columns something above uses; scans read fewer columns."""
-    return _prune(node, set(node.schema.names))
+    return _Prune().visit(node, set(node.schema.names))
 
 
-def _prune(n: pn.PlanNode, needed: set[str]) -> pn.PlanNode:
-    if isinstance(n, pn.Scan):
+class _Prune(PlanVisitor[pn.PlanNode]):
+    """Each node rebuilt to produce only the ``needed`` columns (and what its own work reads)."""
+
+    translation = "projection pruning"
+
+    def visit_Scan(self, n: pn.Scan, needed: set[str]) -> pn.PlanNode:
         cols = tuple(c for c in n.columns if c in needed or c == n.time_column)
         if not cols:
             cols = n.columns[:1]
         return n if cols == n.columns else dataclasses.replace(n, columns=cols)
-    if isinstance(n, pn.Filter):
-        return pn.Filter(_prune(n.input, needed | set(ex.columns_of(n.predicate))), n.predicate)
-    if isinstance(n, pn.Project):
+
+    def visit_Filter(self, n: pn.Filter, needed: set[str]) -> pn.PlanNode:
+        return pn.Filter(self.visit(n.input, needed | set(ex.columns_of(n.predicate))), n.predicate)
+
+    def visit_Project(self, n: pn.Project, needed: set[str]) -> pn.PlanNode:
         exprs = tuple((name, e) for name, e in n.exprs if name in needed) or n.exprs[:1]
         uses: set[str] = set()
         for _, e in exprs:
             uses |= ex.columns_of(e)
-        child = _prune(n.input, uses)
+        child = self.visit(n.input, uses)
         if all(isinstance(e, ex.Column) and e.name == name for name, e in exprs) \
                 and tuple(name for name, _ in exprs) == child.schema.names:
             return child  # an identity projection
         return pn.Project(child, exprs)
-    if isinstance(n, pn.WindowAssign):
+
+    def visit_WindowAssign(self, n: pn.WindowAssign, needed: set[str]) -> pn.PlanNode:
         inner = (needed - {pn.WINDOW_START, pn.WINDOW_END}) | {n.window.on}
         if n.late_output:
             inner |= set(n.input.schema.names)  # late rows keep every input column
-        return pn.WindowAssign(_prune(n.input, inner), n.window, n.late_output)
-    if isinstance(n, pn.Aggregate):
+        return pn.WindowAssign(self.visit(n.input, inner), n.window, n.late_output)
+
+    def visit_Aggregate(self, n: pn.Aggregate, needed: set[str]) -> pn.PlanNode:
         uses = set(n.keys) | {n.input.window.on}
         for _, call in n.aggs:
             uses |= ex.columns_of(call)
-        return pn.Aggregate(_prune(n.input, uses | {pn.WINDOW_START, pn.WINDOW_END}), n.keys, n.aggs)
-    raise TypeError(n)
+        return pn.Aggregate(self.visit(n.input, uses | {pn.WINDOW_START, pn.WINDOW_END}), n.keys, n.aggs)
 
 
 DEFAULT_RULES: tuple[tuple[str, Rule], ...] = (

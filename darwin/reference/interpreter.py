@@ -21,6 +21,7 @@ from darwin.errors import UnsupportedError
 from darwin.plan import nodes as pn
 from darwin.plan.evaluate import Row, compile_expr, wrap64
 from darwin.plan.exprs import AggCall, Column
+from darwin.plan.visitor import PlanVisitor
 from darwin.runtime.encoding import to_int64
 from darwin.runtime.output import Output
 from darwin.runtime.progress import LateRowsWarning, Metrics, WatermarkClock
@@ -41,7 +42,7 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
     (scan,) = pn.scans(plan)
     ctx = _Context(metrics)
     out: list[Row] = []
-    root = _build(plan, ctx, out.append)
+    root = _Builder(ctx).visit(plan, out.append)
     time_col = scan.time_column
     ctx.clock = WatermarkClock(scan.max_delay_ms if scan.max_delay_ms is not None else config.max_delay_ms,
                                scan.max_future_ms)
@@ -115,20 +116,30 @@ class _Stateless(_Operator):
             self.child.finish()
 
 
-def _build(node: pn.PlanNode, ctx: _Context, emit: Emit) -> _Operator:
-    """The operator tree for ``node``, pushing its output rows into ``emit``."""
-    if isinstance(node, pn.Scan):
+class _Builder(PlanVisitor[_Operator]):
+    """The operator tree of a plan: ``visit(node, emit)`` builds ``node``'s operators, pushing its
+    output rows into ``emit``, over the operators of its inputs."""
+
+    translation = "the reference interpreter"
+
+    def __init__(self, ctx: _Context) -> None:
+        self.ctx = ctx
+
+    def visit_Scan(self, node: pn.Scan, emit: Emit) -> _Operator:
         return _Stateless(emit, None)
-    if isinstance(node, pn.Filter):
+
+    def visit_Filter(self, node: pn.Filter, emit: Emit) -> _Operator:
         pred = compile_expr(node.predicate, node.input.schema)
-        return _build(node.input, ctx, lambda row: emit(row) if pred(row) is True else None)
-    if isinstance(node, pn.Project):
+        return self.visit(node.input, lambda row: emit(row) if pred(row) is True else None)
+
+    def visit_Project(self, node: pn.Project, emit: Emit) -> _Operator:
         fns = [(name, compile_expr(e, node.input.schema)) for name, e in node.exprs]
         casts = {f.name for f in node.schema.fields if f.dtype is DType.FLOAT64}
-        return _build(node.input, ctx, lambda row: emit(
+        return self.visit(node.input, lambda row: emit(
             {n: (float(v) if n in casts and v is not None else v) for n, f in fns for v in (f(row),)}))
-    if isinstance(node, pn.WindowAssign):
-        w = node.window
+
+    def visit_WindowAssign(self, node: pn.WindowAssign, emit: Emit) -> _Operator:
+        w, ctx = node.window, self.ctx
 
         def assign(row: Row) -> None:
             t = row[w.on]
@@ -137,19 +148,14 @@ def _build(node: pn.PlanNode, ctx: _Context, emit: Emit) -> _Operator:
                 return
             for start in window_starts(t, w.size_ms, w.slide_ms):
                 emit({**row, pn.WINDOW_START: start, pn.WINDOW_END: start + w.size_ms})
-        return _build(node.input, ctx, assign)
-    if isinstance(node, pn.Aggregate):
-        if any(isinstance(n, pn.Aggregate) for n in _chain(node.input)):
+        return self.visit(node.input, assign)
+
+    def visit_Aggregate(self, node: pn.Aggregate, emit: Emit) -> _Operator:
+        if any(isinstance(n, pn.Aggregate) for n in pn.walk(node.input)):
             raise UnsupportedError("a windowed aggregation over the result of another windowed aggregation "
                                    "is not supported yet")
-        agg = _WindowAggregate(node, ctx, emit)
-        child = _build(node.input.input, ctx, agg.push)
-        return _Chain(child, agg)
-    raise UnsupportedError(f"the reference interpreter has no rule for {type(node).__name__}")
-
-
-def _chain(node: pn.PlanNode) -> list[pn.PlanNode]:
-    return [node, *(n for child in pn.inputs(node) for n in _chain(child))]
+        agg = _WindowAggregate(node, self.ctx, emit)
+        return _Chain(self.visit(node.input.input, agg.push), agg)
 
 
 class _Chain(_Operator):
