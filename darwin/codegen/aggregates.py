@@ -12,6 +12,7 @@ import numpy as np
 
 from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
+from darwin.plan.aggregates import AggregateFunction, function
 from darwin.types import DType, Schema
 
 
@@ -34,6 +35,10 @@ class AccSlot:
     value: int | None
     value_dtype: np.dtype | None
     count: int | None
+
+    @property
+    def function(self) -> AggregateFunction:
+        return function(self.func)
 
 
 @dataclass(frozen=True)
@@ -64,12 +69,10 @@ def layout(agg: pn.Aggregate) -> AggLayout:
     for name, call in agg.aggs:
         t = ex.type_of(call.arg, schema) if call.arg is not None else None
         nullable = bool(t and t.nullable)
-        if call.func == "count":
-            accs.append(AccSlot(name, "count", call.arg, nullable, None, None, slot(np.int64)))
-            continue
-        vdt = np.dtype(np.float64) if call.func == "avg" or t.dtype is DType.FLOAT64 else np.dtype(np.int64)
-        value = slot(vdt)
-        count = slot(np.int64) if call.func == "avg" or nullable else None
+        f = function(call.func)
+        vdt = f.value_dtype(None if t is None else t.dtype)
+        value = None if vdt is None else slot(vdt)
+        count = slot(np.int64) if f.needs_count(nullable) else None
         accs.append(AccSlot(name, call.func, call.arg, nullable, value, vdt, count))
     return AggLayout(tuple(keys), tuple(accs), tuple(dtypes))
 
@@ -88,12 +91,6 @@ def finalize(lay: AggLayout, keys: list[np.ndarray], values: list[np.ndarray], s
         valid = None if k.valid_position is None else keys[k.valid_position].astype(np.bool_)
         out[k.name] = (v, valid)
     for a in lay.accs:
-        counts = None if a.count is None else values[a.count]
-        if a.func == "count":
-            out[a.name] = (counts, None)
-        elif a.func == "avg":
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[a.name] = (np.where(counts > 0, values[a.value] / np.maximum(counts, 1), 0.0), counts > 0)
-        else:
-            out[a.name] = (values[a.value], None if counts is None else counts > 0)
+        out[a.name] = a.function.finalize(None if a.value is None else values[a.value],
+                                          None if a.count is None else values[a.count])
     return out

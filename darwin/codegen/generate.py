@@ -347,18 +347,9 @@ class _Generator:
     def _update(self, a: AccSlot, arg: Value | None) -> None:
         b = self.src
         guard = None if arg is None or arg[1] is None else arg[1]
-        body: list[str] = []
-        if a.func == "count":
-            body.append(f"v{a.count}[e] += 1")
-        elif a.func in ("sum", "avg"):
-            v = arg[0] if a.func == "sum" else f"np.float64({arg[0]})"
-            body.append(f"v{a.value}[e] += {v}")
-        else:
-            cmp = "<" if a.func == "min" else ">"
-            first = "fresh" if a.count is None else f"v{a.count}[e] == 0"
-            body.append(f"if {first} or {arg[0]} {cmp} v{a.value}[e]:")
-            body.append(f"    v{a.value}[e] = {arg[0]}")
-        if a.func != "count" and a.count is not None:
+        first = "fresh" if a.count is None else f"v{a.count}[e] == 0"
+        body = [] if arg is None or a.value is None else a.function.update(f"v{a.value}[e]", arg[0], first)
+        if a.count is not None:
             body.append(f"v{a.count}[e] += 1")
         if guard is None:
             for line in body:

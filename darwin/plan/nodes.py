@@ -19,6 +19,7 @@ from typing import Any
 
 from darwin.errors import DarwinTypeError, PlanError
 from darwin.io.source import Source
+from darwin.plan.aggregates import agg_type
 from darwin.plan.exprs import AggCall, ExprNode, type_of
 from darwin.plan.window import Window
 from darwin.types import DType, Field, Schema
@@ -183,25 +184,6 @@ def windowed_schema(schema: Schema) -> Schema:
             raise PlanError(f"window: the input already has a column named {n!r}")
     return Schema(schema.fields + (Field(WINDOW_START, DType.TIMESTAMP, False),
                                    Field(WINDOW_END, DType.TIMESTAMP, False)), schema.unsupported)
-
-
-def agg_type(call: AggCall, schema: Schema, name: str) -> tuple[DType, bool]:
-    """Result type and nullability of an aggregate over ``schema``."""
-    where = f"agg {name}={call}"
-    if call.func == "count":
-        if call.arg is not None:
-            type_of(call.arg, schema, where)
-        return DType.INT64, False
-    if call.arg is None:
-        raise PlanError(f"{where}: {call.func}() needs a column")
-    t = type_of(call.arg, schema, where)
-    allowed = {"sum": (DType.INT64, DType.FLOAT64), "avg": (DType.INT64, DType.FLOAT64),
-               "min": (DType.INT64, DType.FLOAT64, DType.TIMESTAMP),
-               "max": (DType.INT64, DType.FLOAT64, DType.TIMESTAMP)}[call.func]
-    if t.dtype not in allowed:
-        got = "null" if t.dtype is None else t.dtype.value
-        raise DarwinTypeError(f"{where}: {call.func} needs {' or '.join(a.value for a in allowed)}, got {got}")
-    return (DType.FLOAT64 if call.func == "avg" else t.dtype), t.nullable
 
 
 PlanNode = Scan | Filter | Project | WindowAssign | Aggregate

@@ -19,8 +19,9 @@ import pyarrow as pa
 from darwin.config import Config
 from darwin.errors import UnsupportedError
 from darwin.plan import nodes as pn
-from darwin.plan.evaluate import Row, compile_expr, wrap64
-from darwin.plan.exprs import AggCall, Column
+from darwin.plan.aggregates import Accumulator, function
+from darwin.plan.evaluate import Row, compile_expr
+from darwin.plan.exprs import Column
 from darwin.plan.visitor import PlanVisitor
 from darwin.runtime.encoding import to_int64
 from darwin.runtime.output import Output
@@ -199,9 +200,9 @@ class _WindowAggregate(_Operator):
         self.window = node.input.window
         schema = node.input.input.schema
         self.keys = [compile_expr(Column(k), schema) for k in node.keys]
-        self.args = [(call, compile_expr(call.arg, schema) if call.arg is not None else None)
+        self.args = [(function(call.func), compile_expr(call.arg, schema) if call.arg is not None else None)
                      for _, call in node.aggs]
-        self.groups: dict[tuple, list[_Acc]] = {}
+        self.groups: dict[tuple, list[Accumulator]] = {}
 
     def push(self, row: Row) -> None:
         w = self.window
@@ -218,9 +219,11 @@ class _WindowAggregate(_Operator):
             accepted = True
             group = self.groups.get((start, *keys))
             if group is None:
-                group = self.groups[(start, *keys)] = [_Acc(call) for call, _ in self.args]
+                group = self.groups[(start, *keys)] = [agg.accumulator() for agg, _ in self.args]
             for acc, (_, f) in zip(group, self.args):
-                acc.add(f(row) if f is not None else 1)
+                v = f(row) if f is not None else 1
+                if v is not None:  # aggregates skip nulls
+                    acc.add(v)
         if not accepted:
             self.ctx.metrics.add("late_rows", 1)
             if self.node.input.late_output:
@@ -241,37 +244,3 @@ class _WindowAggregate(_Operator):
             values = [k[0], k[0] + size, *k[1:], *(a.result() for a in self.groups.pop(k))]
             self.emit(dict(zip(names, values)))
         self.ctx.metrics.add("windows_fired", len({k[0] for k in fired}))
-
-
-class _Acc:
-    """One aggregate's running value; the update order matches the compiled kernels'."""
-
-    __slots__ = ("func", "value", "n")
-
-    def __init__(self, call: AggCall) -> None:
-        self.func = call.func
-        self.value: Any = None
-        self.n = 0
-
-    def add(self, v: Any) -> None:
-        if v is None:
-            return
-        self.n += 1
-        f = self.func
-        if f == "count":
-            return
-        if f in ("sum", "avg"):
-            if f == "avg":
-                v = float(v)
-            self.value = v if self.value is None else self.value + v
-            if isinstance(self.value, int):
-                self.value = wrap64(self.value)
-        elif self.value is None or (v < self.value if f == "min" else v > self.value):
-            self.value = v
-
-    def result(self) -> Any:
-        if self.func == "count":
-            return self.n
-        if self.func == "avg":
-            return None if self.n == 0 else self.value / self.n
-        return self.value

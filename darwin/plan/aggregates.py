@@ -1,0 +1,222 @@
+"""The aggregate-function registry: each aggregate defined once, for every translation.
+
+An ``AggregateFunction`` holds everything any layer needs of one aggregate:
+
+- its type rule (``result_type``), used when the plan is built;
+- its state layout: the dtype of its value slot (``value_dtype``, None for none) and whether it
+  needs a count of the values it saw (``needs_count``);
+- its generated update (``update``): source lines over generated names only, which the code
+  generator wraps in the argument's null test and follows with the count update;
+- ``merge`` of two partial states of one group (RocksDB's cache merges into stored entries);
+- ``finalize`` of drained state into output columns;
+- the reference interpreter's accumulator (``accumulator``).
+
+Adding an aggregate is one class here and one entry in ``REGISTRY``; ``function(name)`` fails
+loudly for a name that has none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from darwin.errors import DarwinTypeError, PlanError
+from darwin.plan import exprs as ex
+from darwin.plan.evaluate import wrap64
+from darwin.types import DType, Schema
+
+NUMERIC = (DType.INT64, DType.FLOAT64)
+ORDERED = (DType.INT64, DType.FLOAT64, DType.TIMESTAMP)
+
+
+class Accumulator:
+    """The reference interpreter's running state of one aggregate in one group (nulls never reach it)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.value: Any = None
+
+    def add(self, v: Any) -> None:
+        self.n += 1
+
+    def result(self) -> Any:
+        return self.value
+
+
+class AggregateFunction:
+    """One aggregate; subclasses override what differs. The defaults suit a value that needs no count."""
+
+    name = ""
+    arguments: tuple[DType, ...] | None = NUMERIC  # accepted argument types; None: any, even an untyped NULL
+
+    def result_type(self, arg: ex.Typed) -> tuple[DType, bool]:
+        return arg.dtype, arg.nullable  # type: ignore[return-value]
+
+    def value_dtype(self, arg: DType | None) -> np.dtype | None:
+        """The accumulator's value slot: float64 for float arguments, else int64 (timestamps too)."""
+        return np.dtype(np.float64 if arg is DType.FLOAT64 else np.int64)
+
+    def needs_count(self, arg_nullable: bool) -> bool:
+        """A count tells a group that saw only nulls (the result is NULL) from one that saw values."""
+        return arg_nullable
+
+    def update(self, value: str, x: str, first: str) -> list[str]:
+        """Generated lines that fold argument ``x`` into ``value``; ``first``: no value seen yet."""
+        raise NotImplementedError
+
+    def merge(self, old: np.ndarray, new: np.ndarray, old_count: np.ndarray | None,
+              new_count: np.ndarray | None) -> np.ndarray:
+        """Values of ``old`` (seen first) merged with ``new``, entry by entry."""
+        return old + new
+
+    def finalize(self, value: np.ndarray | None, count: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Output (values, validity) of drained entries."""
+        assert value is not None
+        return value, None if count is None else count > 0
+
+    def accumulator(self) -> Accumulator:
+        raise NotImplementedError
+
+
+class _CountAcc(Accumulator):
+    def result(self) -> Any:
+        return self.n
+
+
+class Count(AggregateFunction):
+    """Rows in the group; with an argument, rows where it is not NULL."""
+
+    name = "count"
+    arguments = None
+
+    def result_type(self, arg: ex.Typed) -> tuple[DType, bool]:
+        return DType.INT64, False
+
+    def value_dtype(self, arg: DType | None) -> np.dtype | None:
+        return None  # the count is all it keeps
+
+    def needs_count(self, arg_nullable: bool) -> bool:
+        return True
+
+    def update(self, value: str, x: str, first: str) -> list[str]:
+        return []  # the count update the generator adds is the whole of it
+
+    def finalize(self, value: np.ndarray | None, count: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+        assert count is not None
+        return count, None
+
+    def accumulator(self) -> Accumulator:
+        return _CountAcc()
+
+
+class _SumAcc(Accumulator):
+    def add(self, v: Any) -> None:
+        self.n += 1
+        self.value = v if self.value is None else self.value + v
+        if isinstance(self.value, int):
+            self.value = wrap64(self.value)  # int64 sums wrap around, as in the kernels
+
+
+class Sum(AggregateFunction):
+    name = "sum"
+
+    def update(self, value: str, x: str, first: str) -> list[str]:
+        return [f"{value} += {x}"]
+
+    def accumulator(self) -> Accumulator:
+        return _SumAcc()
+
+
+class _AvgAcc(_SumAcc):
+    def add(self, v: Any) -> None:
+        super().add(float(v))
+
+    def result(self) -> Any:
+        return None if self.n == 0 else self.value / self.n
+
+
+class Avg(AggregateFunction):
+    """A float sum and a count; NULL for a group without values."""
+
+    name = "avg"
+
+    def result_type(self, arg: ex.Typed) -> tuple[DType, bool]:
+        return DType.FLOAT64, arg.nullable
+
+    def value_dtype(self, arg: DType | None) -> np.dtype | None:
+        return np.dtype(np.float64)
+
+    def needs_count(self, arg_nullable: bool) -> bool:
+        return True
+
+    def update(self, value: str, x: str, first: str) -> list[str]:
+        return [f"{value} += np.float64({x})"]
+
+    def finalize(self, value: np.ndarray | None, count: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+        assert value is not None and count is not None
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(count > 0, value / np.maximum(count, 1), 0.0), count > 0
+
+    def accumulator(self) -> Accumulator:
+        return _AvgAcc()
+
+
+class _ExtremeAcc(Accumulator):
+    def __init__(self, smaller: bool) -> None:
+        super().__init__()
+        self.smaller = smaller
+
+    def add(self, v: Any) -> None:
+        self.n += 1
+        if self.value is None or (v < self.value if self.smaller else v > self.value):
+            self.value = v
+
+
+class Extreme(AggregateFunction):
+    """``min`` or ``max``: a later value replaces the kept one only if strictly smaller (larger), so a
+    NaN seen first stays, as in every engine's kernels."""
+
+    arguments = ORDERED
+
+    def __init__(self, name: str, smaller: bool) -> None:
+        self.name, self.smaller = name, smaller
+
+    def update(self, value: str, x: str, first: str) -> list[str]:
+        return [f"if {first} or {x} {'<' if self.smaller else '>'} {value}:", f"    {value} = {x}"]
+
+    def merge(self, old: np.ndarray, new: np.ndarray, old_count: np.ndarray | None,
+              new_count: np.ndarray | None) -> np.ndarray:
+        merged = np.where(new < old if self.smaller else new > old, new, old)
+        if old_count is not None and new_count is not None:  # a side that saw no value does not count
+            merged = np.where(old_count == 0, new, np.where(new_count == 0, old, merged))
+        return merged
+
+    def accumulator(self) -> Accumulator:
+        return _ExtremeAcc(self.smaller)
+
+
+REGISTRY: dict[str, AggregateFunction] = {
+    f.name: f for f in (Count(), Sum(), Avg(), Extreme("min", smaller=True), Extreme("max", smaller=False))}
+
+
+def function(name: str) -> AggregateFunction:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise PlanError(f"unknown aggregate function {name!r}; known: {sorted(REGISTRY)}") from None
+
+
+def agg_type(call: ex.AggCall, schema: Schema, name: str) -> tuple[DType, bool]:
+    """Result type and nullability of an aggregate over ``schema``."""
+    where = f"agg {name}={call}"
+    f = function(call.func)
+    if call.arg is None:
+        if f.name != "count":
+            raise PlanError(f"{where}: {call.func}() needs a column")
+        return f.result_type(ex.Typed(DType.INT64, False))
+    t = ex.type_of(call.arg, schema, where)
+    if f.arguments is not None and t.dtype not in f.arguments:
+        got = "null" if t.dtype is None else t.dtype.value
+        raise DarwinTypeError(f"{where}: {call.func} needs {' or '.join(a.value for a in f.arguments)}, got {got}")
+    return f.result_type(t)
