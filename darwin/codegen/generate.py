@@ -17,6 +17,7 @@ from darwin.codegen import layout as ctl
 from darwin.codegen.aggregates import AccSlot, AggLayout, layout
 from darwin.codegen.expressions import Env, ExprEmitter, Params, Value
 from darwin.codegen.hashtable import emit_probe
+from darwin.codegen.signature import Buffer, ColumnArg, ControlArg, KernelArg, KernelSignature, ParamArg, Part, StateArg
 from darwin.codegen.source import SourceBuilder, number
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
@@ -39,8 +40,7 @@ class KernelSource:
     """Generated source and what the runtime must pass to it after (start, n)."""
 
     source: str
-    args: tuple[tuple[str, ...], ...]  # ("in", col, "values"|"valid"), ("param", name), ("ctl",),
-    #                                     ("state",), ("out", col, part), ("late", col, part)
+    signature: KernelSignature
     params: Params
     agg_layout: AggLayout | None
 
@@ -59,7 +59,7 @@ class _Generator:
         self.src = SourceBuilder()
         self.params = Params()
         self.exprs = ExprEmitter(self.src, self.params)
-        self.args: list[tuple[str, ...]] = []
+        self.args: list[KernelArg] = []
         self.arg_names: list[str] = []
         self.agg = p.sink.aggregate if isinstance(p.sink, op.WindowAggregateSink) else None
         self.lay = layout(self.agg) if self.agg is not None else None
@@ -67,7 +67,7 @@ class _Generator:
         self.hashed = self.agg is not None and self.ring is None
         self.undo = self.hashed and p.sink.undo_log
 
-    def _arg(self, name: str, spec: tuple[str, ...]) -> str:
+    def _arg(self, name: str, spec: KernelArg) -> str:
         self.arg_names.append(name)
         self.args.append(spec)
         return name
@@ -76,8 +76,8 @@ class _Generator:
         p = self.p
         env: Env = {}
         for j, f in enumerate(p.input_schema.fields):
-            a = self._arg(f"a{j}", ("in", f.name, "values"))
-            m = self._arg(f"m{j}", ("in", f.name, "valid")) if f.nullable else None
+            a = self._arg(f"a{j}", ColumnArg(Buffer.INPUT, f.name, Part.VALUES))
+            m = self._arg(f"m{j}", ColumnArg(Buffer.INPUT, f.name, Part.VALID)) if f.nullable else None
             env[f.name] = (f"{a}[i]", f"{m}[i]" if m else None)
         body = SourceBuilder()
         self.src = body
@@ -85,9 +85,9 @@ class _Generator:
         body.depth = 2
         self._row_prologue(env)
         self._operators(list(p.operators), env, p.input_schema)
-        self.arg_names += self.params.names()
-        self.args += [("param", n) for n in self.params.names()]
-        self._arg("ctl", ("ctl",))
+        for name in self.params.names():
+            self._arg(name, ParamArg(name))
+        self._arg("ctl", ControlArg())
         if self.agg is not None:
             values = [f"v{j}" for j in range(len(self.lay.value_dtypes))]
             if self.ring is None:
@@ -98,19 +98,20 @@ class _Generator:
             else:
                 names = ("ring_start", "ring_count", "order", "seen", *values)
             for name in names:
-                self._arg(name, ("state", name))
+                self._arg(name, StateArg(name))
         out_schema = p.output_schema if isinstance(p.sink, op.CollectSink) else None
         if out_schema is not None:
-            self._buffers("o", "out", out_schema)
+            self._buffers("o", Buffer.OUTPUT, out_schema)
         if self.agg is not None and self.agg.input.late_output:
-            self._buffers("l", "late", p.output_schema)
-        return KernelSource(self._assemble(body), tuple(self.args), self.params, self.lay)
+            self._buffers("l", Buffer.LATE, p.output_schema)
+        signature = KernelSignature(tuple(self.arg_names), tuple(self.args))
+        return KernelSource(self._assemble(body), signature, self.params, self.lay)
 
-    def _buffers(self, prefix: str, kind: str, schema: Schema) -> None:
+    def _buffers(self, prefix: str, buffer: Buffer, schema: Schema) -> None:
         for j, f in enumerate(schema.fields):
-            self._arg(f"{prefix}{j}", (kind, f.name, "values"))
+            self._arg(f"{prefix}{j}", ColumnArg(buffer, f.name, Part.VALUES))
             if f.nullable:
-                self._arg(f"{prefix}m{j}", (kind, f.name, "valid"))
+                self._arg(f"{prefix}m{j}", ColumnArg(buffer, f.name, Part.VALID))
 
     def _assemble(self, body: SourceBuilder) -> str:
         head = SourceBuilder()

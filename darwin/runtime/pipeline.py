@@ -12,6 +12,7 @@ from darwin.codegen import layout as ctl
 from darwin.codegen.aggregates import finalize
 from darwin.codegen.compiler import load_kernel
 from darwin.codegen.generate import NO_WATERMARK, generate_pipeline
+from darwin.codegen.signature import Buffer, ColumnArg, ControlArg, ParamArg, Part, StateArg
 from darwin.config import Config
 from darwin.errors import DarwinError, SourceError
 from darwin.graph import operators as op
@@ -115,24 +116,27 @@ class PipelineRunner:
 
     def _args(self, batch: EncodedBatch, out: dict[str, Column] | None,
               late: dict[str, Column] | None) -> list[object]:
+        """The kernel's arguments after (start, n), bound as its signature says."""
+        buffers = {Buffer.OUTPUT: out, Buffer.LATE: late}
         args: list[object] = []
-        for spec in self.ks.args:
-            kind = spec[0]
-            if kind == "in":
-                c = batch.columns[spec[1]]
-                arr = c.values if spec[2] == "values" else c.valid
-                if arr is None:
-                    arr = np.ones(batch.length, dtype=np.bool_)
-                args.append(np.ascontiguousarray(arr))
-            elif kind == "param":
-                args.append(self.params[spec[1]])
-            elif kind == "ctl":
-                args.append(self.ctl)
-            elif kind == "state":
-                args.append(self._state_array(spec[1]))
-            else:
-                c = (out if kind == "out" else late)[spec[1]]
-                args.append(c.values if spec[2] == "values" else c.valid)
+        for arg in self.ks.signature.args:
+            match arg:
+                case ColumnArg(Buffer.INPUT, column, part):
+                    c = batch.columns[column]
+                    values = c.values if part is Part.VALUES else c.valid
+                    args.append(np.ascontiguousarray(values) if values is not None
+                                else np.ones(batch.length, dtype=np.bool_))
+                case ColumnArg(buffer, column, part):
+                    c = buffers[buffer][column]
+                    args.append(c.values if part is Part.VALUES else c.valid)
+                case ParamArg(name):
+                    args.append(self.params[name])
+                case ControlArg():
+                    args.append(self.ctl)
+                case StateArg(name):
+                    args.append(self._state_array(name))
+                case _:
+                    raise DarwinError(f"internal error: the runtime cannot bind kernel argument {arg!r}")
         return args
 
     def _state_array(self, name: str) -> np.ndarray:

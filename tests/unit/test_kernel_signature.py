@@ -1,0 +1,59 @@
+"""The kernel signature is the one contract between generated code and the runtime."""
+
+import ast
+import dataclasses
+
+import pyarrow as pa
+import pytest
+
+import darwin as dw
+from darwin import col
+from darwin.codegen.generate import generate_pipeline
+from darwin.codegen.signature import Buffer, ColumnArg, ControlArg, Part, StateArg
+from darwin.errors import DarwinError
+from darwin.graph.translate import translate
+from darwin.plan.rules import optimize
+from darwin.runtime.encoding import StringPool
+from darwin.runtime.pipeline import PipelineRunner
+from darwin.state.memory import MemoryBackend
+
+
+def query():
+    t = pa.table({"ts": pa.array([0, 1500], pa.timestamp("ms")), "k": [1, None], "v": [2.0, 3.0]})
+    return (dw.from_arrow(t, time="ts").filter(col("v") > 1).window(dw.Tumble("1s", on="ts"), late_output=True)
+            .group_by("k").agg(n=dw.count(), s=dw.sum("v")))
+
+
+def pipelines(config=None):
+    config = config or dw.Config()
+    return translate(optimize(query().plan), config).pipelines
+
+
+def test_the_signature_names_are_the_generated_kernels_parameters():
+    for p in pipelines():
+        if not p.needs_kernel:
+            continue
+        ks = generate_pipeline(p)
+        kernel = next(n for n in ast.walk(ast.parse(ks.source)) if isinstance(n, ast.FunctionDef))
+        assert [a.arg for a in kernel.args.args] == ["start", "n", *ks.signature.names]
+        args = ks.signature.args
+        assert args.count(ControlArg()) == 1
+        inputs = {(a.column, a.part) for a in args if isinstance(a, ColumnArg) and a.buffer is Buffer.INPUT}
+        assert inputs == {(f.name, Part.VALUES) for f in p.input_schema.fields} | \
+            {(f.name, Part.VALID) for f in p.input_schema.fields if f.nullable}
+        assert any(isinstance(a, StateArg) for a in args)  # the aggregation's table
+        assert any(isinstance(a, ColumnArg) and a.buffer is Buffer.LATE for a in args)  # late_output=True
+
+
+def test_an_argument_the_runtime_cannot_bind_is_refused_by_name():
+    (first, *_) = pipelines()
+    runner = PipelineRunner(first, dw.Config(), StringPool(), MemoryBackend())
+
+    @dataclasses.dataclass(frozen=True)
+    class Mystery:
+        name: str
+
+    runner.ks = dataclasses.replace(runner.ks, signature=dataclasses.replace(runner.ks.signature,
+                                                                          args=(Mystery("x"),)))
+    with pytest.raises(DarwinError, match=r"cannot bind kernel argument .*Mystery\(name=.x.\)"):
+        runner._args(None, None, None)
