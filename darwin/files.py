@@ -92,9 +92,13 @@ def remove_files(paths: list[Path]) -> list[Path]:
 def fresh_marked_directory(path: Path, marker: str, where: str, error: type[DarwinError]) -> Path:
     """``path`` as a new, empty directory holding the file ``marker``, which says Darwin made it.
 
-    An earlier one carrying the marker is replaced; anything else there is not Darwin's to
-    delete: ``error``, suggesting a directory of its own for ``where``.
+    An earlier one carrying the marker is replaced, and so is an empty one (a process killed
+    between making the directory and marking it leaves that; an empty directory holds nothing to
+    lose). Anything else there is not Darwin's to delete: ``error``, suggesting a directory of its
+    own for ``where``.
     """
+    if path.is_dir() and not any(path.iterdir()):
+        path.rmdir()
     if path.exists():
         if not (path / marker).exists():
             raise error(f"{str(path)!r} exists but was not made by Darwin; give {where} a directory of its own "

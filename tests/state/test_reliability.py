@@ -219,8 +219,11 @@ def test_pruning_keeps_directories_darwin_did_not_make(tmp_path):
     assert (tmp_path / "chk-000000").is_dir()
     assert store.ids() == [3, 4]
     (tmp_path / "chk-000009").mkdir()
+    (tmp_path / "chk-000009" / "precious").write_text("user data")
     with pytest.raises(CheckpointError, match="not made by Darwin"):
         store.directory(9)
+    (tmp_path / "chk-000010").mkdir()  # a job killed between making the directory and marking it
+    assert (store.directory(10) / MARKER).exists()
 
 
 @pytest.mark.parametrize("backend", ["memory"])
