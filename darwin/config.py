@@ -22,7 +22,21 @@ from darwin.errors import ConfigError
 
 MODES = ("compiled", "interpreted")
 TARGETS = ("host", "generic")
-STATE_BACKENDS = ("memory", "mmap", "rocksdb")
+
+
+@dataclass(frozen=True)
+class StateTraits:
+    """What a state backend offers the operators keeping state in it (the operator graph reads these,
+    never backend names)."""
+
+    in_memory: bool  # tables live in DRAM: an operator may choose a DRAM-only structure (a window ring)
+    undo_log: bool  # kernels log an entry's old contents before its first change in an epoch
+
+
+STATE_TRAITS = {"memory": StateTraits(in_memory=True, undo_log=False),
+                "mmap": StateTraits(in_memory=False, undo_log=True),
+                "rocksdb": StateTraits(in_memory=False, undo_log=False)}
+STATE_BACKENDS = tuple(STATE_TRAITS)
 PATH_KEYS = ("state_path", "checkpoint_dir", "cache_dir")  # stored as str; only cache_dir is required
 
 
@@ -98,6 +112,10 @@ class Config:
         value = getattr(self, name)
         if value not in choices:
             raise _bad(f"expected one of {list(choices)}, got {value!r}", name)
+
+    @property
+    def state_traits(self) -> StateTraits:
+        return STATE_TRAITS[self.state]
 
     @property
     def max_delay_ms(self) -> int:

@@ -78,16 +78,31 @@ class Ring:
 
 
 @dataclass(frozen=True)
+class StateSpec:
+    """What a stateful operator asks of the state backend: a keyed hash table, or (in DRAM) a window
+    ring; and whether its kernels keep an undo log for checkpoints taken without copying."""
+
+    ring: Ring | None = None
+    undo_log: bool = False
+
+    def describe(self) -> str:
+        return ("ring" if self.ring is not None else "hash") + (" undo-log" if self.undo_log else "")
+
+
+@dataclass(frozen=True)
 class WindowAggregateSink:
     """Windowed aggregation with watermark-triggered firing.
 
-    Without ``ring``: a hash table keyed by (window start, keys). With it: a ring of
-    per-window slots whose entries a dense key indexes directly.
+    Its state is a hash table keyed by (window start, keys), or a ring of per-window slots whose
+    entries a dense key indexes directly (``state.ring``).
     """
 
     aggregate: pn.Aggregate
-    backend: str
-    ring: Ring | None = None
+    state: StateSpec
+
+    @property
+    def ring(self) -> Ring | None:
+        return self.state.ring
 
     @property
     def window(self) -> Window:
@@ -99,8 +114,7 @@ class WindowAggregateSink:
 
     @property
     def undo_log(self) -> bool:
-        """Kernels log an entry's old contents before its first change in an epoch (mmap state)."""
-        return self.backend == "mmap" and self.ring is None
+        return self.state.undo_log
 
     def describe(self) -> str:
         a = self.aggregate
@@ -108,7 +122,7 @@ class WindowAggregateSink:
             f"window-ring-aggregate slots={self.ring.slots} domain=[{self.ring.low}, "
             f"{self.ring.low + self.ring.size})")
         return (f"{kind} {self.window} keys=[{', '.join(a.keys)}] "
-                f"aggs=[{', '.join(f'{n}={c}' for n, c in a.aggs)}] state={self.backend}"
+                f"aggs=[{', '.join(f'{n}={c}' for n, c in a.aggs)}] state={self.state.describe()}"
                 + (" late-output" if self.late_output else ""))
 
 

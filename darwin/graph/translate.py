@@ -43,13 +43,17 @@ def _build(node: pn.PlanNode, sink: op.Sink, output_schema: pn.Schema, pipelines
         if any(isinstance(n, pn.Aggregate) for n in pn.walk(node.input)):
             raise UnsupportedError("a windowed aggregation over the result of another windowed aggregation "
                                    "is not supported yet")
-        _build(node.input.input, op.WindowAggregateSink(node, config.state), node.input.input.schema,
+        _build(node.input.input, op.WindowAggregateSink(node, op.StateSpec(undo_log=config.state_traits.undo_log)),
+               node.input.input.schema,
                pipelines, config)
         source = op.FiredWindowsInput(len(pipelines) - 1)
     else:
         raise UnsupportedError(f"the compiled engine has no operator for {type(node).__name__}")
-    if isinstance(sink, op.WindowAggregateSink) and isinstance(source, op.ScanInput) and config.state == "memory":
-        sink = dataclasses.replace(sink, ring=_ring(sink.aggregate, source, chain))
+    if isinstance(sink, op.WindowAggregateSink) and isinstance(source, op.ScanInput) \
+            and config.state_traits.in_memory:
+        ring = _ring(sink.aggregate, source, chain)
+        if ring is not None:  # a ring keeps no undo log: it lives in DRAM
+            sink = dataclasses.replace(sink, state=op.StateSpec(ring=ring))
     moved = _moved_strings(input_schema, chain, output_schema) if isinstance(sink, op.CollectSink) \
         and isinstance(source, op.ScanInput) else ()
     pipelines.append(op.Pipeline(len(pipelines), source, input_schema, tuple(chain), sink, output_schema, moved,
@@ -119,7 +123,7 @@ RING_CELLS = 1 << 24  # slots x domain: beyond this a ring costs more memory tha
 def _ring(agg: pn.Aggregate, source: op.ScanInput, chain: list[op.StatelessOp]) -> op.Ring | None:
     """A window ring when the watermark bounds the open windows and the key is a small dense domain.
 
-    Only on the ``memory`` backend: a ring is DRAM by design; the other backends keep their tables.
+    Only on a backend whose tables live in DRAM (``StateTraits.in_memory``): a ring is DRAM by design.
 
     Open windows have starts in (max time - delay - size, max time], so (delay + size) / slide + 2
     slots always suffice (not with ``max_future``: its rows open windows beyond max time). The key

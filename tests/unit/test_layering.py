@@ -69,3 +69,12 @@ def test_the_check_sees_a_violation(tmp_path):
     bad.write_text("def f():\n    from darwin.runtime.compiled import run\n    import nexmark.queries\n")
     assert imports(bad) == {"darwin.runtime.compiled", "nexmark.queries"}
     assert LAYER[unit("darwin.runtime.compiled")] > LAYER["darwin.plan"]
+
+
+def test_the_operator_graph_reads_state_traits_not_backend_names():
+    """A stateful operator owns a state spec; which backend provides it is the runtime's business."""
+    graph = (DARWIN / "graph").rglob("*.py")
+    for path in graph:
+        text = path.read_text()
+        for name in ('"memory"', '"mmap"', '"rocksdb"', "config.state "):
+            assert name not in text, f"{path.name} mentions {name}"
