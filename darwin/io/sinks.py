@@ -252,3 +252,53 @@ def remove_output(directory: Path, job: str) -> list[Path]:
         removed.append(staging)
     (directory / MARKER).unlink()
     return [*removed, directory / MARKER]
+
+
+class _Unstaged:
+    """A sink whose output is not durable: it commits nothing, so it takes no part in checkpoints."""
+
+    def prepare(self, epoch: int) -> dict[str, Any]:
+        return {"epoch": epoch, "files": {}}
+
+    def commit(self, prepared: dict[str, Any]) -> None:
+        """Nothing to make visible."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def files(self) -> list[Path]:
+        return []
+
+    def directories(self) -> list[Path]:
+        return []
+
+
+class Collect(_Unstaged):
+    """Results (and late rows) kept in memory: what ``collect()`` and ``execute()`` return."""
+
+    def __init__(self) -> None:
+        self._batches: dict[str, list[pa.RecordBatch]] = {"result": [], "late": []}
+        self._schemas: dict[str, pa.Schema | None] = {}
+
+    def open(self, schema: pa.Schema, late_schema: pa.Schema | None, resume: dict[str, Any] | None,
+             job: str) -> None:
+        self._schemas = {"result": schema, "late": late_schema}
+
+    def write(self, kind: str, batch: pa.RecordBatch) -> None:
+        self._batches[kind].append(batch)
+
+    def table(self, kind: str = "result") -> pa.Table | None:
+        """The rows of ``kind`` ('result' or 'late') written so far; None for late rows nobody keeps."""
+        schema = self._schemas.get(kind)
+        return None if schema is None else pa.Table.from_batches(self._batches[kind], schema=schema)
+
+
+class Blackhole(_Unstaged):
+    """Drops everything: for runs whose output is consumed elsewhere (``iter_batches``) or measured only."""
+
+    def open(self, schema: pa.Schema, late_schema: pa.Schema | None, resume: dict[str, Any] | None,
+             job: str) -> None:
+        """Nothing to prepare."""
+
+    def write(self, kind: str, batch: pa.RecordBatch) -> None:
+        """Dropped."""

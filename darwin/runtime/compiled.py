@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,9 +10,7 @@ from typing import TYPE_CHECKING, Any
 from darwin.codegen.target import ensure_target
 from darwin.config import Config
 from darwin.graph import operators as op
-from darwin.graph.translate import translate
 from darwin.io.source import read_from
-from darwin.plan import nodes as pn
 from darwin.runtime.dictionary import load_dictionary, save_dictionary
 from darwin.runtime.encoding import EncodedBatch, StringPool, decode, encode
 from darwin.runtime.output import BARRIER, Output
@@ -122,12 +119,3 @@ def has_input_after(graph: op.OperatorGraph, offset: int) -> bool:
     first = graph.pipelines[0].input
     assert isinstance(first, op.ScanInput)
     return next(iter(read_from(first.scan.source, first.scan.columns, 1, offset)), None) is not None
-
-
-def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]:
-    """Outputs of a run that keeps no checkpoints (``collect``, ``execute``, ``iter_batches``)."""
-    engine = CompiledEngine(translate(plan, config), config, metrics, job=uuid.uuid4().hex)
-    try:
-        yield from engine.outputs()
-    finally:
-        engine.close()

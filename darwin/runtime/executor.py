@@ -3,57 +3,46 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator
 
 import pyarrow as pa
 
 from darwin.config import Config
 from darwin.errors import ConfigError
+from darwin.io.sinks import Blackhole, Collect
 from darwin.plan import nodes as pn
 from darwin.plan.explain import render
 from darwin.plan.rules import optimize
-from darwin.runtime.output import Output, RunResult
-from darwin.runtime.progress import Metrics
+from darwin.runtime.job import Driver
+from darwin.runtime.output import RunResult
 
 log = logging.getLogger(__name__)
 
 
-def _outputs(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]:
+def _checked(config: Config) -> Config:
     if config.checkpoint_dir:
         raise ConfigError("checkpoints protect output a sink commits: run the query with "
                           "q.sink(dw.sinks.Parquet(path)).run(config), or drop checkpoint_dir for collect/execute")
-    if config.mode == "interpreted":
-        from darwin.reference.interpreter import run as interpret
-
-        yield from interpret(plan, config, metrics)
-    else:
-        from darwin.runtime.compiled import run as run_compiled
-
-        yield from run_compiled(optimize(plan), config, metrics)
+    return config
 
 
 def stream(plan: pn.PlanNode, config: Config) -> Iterator[pa.RecordBatch]:
-    for out in _outputs(plan, config, Metrics()):
+    """Result batches as the driver produces them (the sink keeps nothing)."""
+    for out in Driver(plan, Blackhole(), _checked(config)).outputs():
         if out.kind == "result":
             yield out.batch
 
 
 def run(plan: pn.PlanNode, config: Config) -> RunResult:
-    metrics = Metrics()
-    results: list[pa.RecordBatch] = []
-    late: list[pa.RecordBatch] = []
-    started = time.perf_counter()
-    for out in _outputs(plan, config, metrics):
-        if out.kind != "barrier":
-            (results if out.kind == "result" else late).append(out.batch)
-    metrics.set("seconds", time.perf_counter() - started)
-    table = pa.Table.from_batches(results, schema=plan.schema.to_arrow())
-    metrics.set("output_rows", table.num_rows)
-    late_schema = pn.late_output_schema(plan)
-    late_table = None if late_schema is None else pa.Table.from_batches(late, schema=late_schema.to_arrow())
-    log.debug("run finished: %s", metrics.values)
-    return RunResult(table, late_table, metrics.as_dict())
+    """The whole result, the late rows (if kept) and the metrics, collected in memory."""
+    sink = Collect()
+    driver = Driver(plan, sink, _checked(config))
+    for _ in driver.outputs():
+        pass
+    table = sink.table()
+    assert table is not None
+    log.debug("run finished: %s", driver.metrics.values)
+    return RunResult(table, sink.table("late"), driver.metrics.as_dict())
 
 
 def explain(plan: pn.PlanNode, config: Config) -> str:

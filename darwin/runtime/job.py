@@ -21,6 +21,7 @@ import hashlib
 import logging
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,83 +55,109 @@ class JobResult:
 
 
 def run_job(plan: pn.PlanNode, sink: Sink, config: Config) -> JobResult:
-    every = config.checkpoint_every
-    if every is not None and config.mode != "compiled":
-        raise ConfigError("checkpoints are taken by the compiled engine; use mode 'compiled' with checkpoint_dir")
-    metrics = Metrics()
-    started = time.perf_counter()
-    late_schema = pn.late_output_schema(plan)
-    late_arrow = None if late_schema is None else late_schema.to_arrow()
-    if config.mode == "interpreted":
-        _run_interpreted(plan, sink, config, metrics, late_arrow)
-        return _result(sink, metrics, started, None)
+    """Run ``plan`` into ``sink`` to the end of its input, checkpointing as ``config`` says."""
+    driver = Driver(plan, sink, config)
+    for _ in driver.outputs():
+        pass
+    return driver.result()
 
-    graph = translate(optimize(plan), config)
-    identity = _identity(plan, graph, config)
-    store = CheckpointStore(config.checkpoint_dir) if every is not None else None
-    with ExitStack() as resources:  # released in reverse: sink, engine (and its state), checkpoint_dir
-        if store is not None:
-            resources.callback(store.lock().close)
-        engine, latest = _start(store, graph, identity, config, metrics)
-        resources.callback(engine.close)
-        resources.callback(sink.close)
-        if latest is not None:  # counters continue: the metrics are those of the whole job
-            metrics.add("output_rows", latest.body["output_rows"])
-        sink.open(plan.schema.to_arrow(), late_arrow, None if latest is None else latest.body["sink"], engine.job)
-        if store is not None and latest is None:
-            store.write_job({"job": engine.job, "state": config.state, "state_path": identity["state_path"],
-                             "outputs": [str(d.resolve()) for d in _directories(sink)]})
-        epoch = 1 if latest is None else latest.id + 1
-        due = _Interval(every)
 
-        def checkpoint(finished: bool) -> None:
-            nonlocal epoch
-            assert store is not None
-            t = time.perf_counter()
-            prepared = sink.prepare(epoch)
-            directory = store.directory(epoch)
-            body, files = engine.snapshot(directory)
-            store.commit(epoch, {**identity, "job": engine.job, "finished": finished, "engine": body,
-                                 "sink": prepared, "output_rows": metrics.values["output_rows"]}, files)
-            engine.after_checkpoint(epoch)
-            sink.commit(prepared)
-            metrics.add("checkpoints", 1)
-            metrics.add("checkpoint_seconds", time.perf_counter() - t)
-            epoch += 1
+class Driver:
+    """The one loop every run goes through: ``collect``, ``execute``, ``iter_batches`` and
+    ``sink(...).run()`` differ only in their sink.
 
-        for out in engine.outputs():
-            if out.kind != "barrier":
-                _write(sink, out, metrics)
-            elif store is not None and due.tick():
-                checkpoint(finished=False)
-        if store is not None:
-            checkpoint(finished=True)
+    ``outputs()`` runs the plan on the configured engine, writes every result and late batch to
+    the sink, takes checkpoints at barriers when ``checkpoint_dir`` is set, and yields each batch
+    after the sink has it, so a caller can consume results as they are produced.
+    """
+
+    def __init__(self, plan: pn.PlanNode, sink: Sink, config: Config) -> None:
+        every = config.checkpoint_every
+        if every is not None and config.mode != "compiled":
+            raise ConfigError("checkpoints are taken by the compiled engine; use mode 'compiled' with checkpoint_dir")
+        self.plan, self.sink, self.config, self.every = plan, sink, config, every
+        self.metrics = Metrics()
+        self.resumed_from: int | None = None
+        late_schema = pn.late_output_schema(plan)
+        self.late_arrow = None if late_schema is None else late_schema.to_arrow()
+        self.started = time.perf_counter()
+
+    def outputs(self) -> Iterator[Output]:
+        if self.config.mode == "interpreted":
+            yield from self._interpreted()
         else:
-            sink.commit(sink.prepare(epoch))
-    return _result(sink, metrics, started, None if latest is None else latest.id)
+            yield from self._compiled()
+        self.metrics.set("seconds", time.perf_counter() - self.started)
 
+    def result(self) -> JobResult:
+        return JobResult(self.metrics.as_dict(), self.sink.files(), self.resumed_from)
 
-def _run_interpreted(plan: pn.PlanNode, sink: Sink, config: Config, metrics: Metrics, late_arrow: Any) -> None:
-    from darwin.reference.interpreter import run as interpret
+    def _interpreted(self) -> Iterator[Output]:
+        from darwin.reference.interpreter import run as interpret
 
-    sink.open(plan.schema.to_arrow(), late_arrow, None, uuid.uuid4().hex)
-    try:
-        for out in interpret(plan, config, metrics):
-            _write(sink, out, metrics)
-        sink.commit(sink.prepare(1))
-    finally:
-        sink.close()
+        plan, sink = self.plan, self.sink
+        sink.open(plan.schema.to_arrow(), self.late_arrow, None, uuid.uuid4().hex)
+        try:
+            for out in interpret(plan, self.config, self.metrics):
+                _write(sink, out, self.metrics)
+                yield out
+            sink.commit(sink.prepare(1))
+        finally:
+            sink.close()
+
+    def _compiled(self) -> Iterator[Output]:
+        plan, sink, config, metrics = self.plan, self.sink, self.config, self.metrics
+        graph = translate(optimize(plan), config)
+        identity = _identity(plan, graph, config)
+        store = CheckpointStore(config.checkpoint_dir) if self.every is not None else None
+        with ExitStack() as resources:  # released in reverse: sink, engine (and its state), checkpoint_dir
+            if store is not None:
+                resources.callback(store.lock().close)
+            engine, latest = _start(store, graph, identity, config, metrics)
+            resources.callback(engine.close)
+            resources.callback(sink.close)
+            if latest is not None:  # counters continue: the metrics are those of the whole job
+                metrics.add("output_rows", latest.body["output_rows"])
+                self.resumed_from = latest.id
+            sink.open(plan.schema.to_arrow(), self.late_arrow, None if latest is None else latest.body["sink"],
+                      engine.job)
+            if store is not None and latest is None:
+                store.write_job({"job": engine.job, "state": config.state, "state_path": identity["state_path"],
+                                 "outputs": [str(d.resolve()) for d in _directories(sink)]})
+            epoch = 1 if latest is None else latest.id + 1
+            due = _Interval(self.every)
+
+            def checkpoint(finished: bool) -> None:
+                nonlocal epoch
+                assert store is not None
+                t = time.perf_counter()
+                prepared = sink.prepare(epoch)
+                directory = store.directory(epoch)
+                body, files = engine.snapshot(directory)
+                store.commit(epoch, {**identity, "job": engine.job, "finished": finished, "engine": body,
+                                     "sink": prepared, "output_rows": metrics.values["output_rows"]}, files)
+                engine.after_checkpoint(epoch)
+                sink.commit(prepared)
+                metrics.add("checkpoints", 1)
+                metrics.add("checkpoint_seconds", time.perf_counter() - t)
+                epoch += 1
+
+            for out in engine.outputs():
+                if out.kind != "barrier":
+                    _write(sink, out, metrics)
+                    yield out
+                elif store is not None and due.tick():
+                    checkpoint(finished=False)
+            if store is not None:
+                checkpoint(finished=True)
+            else:
+                sink.commit(sink.prepare(epoch))
 
 
 def _write(sink: Sink, out: Output, metrics: Metrics) -> None:
     if out.kind == "result":
         metrics.add("output_rows", out.batch.num_rows)
     sink.write(out.kind, out.batch)
-
-
-def _result(sink: Sink, metrics: Metrics, started: float, resumed_from: int | None) -> JobResult:
-    metrics.set("seconds", time.perf_counter() - started)
-    return JobResult(metrics.as_dict(), sink.files(), resumed_from)
 
 
 class _Interval:
