@@ -6,6 +6,9 @@ base they would expect for bad input.
 
 from __future__ import annotations
 
+RESET_HINT = ("run `darwin reset <checkpoint_dir>` to discard the job's checkpoints, state and committed output "
+              "and start over")  # the way out of a job that cannot resume, named wherever that is the advice
+
 
 class DarwinError(Exception):
     """Root of every error Darwin raises on purpose."""

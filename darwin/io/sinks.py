@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from darwin.errors import SinkError
+from darwin.errors import RESET_HINT, SinkError
 from darwin.files import crc32_of, ensure_directory, fsync_path, read_job_record, write_atomically
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,6 @@ log = logging.getLogger(__name__)
 STAGING = "_darwin_staging"
 MARKER = ".darwin-sink.json"
 PART = re.compile(r"part-\d{6}\.([a-z]+)")  # part-<epoch>.<extension>
-RESET_HINT = "`darwin reset <checkpoint_dir>` discards a job's checkpoints, state and committed output"
 
 
 @runtime_checkable

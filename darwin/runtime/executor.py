@@ -36,13 +36,11 @@ def stream(plan: pn.PlanNode, config: Config) -> Iterator[pa.RecordBatch]:
 def run(plan: pn.PlanNode, config: Config) -> RunResult:
     """The whole result, the late rows (if kept) and the metrics, collected in memory."""
     sink = Collect()
-    driver = Driver(plan, sink, _checked(config))
-    for _ in driver.outputs():
-        pass
+    metrics = Driver(plan, sink, _checked(config)).run().metrics
     table = sink.table()
     assert table is not None
-    log.debug("run finished: %s", driver.metrics.values)
-    return RunResult(table, sink.table("late"), driver.metrics.as_dict())
+    log.debug("run finished: %s", metrics)
+    return RunResult(table, sink.table("late"), metrics)
 
 
 def explain(plan: pn.PlanNode, config: Config) -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from darwin.config import Config
-from darwin.errors import CheckpointError, ConfigError
+from darwin.errors import RESET_HINT, CheckpointError, ConfigError
 from darwin.graph import operators as op
 from darwin.graph.translate import translate
 from darwin.io.sinks import Sink
@@ -56,10 +56,7 @@ class JobResult:
 
 def run_job(plan: pn.PlanNode, sink: Sink, config: Config) -> JobResult:
     """Run ``plan`` into ``sink`` to the end of its input, checkpointing as ``config`` says."""
-    driver = Driver(plan, sink, config)
-    for _ in driver.outputs():
-        pass
-    return driver.result()
+    return Driver(plan, sink, config).run()
 
 
 class Driver:
@@ -89,7 +86,10 @@ class Driver:
             yield from self._compiled()
         self.metrics.set("seconds", time.perf_counter() - self.started)
 
-    def result(self) -> JobResult:
+    def run(self) -> JobResult:
+        """Run to the end of the input: what ran, and what the sink committed."""
+        for _ in self.outputs():
+            pass
         return JobResult(self.metrics.as_dict(), self.sink.files(), self.resumed_from)
 
     def _interpreted(self) -> Iterator[Output]:
@@ -123,7 +123,7 @@ class Driver:
                       engine.job)
             if store is not None and latest is None:
                 store.write_job({"job": engine.job, "state": config.state, "state_path": identity["state_path"],
-                                 "outputs": [str(d.resolve()) for d in _directories(sink)]})
+                                 "outputs": [str(d.resolve()) for d in sink.directories()]})
             epoch = 1 if latest is None else latest.id + 1
             due = _Interval(self.every)
 
@@ -210,14 +210,6 @@ def _start(store: CheckpointStore | None, graph: op.OperatorGraph, identity: dic
         raise CheckpointError(f"no checkpoint in {config.checkpoint_dir!r} can be restored; the last one tried "
                               f"failed with: {failure}")
     return CompiledEngine(graph, config, metrics, job=uuid.uuid4().hex), None
-
-
-RESET_HINT = "run `darwin reset <checkpoint_dir>` to discard the job's checkpoints, state and output and start over"
-
-
-def _directories(sink: Sink) -> list[Path]:
-    directories = getattr(sink, "directories", None)
-    return list(directories()) if directories is not None else []
 
 
 def _identity(plan: pn.PlanNode, graph: op.OperatorGraph, config: Config) -> dict[str, Any]:

@@ -31,9 +31,9 @@ import numpy as np
 
 from darwin.codegen.aggregates import AggLayout
 from darwin.codegen.hashtable import checksum, compact, rebuild_index
-from darwin.errors import CheckpointError
+from darwin.errors import RESET_HINT, CheckpointError
 from darwin.state.hash_table import HashTableState
-from darwin.state.ownership import RESET_HINT, StatePath
+from darwin.state.ownership import StatePath
 
 # entry count; the current undo log: rows, base (entries below it existed at its checkpoint), that
 # checkpoint's id, which of the two file sets it is in; the previous log: rows, base, checkpoint id;

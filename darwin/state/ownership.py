@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 from typing import IO, Any
 
-from darwin.errors import CheckpointError
+from darwin.errors import RESET_HINT, CheckpointError
 from darwin.files import (
     ensure_directory,
     exclusive_lock,
@@ -33,7 +33,6 @@ from darwin.state.checkpoint import has_checkpoint_of
 OWNER = "DARWIN-STATE.json"
 LOCK = ".darwin-state.lock"
 TABLE_MARKER = ".darwin-table"
-RESET_HINT = "run `darwin reset <checkpoint_dir>` to discard that job's checkpoints, state and output"
 
 
 class StatePath:

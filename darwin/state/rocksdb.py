@@ -57,8 +57,6 @@ def _rocksdb_errors(directory: Path) -> Iterator[None]:
     """RocksDB's own errors (rocksdict raises bare ``Exception``) as a ``StateError`` naming the database."""
     try:
         yield
-    except StateError:
-        raise
     except Exception as e:
         if type(e) is not Exception:  # a Python error of Darwin's, not one RocksDB reported
             raise
