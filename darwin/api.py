@@ -79,6 +79,46 @@ class Table:
             raise PlanError(f"window() takes dw.Tumble(...) or dw.Slide(...), got {window!r}")
         return WindowedTable(pn.WindowAssign(self.plan, window, late_output))
 
+    # -- joins ----------------------------------------------------------------------
+    def join(self, other: Table | WindowedTable | LookupTable, on: Any = None, *, left_on: Any = None,
+             right_on: Any = None, how: str = "inner", where: Expr | None = None, suffix: str = "_right",
+             state_ttl: Any = None) -> Table:
+        """Rows of this table and ``other`` whose keys are equal (NULL keys never match).
+
+        Keys are ``on=[(left, right), ...]`` pairs, or ``left_on=``/``right_on=``; each a column name
+        or an expression. ``how`` is inner, left, right or full; ``where`` is a further condition over
+        the joined columns. A right column whose name is taken gets ``suffix``. A condition bounding
+        both sides' event times makes an interval join, whose rows leave the state once they can no
+        longer match; ``other`` from ``.lookup()`` makes a lookup join; ``state_ttl`` drops a regular
+        join's rows once the watermark has moved that far past their arrival.
+        """
+        left_keys, right_keys = _join_keys(on, left_on, right_on)
+        condition = None if where is None else _node(where)
+        if isinstance(other, LookupTable):
+            if state_ttl is not None:
+                raise PlanError("join: a lookup join keeps no stream rows, so it takes no state_ttl")
+            return Table(pn.LookupJoin(self.plan, other.plan, _key_nodes(left_keys), _key_nodes(right_keys), how,
+                                       condition, suffix))
+        if isinstance(other, WindowedTable):
+            raise PlanError("join: window both sides alike for a window join, e.g. "
+                            "a.window(dw.Tumble('10s', on='t')).join(b.window(dw.Tumble('10s', on='t')), ...)")
+        if not isinstance(other, Table):
+            raise PlanError(f"join() takes a Table, a windowed table or a .lookup() table, got {other!r}")
+        ttl = None if state_ttl is None else to_millis(state_ttl, "state_ttl", PlanError)
+        return Table(pn.Join(self.plan, other.plan, _key_nodes(left_keys), _key_nodes(right_keys), how, condition,
+                             suffix, ttl))
+
+    def union(self, *others: Table) -> Table:
+        """Every row of this table and of ``others`` (UNION ALL); same column names and types."""
+        for o in others:
+            if not isinstance(o, Table):
+                raise PlanError(f"union() takes tables, got {o!r}")
+        return Table(pn.Union((self.plan, *(o.plan for o in others))))
+
+    def lookup(self) -> LookupTable:
+        """This bounded table as the static side of a lookup join: loaded once and indexed by key."""
+        return LookupTable(self.plan)
+
     # -- execution ------------------------------------------------------------------
     def explain(self, config: Config | None = None) -> str:
         """Every stage: logical plan, optimized plan, operator graph with pipelines, generated source."""
@@ -93,7 +133,12 @@ class Table:
         return run(self.plan, config or Config())
 
     def collect(self, config: Config | None = None) -> pa.Table:
+        """The final result: for an updating result (outer joins), rows withdrawn are gone."""
         return self.execute(config).table
+
+    def changelog(self, config: Config | None = None) -> pa.Table:
+        """Every change of the result in order, with its kind in column ``op`` (+I, -U, +U, -D)."""
+        return self.execute(config).changelog
 
     def sink(self, sink: Sink) -> SinkQuery:
         """Send the results to ``sink`` (``dw.sinks.Parquet``, ``dw.sinks.CSV``); ``.run()`` starts it."""
@@ -126,13 +171,34 @@ class SinkQuery:
         return run_job(self.plan, self.target, config or Config())
 
 
+class LookupTable:
+    """A bounded table to join a stream with: ``stream.join(table.lookup(), on=[...])``."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self, plan: pn.PlanNode) -> None:
+        self.plan = plan
+
+
 class WindowedTable:
-    """A table whose rows carry windows; group it or aggregate it."""
+    """A table whose rows carry windows; group it, aggregate it, or join it with one windowed alike."""
 
     __slots__ = ("plan",)
 
     def __init__(self, plan: pn.WindowAssign) -> None:
         self.plan = plan
+
+    def join(self, other: WindowedTable, on: Any = None, *, left_on: Any = None, right_on: Any = None,
+             how: str = "inner", where: Expr | None = None, suffix: str = "_right") -> Table:
+        """A window join: rows of the same window whose keys are equal; a window's rows leave the
+        state when it closes, and an outer join's unmatched rows are emitted then."""
+        if not isinstance(other, WindowedTable) or other.plan.window != self.plan.window:
+            raise PlanError("window join: window the other side with the same window, e.g. "
+                            f"other.window({self.plan.window!r})")
+        left_keys, right_keys = _join_keys(on, left_on, right_on)
+        return Table(pn.Join(self.plan, other.plan, _key_nodes(left_keys + [pn.WINDOW_START]),
+                             _key_nodes(right_keys + [pn.WINDOW_START]), how, None if where is None else _node(where),
+                             suffix))
 
     def group_by(self, *keys: str | Expr) -> GroupedTable:
         names = []
@@ -177,6 +243,36 @@ def _named(c: str | Expr) -> tuple[str, Any]:
             raise PlanError(f"select: give the expression {c.node} a name with .alias('name') or name=...")
         return c.name, c.node
     raise PlanError(f"select takes column names or expressions, got {c!r}")
+
+
+def _join_keys(on: Any, left_on: Any, right_on: Any) -> tuple[list[Any], list[Any]]:
+    """(left keys, right keys) from ``on=[(l, r), ...]`` or ``left_on=``/``right_on=``."""
+    if on is not None:
+        if left_on is not None or right_on is not None:
+            raise PlanError("join: give on=[(left, right), ...] or left_on=/right_on=, not both")
+        pairs = [on] if isinstance(on, tuple) else list(on) if isinstance(on, list) else None
+        if pairs is None or not pairs or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
+            raise PlanError(f"join: on= takes (left key, right key) pairs, e.g. on=[('auction', 'id')], got {on!r}")
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+    if left_on is None or right_on is None:
+        raise PlanError("join: say which keys to join on: on=[(left, right), ...] or left_on= and right_on=")
+    lefts = list(left_on) if isinstance(left_on, (list, tuple)) else [left_on]
+    rights = list(right_on) if isinstance(right_on, (list, tuple)) else [right_on]
+    if len(lefts) != len(rights):
+        raise PlanError(f"join: {len(lefts)} left key(s) but {len(rights)} right key(s)")
+    return lefts, rights
+
+
+def _key_nodes(keys: list[Any]) -> tuple[Any, ...]:
+    out = []
+    for k in keys:
+        if isinstance(k, str):
+            out.append(Column(k))
+        elif isinstance(k, Expr):
+            out.append(k.node)
+        else:
+            raise PlanError(f"join: a key is a column name or an expression, got {k!r}")
+    return tuple(out)
 
 
 def _scan(source: Source, time: str | None, max_delay: Any, max_future: Any) -> Table:

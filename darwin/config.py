@@ -81,6 +81,9 @@ class Config:
     state_delta_limit: int = 1 << 20  # rocksdb: entries of the in-memory cache before it is written out
     cache_dir: str = field(default_factory=_default_cache_dir)
     parallelism: int = 1
+    # a source that has sent no rows for this long stops holding back operators that read several
+    # inputs (Flink's withIdleness); None: never
+    idle_timeout: str | int | None = None
 
     def __post_init__(self) -> None:
         self._check_choice("mode", MODES)
@@ -96,6 +99,8 @@ class Config:
             # a frozen dataclass: normalising a path (PathLike -> str) needs object.__setattr__
             object.__setattr__(self, name, _path(name, getattr(self, name), optional=name != "cache_dir"))
         _millis(self.max_delay, "max_delay")
+        if self.idle_timeout is not None:
+            _millis(self.idle_timeout, "idle_timeout")
         if self.state != "memory" and not self.state_path:
             raise _bad(f"state backend {self.state!r} keeps its files there; set it to a directory",
                        "state_path", "state")
@@ -120,6 +125,10 @@ class Config:
     @property
     def max_delay_ms(self) -> int:
         return _millis(self.max_delay, "max_delay")
+
+    @property
+    def idle_timeout_ms(self) -> int | None:
+        return None if self.idle_timeout is None else _millis(self.idle_timeout, "idle_timeout")
 
     def replace(self, **changes: Any) -> Config:
         return dataclasses.replace(self, **changes)

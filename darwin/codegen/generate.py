@@ -16,8 +16,18 @@ from dataclasses import dataclass
 from darwin.codegen import layout as ctl
 from darwin.codegen.aggregates import AccSlot, AggLayout, layout
 from darwin.codegen.expressions import Env, ExprEmitter, Params, Value
-from darwin.codegen.hashtable import emit_probe
-from darwin.codegen.signature import Buffer, ColumnArg, ControlArg, KernelArg, KernelSignature, ParamArg, Part, StateArg
+from darwin.codegen.hashtable import FINAL, SHIFT, emit_probe, multiplier
+from darwin.codegen.signature import (
+    Buffer,
+    ColumnArg,
+    ControlArg,
+    KernelArg,
+    KernelSignature,
+    LookupArg,
+    ParamArg,
+    Part,
+    StateArg,
+)
 from darwin.codegen.source import SourceBuilder, number
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
@@ -99,7 +109,7 @@ class _Generator:
                 names = ("ring_start", "ring_count", "order", "seen", *values)
             for name in names:
                 self._arg(name, StateArg(name))
-        out_schema = p.output_schema if isinstance(p.sink, op.CollectSink) else None
+        out_schema = p.output_schema if isinstance(p.sink, op.EmitRows) else None
         if out_schema is not None:
             self._buffers("o", Buffer.OUTPUT, out_schema)
         if self.agg is not None and self.agg.input.late_output:
@@ -132,7 +142,7 @@ class _Generator:
     def _scalars(self) -> list[tuple[str, int]]:
         return [("max_time", ctl.MAX_TIME), ("late_rows", ctl.LATE_ROWS), ("null_time", ctl.NULL_TIME_ROWS),
                 ("out", ctl.OUT_ROWS), ("late_out", ctl.LATE_OUT_ROWS), ("min_end", ctl.MIN_WINDOW_END),
-                ("future_rows", ctl.FUTURE_ROWS)]
+                ("future_rows", ctl.FUTURE_ROWS), ("input_wm", ctl.INPUT_WATERMARK)]
 
     def _save(self, b: SourceBuilder) -> None:
         for name, slot in self._scalars():
@@ -156,7 +166,7 @@ class _Generator:
             with b.block(f"if {room}:"):
                 self._stop(ctl.NEEDS_ROOM)
         inp = self.p.input
-        if not isinstance(inp, op.ScanInput) or inp.scan.time_column is None:
+        if not isinstance(inp, op.SourcePort) or inp.scan.time_column is None:
             return
         future = inp.scan.max_future_ms
         # the source's event-time progress (WatermarkClock). It runs before anything can stop the kernel
@@ -187,6 +197,8 @@ class _Generator:
         elif isinstance(first, op.ProjectOp):
             new_env = {name: self.exprs.emit(e, env, schema) for name, e in first.exprs}
             self._operators(rest, new_env, pn.project_schema(first.exprs, schema))
+        elif isinstance(first, op.LookupJoinOp):
+            self._lookup_join(first, rest, env, schema)
         elif isinstance(first, op.WindowAssignOp):
             w = first.window
             t = self._time_value(env, w.on)
@@ -196,6 +208,71 @@ class _Generator:
                                 windowed)
         else:  # pragma: no cover - translate() builds only the ops above
             raise TypeError(first)
+
+    def _lookup_join(self, o: op.LookupJoinOp, rest: list[op.StatelessOp], env: Env, schema: Schema) -> None:
+        """Probe the static index with the row's key; loop over the key's table rows (``j``), or once
+        with ``j = -1`` (NULL table columns) for a left join's unmatched row."""
+        b, j, n = self.src, self.src.fresh("j"), o.lookup
+        join = o.join
+        parts = {name: self._arg(f"lk{n}_{name}", LookupArg(n, name))
+                 for name in ("slot_start", "slot_count", *[f"slot_key{k}" for k in range(len(join.left_keys))])}
+        values, valid = [], []
+        for key in join.left_keys:
+            v, ok = self.exprs.emit(key, env, schema)
+            kv = b.fresh("kv")
+            b.line(f"{kv} = np.int64({v})")
+            values.append(kv)
+            if ok is not None:
+                valid.append(ok)
+        lo, hi, slot, c = b.fresh("lo"), b.fresh("hi"), b.fresh("s"), b.fresh("c")
+        b.line(f"{lo} = 0")
+        b.line(f"{hi} = 0")
+        with b.block(f"if {' and '.join(valid) or 'True'}:"):
+            terms = " ^ ".join(f"(np.uint64({v}) * np.uint64({multiplier(k)}))" for k, v in enumerate(values))
+            b.line(f"h = {terms}")
+            b.line(f"h ^= h >> np.uint64({SHIFT})")
+            b.line(f"h *= np.uint64({FINAL})")
+            b.line("h ^= h >> np.uint64(32)")
+            b.line(f"{slot} = np.int64(h & np.uint64({parts['slot_count']}.shape[0] - 1))")
+            with b.block("while True:"):
+                b.line(f"{c} = {parts['slot_count']}[{slot}]")
+                with b.block(f"if {c} == 0:"):
+                    b.line("break")
+                same = " and ".join(f"{parts[f'slot_key{k}']}[{slot}] == {v}" for k, v in enumerate(values))
+                with b.block(f"if {same}:"):
+                    b.line(f"{lo} = {parts['slot_start']}[{slot}]")
+                    b.line(f"{hi} = {lo} + {c}")
+                    b.line("break")
+                b.line(f"{slot} = ({slot} + 1) & ({parts['slot_count']}.shape[0] - 1)")
+        table_env: Env = {}
+        for f in join.table.schema.fields:
+            col = self._arg(f"lk{n}_c{len(table_env)}", LookupArg(n, f"column:{f.name}"))
+            valid_arr = self._arg(f"lk{n}_m{len(table_env)}", LookupArg(n, f"valid:{f.name}")) if f.nullable else None
+            present = f"({j} >= 0)" if join.how == "left" else None
+            ok = present if valid_arr is None else (f"{valid_arr}[{j}]" if present is None
+                                                   else f"({present} and {valid_arr}[{j}])")
+            table_env[join.right_names[f.name]] = (f"{col}[{j}]", ok)
+        joined = {**env, **table_env}
+        if join.where is not None:
+            matched = b.fresh("matched")
+            b.line(f"{matched} = 0")
+            with b.block(f"for {j} in range({lo}, {hi}):"):
+                v, ok = self.exprs.emit(join.where, joined, join.schema)
+                with b.block(f"if {v if ok is None else f'({ok} and {v})'}:"):
+                    b.line(f"{matched} += 1")
+        else:
+            matched = f"({hi} - {lo})"
+        if join.how == "left":
+            with b.block(f"if {matched} == 0:"):
+                b.line(f"{lo} = -1")
+                b.line(f"{hi} = 0")
+        with b.block(f"for {j} in range({lo}, {hi}):"):
+            if join.where is not None:
+                v, ok = self.exprs.emit(join.where, joined, join.schema)
+                cond = v if ok is None else f"({ok} and {v})"
+                with b.block(f"if {j} >= 0 and not {cond}:" if join.how == "left" else f"if not {cond}:"):
+                    b.line("continue")
+            self._operators(rest, joined, join.schema)
 
     def _time_value(self, env: Env, column: str) -> str:
         """The row's event time; rows without one count as null-time rows and go no further."""
@@ -225,7 +302,7 @@ class _Generator:
 
     # -- sinks ------------------------------------------------------------------------------
     def _sink(self, env: Env, schema: Schema) -> None:
-        if isinstance(self.p.sink, op.CollectSink):
+        if isinstance(self.p.sink, op.EmitRows):
             self._write_row("o", "out", env, self.p.output_schema)
         else:
             self._aggregate(env, schema)
@@ -246,10 +323,10 @@ class _Generator:
             self._ring_entry(env)
         t = self._time_value(env, w.on)
         inp = self.p.input
-        if isinstance(inp, op.ScanInput) and inp.scan.time_column is not None:
+        if isinstance(inp, op.SourcePort) and inp.scan.time_column is not None:
             b.line(f"wm = max_time - {number(inp.delay_ms)} if max_time != {number(NO_WATERMARK)} else max_time")
-        else:
-            b.line(f"wm = {number(NO_WATERMARK)}")
+        else:  # the runtime passes the input's watermark: the rows travel ahead of the next one
+            b.line("wm = input_wm")
         key_values = [] if self.ring is not None else self._hash_key_values(env)
         args = {}
         for a in lay.accs:

@@ -10,7 +10,8 @@ EMPTY_SLOT = -(2**63)  # a window-ring slot holding no window (also "no watermar
 
 STATUS = 6  # why a kernel returned early (below)
 FUTURE_ROWS = 7  # rows beyond the source's max_future: they did not move MAX_TIME
-SIZE = 8  # new slots go last: a checkpoint's shorter ctl restores as a prefix
+INPUT_WATERMARK = 8  # a pipeline not reading a source: its input's watermark before this batch
+SIZE = 9  # new slots go last: a checkpoint's shorter ctl restores as a prefix
 
 OK = 0
 NEEDS_ROOM = 1  # the hash table is full: grow it

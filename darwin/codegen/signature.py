@@ -52,7 +52,16 @@ class StateArg:
     name: str
 
 
-KernelArg = ColumnArg | ParamArg | ControlArg | StateArg
+@dataclass(frozen=True)
+class LookupArg:
+    """An array of a lookup join's static index: ``part`` of lookup table ``lookup``
+    (``slot_key{j}``, ``slot_start``, ``slot_count``, ``column:<name>``, ``valid:<name>``)."""
+
+    lookup: int
+    part: str
+
+
+KernelArg = ColumnArg | ParamArg | ControlArg | StateArg | LookupArg
 
 
 @dataclass(frozen=True)

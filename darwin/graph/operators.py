@@ -1,8 +1,10 @@
 """Physical operators and pipelines.
 
-A pipeline is a source of rows, a chain of stateless operators fused into one
-loop, and a sink. A windowed hash aggregation breaks the plan into two
-pipelines: one builds its state, the next drains fired windows.
+A pipeline reads one typed input port (a source, the fired windows of an
+aggregation, a join's output, the rows of a union), runs a chain of stateless
+operators fused into one loop, and ends in a sink: it emits its rows, or builds
+a windowed aggregation's state. Joins are operators between pipelines: they
+read the rows two pipelines emit. The graph is a DAG of pipelines and joins.
 """
 
 from __future__ import annotations
@@ -11,27 +13,54 @@ from dataclasses import dataclass
 
 from darwin.plan import nodes as pn
 from darwin.plan.exprs import ExprNode
+from darwin.plan.temporal import JoinTiming
 from darwin.plan.window import Window
 from darwin.types import Schema
 
 
 @dataclass(frozen=True)
-class ScanInput:
+class SourcePort:
+    """Rows read from a source (one reader per scan, whatever reads it)."""
+
     scan: pn.Scan
     delay_ms: int  # the source's watermark delay, or the config's default
+    reader: int  # index of the source's reader in ``OperatorGraph.scans``
 
     def describe(self) -> str:
-        return f"scan {self.scan.source.name}"
+        return f"source {self.scan.source.name}"
 
 
 @dataclass(frozen=True)
-class FiredWindowsInput:
+class FiredWindowsPort:
     """Rows of windows that fired in the aggregation built by pipeline ``producer``."""
 
     producer: int
 
     def describe(self) -> str:
         return f"fired windows of pipeline {self.producer}"
+
+
+@dataclass(frozen=True)
+class JoinPort:
+    """Rows a join operator emits."""
+
+    join: int
+
+    def describe(self) -> str:
+        return f"output of join {self.join}"
+
+
+@dataclass(frozen=True)
+class UnionPort:
+    """Rows the pipelines ``producers`` emit, as they come (UNION ALL)."""
+
+    producers: tuple[int, ...]
+
+    def describe(self) -> str:
+        return "rows of pipelines " + " + ".join(str(p) for p in self.producers)
+
+
+Port = SourcePort | FiredWindowsPort | JoinPort | UnionPort
 
 
 @dataclass(frozen=True)
@@ -58,13 +87,29 @@ class WindowAssignOp:
         return f"window-assign {self.window}"
 
 
-StatelessOp = FilterOp | ProjectOp | WindowAssignOp
+@dataclass(frozen=True)
+class LookupJoinOp:
+    """Each row with the rows of a static table of its key (``LookupJoin``), probed in a compiled
+    hash index built once; the kernel loops over a key's rows, so one row may become several."""
+
+    lookup: int  # index of the lookup table in ``OperatorGraph.lookups``
+    join: pn.LookupJoin
+
+    def describe(self) -> str:
+        j = self.join
+        keys = ", ".join(f"{a}={b}" for a, b in zip(j.left_keys, j.right_keys))
+        return f"lookup-join {j.how} table {self.lookup} on [{keys}]" + (f" where {j.where}" if j.where else "")
+
+
+StatelessOp = FilterOp | ProjectOp | WindowAssignOp | LookupJoinOp
 
 
 @dataclass(frozen=True)
-class CollectSink:
+class EmitRows:
+    """The pipeline's rows leave it: to the query's output, a join, or a union."""
+
     def describe(self) -> str:
-        return "collect"
+        return "emit"
 
 
 @dataclass(frozen=True)
@@ -126,13 +171,13 @@ class WindowAggregateSink:
                 + (" late-output" if self.late_output else ""))
 
 
-Sink = CollectSink | WindowAggregateSink
+Sink = EmitRows | WindowAggregateSink
 
 
 @dataclass(frozen=True)
 class Pipeline:
     id: int
-    input: ScanInput | FiredWindowsInput
+    input: Port
     input_schema: Schema
     operators: tuple[StatelessOp, ...]
     sink: Sink
@@ -151,7 +196,7 @@ class Pipeline:
     @property
     def needs_kernel(self) -> bool:
         """A pipeline that only passes fired windows to the output needs no compiled loop."""
-        return bool(self.operators) or not isinstance(self.sink, CollectSink) or isinstance(self.input, ScanInput)
+        return bool(self.operators) or not isinstance(self.sink, EmitRows) or isinstance(self.input, SourcePort)
 
     @property
     def rows_per_input(self) -> int:
@@ -160,7 +205,7 @@ class Pipeline:
         for op in self.operators:
             if isinstance(op, WindowAssignOp):
                 n *= op.window.windows_per_row
-        return n
+        return n  # a lookup join's rows per key are known when its table is loaded: the runtime multiplies
 
     def describe(self) -> str:
         source = self.input.describe()
@@ -173,8 +218,82 @@ class Pipeline:
 
 
 @dataclass(frozen=True)
-class OperatorGraph:
-    pipelines: tuple[Pipeline, ...]  # producers before consumers
+class JoinOperator:
+    """A join of the rows two pipelines emit; both sides' rows are kept in its state.
+
+    The side pipelines append the join keys as columns ``keys`` (one per key pair, the same
+    names on both sides). ``timing`` says when rows are late and when they leave the state.
+    """
+
+    id: int
+    join: pn.Join
+    left: int
+    right: int
+    keys: tuple[str, ...]
+    timing: JoinTiming | None
+    state: StateSpec
 
     def describe(self) -> str:
-        return "\n".join(p.describe() for p in self.pipelines)
+        j = self.join
+        pairs = ", ".join(f"{a}={b}" for a, b in zip(j.left_keys, j.right_keys))
+        kind = "regular" if self.timing is None else self.timing.describe()
+        ttl = f" state_ttl={j.state_ttl_ms}ms" if j.state_ttl_ms is not None else ""
+        where = f" where {j.where}" if j.where is not None else ""
+        return (f"join {self.id}: {j.how} of pipelines {self.left} and {self.right} on [{pairs}]{where} ({kind})"
+                f"{ttl} state={self.state.describe()}")
+
+
+@dataclass(frozen=True)
+class UnionOperator:
+    """Where a union's watermark is kept: the minimum of its producers'."""
+
+    id: int
+    producers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Stateful:
+    """One step of advancing the watermark: an aggregation (by pipeline), a join or a union."""
+
+    kind: str  # "aggregate" | "join" | "union"
+    id: int
+
+
+@dataclass(frozen=True)
+class LookupTableSpec:
+    """A lookup join's static side: the plan that loads it (its columns then the keys, named ``keys``)."""
+
+    plan: pn.PlanNode
+    keys: tuple[str, ...]
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OperatorGraph:
+    pipelines: tuple[Pipeline, ...]  # producers before consumers
+    joins: tuple[JoinOperator, ...]
+    unions: tuple[UnionOperator, ...]
+    scans: tuple[pn.Scan, ...]  # one reader each, in plan order
+    lookups: tuple[LookupTableSpec, ...]
+    advance_order: tuple[Stateful, ...]  # inputs before the operators reading them
+    output: int  # the pipeline whose rows are the query's result
+
+    def consumers(self, pipeline: int) -> list[tuple[str, int, int]]:
+        """Who reads the rows pipeline ``pipeline`` emits: ("pipeline", id, 0), ("join", id, side)."""
+        out: list[tuple[str, int, int]] = []
+        for p in self.pipelines:
+            if isinstance(p.input, UnionPort) and pipeline in p.input.producers:
+                out.append(("pipeline", p.id, 0))
+        for j in self.joins:
+            if j.left == pipeline:
+                out.append(("join", j.id, 0))
+            if j.right == pipeline:
+                out.append(("join", j.id, 1))
+        return out
+
+    def describe(self) -> str:
+        lines = [p.describe() for p in self.pipelines] + [j.describe() for j in self.joins]
+        lines += [f"lookup table {i}: {', '.join(t.columns)} keyed by [{', '.join(t.keys)}]"
+                  for i, t in enumerate(self.lookups)]
+        lines.append(f"output: pipeline {self.output}")
+        return "\n".join(lines)

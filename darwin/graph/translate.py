@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from darwin.config import Config
 from darwin.errors import UnsupportedError
@@ -12,52 +13,148 @@ from darwin.plan import nodes as pn
 from darwin.plan.exprs import Column, ExprNode, StringCall, columns_of, type_of
 from darwin.plan.rules import map_children
 from darwin.plan.strings import VECTORIZED
+from darwin.plan.temporal import join_timing
+from darwin.plan.visitor import PlanVisitor
 from darwin.types import DType
 
 
 def translate(plan: pn.PlanNode, config: Config) -> op.OperatorGraph:
-    pipelines: list[op.Pipeline] = []
-    _build(plan, op.CollectSink(), plan.schema, pipelines, config)
-    return op.OperatorGraph(tuple(pipelines))
+    """The operator graph of an (optimized) plan: pipelines cut at aggregations, joins and unions."""
+    t = _Translator(config)
+    root = t.visit(plan)
+    output = t.close(root, op.EmitRows(), root_output=True)
+    return op.OperatorGraph(tuple(t.pipelines), tuple(t.joins), tuple(t.unions), tuple(t.scans), tuple(t.lookups),
+                            tuple(t.order), output)
 
 
-def _build(node: pn.PlanNode, sink: op.Sink, output_schema: pn.Schema, pipelines: list[op.Pipeline],
-           config: Config) -> None:
-    chain: list[op.StatelessOp] = []
-    while isinstance(node, (pn.Filter, pn.Project, pn.WindowAssign)):
-        if isinstance(node, pn.Filter):
-            chain.append(op.FilterOp(node.predicate))
-        elif isinstance(node, pn.Project):
-            chain.append(op.ProjectOp(node.exprs))
-        else:
-            chain.append(op.WindowAssignOp(node.window))
-        node = node.input
-    chain.reverse()
-    computed: tuple[tuple[str, str, tuple, str], ...] = ()
-    input_schema = node.schema
-    if isinstance(node, pn.Scan):
-        delay = node.max_delay_ms if node.max_delay_ms is not None else config.max_delay_ms
-        source: op.ScanInput | op.FiredWindowsInput = op.ScanInput(node, delay)
-        chain, computed, input_schema = _vectorize_string_calls(chain, node.schema)
-    elif isinstance(node, pn.Aggregate):
-        if any(isinstance(n, pn.Aggregate) for n in pn.walk(node.input)):
-            raise UnsupportedError("a windowed aggregation over the result of another windowed aggregation "
+@dataclasses.dataclass(frozen=True)
+class _Chain:
+    """An open pipeline: a port and the stateless operators after it, not yet given a sink."""
+
+    port: op.Port
+    input_schema: pn.Schema
+    ops: tuple[op.StatelessOp, ...]
+    schema: pn.Schema  # of the rows after the operators
+    updating: bool = False  # rows carry a change kind in column CHANGE_KIND
+
+    def then(self, o: op.StatelessOp, schema: pn.Schema) -> _Chain:
+        return dataclasses.replace(self, ops=self.ops + (o,), schema=schema)
+
+
+KEY_PREFIX = "__darwin_key"
+
+
+class _Translator(PlanVisitor[_Chain]):
+    """Each node becomes operators of an open chain; a breaker closes its input's chain into a pipeline.
+
+    Nodes are translated once (a scan several branches read has one reader; an aggregation several
+    parents read is built once); pipelines and stateful operators are numbered in plan order, inputs
+    first, which is the order the runtime advances watermarks in.
+    """
+
+    translation = "the compiled engine"
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.pipelines: list[op.Pipeline] = []
+        self.joins: list[op.JoinOperator] = []
+        self.unions: list[op.UnionOperator] = []
+        self.scans: list[pn.Scan] = []
+        self.lookups: list[op.LookupTableSpec] = []
+        self.order: list[op.Stateful] = []
+        self.done: dict[int, _Chain] = {}
+
+    def visit(self, node: Any, *args: Any) -> _Chain:
+        chain = self.done.get(id(node))
+        if chain is None:
+            chain = self.done[id(node)] = super().visit(node, *args)
+        return chain
+
+    # -- stateless nodes extend the chain ---------------------------------------------------------
+    def visit_Scan(self, node: pn.Scan) -> _Chain:
+        delay = node.max_delay_ms if node.max_delay_ms is not None else self.config.max_delay_ms
+        self.scans.append(node)
+        return _Chain(op.SourcePort(node, delay, len(self.scans) - 1), node.schema, (), node.schema)
+
+    def visit_Filter(self, node: pn.Filter) -> _Chain:
+        return self.visit(node.input).then(op.FilterOp(node.predicate), node.schema)
+
+    def visit_Project(self, node: pn.Project) -> _Chain:
+        chain = self.visit(node.input)
+        exprs = node.exprs
+        schema = node.schema
+        if chain.updating:  # the change kind travels with every row
+            exprs += ((pn.CHANGE_KIND, Column(pn.CHANGE_KIND)),)
+            schema = _with_change_kind(schema)
+        return chain.then(op.ProjectOp(exprs), schema)
+
+    def visit_WindowAssign(self, node: pn.WindowAssign) -> _Chain:
+        return self.visit(node.input).then(op.WindowAssignOp(node.window), node.schema)
+
+    def visit_LookupJoin(self, node: pn.LookupJoin) -> _Chain:
+        chain = self.visit(node.input)
+        keys = tuple(f"{KEY_PREFIX}{i}" for i in range(len(node.right_keys)))
+        exprs = tuple((c, Column(c)) for c in node.table.schema.names) + tuple(zip(keys, node.right_keys))
+        self.lookups.append(op.LookupTableSpec(pn.Project(node.table, exprs), keys, node.table.schema.names))
+        return chain.then(op.LookupJoinOp(len(self.lookups) - 1, node), node.schema)
+
+    # -- breakers close chains ------------------------------------------------------------------
+    def visit_Aggregate(self, node: pn.Aggregate) -> _Chain:
+        chain = self.visit(node.input.input)
+        if chain.updating:
+            raise UnsupportedError("a windowed aggregation over an updating result (an outer join's output) "
                                    "is not supported yet")
-        _build(node.input.input, op.WindowAggregateSink(node, op.StateSpec(undo_log=config.state_traits.undo_log)),
-               node.input.input.schema,
-               pipelines, config)
-        source = op.FiredWindowsInput(len(pipelines) - 1)
-    else:
-        raise UnsupportedError(f"the compiled engine has no operator for {type(node).__name__}")
-    if isinstance(sink, op.WindowAggregateSink) and isinstance(source, op.ScanInput) \
-            and config.state_traits.in_memory:
-        ring = _ring(sink.aggregate, source, chain)
-        if ring is not None:  # a ring keeps no undo log: it lives in DRAM
-            sink = dataclasses.replace(sink, state=op.StateSpec(ring=ring))
-    moved = _moved_strings(input_schema, chain, output_schema) if isinstance(sink, op.CollectSink) \
-        and isinstance(source, op.ScanInput) else ()
-    pipelines.append(op.Pipeline(len(pipelines), source, input_schema, tuple(chain), sink, output_schema, moved,
-                                 computed))
+        sink = op.WindowAggregateSink(node, op.StateSpec(undo_log=self.config.state_traits.undo_log))
+        producer = self.close(chain, sink)
+        self.order.append(op.Stateful("aggregate", producer))
+        return _Chain(op.FiredWindowsPort(producer), node.schema, (), node.schema)
+
+    def visit_Join(self, node: pn.Join) -> _Chain:
+        keys = tuple(f"{KEY_PREFIX}{i}" for i in range(len(node.left_keys)))
+        left = self.close(_with_keys(self.visit(node.left), keys, node.left_keys), op.EmitRows())
+        right = self.close(_with_keys(self.visit(node.right), keys, node.right_keys), op.EmitRows())
+        j = op.JoinOperator(len(self.joins), node, left, right, keys, join_timing(node),
+                            op.StateSpec(undo_log=self.config.state_traits.undo_log))
+        self.joins.append(j)
+        self.order.append(op.Stateful("join", j.id))
+        updating = pn.updating(node)
+        schema = _with_change_kind(node.schema) if updating else node.schema
+        return _Chain(op.JoinPort(j.id), schema, (), schema, updating)
+
+    def visit_Union(self, node: pn.Union) -> _Chain:
+        producers = tuple(self.close(self.visit(p), op.EmitRows()) for p in node.parts)
+        u = op.UnionOperator(len(self.unions), producers)
+        self.unions.append(u)
+        self.order.append(op.Stateful("union", u.id))
+        return _Chain(op.UnionPort(producers), node.schema, (), node.schema)
+
+    def close(self, chain: _Chain, sink: op.Sink, root_output: bool = False) -> int:
+        """Make ``chain`` a pipeline ending in ``sink``; its id."""
+        ops, computed, input_schema = list(chain.ops), (), chain.input_schema
+        port = chain.port
+        if isinstance(port, op.SourcePort):
+            ops, computed, input_schema = _vectorize_string_calls(ops, input_schema)
+        if isinstance(sink, op.WindowAggregateSink) and isinstance(port, op.SourcePort) \
+                and self.config.state_traits.in_memory:
+            ring = _ring(sink.aggregate, port, ops)
+            if ring is not None:  # a ring keeps no undo log: it lives in DRAM
+                sink = dataclasses.replace(sink, state=op.StateSpec(ring=ring))
+        output_schema = chain.schema if isinstance(sink, op.EmitRows) else sink.aggregate.input.input.schema
+        moved = _moved_strings(input_schema, ops, output_schema) \
+            if root_output and isinstance(port, op.SourcePort) else ()
+        self.pipelines.append(op.Pipeline(len(self.pipelines), port, input_schema, tuple(ops), sink, output_schema,
+                                          moved, computed))
+        return len(self.pipelines) - 1
+
+
+def _with_change_kind(schema: pn.Schema) -> pn.Schema:
+    return pn.Schema(schema.fields + (pn.Field(pn.CHANGE_KIND, DType.INT64, False),), schema.unsupported)
+
+
+def _with_keys(chain: _Chain, names: tuple[str, ...], keys: tuple[ExprNode, ...]) -> _Chain:
+    """The chain's rows with the join keys appended as columns ``names``."""
+    exprs = tuple((n, Column(n)) for n in chain.schema.names) + tuple(zip(names, keys))
+    return chain.then(op.ProjectOp(exprs), pn.project_schema(exprs, chain.schema))
 
 
 def _vectorize_string_calls(chain: list[op.StatelessOp], schema: pn.Schema) \
@@ -120,7 +217,7 @@ def _moved_strings(schema: pn.Schema, chain: list[op.StatelessOp], output: pn.Sc
 RING_CELLS = 1 << 24  # slots x domain: beyond this a ring costs more memory than a hash table saves
 
 
-def _ring(agg: pn.Aggregate, source: op.ScanInput, chain: list[op.StatelessOp]) -> op.Ring | None:
+def _ring(agg: pn.Aggregate, source: op.SourcePort, chain: list[op.StatelessOp]) -> op.Ring | None:
     """A window ring when the watermark bounds the open windows and the key is a small dense domain.
 
     Only on a backend whose tables live in DRAM (``StateTraits.in_memory``): a ring is DRAM by design.
@@ -132,7 +229,7 @@ def _ring(agg: pn.Aggregate, source: op.ScanInput, chain: list[op.StatelessOp]) 
     or without a key; beyond it the hash table is used.
     """
     if (source.scan.time_column is None or source.scan.max_future_ms is not None
-            or any(isinstance(o, op.WindowAssignOp) for o in chain)):
+            or any(isinstance(o, (op.WindowAssignOp, op.LookupJoinOp)) for o in chain)):
         return None  # rows beyond max_future open windows arbitrarily far ahead of max time: no bound
     w = agg.input.window
     slots = (source.delay_ms + w.size_ms) // w.slide_ms + 2

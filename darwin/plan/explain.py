@@ -32,6 +32,29 @@ class _Describe(PlanVisitor[str]):
         return f"Aggregate keys=[{', '.join(node.keys)}] aggs=[{aggs}]"
 
 
+    def visit_Join(self, node: pn.Join) -> str:
+        from darwin.plan.temporal import join_timing
+
+        timing = join_timing(node)
+        kind = "regular" if timing is None else timing.kind
+        ttl = f" state_ttl={node.state_ttl_ms}ms" if node.state_ttl_ms is not None else ""
+        return f"Join {node.how} {kind} on [{_pairs(node)}]" + _where(node) + ttl
+
+    def visit_LookupJoin(self, node: pn.LookupJoin) -> str:
+        return f"LookupJoin {node.how} on [{_pairs(node)}]" + _where(node)
+
+    def visit_Union(self, node: pn.Union) -> str:
+        return f"Union of {len(node.parts)}"
+
+
+def _pairs(node: pn.Join | pn.LookupJoin) -> str:
+    return ", ".join(f"{a} = {b}" for a, b in zip(node.left_keys, node.right_keys))
+
+
+def _where(node: pn.Join | pn.LookupJoin) -> str:
+    return "" if node.where is None else f" where {node.where}"
+
+
 _DESCRIBE = _Describe()
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from darwin.errors import DarwinTypeError, PlanError
+from darwin.errors import DarwinTypeError, PlanError, UnsupportedError
 from darwin.io.source import Source
 from darwin.plan.aggregates import agg_type
 from darwin.plan.exprs import AggCall, ExprNode, type_of
@@ -186,16 +186,218 @@ def windowed_schema(schema: Schema) -> Schema:
                                    Field(WINDOW_END, DType.TIMESTAMP, False)), schema.unsupported)
 
 
-PlanNode = Scan | Filter | Project | WindowAssign | Aggregate
+JOIN_KINDS = ("inner", "left", "right", "full")
+CHANGE_KIND = "__darwin_change"  # the hidden column of updating streams: a ChangeKind per row
+
+
+class ChangeKind:
+    """What an output row of an updating result does (Flink's RowKind)."""
+
+    INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
+    LABELS = ("+I", "-U", "+U", "-D")
+
+
+@dataclass(frozen=True)
+class Join:
+    """Rows of ``left`` and ``right`` whose keys are equal (a NULL key never matches) and for which
+    ``where`` (over the joined schema) holds; ``how`` keeps unmatched rows of one or both sides,
+    padded with NULLs. A right column whose name the left side already has gets ``suffix``.
+
+    Whether it is a regular, an interval or a window join follows from the keys and the condition
+    (``darwin.plan.temporal``): both engines read it from there.
+    """
+
+    left: PlanNode
+    right: PlanNode
+    left_keys: tuple[ExprNode, ...]
+    right_keys: tuple[ExprNode, ...]
+    how: str = "inner"
+    where: ExprNode | None = None
+    suffix: str = "_right"
+    state_ttl_ms: int | None = None  # rows leave the state once the watermark has moved this far past them
+
+    def __post_init__(self) -> None:
+        if self.how not in JOIN_KINDS:
+            raise PlanError(f"join: how={self.how!r}; use one of {list(JOIN_KINDS)}")
+        if not self.left_keys or len(self.left_keys) != len(self.right_keys):
+            raise PlanError("join: give the keys as pairs, e.g. on=[('auction', 'id')] or left_on=/right_on= "
+                            "of the same length")
+        for side in (self.left, self.right):
+            if updating(side):
+                raise UnsupportedError("join: an input is an updating result (an outer join's output); joins "
+                                       "over updating inputs are not supported yet")
+        for i, (lk, rk) in enumerate(zip(self.left_keys, self.right_keys)):
+            lt = type_of(lk, self.left.schema, f"join key {i} of the left side").dtype
+            rt = type_of(rk, self.right.schema, f"join key {i} of the right side").dtype
+            if _key_family(lt) != _key_family(rt):
+                raise DarwinTypeError(f"join: key pair {i} compares {lk} ({_name(lt)}) with {rk} ({_name(rt)}); "
+                                      "cast one side so both have the same type")
+        if not self.suffix:
+            raise PlanError("join: suffix must not be empty")
+        if self.state_ttl_ms is not None and self.state_ttl_ms <= 0:
+            raise PlanError(f"join: state_ttl must be positive, got {self.state_ttl_ms}ms")
+        if self.where is not None:
+            t = type_of(self.where, self.schema, "join condition (where=)")
+            if t.dtype not in (DType.BOOL, None):
+                raise DarwinTypeError(f"join: condition {self.where} is {t.dtype.value}, not bool")
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return (self.left, self.right)
+
+    def with_inputs(self, *inputs: PlanNode) -> Join:
+        _arity(self, inputs, 2)
+        if inputs[0] is self.left and inputs[1] is self.right:
+            return self
+        return dataclasses.replace(self, left=inputs[0], right=inputs[1])
+
+    @cached_property
+    def right_names(self) -> dict[str, str]:
+        """Each right column's name in the output."""
+        return joined_names(self.left.schema.names, self.right.schema.names, self.suffix)
+
+    @cached_property
+    def schema(self) -> Schema:
+        pad_left, pad_right = self.how in ("right", "full"), self.how in ("left", "full")
+        fields = [Field(f.name, f.dtype, f.nullable or pad_left) for f in self.left.schema.fields]
+        fields += [Field(self.right_names[f.name], f.dtype, f.nullable or pad_right)
+                   for f in self.right.schema.fields]
+        return Schema(tuple(fields), self.left.schema.unsupported + self.right.schema.unsupported)
+
+
+@dataclass(frozen=True)
+class LookupJoin:
+    """A stream joined with a bounded table loaded once (``Table.lookup()``): the table's rows are
+    indexed by key and no stream row is kept. ``how`` is inner or left."""
+
+    input: PlanNode
+    table: PlanNode
+    left_keys: tuple[ExprNode, ...]
+    right_keys: tuple[ExprNode, ...]
+    how: str = "inner"
+    where: ExprNode | None = None
+    suffix: str = "_right"
+
+    def __post_init__(self) -> None:
+        if self.how not in ("inner", "left"):
+            raise PlanError(f"lookup join: how={self.how!r}; a lookup join is 'inner' or 'left'")
+        for n in walk(self.table):
+            if not isinstance(n, (Scan, Filter, Project)):
+                raise PlanError(f"lookup(): the table must be a bounded source with filters and projections, "
+                                f"not a {type(n).__name__}")
+        template = Join(self.input, self.table, self.left_keys, self.right_keys, self.how, self.where, self.suffix)
+        _ = template.schema
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return (self.input, self.table)
+
+    def with_inputs(self, *inputs: PlanNode) -> LookupJoin:
+        _arity(self, inputs, 2)
+        if inputs[0] is self.input and inputs[1] is self.table:
+            return self
+        return dataclasses.replace(self, input=inputs[0], table=inputs[1])
+
+    @cached_property
+    def right_names(self) -> dict[str, str]:
+        return joined_names(self.input.schema.names, self.table.schema.names, self.suffix)
+
+    @cached_property
+    def schema(self) -> Schema:
+        fields = list(self.input.schema.fields)
+        fields += [Field(self.right_names[f.name], f.dtype, f.nullable or self.how == "left")
+                   for f in self.table.schema.fields]
+        return Schema(tuple(fields), self.input.schema.unsupported)
+
+
+@dataclass(frozen=True)
+class Union:
+    """Every row of every input (UNION ALL); the inputs have the same column names and types."""
+
+    parts: tuple[PlanNode, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.parts) < 2:
+            raise PlanError("union: needs at least two tables")
+        first = self.parts[0].schema
+        for i, p in enumerate(self.parts[1:], 1):
+            s = p.schema
+            if s.names != first.names or [f.dtype for f in s.fields] != [f.dtype for f in first.fields]:
+                raise PlanError(f"union: table {i} has columns {_columns(s)}, table 0 has {_columns(first)}; "
+                                "select the same columns, in the same order, with the same types")
+        for p in self.parts:
+            if updating(p):
+                raise UnsupportedError("union: an input is an updating result (an outer join's output); "
+                                       "not supported yet")
+
+    @property
+    def inputs(self) -> tuple[PlanNode, ...]:
+        return self.parts
+
+    def with_inputs(self, *inputs: PlanNode) -> Union:
+        if len(inputs) != len(self.parts):
+            raise PlanError(f"Union takes {len(self.parts)} inputs, got {len(inputs)}")
+        return self if all(a is b for a, b in zip(inputs, self.parts)) else Union(tuple(inputs))
+
+    @cached_property
+    def schema(self) -> Schema:
+        first = self.parts[0].schema
+        nullable = [any(p.schema.fields[j].nullable for p in self.parts) for j in range(len(first))]
+        return Schema(tuple(Field(f.name, f.dtype, n) for f, n in zip(first.fields, nullable)), first.unsupported)
+
+
+def joined_names(left: tuple[str, ...], right: tuple[str, ...], suffix: str) -> dict[str, str]:
+    """Right column -> its output name: unchanged, or with ``suffix`` (repeated) where taken."""
+    taken = set(left)
+    out = {}
+    for name in right:
+        new = name
+        while new in taken:
+            new += suffix
+        taken.add(new)
+        out[name] = new
+    return out
+
+
+def _key_family(t: DType | None) -> str | None:
+    return None if t is None else "integer" if t in (DType.INT64, DType.TIMESTAMP) else t.value
+
+
+def _name(t: DType | None) -> str:
+    return "null" if t is None else t.value
+
+
+def _columns(s: Schema) -> str:
+    return "[" + ", ".join(f"{f.name}: {f.dtype.value}" for f in s.fields) + "]"
+
+
+PlanNode = Scan | Filter | Project | WindowAssign | Aggregate | Join | LookupJoin | Union
+
+
+def updating(node: PlanNode) -> bool:
+    """Whether ``node`` produces an updating result (rows carry a change kind), not only appends.
+
+    Outer regular joins update: a NULL-padded row is retracted when its match arrives. Interval
+    and window joins emit padded rows only when a row can no longer match, so they append.
+    """
+    from darwin.plan.temporal import join_timing
+
+    for n in walk(node):
+        if isinstance(n, Join) and n.how != "inner" and join_timing(n) is None:
+            return True
+    return False
 
 
 def late_output_schema(plan: PlanNode) -> Schema | None:
-    """Schema of the late rows a plan keeps (its window's input), or None if it keeps none."""
-    while not isinstance(plan, Scan):
-        if isinstance(plan, WindowAssign) and plan.late_output:
-            return plan.input.schema
-        plan = plan.input
-    return None
+    """Schema of the late rows a plan keeps (its window's input), or None if it keeps none.
+
+    One window of the plan may keep late rows: they go to one output.
+    """
+    kept = [n for n in walk(plan) if isinstance(n, WindowAssign) and n.late_output]
+    if len(kept) > 1:
+        raise PlanError("late_output=True is allowed on one window of a query; it is set on "
+                        f"{len(kept)} windows")
+    return kept[0].input.schema if kept else None
 
 
 def _arity(node: Any, inputs: tuple[PlanNode, ...], n: int) -> None:

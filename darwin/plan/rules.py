@@ -108,22 +108,71 @@ def merge_filters(node: pn.PlanNode) -> pn.PlanNode:
 
 
 def push_down_predicates(node: pn.PlanNode) -> pn.PlanNode:
-    """Move filters towards the source, through projections, window assignment and other filters."""
-    below = tuple(push_down_predicates(child) for child in node.inputs)
-    if not isinstance(node, pn.Filter):
-        return node.with_inputs(*below)
-    (below,) = below
-    pred = node.predicate
+    """Move filters towards the sources: through projections, window assignment, other filters,
+    unions (into every input) and joins (a conjunct over one side's columns into that side, where
+    the join kind keeps that side's rows only when they match anyway)."""
+    done: dict[int, tuple[pn.PlanNode, pn.PlanNode]] = {}  # id -> (node, result): the node stays alive
+
+    def push(n: pn.PlanNode) -> pn.PlanNode:
+        if id(n) not in done:
+            below = tuple(push(child) for child in n.inputs)
+            done[id(n)] = (n, _push_filter(n.predicate, below[0], push) if isinstance(n, pn.Filter)
+                           else n.with_inputs(*below))
+        return done[id(n)][1]
+    return push(node)
+
+
+def _push_filter(pred: ex.ExprNode, below: pn.PlanNode, push: Rule) -> pn.PlanNode:
     if isinstance(below, pn.Project):
         mapping = dict(below.exprs)
         if all(_cheap(mapping[c]) for c in ex.columns_of(pred)):
-            return pn.Project(push_down_predicates(pn.Filter(below.input, _substitute(pred, mapping))), below.exprs)
+            return pn.Project(push(pn.Filter(below.input, _substitute(pred, mapping))), below.exprs)
     if isinstance(below, pn.WindowAssign) and not (ex.columns_of(pred) & {pn.WINDOW_START, pn.WINDOW_END}):
-        return pn.WindowAssign(push_down_predicates(pn.Filter(below.input, pred)), below.window,
-                               below.late_output)
+        return pn.WindowAssign(push(pn.Filter(below.input, pred)), below.window, below.late_output)
     if isinstance(below, pn.Filter) and not isinstance(below.input, pn.Scan):
-        return pn.Filter(push_down_predicates(pn.Filter(below.input, pred)), below.predicate)
+        return pn.Filter(push(pn.Filter(below.input, pred)), below.predicate)
+    if isinstance(below, pn.Union):
+        return pn.Union(tuple(push(pn.Filter(p, pred)) for p in below.parts))
+    if isinstance(below, (pn.Join, pn.LookupJoin)):
+        return _into_join(pred, below, push)
     return pn.Filter(below, pred)
+
+
+def _into_join(pred: ex.ExprNode, join: pn.Join | pn.LookupJoin, push: Rule) -> pn.PlanNode:
+    """Conjuncts over the left columns go left unless the join pads the left side; those over the
+    right columns go right (renamed back) unless it pads the right side; the rest stay above."""
+    left, right = join.inputs
+    how = join.how
+    left_names = set(left.schema.names)
+    original = {out: name for name, out in join.right_names.items()}
+    to_left, to_right, above = [], [], []
+    for c in _conjuncts(pred):
+        cols = ex.columns_of(c)
+        if cols and cols <= left_names and how in ("inner", "left"):
+            to_left.append(c)
+        elif cols and cols <= set(original) and how in ("inner", "right") and not isinstance(join, pn.LookupJoin):
+            to_right.append(_substitute(c, {o: ex.Column(n) for o, n in original.items()}))
+        else:
+            above.append(c)
+    if not to_left and not to_right:
+        return pn.Filter(join, pred)
+    new_left = push(pn.Filter(left, _and_all(to_left))) if to_left else left
+    new_right = push(pn.Filter(right, _and_all(to_right))) if to_right else right
+    rebuilt = join.with_inputs(new_left, new_right)
+    return pn.Filter(rebuilt, _and_all(above)) if above else rebuilt
+
+
+def _conjuncts(e: ex.ExprNode) -> list[ex.ExprNode]:
+    if isinstance(e, ex.Binary) and e.op == "and":
+        return _conjuncts(e.left) + _conjuncts(e.right)
+    return [e]
+
+
+def _and_all(parts: list[ex.ExprNode]) -> ex.ExprNode:
+    out = parts[0]
+    for p in parts[1:]:
+        out = ex.Binary("and", out, p)
+    return out
 
 
 def _cheap(e: ex.ExprNode) -> bool:
@@ -148,46 +197,92 @@ def _substitute(e: ex.ExprNode, mapping: dict[str, ex.ExprNode]) -> ex.ExprNode:
 # ----------------------------------------------------------------------------- projections
 
 def prune_projections(node: pn.PlanNode) -> pn.PlanNode:
-    """Compute and read only the columns something above uses; scans read fewer columns."""
-    return _Prune().visit(node, set(node.schema.names))
+    """Compute and read only the columns something above uses; scans read fewer columns.
+
+    First each node learns the columns its parents need (the union over all of them: a node read
+    by several parents stays one node), then the plan is rebuilt bottom-up.
+    """
+    needed: dict[int, set[str]] = {id(node): set(node.schema.names)}
+    for n in reversed(list(pn.walk(node))):
+        for child, uses in zip(n.inputs, _NEEDS.visit(n, needed.get(id(n), set()))):
+            needed.setdefault(id(child), set()).update(uses)
+    rebuilt: dict[int, pn.PlanNode] = {}
+    for n in pn.walk(node):
+        inputs = tuple(rebuilt[id(c)] for c in n.inputs)
+        rebuilt[id(n)] = _shrink(n, inputs, needed[id(n)])
+    return rebuilt[id(node)]
 
 
-class _Prune(PlanVisitor[pn.PlanNode]):
-    """Each node rebuilt to produce only the ``needed`` columns (and what its own work reads)."""
+class _Needs(PlanVisitor[list[set[str]]]):
+    """The columns each input must provide for a node to produce ``needed`` (and do its own work)."""
 
     translation = "projection pruning"
 
-    def visit_Scan(self, n: pn.Scan, needed: set[str]) -> pn.PlanNode:
-        cols = tuple(c for c in n.columns if c in needed or c == n.time_column)
-        if not cols:
-            cols = n.columns[:1]
-        return n if cols == n.columns else dataclasses.replace(n, columns=cols)
+    def visit_Scan(self, n: pn.Scan, needed: set[str]) -> list[set[str]]:
+        return []
 
-    def visit_Filter(self, n: pn.Filter, needed: set[str]) -> pn.PlanNode:
-        return pn.Filter(self.visit(n.input, needed | set(ex.columns_of(n.predicate))), n.predicate)
+    def visit_Filter(self, n: pn.Filter, needed: set[str]) -> list[set[str]]:
+        return [needed | set(ex.columns_of(n.predicate))]
 
-    def visit_Project(self, n: pn.Project, needed: set[str]) -> pn.PlanNode:
-        exprs = tuple((name, e) for name, e in n.exprs if name in needed) or n.exprs[:1]
+    def visit_Project(self, n: pn.Project, needed: set[str]) -> list[set[str]]:
         uses: set[str] = set()
-        for _, e in exprs:
+        for _, e in _kept_exprs(n, needed):
             uses |= ex.columns_of(e)
-        child = self.visit(n.input, uses)
+        return [uses]
+
+    def visit_WindowAssign(self, n: pn.WindowAssign, needed: set[str]) -> list[set[str]]:
+        inner = (needed - {pn.WINDOW_START, pn.WINDOW_END}) | {n.window.on}
+        if n.late_output:
+            inner |= set(n.input.schema.names)  # late rows keep every input column
+        return [inner]
+
+    def visit_Aggregate(self, n: pn.Aggregate, needed: set[str]) -> list[set[str]]:
+        uses = set(n.keys) | {n.input.window.on, pn.WINDOW_START, pn.WINDOW_END}
+        for _, call in n.aggs:
+            uses |= ex.columns_of(call)
+        return [uses]
+
+    def visit_Join(self, n: pn.Join | pn.LookupJoin, needed: set[str]) -> list[set[str]]:
+        left, right = n.inputs
+        condition = set() if n.where is None else set(ex.columns_of(n.where))
+        wanted = needed | condition
+        left_uses = (wanted & set(left.schema.names)) | {c for k in n.left_keys for c in ex.columns_of(k)}
+        left_uses |= set(left.schema.names) & set(right.schema.names)  # keeps the right side's suffixes as they are
+        right_uses = {name for name, out in n.right_names.items() if out in wanted}
+        right_uses |= {c for k in n.right_keys for c in ex.columns_of(k)}
+        return [left_uses, right_uses]
+
+    visit_LookupJoin = visit_Join
+
+    def visit_Union(self, n: pn.Union, needed: set[str]) -> list[set[str]]:
+        return [set(needed) for _ in n.parts]
+
+
+_NEEDS = _Needs()
+
+
+def _kept_exprs(n: pn.Project, needed: set[str]) -> tuple[tuple[str, ex.ExprNode], ...]:
+    return tuple((name, e) for name, e in n.exprs if name in needed) or n.exprs[:1]
+
+
+def _shrink(n: pn.PlanNode, inputs: tuple[pn.PlanNode, ...], needed: set[str]) -> pn.PlanNode:
+    """``n`` over its pruned inputs, producing what is ``needed``."""
+    if isinstance(n, pn.Scan):
+        cols = tuple(c for c in n.columns if c in needed or c == n.time_column) or n.columns[:1]
+        return n if cols == n.columns else dataclasses.replace(n, columns=cols)
+    if isinstance(n, pn.Project):
+        (child,) = inputs
+        exprs = _kept_exprs(n, needed)
         if all(isinstance(e, ex.Column) and e.name == name for name, e in exprs) \
                 and tuple(name for name, _ in exprs) == child.schema.names:
             return child  # an identity projection
         return pn.Project(child, exprs)
-
-    def visit_WindowAssign(self, n: pn.WindowAssign, needed: set[str]) -> pn.PlanNode:
-        inner = (needed - {pn.WINDOW_START, pn.WINDOW_END}) | {n.window.on}
-        if n.late_output:
-            inner |= set(n.input.schema.names)  # late rows keep every input column
-        return pn.WindowAssign(self.visit(n.input, inner), n.window, n.late_output)
-
-    def visit_Aggregate(self, n: pn.Aggregate, needed: set[str]) -> pn.PlanNode:
-        uses = set(n.keys) | {n.input.window.on}
-        for _, call in n.aggs:
-            uses |= ex.columns_of(call)
-        return pn.Aggregate(self.visit(n.input, uses | {pn.WINDOW_START, pn.WINDOW_END}), n.keys, n.aggs)
+    if isinstance(n, pn.Union):  # every input gives exactly the needed columns, in the same order
+        names = tuple(c for c in n.schema.names if c in needed) or n.schema.names[:1]
+        parts = tuple(p if p.schema.names == names else pn.Project(p, tuple((c, ex.Column(c)) for c in names))
+                      for p in inputs)
+        return pn.Union(parts)
+    return n.with_inputs(*inputs)
 
 
 DEFAULT_RULES: tuple[tuple[str, Rule], ...] = (

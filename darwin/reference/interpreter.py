@@ -1,12 +1,23 @@
 """The reference interpreter: runs the *unoptimized* logical plan one row at a time.
 
-It defines Darwin's semantics, and the compiled engine is tested against it:
-- the watermark advances per record at the source: max event time seen − delay;
-- a window [start, end) is late once end <= watermark; a row is late when all its
-  windows are; late rows are counted (and kept when the window asks for it);
-- after each input batch the windows whose end <= watermark fire, ordered by
-  window start, then by the order in which their groups first appeared;
-- at the end of input every remaining window fires.
+It defines Darwin's semantics, and the compiled engine is tested against it
+(``docs/decisions.md`` explains the choices):
+- sources are read a batch at a time; the next batch comes from the unfinished source with
+  the smallest watermark (ties: the order of the scans in the plan, left input first). A
+  source without event time has no watermark until it ends, so it is read first;
+- a source's watermark advances per record: max event time seen − delay; a finished
+  source's watermark is +infinity;
+- a batch goes through every operator it reaches before anything else happens; a node
+  with several consumers hands it to each in plan order;
+- then every stateful operator, inputs first, takes its new watermark (the minimum of its
+  inputs'), fires the windows whose end <= watermark (ordered by window start, then by the
+  order in which their groups first appeared) and frees join rows that can no longer match;
+- a row is late by the watermark just after it when the operator reads straight from a
+  source, and otherwise by the operator's watermark before this batch (rows travel ahead
+  of the watermark that follows them). A window [start, end) is late once end <= that
+  watermark; a row is late when all its windows are; late rows are counted (and kept
+  when the window asks for it);
+- joins: see ``_Join``.
 """
 
 from __future__ import annotations
@@ -22,47 +33,55 @@ from darwin.plan import nodes as pn
 from darwin.plan.aggregates import Accumulator, function
 from darwin.plan.evaluate import Row, compile_expr
 from darwin.plan.exprs import Column
+from darwin.plan.temporal import join_timing
 from darwin.plan.visitor import PlanVisitor
 from darwin.runtime.encoding import to_int64
 from darwin.runtime.output import Output
-from darwin.runtime.progress import LateRowsWarning, Metrics, WatermarkClock
+from darwin.runtime.progress import NO_WATERMARK, LateRowsWarning, Metrics, WatermarkClock
 from darwin.types import DType, Schema
 
-Emit = Callable[[Row], None]
+END_OF_INPUT = 2**63 - 1  # the watermark of a source that has ended: every window fires
+INSERT, DELETE = pn.ChangeKind.INSERT, pn.ChangeKind.DELETE
 
 
 class _Context:
-    def __init__(self, metrics: Metrics) -> None:
-        self.metrics = metrics
-        self.clock: WatermarkClock | None = None
+    def __init__(self, metrics: Metrics, config: Config) -> None:
+        self.metrics, self.config = metrics, config
         self.late_rows: list[Row] = []
 
 
 def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]:
-    """Output batches of ``plan``, row by row; only single-source plans for now."""
-    (scan,) = pn.scans(plan)
-    ctx = _Context(metrics)
-    out: list[Row] = []
-    root = _Builder(ctx).visit(plan, out.append)
-    time_col = scan.time_column
-    ctx.clock = WatermarkClock(scan.max_delay_ms if scan.max_delay_ms is not None else config.max_delay_ms,
-                               scan.max_future_ms)
+    """Output batches of ``plan``: after each input batch, what it and the watermark it moved produced."""
+    ctx = _Context(metrics, config)
+    built = _Builder(ctx)
+    root = built.visit(plan)
+    out = _Collector()
+    root.consumers.append((out, 0))
+    ops = [built.ops[id(n)] for n in pn.walk(plan) if id(n) in built.ops]  # a lookup table is loaded apart
+    scans = [op for op in ops if isinstance(op, _Scan)]
+    stateful = [op for op in ops if isinstance(op, (_WindowAggregate, _Join, _Union))]
     late_schema = pn.late_output_schema(plan)
-    late_warning = LateRowsWarning(scan.source.name, late_schema is not None)
-    for batch in scan.source.batches(scan.columns, config.batch_size):
-        rows = _rows(batch, scan.schema, scan.source.name)
-        metrics.add("input_rows", len(rows))
-        for row in rows:
-            if time_col is not None and row[time_col] is not None:
-                ctx.clock.observe(row[time_col])
-            root.push(row)
-        root.flush()
-        late_warning.update(metrics.values["late_rows"], ctx.clock.watermark)
-        yield from _drain(out, plan.schema, ctx, late_schema)
-    root.finish()
-    yield from _drain(out, plan.schema, ctx, late_schema)
-    metrics.set("watermark", ctx.clock.watermark)
-    metrics.add("future_rows", ctx.clock.future_rows)
+    late_warning = LateRowsWarning(", ".join(s.node.source.name for s in scans), late_schema is not None)
+    schema = _output_schema(plan)
+    while True:
+        pending = [s for s in scans if not s.finished]
+        if not pending:
+            break
+        scan = min(pending, key=lambda s: s.watermark())  # min() keeps the first of equals: plan order
+        scan.read()
+        for op in stateful:
+            op.advance()
+        late_warning.update(metrics.values["late_rows"], min(s.clock.watermark for s in scans))
+        yield from _drain(out.rows, schema, ctx, late_schema)
+    timed = [s.clock.watermark for s in scans if s.node.time_column is not None]
+    metrics.set("watermark", min(timed) if timed else NO_WATERMARK)
+    metrics.add("future_rows", sum(s.clock.future_rows for s in scans))
+
+
+def _output_schema(plan: pn.PlanNode) -> Schema:
+    if not pn.updating(plan):
+        return plan.schema
+    return Schema(plan.schema.fields + (pn.Field(pn.CHANGE_KIND, DType.INT64, False),), plan.schema.unsupported)
 
 
 def _drain(out: list[Row], schema: Schema, ctx: _Context, late_schema: Schema | None) -> Iterator[Output]:
@@ -95,86 +114,328 @@ def _batch(rows: list[Row], schema: Schema) -> pa.RecordBatch:
         [pa.array([r[f.name] for r in rows], type=f.type) for f in arrow], schema=arrow)
 
 
+Rows = list[Row]
+Marks = list[int]  # per row: the watermark it is judged by downstream
+
+
 class _Operator:
-    def push(self, row: Row) -> None: ...
-    def flush(self) -> None: ...
-    def finish(self) -> None: ...
+    """One plan node's work. ``push`` takes rows arriving on input ``port``; ``emit`` hands rows
+    to every consumer in turn; ``advance`` runs after each input batch."""
+
+    def __init__(self, inputs: list[_Operator]) -> None:
+        self.inputs = inputs
+        self.consumers: list[tuple[Any, int]] = []
+        self.wm = NO_WATERMARK
+        for port, op in enumerate(inputs):
+            op.consumers.append((self, port))
+
+    def emit(self, rows: Rows, marks: Marks) -> None:
+        if rows:
+            for consumer, port in self.consumers:
+                consumer.push(rows, marks, port)
+
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        raise NotImplementedError
+
+    def watermark(self) -> int:
+        """Stateless operators pass their input's watermark on."""
+        return self.inputs[0].watermark()
+
+    def advance(self) -> None:
+        """Take the new watermark; fire and free what it allows."""
 
 
-class _Stateless(_Operator):
-    def __init__(self, fn: Callable[[Row], None], child: _Operator | None) -> None:
-        self.fn, self.child = fn, child
+class _Collector:
+    def __init__(self) -> None:
+        self.rows: Rows = []
 
-    def push(self, row: Row) -> None:
-        self.fn(row)
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        self.rows.extend(rows)
 
-    def flush(self) -> None:
-        if self.child:
-            self.child.flush()
 
-    def finish(self) -> None:
-        if self.child:
-            self.child.finish()
+class _Scan(_Operator):
+    def __init__(self, node: pn.Scan, ctx: _Context) -> None:
+        super().__init__([])
+        self.node, self.ctx = node, ctx
+        config = ctx.config
+        self.clock = WatermarkClock(node.max_delay_ms if node.max_delay_ms is not None else config.max_delay_ms,
+                                    node.max_future_ms)
+        self.batches = iter(node.source.batches(node.columns, config.batch_size))
+        self.finished = False
+
+    def watermark(self) -> int:
+        return END_OF_INPUT if self.finished else self.clock.watermark
+
+    def read(self) -> None:
+        batch = next(self.batches, None)
+        if batch is None:
+            self.finished = True
+            return
+        rows = _rows(batch, self.node.schema, self.node.source.name)
+        self.ctx.metrics.add("input_rows", len(rows))
+        time_col, marks = self.node.time_column, []
+        for row in rows:
+            if time_col is not None and row[time_col] is not None:
+                self.clock.observe(row[time_col])
+            marks.append(self.clock.watermark)
+        self.emit(rows, marks)
+
+
+class _Map(_Operator):
+    """A stateless operator: each row becomes zero or more rows, keeping its watermark mark."""
+
+    def __init__(self, fn: Callable[[Row], list[Row]], child: _Operator) -> None:
+        super().__init__([child])
+        self.fn = fn
+
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        out_rows, out_marks = [], []
+        for row, mark in zip(rows, marks):
+            for r in self.fn(row):
+                out_rows.append(r)
+                out_marks.append(mark)
+        self.emit(out_rows, out_marks)
+
+
+def _keep_change(row: Row, new: Row) -> Row:
+    """Rows of an updating result carry their change kind through stateless operators."""
+    kind = row.get(pn.CHANGE_KIND)
+    if kind is not None:
+        new[pn.CHANGE_KIND] = kind
+    return new
 
 
 class _Builder(PlanVisitor[_Operator]):
-    """The operator tree of a plan: ``visit(node, emit)`` builds ``node``'s operators, pushing its
-    output rows into ``emit``, over the operators of its inputs."""
+    """The operator graph of a plan: one operator per node (a node several parents read is built
+    once), each registered as a consumer of its inputs' operators in plan order."""
 
     translation = "the reference interpreter"
 
     def __init__(self, ctx: _Context) -> None:
         self.ctx = ctx
+        self.ops: dict[int, _Operator] = {}
 
-    def visit_Scan(self, node: pn.Scan, emit: Emit) -> _Operator:
-        return _Stateless(emit, None)
+    def visit(self, node: Any, *args: Any) -> _Operator:
+        op = self.ops.get(id(node))
+        if op is None:
+            op = self.ops[id(node)] = super().visit(node, *args)
+        return op
 
-    def visit_Filter(self, node: pn.Filter, emit: Emit) -> _Operator:
+    def visit_Scan(self, node: pn.Scan) -> _Operator:
+        return _Scan(node, self.ctx)
+
+    def visit_Filter(self, node: pn.Filter) -> _Operator:
         pred = compile_expr(node.predicate, node.input.schema)
-        return self.visit(node.input, lambda row: emit(row) if pred(row) is True else None)
+        return _Map(lambda row: [row] if pred(row) is True else [], self.visit(node.input))
 
-    def visit_Project(self, node: pn.Project, emit: Emit) -> _Operator:
+    def visit_Project(self, node: pn.Project) -> _Operator:
         fns = [(name, compile_expr(e, node.input.schema)) for name, e in node.exprs]
         casts = {f.name for f in node.schema.fields if f.dtype is DType.FLOAT64}
-        return self.visit(node.input, lambda row: emit(
-            {n: (float(v) if n in casts and v is not None else v) for n, f in fns for v in (f(row),)}))
+        return _Map(lambda row: [_keep_change(row, {
+            n: (float(v) if n in casts and v is not None else v) for n, f in fns for v in (f(row),)})],
+            self.visit(node.input))
 
-    def visit_WindowAssign(self, node: pn.WindowAssign, emit: Emit) -> _Operator:
+    def visit_WindowAssign(self, node: pn.WindowAssign) -> _Operator:
         w, ctx = node.window, self.ctx
 
-        def assign(row: Row) -> None:
+        def assign(row: Row) -> list[Row]:
             t = row[w.on]
             if t is None:
                 ctx.metrics.add("null_time_rows", 1)
-                return
-            for start in window_starts(t, w.size_ms, w.slide_ms):
-                emit({**row, pn.WINDOW_START: start, pn.WINDOW_END: start + w.size_ms})
-        return self.visit(node.input, assign)
+                return []
+            return [{**row, pn.WINDOW_START: start, pn.WINDOW_END: start + w.size_ms}
+                    for start in window_starts(t, w.size_ms, w.slide_ms)]
+        return _Map(assign, self.visit(node.input))
 
-    def visit_Aggregate(self, node: pn.Aggregate, emit: Emit) -> _Operator:
-        if any(isinstance(n, pn.Aggregate) for n in pn.walk(node.input)):
-            raise UnsupportedError("a windowed aggregation over the result of another windowed aggregation "
+    def visit_Aggregate(self, node: pn.Aggregate) -> _Operator:
+        if pn.updating(node.input):
+            raise UnsupportedError("a windowed aggregation over an updating result (an outer join's output) "
                                    "is not supported yet")
-        agg = _WindowAggregate(node, self.ctx, emit)
-        return _Chain(self.visit(node.input.input, agg.push), agg)
+        return _WindowAggregate(node, self.ctx, self.visit(node.input.input))
+
+    def visit_Union(self, node: pn.Union) -> _Operator:
+        return _Union([self.visit(p) for p in node.parts])
+
+    def visit_Join(self, node: pn.Join) -> _Operator:
+        return _Join(node, self.ctx, self.visit(node.left), self.visit(node.right))
+
+    def visit_LookupJoin(self, node: pn.LookupJoin) -> _Operator:
+        table = [row for out in run(node.table, self.ctx.config, Metrics()) if out.kind == "result"
+                 for row in out.batch.to_pylist()]
+        return _Map(_lookup(node, table), self.visit(node.input))
 
 
-class _Chain(_Operator):
-    """An input operator feeding a stateful one: batch ends go to both, upstream first."""
+class _Union(_Operator):
+    """Rows of every input as they come, judged by the union's watermark: the minimum of its inputs'."""
 
-    def __init__(self, first: _Operator, second: _Operator) -> None:
-        self.first, self.second = first, second
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        self.emit(rows, [self.wm] * len(rows))
 
-    def push(self, row: Row) -> None:
-        self.first.push(row)
+    def watermark(self) -> int:
+        return self.wm
 
-    def flush(self) -> None:
-        self.first.flush()
-        self.second.flush()
+    def advance(self) -> None:
+        self.wm = min(op.watermark() for op in self.inputs)
 
-    def finish(self) -> None:
-        self.first.finish()
-        self.second.finish()
+
+def _key(fns: list[Callable[[Row], Any]], row: Row) -> tuple | None:
+    """A join key, or None if any part is NULL (a NULL key never matches)."""
+    key = tuple(_group_key(f(row)) for f in fns)
+    return None if any(v is None for v in key) else key
+
+
+def _lookup(node: pn.LookupJoin, table: Rows) -> Callable[[Row], list[Row]]:
+    """Each stream row with the table's rows of its key, in table order (a left join keeps it alone)."""
+    index: dict[tuple, Rows] = {}
+    table_keys = [compile_expr(k, node.table.schema) for k in node.right_keys]
+    for row in table:
+        key = _key(table_keys, row)
+        if key is not None:
+            index.setdefault(key, []).append(row)
+    stream_keys = [compile_expr(k, node.input.schema) for k in node.left_keys]
+    names = node.right_names
+    condition = None if node.where is None else compile_expr(node.where, node.schema)
+    padding = {out: None for out in names.values()}
+
+    def probe(row: Row) -> list[Row]:
+        key = _key(stream_keys, row)
+        out = []
+        for match in index.get(key, ()) if key is not None else ():
+            joined = {**row, **{names[k]: v for k, v in match.items()}}
+            if condition is None or condition(joined) is True:
+                out.append(joined)
+        if not out and node.how == "left":
+            out.append({**row, **padding})
+        return out
+    return probe
+
+
+class _Entry:
+    """A row kept in a join's state."""
+
+    __slots__ = ("row", "matches", "bound", "stamp", "alive")
+
+    def __init__(self, row: Row, matches: int, bound: int, stamp: int) -> None:
+        self.row, self.matches, self.bound, self.stamp, self.alive = row, matches, bound, stamp, True
+
+
+class _Join(_Operator):
+    """A join of two streams.
+
+    A row arriving on one side is matched against the other side's state: its matches in the
+    order they arrived, those for which ``where`` holds; the joined rows go out at once, in input
+    order. Then it is kept. A row with a NULL key never matches and is not kept.
+
+    - Regular joins keep rows (for ``state_ttl`` of watermark progress after the watermark at
+      their arrival, if given). Outer joins emit an unmatched row padded with NULLs at once, and
+      when its first match arrives, a -D of the padded row before the joined row.
+    - Interval and window joins (``darwin.plan.temporal``) drop late rows (counted) and free a
+      row once the other side's watermark has passed its bound; an outer join emits a padded row
+      for a row freed without a match (left side first, in arrival order). Output only appends.
+    """
+
+    def __init__(self, node: pn.Join, ctx: _Context, left: _Operator, right: _Operator) -> None:
+        super().__init__([left, right])
+        self.node, self.ctx = node, ctx
+        self.timing = join_timing(node)
+        self.updating = pn.updating(node)
+        self.keys = [[compile_expr(k, node.left.schema) for k in node.left_keys],
+                     [compile_expr(k, node.right.schema) for k in node.right_keys]]
+        self.condition = None if node.where is None else compile_expr(node.where, node.schema)
+        self.names = node.right_names
+        self.outer = (node.how in ("left", "full"), node.how in ("right", "full"))
+        self.state: list[list[_Entry]] = [[], []]
+        self.index: list[dict[tuple, list[_Entry]]] = [{}, {}]
+        self.side_wm = [NO_WATERMARK, NO_WATERMARK]
+        self.out: Rows = []
+
+    def watermark(self) -> int:
+        return self.wm
+
+    def _joined(self, left: Row | None, right: Row | None, kind: int) -> Row:
+        row = dict(left) if left is not None else {n: None for n in self.node.left.schema.names}
+        for name, out in self.names.items():
+            row[out] = None if right is None else right[name]
+        if self.updating:
+            row[pn.CHANGE_KIND] = kind
+        return row
+
+    def _pair(self, side: int, mine: Row | None, theirs: Row | None, kind: int = INSERT) -> Row:
+        return self._joined(mine, theirs, kind) if side == 0 else self._joined(theirs, mine, kind)
+
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        side, other = port, 1 - port
+        timing = None if self.timing is None else (self.timing.left, self.timing.right)[side]
+        out = self.out
+        for row in rows:
+            key = _key(self.keys[side], row)
+            bound = NO_WATERMARK
+            if timing is not None:
+                t = row[timing.time]
+                if t is None:
+                    self.ctx.metrics.add("null_time_rows", 1)
+                    key = None  # it cannot match: a row without a time has no bound
+                elif t < self.side_wm[side]:
+                    self.ctx.metrics.add("late_rows", 1)
+                    continue
+                else:
+                    b = row[timing.bound]
+                    bound = NO_WATERMARK if b is None else b + timing.bound_shift
+            if key is None:
+                if self.outer[side]:
+                    out.append(self._pair(side, row, None))
+                continue
+            matches = 0
+            for entry in self.index[other].get(key, ()):
+                if not entry.alive:
+                    continue
+                joined = self._pair(side, row, entry.row)
+                if self.condition is not None and self.condition(joined) is not True:
+                    continue
+                if self.updating and self.outer[other] and entry.matches == 0:
+                    out.append(self._pair(other, entry.row, None, DELETE))
+                entry.matches += 1
+                matches += 1
+                out.append(joined)
+            if matches == 0 and self.outer[side] and timing is None:
+                out.append(self._pair(side, row, None))
+            entry = _Entry(row, matches, bound, self.wm)
+            self.state[side].append(entry)
+            self.index[side].setdefault(key, []).append(entry)
+        self._flush()
+
+    def _flush(self) -> None:
+        rows, self.out = self.out, []
+        self.emit(rows, [self.wm] * len(rows))
+
+    def advance(self) -> None:
+        wms = [op.watermark() for op in self.inputs]
+        self.side_wm, new = wms, min(wms)
+        for side in (0, 1):
+            timing = None if self.timing is None else (self.timing.left, self.timing.right)[side]
+            if timing is not None:
+                self._free(side, lambda e, wm=wms[1 - side]: e.bound < wm)
+            elif self.node.state_ttl_ms is not None and new != NO_WATERMARK:
+                ttl = self.node.state_ttl_ms
+                for e in self.state[side]:
+                    if e.stamp == NO_WATERMARK:
+                        e.stamp = new  # arrived before any watermark: its time starts with the first one
+                self._free(side, lambda e, ttl=ttl, new=new: e.stamp + ttl < new)
+        self._flush()  # with the watermark before this one: rows travel ahead of the watermark
+        self.wm = new
+
+    def _free(self, side: int, expired: Callable[[_Entry], bool]) -> None:
+        kept = []
+        for e in self.state[side]:
+            if not expired(e):
+                kept.append(e)
+                continue
+            e.alive = False
+            if self.outer[side] and e.matches == 0 and self.timing is not None:
+                self.out.append(self._pair(side, e.row, None))
+        self.state[side] = kept
+        for key in [k for k, entries in self.index[side].items() if not any(e.alive for e in entries)]:
+            del self.index[side][key]
 
 
 _NAN = float("nan")
@@ -195,8 +456,9 @@ def window_starts(t: int, size: int, slide: int) -> list[int]:
 
 
 class _WindowAggregate(_Operator):
-    def __init__(self, node: pn.Aggregate, ctx: _Context, emit: Emit) -> None:
-        self.node, self.ctx, self.emit = node, ctx, emit
+    def __init__(self, node: pn.Aggregate, ctx: _Context, child: _Operator) -> None:
+        super().__init__([child])
+        self.node, self.ctx = node, ctx
         self.window = node.input.window
         schema = node.input.input.schema
         self.keys = [compile_expr(Column(k), schema) for k in node.keys]
@@ -204,43 +466,43 @@ class _WindowAggregate(_Operator):
                      for _, call in node.aggs]
         self.groups: dict[tuple, list[Accumulator]] = {}
 
-    def push(self, row: Row) -> None:
+    def watermark(self) -> int:
+        return self.wm
+
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
         w = self.window
-        t = row[w.on]
-        if t is None:
-            self.ctx.metrics.add("null_time_rows", 1)
-            return
-        wm = self.ctx.clock.watermark
-        keys = tuple(_group_key(f(row)) for f in self.keys)
-        accepted = False
-        for start in window_starts(t, w.size_ms, w.slide_ms):
-            if start + w.size_ms <= wm:
+        for row, wm in zip(rows, marks):
+            t = row[w.on]
+            if t is None:
+                self.ctx.metrics.add("null_time_rows", 1)
                 continue
-            accepted = True
-            group = self.groups.get((start, *keys))
-            if group is None:
-                group = self.groups[(start, *keys)] = [agg.accumulator() for agg, _ in self.args]
-            for acc, (_, f) in zip(group, self.args):
-                v = f(row) if f is not None else 1
-                if v is not None:  # aggregates skip nulls
-                    acc.add(v)
-        if not accepted:
-            self.ctx.metrics.add("late_rows", 1)
-            if self.node.input.late_output:
-                self.ctx.late_rows.append(row)
+            keys = tuple(_group_key(f(row)) for f in self.keys)
+            accepted = False
+            for start in window_starts(t, w.size_ms, w.slide_ms):
+                if start + w.size_ms <= wm:
+                    continue
+                accepted = True
+                group = self.groups.get((start, *keys))
+                if group is None:
+                    group = self.groups[(start, *keys)] = [agg.accumulator() for agg, _ in self.args]
+                for acc, (_, f) in zip(group, self.args):
+                    v = f(row) if f is not None else 1
+                    if v is not None:  # aggregates skip nulls
+                        acc.add(v)
+            if not accepted:
+                self.ctx.metrics.add("late_rows", 1)
+                if self.node.input.late_output:
+                    self.ctx.late_rows.append(row)
 
-    def flush(self) -> None:
-        self._fire(self.ctx.clock.watermark)
-
-    def finish(self) -> None:
-        self._fire(None)
-
-    def _fire(self, wm: int | None) -> None:
+    def advance(self) -> None:
+        old, self.wm = self.wm, self.inputs[0].watermark()
         size = self.window.size_ms
-        fired = [k for k in self.groups if wm is None or k[0] + size <= wm]
+        fired = [k for k in self.groups if k[0] + size <= self.wm]
         fired.sort(key=lambda k: k[0])  # stable: groups keep their first-seen order
         names = [f.name for f in self.node.schema.fields]
+        rows = []
         for k in fired:
             values = [k[0], k[0] + size, *k[1:], *(a.result() for a in self.groups.pop(k))]
-            self.emit(dict(zip(names, values)))
+            rows.append(dict(zip(names, values)))
         self.ctx.metrics.add("windows_fired", len({k[0] for k in fired}))
+        self.emit(rows, [old] * len(rows))

@@ -1,4 +1,11 @@
-"""The compiled engine: Arrow batches from the source through generated Numba pipelines."""
+"""The compiled engine: one scheduler over the operator graph's pipelines and joins.
+
+It follows the reference interpreter's schedule exactly (``darwin.reference.interpreter``): the
+next batch comes from the unfinished source with the smallest watermark (ties: plan order); it
+runs through every pipeline and join it reaches; then every stateful operator, inputs first,
+takes its new watermark (the minimum of its inputs') and fires windows or frees join rows.
+A source that has sent nothing for ``idle_timeout`` stops holding the others back.
+"""
 
 from __future__ import annotations
 
@@ -7,102 +14,258 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pyarrow as pa
+
 from darwin.codegen.target import ensure_target
 from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.io.source import read_from
 from darwin.runtime.dictionary import load_dictionary, save_dictionary
-from darwin.runtime.encoding import EncodedBatch, StringPool, decode, encode
+from darwin.runtime.encoding import EncodedBatch, StringPool, decode, encode, to_int64
 from darwin.runtime.output import BARRIER, Output
 from darwin.runtime.prefetch import prefetched
-from darwin.runtime.progress import Metrics
+from darwin.runtime.progress import NO_WATERMARK, Metrics, WatermarkClock
 
 if TYPE_CHECKING:
-    from darwin.runtime.pipeline import PipelineRunner
+    from darwin.runtime.join import JoinRunner
+
+END_OF_INPUT = 2**63 - 1  # the watermark of a source that has ended
+
+
+class SourceReader:
+    """One source: its offset (rows consumed), its event-time clock, and whether it has ended."""
+
+    def __init__(self, index: int, scan: Any, delay_ms: int, readers: list[op.Pipeline], config: Config,
+                 pool: StringPool) -> None:
+        self.index, self.scan, self.pipelines = index, scan, readers
+        self.clock = WatermarkClock(delay_ms, scan.max_future_ms)
+        self.config, self.pool = config, pool
+        self.offset = 0
+        self.finished = False
+        self.last_rows = time.monotonic()
+        self.idle = False
+        self._batches: Iterator[tuple[int, pa.RecordBatch | None, list[EncodedBatch]]] | None = None
+
+    def watermark(self) -> int:
+        if self.finished:
+            return END_OF_INPUT
+        return self.clock.watermark
+
+    def merged_watermark(self) -> int:
+        """What it holds the operators reading it back to: nothing while it is idle."""
+        return END_OF_INPUT if self.idle else self.watermark()
+
+    def _read(self) -> Iterator[tuple[int, pa.RecordBatch | None, list[EncodedBatch]]]:
+        scan, pool = self.scan, self.pool
+        for batch in read_from(scan.source, scan.columns, self.config.batch_size, self.offset):
+            encoded = [encode(batch, p.input_schema, pool, scan.source.name, p.moved_inputs, p.computed_inputs)
+                       for p in self.pipelines]
+            yield batch.num_rows, batch, encoded
+
+    def next(self) -> tuple[pa.RecordBatch, list[EncodedBatch]] | None:
+        """The next batch (encoded once for each pipeline reading it), or None at the end."""
+        if self._batches is None:
+            self._batches = iter(prefetched(self._read, self.config.prefetch))
+        item = next(self._batches, None)
+        if item is None:
+            self.finished = True
+            return None
+        n, batch, encoded = item
+        assert batch is not None
+        self.offset += n
+        idle_ms = self.config.idle_timeout_ms
+        now = time.monotonic()
+        if n:
+            self.last_rows, self.idle = now, False
+            self._observe(batch)
+        elif idle_ms is not None and (now - self.last_rows) * 1000 >= idle_ms:
+            self.idle = True
+        return batch, encoded
+
+    def _observe(self, batch: pa.RecordBatch) -> None:
+        column = self.scan.time_column
+        if column is None:
+            return
+        times = to_int64(batch.column(column), self.scan.source.name, column)
+        values = times.to_numpy(zero_copy_only=False) if times.null_count == 0 else \
+            times.drop_null().to_numpy(zero_copy_only=False)
+        if self.clock.max_future_ms is None:
+            if len(values):
+                self.clock.observe(int(np.max(values)))
+            return
+        for t in values:  # a row beyond max_future does not move the clock: per row
+            self.clock.observe(int(t))
 
 
 class CompiledEngine:
-    """One run of a plan: its pipelines, their state, and how far into the source it is.
+    """One run of a plan: its pipelines and joins, their state, and how far into each source it is.
 
-    ``outputs()`` yields results and late rows, and a barrier after each input batch;
-    between batches the state is consistent, so ``snapshot`` can capture it.
+    ``outputs()`` yields results and late rows, and a barrier after each input batch; between
+    batches the state is consistent, so ``snapshot`` can capture it.
     """
 
     def __init__(self, graph: op.OperatorGraph, config: Config, metrics: Metrics, job: str,
                  fresh: bool = True) -> None:
         ensure_target(config.target)  # before anything compiles: Numba fixes the target then
         from darwin.runtime.pipeline import PipelineRunner
+        from darwin.runtime.static_index import StaticIndex
         from darwin.state.backend import backend_for
 
-        self.config, self.metrics, self.job = config, metrics, job
-        self.graph = graph
+        self.config, self.metrics, self.job, self.graph = config, metrics, job, graph
         self.pool = StringPool()
         self.backend = backend_for(config, job, fresh)
-        self.runners = [PipelineRunner(p, config, self.pool, self.backend) for p in self.graph.pipelines]
-        first = self.graph.pipelines[0]
-        assert isinstance(first.input, op.ScanInput)
-        self.first, self.scan = first, first.input.scan
-        self.consumers = {p.input.producer: self.runners[p.id] for p in self.graph.pipelines
-                          if isinstance(p.input, op.FiredWindowsInput)}
-        self.offset = 0  # source rows consumed
+        self.static = [StaticIndex(spec, config, self.pool) for spec in graph.lookups]
+        self.runners = [PipelineRunner(p, config, self.pool, self.backend, self.static) for p in graph.pipelines]
+        self.joins: list[JoinRunner] = []
+        if graph.joins:  # its compiled building blocks load only for queries that join
+            from darwin.runtime.join import JoinRunner
 
+            self.joins = [JoinRunner(j, config, self.pool, self.backend) for j in graph.joins]
+        self.readers = []
+        for i, scan in enumerate(graph.scans):
+            readers = [p for p in graph.pipelines if isinstance(p.input, op.SourcePort) and p.input.reader == i]
+            delay = readers[0].input.delay_ms if readers else config.max_delay_ms  # type: ignore[union-attr]
+            self.readers.append(SourceReader(i, scan, delay, readers, config, self.pool))
+        self.port_readers: dict[Any, list[int]] = {}
+        for p in graph.pipelines:
+            self.port_readers.setdefault(_port_key(p.input), []).append(p.id)
+        self.aggregate_wm = {s.id: NO_WATERMARK for s in graph.advance_order if s.kind == "aggregate"}
+        self.union_wm = [NO_WATERMARK] * len(graph.unions)
+        self.union_of = {u.producers: u.id for u in graph.unions}
+
+    @property
+    def offset(self) -> int:
+        """Source rows consumed, over every source."""
+        return sum(r.offset for r in self.readers)
+
+    # -- running ----------------------------------------------------------------------------------
     def outputs(self) -> Iterator[Output]:
-        config, first, scan, pool = self.config, self.first, self.scan, self.pool
         started = time.perf_counter()
-
-        def read() -> Iterator[EncodedBatch]:
-            for batch in read_from(scan.source, scan.columns, config.batch_size, self.offset):
-                yield encode(batch, first.input_schema, pool, scan.source.name, first.moved_inputs,
-                             first.computed_inputs)
-
-        for encoded in prefetched(read, config.prefetch):
-            self.metrics.add("input_rows", encoded.length)
-            yield from self._push(self.runners[0], encoded, final=False)
-            self.offset += encoded.length
+        while True:
+            pending = [r for r in self.readers if not r.finished]
+            if not pending:
+                break
+            reader = min(pending, key=lambda r: r.watermark())  # the first of equals: plan order
+            item = reader.next()
+            if item is not None:
+                batch, encoded = item
+                self.metrics.add("input_rows", batch.num_rows)
+                for p, e in zip(reader.pipelines, encoded):
+                    yield from self._push(p.id, e, NO_WATERMARK)
+            yield from self._advance()
             yield BARRIER
-        for runner in self.runners:  # end of input: every window fires
-            for fired in runner.drain(final=True):
-                yield from self._push(self.consumers[runner.p.id], fired, final=True)
         for runner in self.runners:
             for name, value in runner.counters().items():
-                self.metrics.add(name, value)
+                if name != "future_rows":
+                    self.metrics.add(name, value)
             if runner.kernel is not None:
                 self.metrics.add("kernels_compiled", sum(runner.kernel.stats.cache_misses.values()))
                 self.metrics.add("kernels_from_cache", sum(runner.kernel.stats.cache_hits.values()))
-        self.metrics.set("watermark", self.runners[0].watermark)
+        for j in self.joins:
+            for name, value in j.counters().items():
+                self.metrics.add(name, value)
+        timed = [r.clock.watermark for r in self.readers if r.scan.time_column is not None]
+        self.metrics.set("watermark", min(timed) if timed else NO_WATERMARK)
+        self.metrics.add("future_rows", sum(r.clock.future_rows for r in self.readers))
         self.metrics.set("run_seconds", time.perf_counter() - started)
 
-    def _push(self, runner: PipelineRunner, batch: EncodedBatch, final: bool) -> Iterator[Output]:
-        """Run ``batch`` through a pipeline and everything downstream of it."""
-        pool = self.pool
-        out, late, fired_early = runner.process(batch)
+    def _push(self, pipeline: int, batch: EncodedBatch, mark: int) -> Iterator[Output]:
+        """Run ``batch`` through a pipeline and everything downstream of it; ``mark`` is the watermark
+        its rows are judged by (pipelines reading a source judge per row)."""
+        runner = self.runners[pipeline]
+        p = runner.p
+        out, late, fired_early = runner.process(batch, mark)
         for fired in fired_early:  # windows a full ring had to drain before the batch ended
-            yield from self._push(self.consumers[runner.p.id], fired, final)
+            yield from self._to_port(("fired", p.id), fired, self.aggregate_wm[p.id])
         if late is not None and late.length:
-            yield Output("late", decode(late, runner.p.output_schema, pool))
-        if out is not None and out.length:
-            yield Output("result", decode(out, runner.p.output_schema, pool, batch, dict(runner.p.moved_strings)))
-        if runner.state is not None and not final:
-            for fired in runner.drain(final=False):
-                yield from self._push(self.consumers[runner.p.id], fired, final)
+            yield Output("late", decode(late, p.output_schema, self.pool))
+        if out is None or not out.length:
+            return
+        if pipeline == self.graph.output:
+            yield Output("result", decode(out, p.output_schema, self.pool, batch, dict(p.moved_strings)))
+            return
+        for kind, target, side in self.graph.consumers(pipeline):
+            if kind == "pipeline":
+                yield from self._push(target, out, self.union_wm[self._union_reading(target)])
+            else:
+                joined = self.joins[target].push(out, side)
+                if joined is not None:
+                    yield from self._to_port(("join", target), joined, self.joins[target].wm)
+
+    def _union_reading(self, pipeline: int) -> int:
+        port = self.graph.pipelines[pipeline].input
+        assert isinstance(port, op.UnionPort)
+        return self.union_of[port.producers]
+
+    def _to_port(self, key: Any, batch: EncodedBatch, mark: int) -> Iterator[Output]:
+        for consumer in self.port_readers.get(key, ()):
+            yield from self._push(consumer, batch, mark)
+
+    def _advance(self) -> Iterator[Output]:
+        """Every stateful operator, inputs first, takes its new watermark and fires or frees."""
+        for step in self.graph.advance_order:
+            if step.kind == "aggregate":
+                runner = self.runners[step.id]
+                old = self.aggregate_wm[step.id]
+                new = self._port_watermark(runner.p.input)
+                self.aggregate_wm[step.id] = new
+                for fired in runner.drain(new, final=new == END_OF_INPUT):
+                    yield from self._to_port(("fired", step.id), fired, old)
+            elif step.kind == "join":
+                join = self.joins[step.id]
+                old = join.wm
+                j = self.graph.joins[step.id]
+                padded = join.advance(self._pipeline_watermark(j.left), self._pipeline_watermark(j.right))
+                if padded is not None:
+                    yield from self._to_port(("join", step.id), padded, old)
+            else:
+                union = self.graph.unions[step.id]
+                self.union_wm[step.id] = min(self._pipeline_watermark(p) for p in union.producers)
+
+    def _pipeline_watermark(self, pipeline: int) -> int:
+        return self._port_watermark(self.graph.pipelines[pipeline].input)
+
+    def _port_watermark(self, port: op.Port) -> int:
+        if isinstance(port, op.SourcePort):
+            return self.readers[port.reader].merged_watermark()
+        if isinstance(port, op.FiredWindowsPort):
+            return self.aggregate_wm[port.producer]
+        if isinstance(port, op.JoinPort):
+            return self.joins[port.join].wm
+        return self.union_wm[self.union_of[port.producers]]
 
     # -- checkpoints ------------------------------------------------------------------------------
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         """Everything a restarted run needs, at the barrier the engine is paused at."""
         files = [save_dictionary(self.pool, directory)]
-        runners = []
+        runners, joins = [], []
         for r in self.runners:
             body, written = r.snapshot(directory)
             runners.append(body)
             files += written
-        return {"offset": self.offset, "backend": self.backend.name, "runners": runners}, files
+        for j in self.joins:
+            body, written = j.snapshot(directory)
+            joins.append(body)
+            files += written
+        sources = [{"offset": r.offset, "max_time": r.clock.max_time, "future_rows": r.clock.future_rows,
+                    "finished": r.finished} for r in self.readers]
+        return {"offset": sum(r.offset for r in self.readers), "sources": sources, "backend": self.backend.name,
+                "runners": runners, "joins": joins, "aggregate_wm": {str(k): v for k, v in self.aggregate_wm.items()},
+                "union_wm": self.union_wm}, files
 
     def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int) -> None:
         load_dictionary(self.pool, directory)
         for r, saved in zip(self.runners, body["runners"]):
             r.restore(directory, saved, checkpoint_id)
-        self.offset = int(body["offset"])
-        self.metrics.add("input_rows", self.offset)
+        for j, saved in zip(self.joins, body["joins"]):
+            j.restore(directory, saved)
+        for reader, saved in zip(self.readers, body["sources"]):
+            reader.offset, reader.finished = int(saved["offset"]), bool(saved["finished"])
+            reader.clock.max_time, reader.clock.future_rows = int(saved["max_time"]), int(saved["future_rows"])
+            self.metrics.add("input_rows", reader.offset)
+        self.aggregate_wm = {int(k): int(v) for k, v in body["aggregate_wm"].items()}
+        self.union_wm = [int(v) for v in body["union_wm"]]
 
     def after_checkpoint(self, checkpoint_id: int) -> None:
         for r in self.runners:
@@ -114,8 +277,17 @@ class CompiledEngine:
         self.backend.close()
 
 
-def has_input_after(graph: op.OperatorGraph, offset: int) -> bool:
-    """Whether the graph's source holds rows past ``offset`` (a finished job's checkpoint covers none)."""
-    first = graph.pipelines[0].input
-    assert isinstance(first, op.ScanInput)
-    return next(iter(read_from(first.scan.source, first.scan.columns, 1, offset)), None) is not None
+def _port_key(port: op.Port) -> Any:
+    if isinstance(port, op.FiredWindowsPort):
+        return ("fired", port.producer)
+    if isinstance(port, op.JoinPort):
+        return ("join", port.join)
+    if isinstance(port, op.SourcePort):
+        return ("source", port.reader)
+    return ("union", port.producers)
+
+
+def has_input_after(graph: op.OperatorGraph, offsets: list[int]) -> bool:
+    """Whether any of the graph's sources holds rows past its offset (a finished job's checkpoint covers none)."""
+    return any(next(iter(read_from(scan.source, scan.columns, 1, offset)), None) is not None
+               for scan, offset in zip(graph.scans, offsets))

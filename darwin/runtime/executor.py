@@ -14,7 +14,7 @@ from darwin.plan import nodes as pn
 from darwin.plan.explain import render
 from darwin.plan.rules import optimize
 from darwin.runtime.job import Driver
-from darwin.runtime.output import RunResult
+from darwin.runtime.output import RunResult, final_table
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,8 @@ def run(plan: pn.PlanNode, config: Config) -> RunResult:
     table = sink.table()
     assert table is not None
     log.debug("run finished: %s", metrics)
+    if pn.updating(plan):
+        return RunResult(final_table(table), sink.table("late"), metrics, changelog=table)
     return RunResult(table, sink.table("late"), metrics)
 
 

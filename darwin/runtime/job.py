@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from darwin.config import Config
 from darwin.errors import RESET_HINT, CheckpointError, ConfigError
 from darwin.graph import operators as op
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from darwin.runtime.compiled import CompiledEngine
 
 log = logging.getLogger(__name__)
+CHANGE_COLUMN = "op"  # an updating result's change kind, in what sinks write
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,9 @@ class Driver:
         self.resumed_from: int | None = None
         late_schema = pn.late_output_schema(plan)
         self.late_arrow = None if late_schema is None else late_schema.to_arrow()
+        self.updating = pn.updating(plan)
+        schema = plan.schema.to_arrow()
+        self.arrow = schema.append(pa.field(CHANGE_COLUMN, pa.string(), nullable=False)) if self.updating else schema
         self.started = time.perf_counter()
 
     def outputs(self) -> Iterator[Output]:
@@ -96,9 +102,10 @@ class Driver:
         from darwin.reference.interpreter import run as interpret
 
         plan, sink = self.plan, self.sink
-        sink.open(plan.schema.to_arrow(), self.late_arrow, None, uuid.uuid4().hex)
+        sink.open(self.arrow, self.late_arrow, None, uuid.uuid4().hex)
         try:
             for out in interpret(plan, self.config, self.metrics):
+                out = _labelled(out)
                 _write(sink, out, self.metrics)
                 yield out
             sink.commit(sink.prepare(1))
@@ -119,7 +126,7 @@ class Driver:
             if latest is not None:  # counters continue: the metrics are those of the whole job
                 metrics.add("output_rows", latest.body["output_rows"])
                 self.resumed_from = latest.id
-            sink.open(plan.schema.to_arrow(), self.late_arrow, None if latest is None else latest.body["sink"],
+            sink.open(self.arrow, self.late_arrow, None if latest is None else latest.body["sink"],
                       engine.job)
             if store is not None and latest is None:
                 store.write_job({"job": engine.job, "state": config.state, "state_path": identity["state_path"],
@@ -144,6 +151,7 @@ class Driver:
 
             for out in engine.outputs():
                 if out.kind != "barrier":
+                    out = _labelled(out)
                     _write(sink, out, metrics)
                     yield out
                 elif store is not None and due.tick():
@@ -152,6 +160,18 @@ class Driver:
                 checkpoint(finished=True)
             else:
                 sink.commit(sink.prepare(epoch))
+
+
+def _labelled(out: Output) -> Output:
+    """An updating result's change kinds as the column ``op`` (+I, -U, +U, -D), in place of the
+    engines' hidden integer column."""
+    batch = out.batch
+    if batch is None or pn.CHANGE_KIND not in batch.schema.names:
+        return out
+    i = batch.schema.get_field_index(pn.CHANGE_KIND)
+    labels = pa.array(pn.ChangeKind.LABELS, pa.string()).take(batch.column(i))
+    return Output(out.kind, batch.remove_column(i).append_column(pa.field(CHANGE_COLUMN, pa.string(), nullable=False),
+                                                                 labels))
 
 
 def _write(sink: Sink, out: Output, metrics: Metrics) -> None:
@@ -190,7 +210,8 @@ def _start(store: CheckpointStore | None, graph: op.OperatorGraph, identity: dic
     for latest in store.complete() if store is not None else ():
         _check_compatible(latest, identity)
         body = latest.body
-        if body["finished"] and has_input_after(graph, int(body["engine"]["offset"])):
+        offsets = [int(source["offset"]) for source in body["engine"]["sources"]]
+        if body["finished"] and has_input_after(graph, offsets):
             raise CheckpointError(
                 f"checkpoint {latest.id} in {str(latest.path.parent)!r} is the final checkpoint of a finished job: it "
                 f"consumed {body['engine']['offset']} input rows and fired every window, and this input has more rows. "

@@ -23,8 +23,30 @@ BARRIER = Output("barrier", None)
 class RunResult:
     """What one run produced: the result table, the late rows (if kept) and the run's metrics."""
 
-    def __init__(self, table: pa.Table, late: pa.Table | None, metrics: dict[str, Any]) -> None:
+    def __init__(self, table: pa.Table, late: pa.Table | None, metrics: dict[str, Any],
+                 changelog: pa.Table | None = None) -> None:
         self.table, self.late, self.metrics = table, late, metrics
+        self.changelog = changelog if changelog is not None else table.append_column(
+            pa.field("op", pa.string(), nullable=False), pa.array(["+I"] * table.num_rows, pa.string()))
 
     def __repr__(self) -> str:
         return f"RunResult({self.table.num_rows} rows, metrics={self.metrics})"
+
+
+def final_table(changelog: pa.Table, op_column: str = "op") -> pa.Table:
+    """The table a changelog ends in: each -U/-D removes the latest equal row still present."""
+    ops = changelog.column(op_column).to_pylist()
+    data = changelog.drop_columns([op_column])
+    rows = data.to_pylist()
+    keep = [True] * len(rows)
+    present: dict[tuple, list[int]] = {}
+    for i, (kind, row) in enumerate(zip(ops, rows)):
+        key = tuple(row.values())
+        if kind in ("+I", "+U"):
+            present.setdefault(key, []).append(i)
+        else:
+            keep[i] = False
+            stack = present.get(key)
+            if stack:
+                keep[stack.pop()] = False
+    return data.filter(pa.array(keep, pa.bool_()))

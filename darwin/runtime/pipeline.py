@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +12,14 @@ from darwin.codegen import layout as ctl
 from darwin.codegen.aggregates import finalize
 from darwin.codegen.compiler import load_kernel
 from darwin.codegen.generate import NO_WATERMARK, generate_pipeline
-from darwin.codegen.signature import Buffer, ColumnArg, ControlArg, ParamArg, Part, StateArg
+from darwin.codegen.signature import Buffer, ColumnArg, ControlArg, LookupArg, ParamArg, Part, StateArg
 from darwin.config import Config
 from darwin.errors import DarwinError, SourceError
 from darwin.graph import operators as op
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.lookups import LookupTable
 from darwin.runtime.progress import LateRowsWarning
+from darwin.runtime.static_index import StaticIndex
 from darwin.state.backend import KeyedState, StateBackend
 from darwin.state.ring import RingState
 from darwin.types import Schema
@@ -28,7 +29,8 @@ OUT_BUFFER_ROWS = 1 << 20  # rows of output buffers a kernel call may fill
 
 
 class PipelineRunner:
-    def __init__(self, p: op.Pipeline, config: Config, pool: StringPool, backend: StateBackend) -> None:
+    def __init__(self, p: op.Pipeline, config: Config, pool: StringPool, backend: StateBackend,
+                 lookups: Sequence[StaticIndex] = ()) -> None:
         self.p = p
         self.ctl = np.zeros(ctl.SIZE, dtype=np.int64)
         self.ctl[ctl.MAX_TIME] = NO_WATERMARK
@@ -45,6 +47,12 @@ class PipelineRunner:
                 self.params[f"pc{i}"] = np.sort(np.fromiter((pool.code(v) for v in strings), np.int64, len(strings)))
         self.pool = pool
         self.lookups = [LookupTable(f, a) for f, a in self.ks.params.lookups] if self.ks else []
+        self.static = lookups
+        # rows a lookup join may make of one input row: the most rows its table holds for one key
+        self.fanout = 1
+        for o in p.operators:
+            if isinstance(o, op.LookupJoinOp):
+                self.fanout *= max(1, lookups[o.lookup].max_rows_per_key)
         self.sink = p.sink
         self.scratch = np.zeros(1, dtype=np.int64)  # reinterprets a float key's bits inside kernels
         self.state: KeyedState | RingState | None = None
@@ -54,12 +62,15 @@ class PipelineRunner:
             name = f"pipeline{p.id}"
             self.state = (backend.hash_table(name, lay) if p.sink.ring is None
                           else RingState(name, p.sink.ring, lay.value_dtypes))
-            source = p.input.scan.source.name if isinstance(p.input, op.ScanInput) else f"pipeline {p.id}"
+            source = p.input.scan.source.name if isinstance(p.input, op.SourcePort) else p.input.describe()
             self.late_warning = LateRowsWarning(source, p.sink.late_output)
 
     # -- processing ---------------------------------------------------------------------------
-    def process(self, batch: EncodedBatch) -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
-        """Run the kernel over a batch: collected output, late rows, windows fired mid-batch.
+    def process(self, batch: EncodedBatch, input_watermark: int = NO_WATERMARK) \
+            -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
+        """Run the kernel over a batch: emitted rows, late rows, windows fired mid-batch.
+
+        A pipeline that does not read a source judges lateness by ``input_watermark``.
 
         Output buffers hold every row the kernel may write, rows_per_input per input row; so that
         sliding windows cannot make them huge, the batch runs in chunks of at most ``OUT_BUFFER_ROWS``.
@@ -68,17 +79,19 @@ class PipelineRunner:
         fired: list[EncodedBatch] = []
         if self.kernel is None:
             return batch, None, fired
-        collect = isinstance(self.sink, op.CollectSink)
+        collect = isinstance(self.sink, op.EmitRows)
         late = _buffers(p.output_schema, n) if self.state is not None and self.sink.late_output else None
         self.ctl[ctl.LATE_OUT_ROWS] = 0
+        self.ctl[ctl.INPUT_WATERMARK] = input_watermark
         for i, lut in enumerate(self.lookups):
             lut.cover(self.pool)
             self.params[f"plv{i}"], self.params[f"plm{i}"] = lut.values, lut.valid
-        chunk = max(1, OUT_BUFFER_ROWS // p.rows_per_input) if collect else max(n, 1)
+        per_row = p.rows_per_input * self.fanout
+        chunk = max(1, OUT_BUFFER_ROWS // per_row) if collect else max(n, 1)
         outs: list[EncodedBatch] = []
         for first in range(0, n, chunk):
             end = min(n, first + chunk)
-            out = _buffers(p.output_schema, (end - first) * p.rows_per_input) if collect else None
+            out = _buffers(p.output_schema, (end - first) * per_row) if collect else None
             self.ctl[ctl.OUT_ROWS] = 0
             pos = first
             while True:
@@ -102,7 +115,7 @@ class PipelineRunner:
         if status == ctl.NEEDS_ROOM:
             self.state.grow(self.sink.window.windows_per_row)
         elif status == ctl.RING_FULL:  # the watermark closed a window whose slot a new one needs
-            drained = list(self.drain(final=False))
+            drained = list(self.drain(self.watermark))
             if not drained:
                 raise DarwinError("internal error: a window ring is full of open windows")
             fired.extend(drained)
@@ -135,6 +148,8 @@ class PipelineRunner:
                     args.append(self.ctl)
                 case StateArg(name):
                     args.append(self._state_array(name))
+                case LookupArg(lookup, part):
+                    args.append(self.static[lookup].array(part))
                 case _:
                     raise DarwinError(f"internal error: the runtime cannot bind kernel argument {arg!r}")
         return args
@@ -173,9 +188,10 @@ class PipelineRunner:
     # -- event time ---------------------------------------------------------------------------
     @property
     def watermark(self) -> int:
+        """The watermark a source-reading kernel has reached (per row, within the batch)."""
         t = int(self.ctl[ctl.MAX_TIME])
         inp = self.p.input
-        if t == NO_WATERMARK or not isinstance(inp, op.ScanInput):
+        if t == NO_WATERMARK or not isinstance(inp, op.SourcePort):
             return NO_WATERMARK
         return t - inp.delay_ms
 
@@ -183,13 +199,13 @@ class PipelineRunner:
         return {"late_rows": int(self.ctl[ctl.LATE_ROWS]), "null_time_rows": int(self.ctl[ctl.NULL_TIME_ROWS]),
                 "future_rows": int(self.ctl[ctl.FUTURE_ROWS]), "windows_fired": self.windows_fired}
 
-    def drain(self, final: bool) -> Iterator[EncodedBatch]:
-        """Remove the windows that fired (all of them if ``final``), as batches in window order.
+    def drain(self, wm: int, final: bool = False) -> Iterator[EncodedBatch]:
+        """Remove the windows that end at or before ``wm`` (all of them if ``final``), as batches in
+        window order.
 
         Consume it to the end before the kernel runs again: the state changes as it goes.
         """
         s = self.state
-        wm = self.watermark
         if s is None or s.is_empty() or (not final and self.ctl[ctl.MIN_WINDOW_END] > wm):
             return
         size = self.sink.window.size_ms

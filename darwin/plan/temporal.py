@@ -1,0 +1,183 @@
+"""Which joins are bounded in event time, read from the plan: interval joins and window joins.
+
+A *time attribute* of a node is a timestamp column whose rows arrive no earlier than the node's
+watermark, up to rows its own operators count as late: a scan's time column, the ``window_end``
+a windowed aggregation emits or a window assignment attaches, carried through filters and
+renaming projections. A join whose condition bounds one side's time attribute by the other's
+from both sides (``r.t BETWEEN l.t + a AND l.t + b``) is an *interval join*; one whose keys pair
+the windows of two sides windowed alike is a *window join*. Both engines read this analysis:
+it decides when rows leave the state, which rows are late, and when an outer join's padded rows
+are emitted (when a row can no longer match, so the output only appends).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from darwin.plan import exprs as ex
+from darwin.plan import nodes as pn
+from darwin.plan.window import Window
+from darwin.types import DType
+
+
+@dataclass(frozen=True)
+class SideTiming:
+    """When a row of one side is late and when it can no longer match.
+
+    The row is late if its ``time`` (a time attribute) is below its own side's watermark, and
+    leaves the state once its ``bound`` column plus ``bound_shift`` is below the other side's:
+    every row the other side can still send is at or after that watermark.
+    """
+
+    time: str  # columns of the side's own schema
+    bound: str
+    bound_shift: int
+
+    def describe(self) -> str:
+        return f"{self.bound}{self.bound_shift:+d}ms"
+
+
+@dataclass(frozen=True)
+class JoinTiming:
+    kind: str  # "interval" | "window"
+    left: SideTiming
+    right: SideTiming
+
+    def describe(self) -> str:
+        return f"{self.kind} join: a left row frees after {self.left.describe()}, a right row after " \
+            f"{self.right.describe()}"
+
+
+def join_timing(join: pn.Join) -> JoinTiming | None:
+    """The event-time bounds of ``join``, or None for a regular join (rows kept, or kept for its TTL)."""
+    return _window_join(join) or _interval_join(join)
+
+
+def time_attributes(node: pn.PlanNode) -> frozenset[str]:
+    if isinstance(node, pn.Scan):
+        return frozenset({node.time_column} if node.time_column else ())
+    if isinstance(node, pn.Filter):
+        return time_attributes(node.input)
+    if isinstance(node, pn.Project):
+        inner = time_attributes(node.input)
+        return frozenset(n for n, e in node.exprs if isinstance(e, ex.Column) and e.name in inner)
+    if isinstance(node, pn.WindowAssign):
+        return time_attributes(node.input) | {pn.WINDOW_END}
+    if isinstance(node, pn.Aggregate):
+        return frozenset({pn.WINDOW_END})
+    if isinstance(node, pn.Join) and join_timing(node) is not None:
+        renamed = node.right_names
+        return time_attributes(node.left) | {renamed[c] for c in time_attributes(node.right)}
+    if isinstance(node, pn.LookupJoin):
+        return time_attributes(node.input)
+    if isinstance(node, pn.Union):
+        common = time_attributes(node.parts[0])
+        for p in node.parts[1:]:
+            common &= time_attributes(p)
+        return common
+    return frozenset()  # a regular join: its output rows carry no bound on their times
+
+
+def window_of(node: pn.PlanNode, column: str) -> Window | None:
+    """The window whose ``window_start``/``window_end`` ``column`` carries, if any."""
+    if isinstance(node, pn.WindowAssign):
+        return node.window if column in (pn.WINDOW_START, pn.WINDOW_END) else window_of(node.input, column)
+    if isinstance(node, pn.Aggregate):
+        return node.input.window if column in (pn.WINDOW_START, pn.WINDOW_END) else None
+    if isinstance(node, pn.Filter):
+        return window_of(node.input, column)
+    if isinstance(node, pn.Project):
+        e = dict(node.exprs).get(column)
+        return window_of(node.input, e.name) if isinstance(e, ex.Column) else None
+    return None
+
+
+def _origin(node: pn.PlanNode, column: str) -> str | None:
+    """Which of window_start/window_end ``column`` is, through renaming projections."""
+    while isinstance(node, (pn.Filter, pn.Project)):
+        if isinstance(node, pn.Project):
+            e = dict(node.exprs).get(column)
+            if not isinstance(e, ex.Column):
+                return None
+            column = e.name
+        node = node.input
+    return column if column in (pn.WINDOW_START, pn.WINDOW_END) else None
+
+
+def _window_join(join: pn.Join) -> JoinTiming | None:
+    """Keys pairing window_start (or window_end) of both sides, windowed alike."""
+    for lk, rk in zip(join.left_keys, join.right_keys):
+        if not (isinstance(lk, ex.Column) and isinstance(rk, ex.Column)):
+            continue
+        lw, rw = window_of(join.left, lk.name), window_of(join.right, rk.name)
+        kind = _origin(join.left, lk.name)
+        if lw is None or lw != rw or kind is None or kind != _origin(join.right, rk.name):
+            continue
+        # a window's rows can match only rows of the same window: late once its end has passed
+        shift = lw.size_ms - 1 if kind == pn.WINDOW_START else -1
+        return JoinTiming("window", SideTiming(lk.name, lk.name, shift), SideTiming(rk.name, rk.name, shift))
+    return None
+
+
+def _interval_join(join: pn.Join) -> JoinTiming | None:
+    """A condition that bounds a right time attribute from above by a left timestamp column, and a
+    left time attribute from below by a right one: each side's rows then leave the state once the
+    other side's watermark passes their bound.
+
+    ``r.t <= l.c + high``: a left row cannot match once the right watermark passes ``l.c + high``.
+    ``r.c >= l.t + low``: a right row cannot match once the left watermark passes ``r.c - low``.
+    """
+    if join.where is None:
+        return None
+    left_times, right_times = time_attributes(join.left), time_attributes(join.right)
+    right_by_output = {out: name for name, out in join.right_names.items()}
+    left_stamps = {f.name for f in join.left.schema.fields if f.dtype is DType.TIMESTAMP}
+    upper: SideTiming | None = None  # how left rows free (bounded by the right time attribute)
+    lower: SideTiming | None = None  # how right rows free
+    for conjunct in _conjuncts(join.where):
+        for (a, b), low, high in _difference_bounds(conjunct):  # low <= b - a <= high
+            right_col = right_by_output.get(b)
+            if a not in left_stamps or right_col is None:
+                continue
+            if high is not None and right_col in right_times and upper is None:
+                upper = SideTiming("", a, high)
+                upper_time = right_col
+            if low is not None and a in left_times and lower is None:
+                lower = SideTiming(right_col, right_col, -low)
+                lower_time = a
+    if upper is None or lower is None:
+        return None
+    return JoinTiming("interval", SideTiming(lower_time, upper.bound, upper.bound_shift),
+                      SideTiming(upper_time, lower.bound, lower.bound_shift))
+
+
+def _conjuncts(e: ex.ExprNode) -> list[ex.ExprNode]:
+    if isinstance(e, ex.Binary) and e.op == "and":
+        return _conjuncts(e.left) + _conjuncts(e.right)
+    return [e]
+
+
+def _linear(e: ex.ExprNode) -> tuple[str, int] | None:
+    """``column + offset`` for a column plus or minus an integer literal (milliseconds)."""
+    if isinstance(e, ex.Column):
+        return e.name, 0
+    if isinstance(e, ex.Binary) and e.op in ("add", "sub") and isinstance(e.left, ex.Column) \
+            and isinstance(e.right, ex.Literal) and isinstance(e.right.value, int) \
+            and not isinstance(e.right.value, bool):
+        return e.left.name, e.right.value if e.op == "add" else -e.right.value
+    return None
+
+
+def _difference_bounds(e: ex.ExprNode) -> list[tuple[tuple[str, str], int | None, int | None]]:
+    """A comparison of two linear time terms as ((a, b), low, high), low <= b - a <= high, once for
+    each order of the two columns."""
+    if not (isinstance(e, ex.Binary) and e.op in ("lt", "le", "gt", "ge")):
+        return []
+    x, y = _linear(e.left), _linear(e.right)
+    if x is None or y is None or x[0] == y[0]:
+        return []
+    (a, da), (b, db) = x, y
+    c = da - db  # a + da OP b + db  <=>  b - a  OP'  c
+    low, high = {"le": (c, None), "lt": (c + 1, None), "ge": (None, c), "gt": (None, c - 1)}[e.op]
+    flipped = (None if high is None else -high, None if low is None else -low)
+    return [((a, b), low, high), ((b, a), *flipped)]

@@ -1,0 +1,208 @@
+"""Runs one join operator: probes and keeps each side's rows, frees them as watermarks allow.
+
+The semantics are the reference interpreter's (``darwin.reference.interpreter._Join``); the work
+per batch is vectorised or compiled (``darwin.codegen.join_index``): keys hashed at once, a
+batch's pairs found in one compiled probe, a ``where`` condition evaluated by a generated kernel
+over the candidate pairs, the output's order planned by one compiled pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from darwin.codegen import join_index as ji
+from darwin.config import Config
+from darwin.graph import operators as op
+from darwin.plan import nodes as pn
+from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.runtime.progress import NO_WATERMARK
+from darwin.state.backend import StateBackend
+from darwin.state.join_rows import JoinRows
+from darwin.types import DType, Field, Schema
+
+KEEP = "__darwin_keep"
+
+
+class JoinRunner:
+    def __init__(self, j: op.JoinOperator, config: Config, pool: StringPool, backend: StateBackend) -> None:
+        from darwin.runtime.pipeline import PipelineRunner
+
+        self.j, node = j, j.join
+        self.sides = (JoinRows(f"join{j.id}.left", node.left.schema, len(j.keys)),
+                      JoinRows(f"join{j.id}.right", node.right.schema, len(j.keys)))
+        self.schemas = (node.left.schema, node.right.schema)
+        self.timing = None if j.timing is None else (j.timing.left, j.timing.right)
+        self.outer = (node.how in ("left", "full"), node.how in ("right", "full"))
+        self.updating = pn.updating(node)
+        self.side_wm = [NO_WATERMARK, NO_WATERMARK]
+        self.wm = NO_WATERMARK
+        self.late_rows = self.null_time_rows = 0
+        self.output_schema = node.schema
+        if self.updating:
+            self.output_schema = Schema(node.schema.fields + (Field(pn.CHANGE_KIND, DType.INT64, False),))
+        self.condition = None
+        if node.where is not None:
+            keep = Schema((Field(KEEP, DType.BOOL, True),))
+            p = op.Pipeline(-1, op.JoinPort(j.id), node.schema, (op.ProjectOp(((KEEP, node.where),)),), op.EmitRows(),
+                            keep)
+            self.condition = PipelineRunner(p, config, pool, backend)
+
+    # -- a batch of one side ----------------------------------------------------------------------
+    def push(self, batch: EncodedBatch, side: int) -> EncodedBatch | None:
+        n, mine, theirs = batch.length, self.sides[side], self.sides[1 - side]
+        keys, usable = self._keys(batch)
+        eligible = np.ones(n, dtype=np.bool_)
+        bound = np.zeros(n, dtype=np.int64)
+        timing = None if self.timing is None else self.timing[side]
+        if timing is not None:
+            t = batch.columns[timing.time]
+            has_time = np.ones(n, dtype=np.bool_) if t.valid is None else t.valid
+            self.null_time_rows += int(n - has_time.sum())
+            late = has_time & (t.values < self.side_wm[side])
+            self.late_rows += int(late.sum())
+            eligible &= ~late
+            usable &= has_time
+            b = batch.columns[timing.bound]
+            with np.errstate(over="ignore"):
+                bound = b.values.astype(np.int64) + np.int64(timing.bound_shift)
+            if b.valid is not None:
+                bound = np.where(b.valid, bound, np.int64(NO_WATERMARK))
+        probing = np.flatnonzero(eligible & usable)
+        hashes = ji.hash_keys(keys)
+        pair_probe, pair_kept = theirs.probe(keys, hashes, probing)
+        if self.condition is not None and len(pair_probe):
+            pair_probe, pair_kept = self._where(side, batch, pair_probe, pair_kept)
+        pad = np.zeros(n, dtype=np.bool_)
+        if self.outer[side]:
+            pad[eligible & ~usable] = True  # a NULL key or time never matches: padded at once
+            if timing is None:
+                pad[probing] = True  # a regular join pads at once; an interval or window join when freed
+        out_probe, out_kept, kind, matches = ji.plan_output(
+            n, np.flatnonzero(eligible), pair_probe, pair_kept, theirs.matches, pad,
+            self.updating and self.outer[1 - side])
+        result = self._assemble(side, batch.columns, out_probe, out_kept, kind) if len(out_probe) else None
+        mine.append({name: (c.values, c.valid) for name, c in batch.columns.items()}, probing, keys, hashes, bound,
+                    self.wm, matches)
+        return result
+
+    def _keys(self, batch: EncodedBatch) -> tuple[np.ndarray, np.ndarray]:
+        """Key components as int64 (floats as normalised bits) and whether the row's key has no NULL."""
+        n = batch.length
+        keys = np.zeros((n, len(self.j.keys)), dtype=np.int64)
+        usable = np.ones(n, dtype=np.bool_)
+        for k, name in enumerate(self.j.keys):
+            c = batch.columns[name]
+            values = c.values
+            if values.dtype == np.float64:
+                normal = np.where(np.isnan(values), np.nan, values + 0.0)
+                keys[:, k] = normal.view(np.int64)
+            else:
+                keys[:, k] = values
+            if c.valid is not None:
+                usable &= c.valid
+        return keys, usable
+
+    def _where(self, side: int, batch: EncodedBatch, pair_probe: np.ndarray, pair_kept: np.ndarray) \
+            -> tuple[np.ndarray, np.ndarray]:
+        assert self.condition is not None
+        candidates = self._assemble(side, batch.columns, pair_probe, pair_kept, None)
+        out, _, _ = self.condition.process(candidates)
+        assert out is not None
+        keep = out.columns[KEEP]
+        mask = keep.values.astype(np.bool_) & (True if keep.valid is None else keep.valid)
+        return pair_probe[mask], pair_kept[mask]
+
+    def _assemble(self, side: int, columns: dict[str, Column], batch_rows: np.ndarray, kept_rows: np.ndarray,
+                  kind: np.ndarray | None) -> EncodedBatch:
+        """Joined rows: this side's columns from the batch, the other side's from the state (-1: NULL)."""
+        out: dict[str, Column] = {}
+        names = self.j.join.right_names
+        for s in (0, 1):
+            for f in self.schemas[s].fields:
+                name = f.name if s == 0 else names[f.name]
+                if s == side:
+                    c = columns[f.name]
+                    present = batch_rows >= 0
+                    safe = np.where(present, batch_rows, 0)
+                    values = c.values[safe] if len(c.values) else np.zeros(len(safe), c.values.dtype)
+                    valid = present if c.valid is None else present & c.valid[safe]
+                else:
+                    values, valid = self.sides[s].gather(f.name, kept_rows)
+                out[name] = Column(values, valid)
+        if self.updating:
+            out[pn.CHANGE_KIND] = Column(kind if kind is not None else np.zeros(len(batch_rows), np.int64), None)
+        return EncodedBatch(out, len(batch_rows))
+
+    # -- the watermark ----------------------------------------------------------------------------
+    def advance(self, left_wm: int, right_wm: int) -> EncodedBatch | None:
+        """Take the sides' new watermarks; free what they allow. Padded rows of an outer interval or
+        window join's rows freed without a match come back (left side first, in arrival order)."""
+        self.side_wm = [left_wm, right_wm]
+        new = min(left_wm, right_wm)
+        parts = []
+        ttl = self.j.join.state_ttl_ms
+        for side in (0, 1):
+            rows = self.sides[side]
+            count = rows.count
+            if self.timing is not None:
+                freed = rows.free(rows.bound[:count] < self.side_wm[1 - side])
+                if self.outer[side] and len(freed):
+                    unmatched = freed[rows.matches[freed] == 0]
+                    if len(unmatched):
+                        parts.append(self._padded(side, unmatched))
+            elif ttl is not None and new != NO_WATERMARK:
+                stamp = rows.stamp[:count]
+                stamp[stamp == NO_WATERMARK] = new  # arrived before any watermark: time starts at the first
+                rows.free(stamp < new - ttl)
+            rows.compact()
+        self.wm = new
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else _concatenated(parts)
+
+    def _padded(self, side: int, kept: np.ndarray) -> EncodedBatch:
+        out: dict[str, Column] = {}
+        names = self.j.join.right_names
+        none = np.full(len(kept), -1, dtype=np.int64)
+        for s in (0, 1):
+            for f in self.schemas[s].fields:
+                name = f.name if s == 0 else names[f.name]
+                values, valid = self.sides[s].gather(f.name, kept if s == side else none)
+                out[name] = Column(values, valid)
+        if self.updating:
+            out[pn.CHANGE_KIND] = Column(np.zeros(len(kept), np.int64), None)
+        return EncodedBatch(out, len(kept))
+
+    def counters(self) -> dict[str, int]:
+        return {"late_rows": self.late_rows, "null_time_rows": self.null_time_rows}
+
+    # -- checkpoints ------------------------------------------------------------------------------
+    def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
+        body: dict[str, Any] = {"side_wm": self.side_wm, "wm": self.wm, "late_rows": self.late_rows,
+                                "null_time_rows": self.null_time_rows, "sides": []}
+        files: list[str] = []
+        for rows in self.sides:
+            meta, written = rows.snapshot(directory)
+            body["sides"].append(meta)
+            files += written
+        return body, files
+
+    def restore(self, directory: Path, body: dict[str, Any]) -> None:
+        self.side_wm, self.wm = list(body["side_wm"]), int(body["wm"])
+        self.late_rows, self.null_time_rows = int(body["late_rows"]), int(body["null_time_rows"])
+        for rows, meta in zip(self.sides, body["sides"]):
+            rows.restore(directory, meta)
+
+
+def _concatenated(parts: list[EncodedBatch]) -> EncodedBatch:
+    columns = {name: Column(np.concatenate([p.columns[name].values for p in parts]),
+                            np.concatenate([_valid(p.columns[name], p.length) for p in parts]))
+               for name in parts[0].columns}
+    return EncodedBatch(columns, sum(p.length for p in parts))
+
+
+def _valid(c: Column, n: int) -> np.ndarray:
+    return np.ones(n, dtype=np.bool_) if c.valid is None else c.valid
