@@ -26,8 +26,16 @@ class RunResult:
     def __init__(self, table: pa.Table, late: pa.Table | None, metrics: dict[str, Any],
                  changelog: pa.Table | None = None) -> None:
         self.table, self.late, self.metrics = table, late, metrics
-        self.changelog = changelog if changelog is not None else table.append_column(
-            pa.field("op", pa.string(), nullable=False), pa.array(["+I"] * table.num_rows, pa.string()))
+        self._changelog = changelog
+
+    @property
+    def changelog(self) -> pa.Table:
+        """Every change of the result, with its kind in column ``op``; an append-only result's rows are all +I."""
+        if self._changelog is None:
+            kinds = pa.DictionaryArray.from_arrays(pa.array([0] * self.table.num_rows, pa.int8()), ["+I"])
+            self._changelog = self.table.append_column(pa.field("op", pa.string(), nullable=False),
+                                                       kinds.cast(pa.string()))
+        return self._changelog
 
     def __repr__(self) -> str:
         return f"RunResult({self.table.num_rows} rows, metrics={self.metrics})"

@@ -89,7 +89,7 @@ def test_explain_shows_every_stage(t):
     for header in ("== logical plan ==", "== optimized plan ==", "== operator graph ==",
                    "== generated source: pipeline 0 =="):
         assert header in text
-    assert "pipeline 0: scan arrow -> filter" in text and "window-ring-aggregate" in text
+    assert "pipeline 0: source arrow -> filter" in text and "window-ring-aggregate" in text
     assert "def kernel(" in text
 
 
