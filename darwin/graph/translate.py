@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from darwin.config import Config
-from darwin.errors import UnsupportedError
 from darwin.graph import operators as op
 from darwin.io.source import column_bounds
 from darwin.plan import nodes as pn
@@ -14,7 +12,7 @@ from darwin.plan.exprs import Column, ExprNode, StringCall, columns_of, type_of
 from darwin.plan.rules import map_children
 from darwin.plan.strings import VECTORIZED
 from darwin.plan.temporal import join_timing
-from darwin.plan.visitor import PlanVisitor
+from darwin.plan.visitor import SharedNodeVisitor
 from darwin.types import DType
 
 
@@ -44,7 +42,7 @@ class _Chain:
 KEY_PREFIX = "__darwin_key"
 
 
-class _Translator(PlanVisitor[_Chain]):
+class _Translator(SharedNodeVisitor[_Chain]):
     """Each node becomes operators of an open chain; a breaker closes its input's chain into a pipeline.
 
     Nodes are translated once (a scan several branches read has one reader; an aggregation several
@@ -55,6 +53,7 @@ class _Translator(PlanVisitor[_Chain]):
     translation = "the compiled engine"
 
     def __init__(self, config: Config) -> None:
+        super().__init__()
         self.config = config
         self.pipelines: list[op.Pipeline] = []
         self.joins: list[op.JoinOperator] = []
@@ -62,13 +61,6 @@ class _Translator(PlanVisitor[_Chain]):
         self.scans: list[pn.Scan] = []
         self.lookups: list[op.LookupTableSpec] = []
         self.order: list[op.Stateful] = []
-        self.done: dict[int, _Chain] = {}
-
-    def visit(self, node: Any, *args: Any) -> _Chain:
-        chain = self.done.get(id(node))
-        if chain is None:
-            chain = self.done[id(node)] = super().visit(node, *args)
-        return chain
 
     # -- stateless nodes extend the chain ---------------------------------------------------------
     def visit_Scan(self, node: pn.Scan) -> _Chain:
@@ -85,7 +77,7 @@ class _Translator(PlanVisitor[_Chain]):
         schema = node.schema
         if chain.updating:  # the change kind travels with every row
             exprs += ((pn.CHANGE_KIND, Column(pn.CHANGE_KIND)),)
-            schema = _with_change_kind(schema)
+            schema = pn.with_change_kind(schema)
         return chain.then(op.ProjectOp(exprs), schema)
 
     def visit_WindowAssign(self, node: pn.WindowAssign) -> _Chain:
@@ -101,9 +93,6 @@ class _Translator(PlanVisitor[_Chain]):
     # -- breakers close chains ------------------------------------------------------------------
     def visit_Aggregate(self, node: pn.Aggregate) -> _Chain:
         chain = self.visit(node.input.input)
-        if chain.updating:
-            raise UnsupportedError("a windowed aggregation over an updating result (an outer join's output) "
-                                   "is not supported yet")
         sink = op.WindowAggregateSink(node, op.StateSpec(undo_log=self.config.state_traits.undo_log))
         producer = self.close(chain, sink)
         self.order.append(op.Stateful("aggregate", producer))
@@ -118,7 +107,7 @@ class _Translator(PlanVisitor[_Chain]):
         self.joins.append(j)
         self.order.append(op.Stateful("join", j.id))
         updating = pn.updating(node)
-        schema = _with_change_kind(node.schema) if updating else node.schema
+        schema = pn.with_change_kind(node.schema) if updating else node.schema
         return _Chain(op.JoinPort(j.id), schema, (), schema, updating)
 
     def visit_Union(self, node: pn.Union) -> _Chain:
@@ -145,10 +134,6 @@ class _Translator(PlanVisitor[_Chain]):
         self.pipelines.append(op.Pipeline(len(self.pipelines), port, input_schema, tuple(ops), sink, output_schema,
                                           moved, computed))
         return len(self.pipelines) - 1
-
-
-def _with_change_kind(schema: pn.Schema) -> pn.Schema:
-    return pn.Schema(schema.fields + (pn.Field(pn.CHANGE_KIND, DType.INT64, False),), schema.unsupported)
 
 
 def _with_keys(chain: _Chain, names: tuple[str, ...], keys: tuple[ExprNode, ...]) -> _Chain:

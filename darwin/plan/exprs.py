@@ -170,6 +170,13 @@ def children(e: ExprNode) -> tuple[ExprNode, ...]:
     return ()
 
 
+def conjuncts(e: ExprNode) -> list[ExprNode]:
+    """The terms of a chain of ANDs, left to right (the expression itself if it is not one)."""
+    if isinstance(e, Binary) and e.op == "and":
+        return conjuncts(e.left) + conjuncts(e.right)
+    return [e]
+
+
 def columns_of(e: ExprNode | AggCall | None) -> frozenset[str]:
     """Names of the columns an expression reads."""
     if e is None:

@@ -153,6 +153,9 @@ class Aggregate(_OneInput):
             raise PlanError("agg: a streaming aggregation needs a window; call .window(...) first")
         if not self.aggs:
             raise PlanError("agg: at least one aggregate is needed, e.g. agg(n=dw.count())")
+        if updating(self.input):
+            raise UnsupportedError("a windowed aggregation over an updating result (an outer join's output) "
+                                   "is not supported yet")
         _ = self.schema
 
     @cached_property
@@ -285,8 +288,16 @@ class LookupJoin:
             if not isinstance(n, (Scan, Filter, Project)):
                 raise PlanError(f"lookup(): the table must be a bounded source with filters and projections, "
                                 f"not a {type(n).__name__}")
-        template = Join(self.input, self.table, self.left_keys, self.right_keys, self.how, self.where, self.suffix)
-        _ = template.schema
+        for i, key in enumerate(self.right_keys):
+            if type_of(key, self.table.schema, f"lookup key {i}").dtype is DType.FLOAT64:
+                raise DarwinTypeError(f"lookup join: key {key} is float64; the index holds integer, timestamp, "
+                                      "string or bool keys (cast both keys, e.g. .cast('int64'))")
+        _ = self.as_join.schema  # the keys, the condition and the names are checked as for any join
+
+    @cached_property
+    def as_join(self) -> Join:
+        """The same join as a regular one: it defines the keys' types, the output names and the schema."""
+        return Join(self.input, self.table, self.left_keys, self.right_keys, self.how, self.where, self.suffix)
 
     @property
     def inputs(self) -> tuple[PlanNode, ...]:
@@ -298,16 +309,13 @@ class LookupJoin:
             return self
         return dataclasses.replace(self, input=inputs[0], table=inputs[1])
 
-    @cached_property
+    @property
     def right_names(self) -> dict[str, str]:
-        return joined_names(self.input.schema.names, self.table.schema.names, self.suffix)
+        return self.as_join.right_names
 
-    @cached_property
+    @property
     def schema(self) -> Schema:
-        fields = list(self.input.schema.fields)
-        fields += [Field(self.right_names[f.name], f.dtype, f.nullable or self.how == "left")
-                   for f in self.table.schema.fields]
-        return Schema(tuple(fields), self.input.schema.unsupported)
+        return self.as_join.schema
 
 
 @dataclass(frozen=True)
@@ -344,6 +352,11 @@ class Union:
         first = self.parts[0].schema
         nullable = [any(p.schema.fields[j].nullable for p in self.parts) for j in range(len(first))]
         return Schema(tuple(Field(f.name, f.dtype, n) for f, n in zip(first.fields, nullable)), first.unsupported)
+
+
+def with_change_kind(schema: Schema) -> Schema:
+    """``schema`` plus the hidden change-kind column an updating stream's rows carry."""
+    return Schema(schema.fields + (Field(CHANGE_KIND, DType.INT64, False),), schema.unsupported)
 
 
 def joined_names(left: tuple[str, ...], right: tuple[str, ...], suffix: str) -> dict[str, str]:

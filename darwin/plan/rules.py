@@ -146,7 +146,7 @@ def _into_join(pred: ex.ExprNode, join: pn.Join | pn.LookupJoin, push: Rule) -> 
     left_names = set(left.schema.names)
     original = {out: name for name, out in join.right_names.items()}
     to_left, to_right, above = [], [], []
-    for c in _conjuncts(pred):
+    for c in ex.conjuncts(pred):
         cols = ex.columns_of(c)
         if cols and cols <= left_names and how in ("inner", "left"):
             to_left.append(c)
@@ -161,11 +161,6 @@ def _into_join(pred: ex.ExprNode, join: pn.Join | pn.LookupJoin, push: Rule) -> 
     rebuilt = join.with_inputs(new_left, new_right)
     return pn.Filter(rebuilt, _and_all(above)) if above else rebuilt
 
-
-def _conjuncts(e: ex.ExprNode) -> list[ex.ExprNode]:
-    if isinstance(e, ex.Binary) and e.op == "and":
-        return _conjuncts(e.left) + _conjuncts(e.right)
-    return [e]
 
 
 def _and_all(parts: list[ex.ExprNode]) -> ex.ExprNode:

@@ -134,7 +134,7 @@ def _interval_join(join: pn.Join) -> JoinTiming | None:
     left_stamps = {f.name for f in join.left.schema.fields if f.dtype is DType.TIMESTAMP}
     upper: SideTiming | None = None  # how left rows free (bounded by the right time attribute)
     lower: SideTiming | None = None  # how right rows free
-    for conjunct in _conjuncts(join.where):
+    for conjunct in ex.conjuncts(join.where):
         for (a, b), low, high in _difference_bounds(conjunct):  # low <= b - a <= high
             right_col = right_by_output.get(b)
             if a not in left_stamps or right_col is None:
@@ -150,11 +150,6 @@ def _interval_join(join: pn.Join) -> JoinTiming | None:
     return JoinTiming("interval", SideTiming(lower_time, upper.bound, upper.bound_shift),
                       SideTiming(upper_time, lower.bound, lower.bound_shift))
 
-
-def _conjuncts(e: ex.ExprNode) -> list[ex.ExprNode]:
-    if isinstance(e, ex.Binary) and e.op == "and":
-        return _conjuncts(e.left) + _conjuncts(e.right)
-    return [e]
 
 
 def _linear(e: ex.ExprNode) -> tuple[str, int] | None:

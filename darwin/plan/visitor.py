@@ -34,3 +34,17 @@ class PlanVisitor(Generic[R]):
             raise UnsupportedError(f"{self.translation} has no rule for plan node {type(node).__name__}")
         result: R = method(node, *args)
         return result
+
+
+class SharedNodeVisitor(PlanVisitor[R]):
+    """A visitor that translates each node once: a node several parents read (a DAG's shared input)
+    gives all of them the same result. ``results`` maps a node's id to it."""
+
+    def __init__(self) -> None:
+        self.results: dict[int, tuple[Any, R]] = {}  # id -> (node, result): the node stays alive, its id unique
+
+    def visit(self, node: Any, *args: Any) -> R:
+        done = self.results.get(id(node))
+        if done is None:
+            done = self.results[id(node)] = (node, super().visit(node, *args))
+        return done[1]

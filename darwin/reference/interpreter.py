@@ -28,13 +28,12 @@ from typing import Any
 import pyarrow as pa
 
 from darwin.config import Config
-from darwin.errors import UnsupportedError
 from darwin.plan import nodes as pn
 from darwin.plan.aggregates import Accumulator, function
 from darwin.plan.evaluate import Row, compile_expr
 from darwin.plan.exprs import Column
 from darwin.plan.temporal import join_timing
-from darwin.plan.visitor import PlanVisitor
+from darwin.plan.visitor import SharedNodeVisitor
 from darwin.runtime.encoding import to_int64
 from darwin.runtime.output import Output
 from darwin.runtime.progress import NO_WATERMARK, LateRowsWarning, Metrics, WatermarkClock
@@ -57,7 +56,7 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
     root = built.visit(plan)
     out = _Collector()
     root.consumers.append((out, 0))
-    ops = [built.ops[id(n)] for n in pn.walk(plan) if id(n) in built.ops]  # a lookup table is loaded apart
+    ops = [built.results[id(n)][1] for n in pn.walk(plan) if id(n) in built.results]  # a lookup table loads apart
     scans = [op for op in ops if isinstance(op, _Scan)]
     stateful = [op for op in ops if isinstance(op, (_WindowAggregate, _Join, _Union))]
     late_schema = pn.late_output_schema(plan)
@@ -79,9 +78,7 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
 
 
 def _output_schema(plan: pn.PlanNode) -> Schema:
-    if not pn.updating(plan):
-        return plan.schema
-    return Schema(plan.schema.fields + (pn.Field(pn.CHANGE_KIND, DType.INT64, False),), plan.schema.unsupported)
+    return pn.with_change_kind(plan.schema) if pn.updating(plan) else plan.schema
 
 
 def _drain(out: list[Row], schema: Schema, ctx: _Context, late_schema: Schema | None) -> Iterator[Output]:
@@ -205,21 +202,15 @@ def _keep_change(row: Row, new: Row) -> Row:
     return new
 
 
-class _Builder(PlanVisitor[_Operator]):
+class _Builder(SharedNodeVisitor[_Operator]):
     """The operator graph of a plan: one operator per node (a node several parents read is built
     once), each registered as a consumer of its inputs' operators in plan order."""
 
     translation = "the reference interpreter"
 
     def __init__(self, ctx: _Context) -> None:
+        super().__init__()
         self.ctx = ctx
-        self.ops: dict[int, _Operator] = {}
-
-    def visit(self, node: Any, *args: Any) -> _Operator:
-        op = self.ops.get(id(node))
-        if op is None:
-            op = self.ops[id(node)] = super().visit(node, *args)
-        return op
 
     def visit_Scan(self, node: pn.Scan) -> _Operator:
         return _Scan(node, self.ctx)
@@ -248,9 +239,6 @@ class _Builder(PlanVisitor[_Operator]):
         return _Map(assign, self.visit(node.input))
 
     def visit_Aggregate(self, node: pn.Aggregate) -> _Operator:
-        if pn.updating(node.input):
-            raise UnsupportedError("a windowed aggregation over an updating result (an outer join's output) "
-                                   "is not supported yet")
         return _WindowAggregate(node, self.ctx, self.visit(node.input.input))
 
     def visit_Union(self, node: pn.Union) -> _Operator:

@@ -36,9 +36,9 @@ END_OF_INPUT = 2**63 - 1  # the watermark of a source that has ended
 class SourceReader:
     """One source: its offset (rows consumed), its event-time clock, and whether it has ended."""
 
-    def __init__(self, index: int, scan: Any, delay_ms: int, readers: list[op.Pipeline], config: Config,
+    def __init__(self, scan: Any, delay_ms: int, readers: list[op.Pipeline], config: Config,
                  pool: StringPool) -> None:
-        self.index, self.scan, self.pipelines = index, scan, readers
+        self.scan, self.pipelines = scan, readers
         self.clock = WatermarkClock(delay_ms, scan.max_future_ms)
         self.config, self.pool = config, pool
         self.offset = 0
@@ -126,13 +126,14 @@ class CompiledEngine:
         for i, scan in enumerate(graph.scans):
             readers = [p for p in graph.pipelines if isinstance(p.input, op.SourcePort) and p.input.reader == i]
             delay = readers[0].input.delay_ms if readers else config.max_delay_ms  # type: ignore[union-attr]
-            self.readers.append(SourceReader(i, scan, delay, readers, config, self.pool))
+            self.readers.append(SourceReader(scan, delay, readers, config, self.pool))
         self.port_readers: dict[Any, list[int]] = {}
         for p in graph.pipelines:
             self.port_readers.setdefault(_port_key(p.input), []).append(p.id)
         self.aggregate_wm = {s.id: NO_WATERMARK for s in graph.advance_order if s.kind == "aggregate"}
         self.union_wm = [NO_WATERMARK] * len(graph.unions)
         self.union_of = {u.producers: u.id for u in graph.unions}
+        self.consumers = {p.id: graph.consumers(p.id) for p in graph.pipelines}  # looked up per batch
 
     @property
     def offset(self) -> int:
@@ -185,7 +186,7 @@ class CompiledEngine:
         if pipeline == self.graph.output:
             yield Output("result", decode(out, p.output_schema, self.pool, batch, dict(p.moved_strings)))
             return
-        for kind, target, side in self.graph.consumers(pipeline):
+        for kind, target, side in self.consumers[pipeline]:
             if kind == "pipeline":
                 yield from self._push(target, out, self.union_wm[self._union_reading(target)])
             else:

@@ -18,6 +18,7 @@ from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.runtime.pipeline import PipelineRunner, concatenated
 from darwin.runtime.progress import NO_WATERMARK
 from darwin.state.backend import StateBackend
 from darwin.state.join_rows import JoinRows
@@ -28,7 +29,6 @@ KEEP = "__darwin_keep"
 
 class JoinRunner:
     def __init__(self, j: op.JoinOperator, config: Config, pool: StringPool, backend: StateBackend) -> None:
-        from darwin.runtime.pipeline import PipelineRunner
 
         self.j, node = j, j.join
         self.sides = (JoinRows(f"join{j.id}.left", node.left.schema, len(j.keys)),
@@ -40,9 +40,7 @@ class JoinRunner:
         self.side_wm = [NO_WATERMARK, NO_WATERMARK]
         self.wm = NO_WATERMARK
         self.late_rows = self.null_time_rows = 0
-        self.output_schema = node.schema
-        if self.updating:
-            self.output_schema = Schema(node.schema.fields + (Field(pn.CHANGE_KIND, DType.INT64, False),))
+        self.output_schema = pn.with_change_kind(node.schema) if self.updating else node.schema
         self.condition = None
         if node.where is not None:
             keep = Schema((Field(KEEP, DType.BOOL, True),))
@@ -161,7 +159,7 @@ class JoinRunner:
         self.wm = new
         if not parts:
             return None
-        return parts[0] if len(parts) == 1 else _concatenated(parts)
+        return parts[0] if len(parts) == 1 else concatenated(parts, self.output_schema)
 
     def _padded(self, side: int, kept: np.ndarray) -> EncodedBatch:
         out: dict[str, Column] = {}
@@ -195,14 +193,3 @@ class JoinRunner:
         self.late_rows, self.null_time_rows = int(body["late_rows"]), int(body["null_time_rows"])
         for rows, meta in zip(self.sides, body["sides"]):
             rows.restore(directory, meta)
-
-
-def _concatenated(parts: list[EncodedBatch]) -> EncodedBatch:
-    columns = {name: Column(np.concatenate([p.columns[name].values for p in parts]),
-                            np.concatenate([_valid(p.columns[name], p.length) for p in parts]))
-               for name in parts[0].columns}
-    return EncodedBatch(columns, sum(p.length for p in parts))
-
-
-def _valid(c: Column, n: int) -> np.ndarray:
-    return np.ones(n, dtype=np.bool_) if c.valid is None else c.valid

@@ -106,7 +106,7 @@ class PipelineRunner:
             self.late_warning.update(int(self.ctl[ctl.LATE_ROWS]), self.watermark)
         result = None
         if collect:
-            result = outs[0] if len(outs) == 1 else _concatenated(outs, p.output_schema)
+            result = outs[0] if len(outs) == 1 else concatenated(outs, p.output_schema)
         return result, (_sliced(late, int(self.ctl[ctl.LATE_OUT_ROWS])) if late else None), fired
 
     def _resolve(self, status: int, fired: list[EncodedBatch]) -> None:
@@ -226,7 +226,7 @@ def _buffers(schema: Schema, rows: int) -> dict[str, Column]:
                            else None) for f in schema.fields}
 
 
-def _concatenated(batches: list[EncodedBatch], schema: Schema) -> EncodedBatch:
+def concatenated(batches: list[EncodedBatch], schema: Schema) -> EncodedBatch:
     """One batch of the chunks' output rows, in order (an empty one for no chunks)."""
     if not batches:
         return _sliced(_buffers(schema, 0), 0)

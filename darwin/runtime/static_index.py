@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from darwin.codegen.join_index import hash_keys
 from darwin.config import Config
@@ -24,18 +25,13 @@ class StaticIndex:
 
         table = run(spec.plan, config.replace(checkpoint_dir=None, checkpoint_interval=None)).table
         schema = spec.plan.schema
-        columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for batch in table.combine_chunks().to_batches() or [None]:
-            if batch is None:
-                break
-            encoded = encode(batch, schema, pool, "lookup table")
-            for f in schema.fields:
-                c = encoded.columns[f.name]
-                valid = c.valid if c.valid is not None else np.ones(encoded.length, dtype=np.bool_)
-                columns[f.name] = (np.asarray(c.values), valid)
         n = table.num_rows
-        if not columns:
-            columns = {f.name: (np.zeros(0, dtype=f.dtype.numpy), np.zeros(0, dtype=np.bool_)) for f in schema.fields}
+        batch = table.combine_chunks().to_batches()[0] if n else pa.RecordBatch.from_pylist([], schema.to_arrow())
+        encoded = encode(batch, schema, pool, "lookup table")
+        columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for f in schema.fields:
+            c = encoded.columns[f.name]
+            columns[f.name] = (np.asarray(c.values), c.valid if c.valid is not None else np.ones(n, dtype=np.bool_))
         keys = np.stack([columns[k][0].astype(np.int64) for k in spec.keys], axis=1) if n else \
             np.zeros((0, len(spec.keys)), dtype=np.int64)
         usable = np.logical_and.reduce([columns[k][1] for k in spec.keys]) if n else np.zeros(0, dtype=np.bool_)

@@ -153,3 +153,10 @@ def test_join_names_clash_with_a_suffix(how):
     a = dw.from_arrow(pa.table({"id": [1], "x": [2]}), name="a")
     b = dw.from_arrow(pa.table({"id": [1], "x": [3]}), name="b")
     assert a.join(b, on=[("id", "id")], how=how, suffix="_b").columns == ["id", "x", "id_b", "x_b"]
+
+
+def test_a_lookup_join_refuses_float_keys_its_index_cannot_hold():
+    side = dw.from_arrow(pa.table({"key": [1.5], "label": ["x"]}), name="side")
+    stream = dw.from_arrow(pa.table({"k": [1.5]}), name="stream")
+    with pytest.raises(dw.errors.DarwinTypeError, match="lookup join: key .* is float64"):
+        stream.join(side.lookup(), on=[("k", "key")])
