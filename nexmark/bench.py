@@ -19,6 +19,7 @@ from darwin.errors import UnsupportedError
 from nexmark import ysb
 from nexmark.generator import GeneratorConfig, write_parquet
 from nexmark.queries import QUERIES
+from nexmark.side_input import write_side_input
 from nexmark.source import source
 
 ENGINES = ("darwin", "spark")
@@ -50,7 +51,8 @@ def check_installed(engines: list[str]) -> None:
 
 
 def parquet_for(events: int, seed: int, data_dir: Path) -> dict[str, str]:
-    """The generators' Parquet files for (events, seed), written once and cached."""
+    """The generators' Parquet files for (events, seed), written once and cached; also q13's side input
+    (``side_input``, the same for every size and seed)."""
     out = data_dir / f"nexmark-events={events}-seed={seed}"
     names = ("person", "auction", "bid", "ads", "campaigns")
     if not all((out / f"{n}.parquet").exists() for n in names):
@@ -60,7 +62,9 @@ def parquet_for(events: int, seed: int, data_dir: Path) -> dict[str, str]:
         pairs = ysb.campaigns(seed)
         _write_atomically(pa.table({"ad_id": [a for a, _ in pairs], "campaign_id": [c for _, c in pairs]}),
                           out / "campaigns.parquet")
-    return {n: str(out / f"{n}.parquet") for n in names}
+    if not (out / "side_input.parquet").exists():  # also for a cache written before q13 needed it
+        write_side_input(out / "side_input.parquet")
+    return {n: str(out / f"{n}.parquet") for n in (*names, "side_input")}
 
 
 def _write_atomically(table: pa.Table, path: Path) -> None:

@@ -34,15 +34,17 @@ def list_queries() -> None:
 
 @app.command()
 def generate(events: str = typer.Option(..., help="number of events, e.g. 10M"),
-             out: Path = typer.Option(..., file_okay=False, help="directory for person/auction/bid.parquet"),
+             out: Path = typer.Option(..., file_okay=False, help="directory for person/auction/bid/side_input.parquet"),
              seed: int = typer.Option(0), rate: int = typer.Option(10_000_000, help="events per second")) -> None:
-    """Write the three Nexmark streams as Parquet, for other engines."""
+    """Write the three Nexmark streams as Parquet, for other engines, and q13's side input."""
     from nexmark.generator import GeneratorConfig, write_parquet
+    from nexmark.side_input import write_side_input
 
     n = parse_count(events)
     started = time.perf_counter()
     paths = write_parquet(GeneratorConfig(events=n, seed=seed, first_event_rate=rate), out)
     seconds = time.perf_counter() - started
+    paths["side_input"] = write_side_input(out / "side_input.parquet")
     import pyarrow.parquet as pq
 
     for stream, path in paths.items():

@@ -56,8 +56,9 @@ def test_list_names_every_query_and_engine():
 def test_generate_writes_parquet(tmp_path):
     result = runner.invoke(nexmark_app, ["generate", "--events", "5K", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    assert {p.name for p in tmp_path.iterdir()} == {"person.parquet", "auction.parquet", "bid.parquet"}
-    assert "bid: 4,600 rows" in result.output
+    assert {p.name for p in tmp_path.iterdir()} == {"person.parquet", "auction.parquet", "bid.parquet",
+                                                    "side_input.parquet"}
+    assert "bid: 4,600 rows" in result.output and "side_input: 10,000 rows" in result.output
 
 
 def test_main_job_prints_a_windowed_result():
