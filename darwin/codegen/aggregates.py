@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
@@ -61,7 +62,7 @@ def layout(agg: pn.Aggregate) -> AggLayout:
         pos += 2 if f.nullable else 1
     dtypes: list[np.dtype] = []
 
-    def slot(dtype: np.dtype) -> int:
+    def slot(dtype: npt.DTypeLike) -> int:
         dtypes.append(np.dtype(dtype))
         return len(dtypes) - 1
 
@@ -69,10 +70,10 @@ def layout(agg: pn.Aggregate) -> AggLayout:
     for name, call in agg.aggs:
         t = ex.type_of(call.arg, schema) if call.arg is not None else None
         nullable = bool(t and t.nullable)
-        f = function(call.func)
-        vdt = f.value_dtype(None if t is None else t.dtype)
+        fn = function(call.func)
+        vdt = fn.value_dtype(None if t is None else t.dtype)
         value = None if vdt is None else slot(vdt)
-        count = slot(np.int64) if f.needs_count(nullable) else None
+        count = slot(np.int64) if fn.needs_count(nullable) else None
         accs.append(AccSlot(name, call.func, call.arg, nullable, value, vdt, count))
     return AggLayout(tuple(keys), tuple(accs), tuple(dtypes))
 

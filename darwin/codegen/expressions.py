@@ -20,7 +20,7 @@ Env = dict[str, Value]
 
 _ARITH = {"add": "+", "sub": "-", "mul": "*"}
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_ZERO = {DType.FLOAT64: "0.0", DType.BOOL: "False"}
+_ZERO: dict[DType | None, str] = {DType.FLOAT64: "0.0", DType.BOOL: "False"}  # else np.int64(0)
 ISIN_INLINE_LIMIT = 16
 
 

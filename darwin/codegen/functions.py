@@ -39,7 +39,7 @@ def float_to_int(x: float) -> np.int64:
 
 
 @njit(inline="always", cache=True, nogil=True)
-def _floor_div(a: np.int64, b: np.int64) -> np.int64:
+def _floor_div(a: np.int64, b: int) -> np.int64:
     return a // b
 
 

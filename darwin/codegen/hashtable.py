@@ -11,6 +11,8 @@ hash function.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit
 
@@ -98,7 +100,7 @@ def _save(s: int, columns: tuple, meta: np.ndarray, logged: np.ndarray, undo_slo
 
 
 @njit(cache=True, nogil=True)
-def checksum(columns: tuple, count: int) -> int:
+def checksum(columns: tuple, count: int) -> np.int64:
     """A 64-bit fingerprint of entries 0..count-1 of ``columns`` (int64 views).
 
     Each value is mixed with its row and column before summing, so a changed, moved or
@@ -125,7 +127,7 @@ def index_size_for(capacity: int) -> int:
     return size
 
 
-def emit_probe(line, values: list[str], arrays: list[str]) -> None:  # type: ignore[no-untyped-def]
+def emit_probe(line: Callable[[str, int], None], values: list[str], arrays: list[str]) -> None:
     """Emit the lookup-or-insert of key ``values`` (source expressions) into ``arrays``.
 
     Leaves the entry id in ``e`` and whether it was inserted in ``fresh``; uses the

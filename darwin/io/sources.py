@@ -72,7 +72,8 @@ class ParquetSource:
 
     def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
         """From row ``offset``: whole row groups before it are skipped unread."""
-        groups, skip = [], offset
+        groups: list[int] = []
+        skip = offset
         for g in range(self._meta.num_row_groups):
             rows = self._meta.row_group(g).num_rows
             if not groups and skip >= rows:
@@ -92,7 +93,7 @@ class ParquetSource:
         """From row-group statistics: metadata only, no data read."""
         if not self._proves(column, _has_int_bounds):
             return None
-        stats = self._stats(column)
+        stats = [s for s in self._stats(column) if s is not None]  # _has_int_bounds: every row group has some
         return min(s.min for s in stats), max(s.max for s in stats)
 
     def _stats(self, column: str) -> list[pq.Statistics | None]:

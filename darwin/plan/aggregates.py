@@ -51,7 +51,8 @@ class AggregateFunction:
     arguments: tuple[DType, ...] | None = NUMERIC  # accepted argument types; None: any, even an untyped NULL
 
     def result_type(self, arg: ex.Typed) -> tuple[DType, bool]:
-        return arg.dtype, arg.nullable  # type: ignore[return-value]
+        assert arg.dtype is not None  # one of ``arguments``: agg_type rejects an untyped NULL before
+        return arg.dtype, arg.nullable
 
     def value_dtype(self, arg: DType | None) -> np.dtype | None:
         """The accumulator's value slot: float64 for float arguments, else int64 (timestamps too)."""

@@ -150,8 +150,9 @@ def _cast(f: Callable[[Row], Any], src: DType | None, dst: DType) -> Callable[[R
             return int(v)  # truncates toward zero
         return int(v)
 
-    conv = {DType.INT64: to_int, DType.TIMESTAMP: to_int, DType.FLOAT64: float,
-            DType.BOOL: lambda v: v != 0, DType.STRING: lambda v: v}[dst]
+    convs: dict[DType, Callable[[Any], Any]] = {DType.INT64: to_int, DType.TIMESTAMP: to_int, DType.FLOAT64: float,
+                                                DType.BOOL: lambda v: v != 0, DType.STRING: lambda v: v}
+    conv = convs[dst]
     return lambda row: None if (v := f(row)) is None else conv(v)
 
 

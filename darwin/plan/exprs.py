@@ -45,11 +45,12 @@ class Literal:
         v, t = self.value, self.dtype
         if v is None:
             return
-        ok = {DType.BOOL: isinstance(v, bool),
-              DType.INT64: isinstance(v, int) and not isinstance(v, bool) and INT64_MIN <= v <= INT64_MAX,
-              DType.TIMESTAMP: isinstance(v, int) and not isinstance(v, bool),
-              DType.FLOAT64: isinstance(v, float),
-              DType.STRING: isinstance(v, str)}.get(t, False)
+        ok = t is not None and {
+            DType.BOOL: isinstance(v, bool),
+            DType.INT64: isinstance(v, int) and not isinstance(v, bool) and INT64_MIN <= v <= INT64_MAX,
+            DType.TIMESTAMP: isinstance(v, int) and not isinstance(v, bool),
+            DType.FLOAT64: isinstance(v, float),
+            DType.STRING: isinstance(v, str)}.get(t, False)
         if not ok:
             raise DarwinTypeError(f"literal {v!r} is not a valid {t!r} value")
 

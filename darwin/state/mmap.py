@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -129,7 +129,9 @@ class MmapHashTable(HashTableState):
             self._allocate_undo(size)
 
     def _persistent(self) -> list[np.memmap]:
-        return [self.meta, *self.keys, *self.values, self.undo_slot, *self.undo_keys, *self.undo_values]
+        """The flushed arrays: entries and undo logs (``_array`` maps each one, so each is a ``memmap``)."""
+        arrays = [self.meta, *self.keys, *self.values, self.undo_slot, *self.undo_keys, *self.undo_values]
+        return cast(list[np.memmap], arrays)
 
     # -- what kernels see -----------------------------------------------------------------------
     def array(self, name: str) -> np.ndarray:

@@ -45,8 +45,9 @@ class RingState:
         return self.count == 0
 
     def _parts(self) -> dict[str, np.ndarray]:
-        return {"ring_start": self.ring_start, "ring_count": self.ring_count, "order": self.order,
-                "seen": self.seen} | {f"value{j}": v for j, v in enumerate(self.values)}
+        parts: dict[str, np.ndarray] = {"ring_start": self.ring_start, "ring_count": self.ring_count,
+                                        "order": self.order, "seen": self.seen}
+        return parts | {f"value{j}": v for j, v in enumerate(self.values)}
 
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         return {}, save_arrays(directory, self.name, self._parts())

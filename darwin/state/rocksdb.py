@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import shutil
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import rocksdict
@@ -125,7 +125,9 @@ class RocksTable:
         options.set_inplace_update_support(True)
         db = rocksdict.Rdict(str(self.directory / "db"), options)
         write = rocksdict.WriteOptions()
-        write.disable_wal = True  # recovery goes back to a RocksDB checkpoint, never to the live files
+        # recovery goes back to a RocksDB checkpoint, never to the live files (the rocksdict stubs declare
+        # disable_wal a method; at run time it is a bool property)
+        write.disable_wal = True  # type: ignore[method-assign, assignment]
         db.set_write_options(write)
         return db
 
@@ -186,12 +188,13 @@ class RocksTable:
         Only entries of windows that lost entries from the cache can be in RocksDB already
         (``evicted``; None after a restore: any window may), so only those are looked up.
         """
-        found = [None] * len(new)
+        found: list[bytes | None] = [None] * len(new)
         if self.stored:
             maybe = np.ones(len(new), dtype=np.bool_) if self.evicted is None else \
                 np.isin(keys[0][new], np.fromiter(self.evicted, dtype=np.int64, count=len(self.evicted)))
-            at = np.flatnonzero(maybe).tolist()
-            for i, f in zip(at, self.db.get([encoded[i] for i in at])):
+            lookups: list[int] = np.flatnonzero(maybe).tolist()
+            got = cast(list[bytes | None], self.db.get([encoded[i] for i in lookups]))  # a multi-get: one per key
+            for i, f in zip(lookups, got):
                 found[i] = f
         present = np.fromiter((f is not None for f in found), dtype=np.bool_, count=len(new))
         fresh = np.sort(new[~present])  # cache order is first-seen order
@@ -232,7 +235,7 @@ class RocksTable:
         keys: list[bytes] = []
         values: list[bytes] = []
         first, removed, boundary = None, 0, b""
-        for k, v in self.db.items():
+        for k, v in cast(Iterable[tuple[bytes, bytes]], self.db.items()):  # raw mode: keys and values are bytes
             if k >= end:
                 break
             if k >= boundary:  # the first key of a window: the previous one is complete
@@ -264,7 +267,8 @@ class RocksTable:
         return [k[order] for k in key_columns], [v[order] for v in value_columns]
 
     def min_start(self) -> int | None:
-        starts = [] if self.delta.is_empty() else [self.delta.min_start()]
+        cached = self.delta.min_start()  # None when the cache is empty
+        starts = [] if cached is None else [cached]
         if self.stored:
             with _rocksdb_errors(self.directory):
                 it = self.db.iter()
