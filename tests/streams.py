@@ -32,7 +32,7 @@ def streams(draw, nulls=True):
     return table, cuts, delay, batch_size
 
 
-def source(table, cuts, delay, nullable=True):
+def source(table, cuts, delay, nullable=True, name="batches"):
     """A replayable source cutting the table at ``cuts`` (repeated cuts give empty batches)."""
     def batches():
         bounds = [0, *cuts, table.num_rows]
@@ -40,7 +40,7 @@ def source(table, cuts, delay, nullable=True):
             yield pa.RecordBatch.from_arrays([table.column(i).combine_chunks().slice(a, b - a)
                                               for i in range(table.num_columns)], schema=SCHEMA)
     non_null = () if nullable else SCHEMA.names
-    return dw.from_batches(SCHEMA, batches, time="ts", max_delay=delay, non_null=non_null)
+    return dw.from_batches(SCHEMA, batches, time="ts", max_delay=delay, non_null=non_null, name=name)
 
 
 def q_all_aggregates(t):
@@ -100,3 +100,18 @@ def q_windowed_rows(t):
 SHAPES = [q_all_aggregates, q_sliding_string_key, q_global_window, q_multi_key_having, q_late_output,
           q_float_key, q_stateless, q_windowed_rows]
 
+
+# -- joins of two sources -----------------------------------------------------------------------------
+
+def q_full_join(left, right):
+    """A regular full outer join: padded rows, then their retractions when a match comes."""
+    return left.select("ts", "k", "v", "s").join(right.select("ts", "k", w="v"), on=[("k", "k")], how="full")
+
+
+def q_interval_join(left, right):
+    """A left interval join: rows freed, unmatched ones padded, as the other side's watermark passes."""
+    return left.select("ts", "k", "s").join(right.select("ts", "k", w="v"), on=[("k", "k")], how="left",
+                                            where=col("ts_right").between(col("ts") - 500, col("ts") + 1000))
+
+
+JOIN_SHAPES = [q_full_join, q_interval_join]

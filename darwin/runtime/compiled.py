@@ -275,6 +275,8 @@ class CompiledEngine:
     def close(self) -> None:
         for r in self.runners:
             r.close()
+        for j in self.joins:
+            j.close()
         self.backend.close()
 
 

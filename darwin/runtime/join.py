@@ -21,7 +21,6 @@ from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.pipeline import PipelineRunner, concatenated
 from darwin.runtime.progress import NO_WATERMARK
 from darwin.state.backend import StateBackend
-from darwin.state.join_rows import JoinRows
 from darwin.types import DType, Field, Schema
 
 KEEP = "__darwin_keep"
@@ -31,8 +30,8 @@ class JoinRunner:
     def __init__(self, j: op.JoinOperator, config: Config, pool: StringPool, backend: StateBackend) -> None:
 
         self.j, node = j, j.join
-        self.sides = (JoinRows(f"join{j.id}.left", node.left.schema, len(j.keys)),
-                      JoinRows(f"join{j.id}.right", node.right.schema, len(j.keys)))
+        self.sides = (backend.join_rows(f"join{j.id}.left", node.left.schema, len(j.keys)),
+                      backend.join_rows(f"join{j.id}.right", node.right.schema, len(j.keys)))
         self.schemas = (node.left.schema, node.right.schema)
         self.timing = None if j.timing is None else (j.timing.left, j.timing.right)
         self.outer = (node.how in ("left", "full"), node.how in ("right", "full"))
@@ -193,3 +192,7 @@ class JoinRunner:
         self.late_rows, self.null_time_rows = int(body["late_rows"]), int(body["null_time_rows"])
         for rows, meta in zip(self.sides, body["sides"]):
             rows.restore(directory, meta)
+
+    def close(self) -> None:
+        for rows in self.sides:
+            rows.close()

@@ -1,4 +1,4 @@
-"""The state backend protocol: where the keyed state of windowed aggregations lives."""
+"""The state backend protocol: where the keyed state of aggregations and the rows of joins live."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import numpy as np
 
 from darwin.codegen.aggregates import AggLayout
 from darwin.config import Config
+from darwin.state.join_rows import JoinRows
+from darwin.types import Schema
 
 
 class KeyedState(Protocol):
@@ -41,6 +43,9 @@ class StateBackend(Protocol):
     name: str
 
     def hash_table(self, name: str, lay: AggLayout) -> KeyedState: ...
+
+    def join_rows(self, name: str, schema: Schema, key_width: int) -> JoinRows:
+        """The rows one side of a join keeps (``name`` is unique in the job)."""
 
     def close(self) -> None: ...
 

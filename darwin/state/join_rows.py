@@ -4,73 +4,142 @@ Rows are appended in arrival order and indexed by key (``darwin.codegen.join_ind
 rows are marked dead and dropped when they outnumber the live ones. Per row: its key
 components, its bound (freed once the other side's watermark passes it), the watermark at its
 arrival (state TTL) and how many rows it has matched (outer joins).
+
+Where the arrays live is the backend's choice: the bookkeeping arrays come from a
+``Placement`` (DRAM, or memory-mapped files), the column values from a ``ColumnStore`` (arrays
+from the same placement, or blocks in RocksDB).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from darwin.codegen import join_index as ji
+from darwin.state.placement import InMemory, Placement
+from darwin.state.snapshot import load_arrays, save_arrays
 from darwin.types import Schema
 
-BOOKKEEPING = ("next", "matches", "alive", "bound", "stamp")
+BOOKKEEPING = ("keys", "next", "matches", "alive", "bound", "stamp")
+LOAD_CHUNK = 1 << 20  # rows copied at a time from a checkpoint into placed arrays
+
+
+class ColumnStore(Protocol):
+    """The column values of a join side's rows, by row number."""
+
+    def grow(self, capacity: int, count: int) -> None:
+        """Room for rows 0..capacity-1, keeping rows 0..count-1."""
+    def write(self, first: int, columns: dict[str, tuple[np.ndarray, np.ndarray | None]], rows: np.ndarray) -> None:
+        """Rows first, first+1, ... take the values of batch rows ``rows``."""
+    def gather(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Values and validity of column ``name`` at kept rows ``rows`` (all >= 0)."""
+    def keep(self, rows: np.ndarray) -> None:
+        """Compaction: rows 0, 1, ... become the rows ``rows`` (ascending)."""
+    def snapshot(self, directory: Path, table: str, count: int) -> list[str]: ...
+    def restore(self, directory: Path, table: str, count: int) -> None: ...
+    def close(self) -> None: ...
+
+
+class ArrayColumns:
+    """Column values in arrays of a ``Placement``: one values array and one validity array per column."""
+
+    def __init__(self, schema: Schema, placement: Placement) -> None:
+        self.schema, self.placement = schema, placement
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def _parts(self) -> list[tuple[str, np.dtype]]:
+        return [p for f in self.schema.fields
+                for p in ((f"value:{f.name}", np.dtype(f.dtype.numpy)), (f"valid:{f.name}", np.dtype(np.bool_)))]
+
+    def grow(self, capacity: int, count: int) -> None:
+        for part, dtype in self._parts():
+            new = self.placement.allocate(part, (capacity,), dtype)
+            old = self.arrays.get(part)
+            if old is not None and count:
+                new[:count] = old[:count]
+            self.arrays[part] = new
+
+    def write(self, first: int, columns: dict[str, tuple[np.ndarray, np.ndarray | None]], rows: np.ndarray) -> None:
+        end = first + len(rows)
+        for f in self.schema.fields:
+            values, valid = columns[f.name]
+            self.arrays[f"value:{f.name}"][first:end] = values[rows]
+            self.arrays[f"valid:{f.name}"][first:end] = True if valid is None else valid[rows]
+
+    def gather(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.arrays[f"value:{name}"][rows], self.arrays[f"valid:{name}"][rows]
+
+    def keep(self, rows: np.ndarray) -> None:
+        for array in self.arrays.values():
+            array[:len(rows)] = array[rows]
+
+    def snapshot(self, directory: Path, table: str, count: int) -> list[str]:
+        return save_arrays(directory, table, {_file_part(p): a[:count] for p, a in self.arrays.items()})
+
+    def restore(self, directory: Path, table: str, count: int) -> None:
+        parts = list(self.arrays)
+        for part, saved in zip(parts, load_arrays(directory, table, [_file_part(p) for p in parts], mmap=True)):
+            _copy_rows(self.arrays[part], saved, count)
+
+    def close(self) -> None:
+        pass
+
+
+def _file_part(part: str) -> str:
+    return part.replace(":", "__")
+
+
+def _copy_rows(target: np.ndarray, saved: np.ndarray, count: int) -> None:
+    """Rows 0..count-1 of a saved array into a placed one, a chunk at a time (both may exceed memory)."""
+    for start in range(0, count, LOAD_CHUNK):
+        end = min(count, start + LOAD_CHUNK)
+        target[start:end] = saved[start:end]
 
 
 class JoinRows:
-    def __init__(self, name: str, schema: Schema, key_width: int, capacity: int = 1024) -> None:
+    def __init__(self, name: str, schema: Schema, key_width: int, placement: Placement | None = None,
+                 columns: ColumnStore | None = None, capacity: int = 1024) -> None:
         self.name, self.schema, self.key_width = name, schema, key_width
+        self.placement = placement if placement is not None else InMemory()
+        self.columns = columns if columns is not None else ArrayColumns(schema, self.placement)
         self.count = 0
         self.dead = 0
         self.distinct = 0
-        self._allocate(capacity)
-
-    def _allocate(self, capacity: int) -> None:
-        self.columns = {f.name: (np.zeros(capacity, dtype=f.dtype.numpy), np.zeros(capacity, dtype=np.bool_))
-                        for f in self.schema.fields}
-        self.keys = np.zeros((capacity, self.key_width), dtype=np.int64)
-        self.next = np.full(capacity, ji.EMPTY, dtype=np.int64)
-        self.matches = np.zeros(capacity, dtype=np.int64)
-        self.alive = np.zeros(capacity, dtype=np.bool_)
-        self.bound = np.zeros(capacity, dtype=np.int64)
-        self.stamp = np.zeros(capacity, dtype=np.int64)
-        self._index(capacity)
-
-    def _index(self, capacity: int) -> None:
-        size = 16
-        while size < 2 * capacity:
-            size *= 2
-        self.slot_first = np.full(size, ji.EMPTY, dtype=np.int64)
-        self.slot_last = np.full(size, ji.EMPTY, dtype=np.int64)
-
-    @property
-    def capacity(self) -> int:
-        return len(self.next)
-
-    @property
-    def live(self) -> int:
-        return self.count - self.dead
-
-    def _arrays(self) -> dict[str, np.ndarray]:
-        out = {f"value:{n}": v for n, (v, _) in self.columns.items()}
-        out.update({f"valid:{n}": m for n, (_, m) in self.columns.items()})
-        out.update(keys=self.keys, next=self.next, matches=self.matches, alive=self.alive, bound=self.bound,
-                   stamp=self.stamp)
-        return out
+        self.capacity = 0
+        self._grow(capacity)
 
     def _grow(self, needed: int) -> None:
-        capacity = self.capacity
+        """Room for ``needed`` rows: arrays of twice the size, the kept rows copied, the index rebuilt."""
+        capacity = max(self.capacity, 1)
         while capacity < needed:
             capacity *= 2
         if capacity == self.capacity:
             return
-        old, count = self._arrays(), self.count
-        self._allocate(capacity)
-        for name, array in self._arrays().items():
-            array[:count] = old[name][:count]
-        ji.rebuild(self.slot_first, self.slot_last, self.keys, self.next, count)
+        count = self.count
+        for part, shape, dtype in (("keys", (capacity, self.key_width), np.int64), ("next", (capacity,), np.int64),
+                                   ("matches", (capacity,), np.int64), ("alive", (capacity,), np.bool_),
+                                   ("bound", (capacity,), np.int64), ("stamp", (capacity,), np.int64)):
+            new = self.placement.allocate(part, shape, np.dtype(dtype))
+            if count:
+                new[:count] = getattr(self, part)[:count]
+            setattr(self, part, new)
+        self.columns.grow(capacity, count)
+        size = 16
+        while size < 2 * capacity:
+            size *= 2
+        self.slot_first = self.placement.allocate("slot_first", (size,), np.dtype(np.int64))
+        self.slot_last = self.placement.allocate("slot_last", (size,), np.dtype(np.int64))
+        self.capacity = capacity
+        self._reindex()
+
+    def _reindex(self) -> None:
+        ji.rebuild(self.slot_first, self.slot_last, self.keys, self.next, self.count)
+
+    @property
+    def live(self) -> int:
+        return self.count - self.dead
 
     def append(self, columns: dict[str, tuple[np.ndarray, np.ndarray | None]], rows: np.ndarray,
                keys: np.ndarray, hashes: np.ndarray, bound: np.ndarray, stamp: int, matches: np.ndarray) -> None:
@@ -81,11 +150,7 @@ class JoinRows:
         first = self.count
         self._grow(first + n)
         end = first + n
-        for f in self.schema.fields:
-            values, valid = self.columns[f.name]
-            new_values, new_valid = columns[f.name]
-            values[first:end] = new_values[rows]
-            valid[first:end] = True if new_valid is None else new_valid[rows]
+        self.columns.write(first, columns, rows)
         self.keys[first:end] = keys[rows]
         self.matches[first:end] = matches[rows]
         self.alive[first:end] = True
@@ -103,10 +168,14 @@ class JoinRows:
 
     def gather(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Values and validity of column ``name`` for kept rows ``rows`` (-1: NULL)."""
-        values, valid = self.columns[name]
         present = rows >= 0
-        safe = np.where(present, rows, 0)
-        return values[safe], present & valid[safe]
+        if present.all():
+            return self.columns.gather(name, rows)
+        values = np.zeros(len(rows), dtype=self.schema.field(name).dtype.numpy)
+        valid = np.zeros(len(rows), dtype=np.bool_)
+        if present.any():
+            values[present], valid[present] = self.columns.gather(name, rows[present])
+        return values, valid
 
     def free(self, expired: np.ndarray) -> np.ndarray:
         """Mark live rows where ``expired`` (over rows 0..count-1) dead; the freed rows, in order."""
@@ -120,28 +189,34 @@ class JoinRows:
         if self.dead == 0 or self.dead < self.live:
             return
         keep = np.flatnonzero(self.alive[:self.count])
-        for name, array in self._arrays().items():
-            if name != "next":
+        for part in BOOKKEEPING:
+            if part != "next":
+                array = getattr(self, part)
                 array[:len(keep)] = array[keep]
+        self.columns.keep(keep)
         self.count, self.dead = len(keep), 0
         self.alive[self.count:] = False
-        ji.rebuild(self.slot_first, self.slot_last, self.keys, self.next, self.count)
+        self._reindex()
 
     # -- checkpoints ----------------------------------------------------------------------------
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         self.compact()
-        path = directory / f"{self.name}.npz"
-        arrays = {name.replace(":", "__"): a[:self.count] for name, a in self._arrays().items()}
-        with open(path, "wb") as f:
-            np.savez(f, **arrays)
-        return {"count": self.count, "dead": self.dead, "file": path.name}, [path.name]
+        count = self.count
+        files = save_arrays(directory, self.name, {p: getattr(self, p)[:count] for p in BOOKKEEPING if p != "next"})
+        files += self.columns.snapshot(directory, self.name, count)
+        return {"count": count, "dead": self.dead}, files
 
     def restore(self, directory: Path, meta: dict[str, Any]) -> None:
         count = int(meta["count"])
         self.count, self.dead = 0, 0
         self._grow(max(count, 1))
-        with np.load(directory / meta["file"]) as saved:
-            for name, array in self._arrays().items():
-                array[:count] = saved[name.replace(":", "__")]
+        parts = [p for p in BOOKKEEPING if p != "next"]
+        for part, saved in zip(parts, load_arrays(directory, self.name, parts, mmap=True)):
+            _copy_rows(getattr(self, part), saved, count)
+        self.columns.restore(directory, self.name, count)
         self.count, self.dead = count, int(meta["dead"])
-        ji.rebuild(self.slot_first, self.slot_last, self.keys, self.next, count)
+        self._reindex()
+
+    def close(self) -> None:
+        self.columns.close()
+        self.placement.close()

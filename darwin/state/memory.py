@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from darwin.codegen.aggregates import AggLayout
 from darwin.state.hash_table import HashTableState
+from darwin.state.join_rows import JoinRows
+from darwin.types import Schema
 
 
 class MemoryBackend:
@@ -11,6 +13,9 @@ class MemoryBackend:
 
     def hash_table(self, name: str, lay: AggLayout) -> HashTableState:
         return HashTableState(name, lay.key_width, lay.value_dtypes)
+
+    def join_rows(self, name: str, schema: Schema, key_width: int) -> JoinRows:
+        return JoinRows(name, schema, key_width)
 
     def close(self) -> None:
         pass

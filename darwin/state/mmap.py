@@ -33,7 +33,10 @@ from darwin.codegen.aggregates import AggLayout
 from darwin.codegen.hashtable import checksum, compact, rebuild_index
 from darwin.errors import RESET_HINT, CheckpointError
 from darwin.state.hash_table import HashTableState
+from darwin.state.join_rows import JoinRows
 from darwin.state.ownership import StatePath
+from darwin.state.placement import MappedFiles
+from darwin.types import Schema
 
 # entry count; the current undo log: rows, base (entries below it existed at its checkpoint), that
 # checkpoint's id, which of the two file sets it is in; the previous log: rows, base, checkpoint id;
@@ -62,6 +65,9 @@ class MmapBackend:
     def hash_table(self, name: str, lay: AggLayout) -> MmapHashTable:
         directory = self.owned.table(name)
         return MmapHashTable(directory, name, lay.key_width, lay.value_dtypes, job_words(self.job), self.owned.fresh)
+
+    def join_rows(self, name: str, schema: Schema, key_width: int) -> JoinRows:
+        return JoinRows(name, schema, key_width, MappedFiles(self.owned.table(name)))
 
     def close(self) -> None:
         self.owned.close()

@@ -29,8 +29,11 @@ import rocksdict
 from darwin.codegen.aggregates import AggLayout
 from darwin.errors import CheckpointError, StateError
 from darwin.state.hash_table import HashTableState
+from darwin.state.join_rows import JoinRows
 from darwin.state.merge import combine
 from darwin.state.ownership import StatePath
+from darwin.state.placement import MappedFiles
+from darwin.types import Schema
 
 SIGN = np.uint64(1 << 63)
 INT64_MAX = np.iinfo(np.int64).max
@@ -48,12 +51,19 @@ class RocksBackend:
     def hash_table(self, name: str, lay: AggLayout) -> RocksTable:
         return RocksTable(self.owned.table(name), name, lay, self.delta_limit)
 
+    def join_rows(self, name: str, schema: Schema, key_width: int) -> JoinRows:
+        from darwin.state.rocksdb_join import BlockColumns
+
+        directory = self.owned.table(name)
+        return JoinRows(name, schema, key_width, MappedFiles(directory), BlockColumns(directory, schema,
+                                                                                         self.delta_limit))
+
     def close(self) -> None:
         self.owned.close()
 
 
 @contextmanager
-def _rocksdb_errors(directory: Path) -> Iterator[None]:
+def rocksdb_errors(directory: Path) -> Iterator[None]:
     """RocksDB's own errors (rocksdict raises bare ``Exception``) as a ``StateError`` naming the database."""
     try:
         yield
@@ -88,6 +98,54 @@ def _rows(encoded: list[bytes], dtype: str, width: int) -> np.ndarray:
     return np.frombuffer(b"".join(encoded), dtype=dtype).reshape(len(encoded), width)
 
 
+def open_db(directory: Path, in_place_updates: bool = False) -> rocksdict.Rdict:
+    """The live database under ``directory``, without a write-ahead log: recovery goes back to a
+    RocksDB checkpoint, never to the live files."""
+    with rocksdb_errors(directory):
+        options = rocksdict.Options(raw_mode=True)
+        options.create_if_missing(True)
+        options.set_write_buffer_size(WRITE_BUFFER)
+        if in_place_updates:
+            # every batch rewrites the same open windows' entries with values of the same size: update
+            # them in the memtable in place (no snapshots are used; it needs single-writer memtables)
+            options.set_allow_concurrent_memtable_write(False)
+            options.set_inplace_update_support(True)
+        db = rocksdict.Rdict(str(directory / "db"), options)
+        write = rocksdict.WriteOptions()
+        # (the rocksdict stubs declare disable_wal a method; at run time it is a bool property)
+        write.disable_wal = True  # type: ignore[method-assign, assignment]
+        db.set_write_options(write)
+        return db
+
+
+def checkpoint_db(db: rocksdict.Rdict, live: Path, directory: Path, name: str) -> list[str]:
+    """A RocksDB checkpoint ``<name>.rocksdb`` in ``directory`` whose files are all its own (copies,
+    not hard links shared with the live database); its files, relative to ``directory``."""
+    target = directory / f"{name}.rocksdb"
+    with rocksdb_errors(live):
+        db.flush()
+        rocksdict.Checkpoint(db).create_checkpoint(str(target))
+    for f in target.iterdir():
+        if f.stat().st_nlink > 1:  # shared with the live database: give the checkpoint its own copy
+            copy = f.with_name(f.name + ".copy")
+            shutil.copyfile(f, copy)
+            copy.replace(f)
+    return sorted(str(p.relative_to(directory)) for p in target.iterdir())
+
+
+def restore_db(db: rocksdict.Rdict, live: Path, directory: Path, name: str, in_place_updates: bool = False) \
+        -> rocksdict.Rdict:
+    """Close ``db`` and copy the checkpoint's database into its place: the live files never share a
+    block with the checkpoint. The reopened database."""
+    saved = directory / f"{name}.rocksdb"
+    if not saved.is_dir():
+        raise CheckpointError(f"checkpoint {str(directory)!r} has no RocksDB checkpoint for {name}")
+    db.close()
+    shutil.rmtree(live / "db", ignore_errors=True)
+    shutil.copytree(saved, live / "db", copy_function=shutil.copyfile)
+    return open_db(live, in_place_updates)
+
+
 class RocksTable:
     """RocksDB behind a bounded write-back cache that compiled kernels update in place.
 
@@ -112,24 +170,7 @@ class RocksTable:
         self.db = self._open()
 
     def _open(self) -> rocksdict.Rdict:
-        with _rocksdb_errors(self.directory):
-            return self._open_db()
-
-    def _open_db(self) -> rocksdict.Rdict:
-        options = rocksdict.Options(raw_mode=True)
-        options.create_if_missing(True)
-        options.set_write_buffer_size(WRITE_BUFFER)
-        # every batch rewrites the same open windows' entries with values of the same size: update
-        # them in the memtable in place (no snapshots are used; it needs single-writer memtables)
-        options.set_allow_concurrent_memtable_write(False)
-        options.set_inplace_update_support(True)
-        db = rocksdict.Rdict(str(self.directory / "db"), options)
-        write = rocksdict.WriteOptions()
-        # recovery goes back to a RocksDB checkpoint, never to the live files (the rocksdict stubs declare
-        # disable_wal a method; at run time it is a bool property)
-        write.disable_wal = True  # type: ignore[method-assign, assignment]
-        db.set_write_options(write)
-        return db
+        return open_db(self.directory, in_place_updates=True)
 
     # -- what kernels see -----------------------------------------------------------------------
     def array(self, name: str) -> np.ndarray:
@@ -152,7 +193,7 @@ class RocksTable:
     # -- the cache into RocksDB -------------------------------------------------------------------
     def merge(self) -> None:
         """Write what changed since the last merge to RocksDB: one multi-get, one write batch."""
-        with _rocksdb_errors(self.directory):
+        with rocksdb_errors(self.directory):
             self._merge()
 
     def _merge(self) -> None:
@@ -226,7 +267,7 @@ class RocksTable:
 
         Yields one chunk per window (entries sorted by first-seen order need the whole window).
         """
-        with _rocksdb_errors(self.directory):
+        with rocksdb_errors(self.directory):
             yield from self._fire(watermark, size_ms, final)
 
     def _fire(self, watermark: int, size_ms: int, final: bool) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
@@ -270,7 +311,7 @@ class RocksTable:
         cached = self.delta.min_start()  # None when the cache is empty
         starts = [] if cached is None else [cached]
         if self.stored:
-            with _rocksdb_errors(self.directory):
+            with rocksdb_errors(self.directory):
                 it = self.db.iter()
                 it.seek_to_first()
                 if it.valid():
@@ -279,30 +320,12 @@ class RocksTable:
 
     # -- checkpoints ------------------------------------------------------------------------------
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
-        """A RocksDB checkpoint whose files are all this checkpoint's own (copies, not hard links)."""
         self.merge()
-        target = directory / f"{self.name}.rocksdb"
-        with _rocksdb_errors(self.directory):
-            self.db.flush()
-            rocksdict.Checkpoint(self.db).create_checkpoint(str(target))
-        for f in target.iterdir():
-            if f.stat().st_nlink > 1:  # shared with the live database: give the checkpoint its own copy
-                copy = f.with_name(f.name + ".copy")
-                shutil.copyfile(f, copy)
-                copy.replace(f)
-        files = sorted(str(p.relative_to(directory)) for p in target.iterdir())
+        files = checkpoint_db(self.db, self.directory, directory, self.name)
         return {"stored": self.stored, "next_seq": self.next_seq}, files
 
     def restore(self, directory: Path, meta: dict[str, Any], checkpoint_id: int) -> None:
-        """Copy the checkpoint's database into place: the live files never share a block with it."""
-        saved = directory / f"{self.name}.rocksdb"
-        if not saved.is_dir():
-            raise CheckpointError(f"checkpoint {str(directory)!r} has no RocksDB checkpoint for {self.name}")
-        self.db.close()
-        live = self.directory / "db"
-        shutil.rmtree(live, ignore_errors=True)
-        shutil.copytree(saved, live, copy_function=shutil.copyfile)
-        self.db = self._open()
+        self.db = restore_db(self.db, self.directory, directory, self.name, in_place_updates=True)
         self.delta.clear()
         self.stored, self.next_seq = int(meta["stored"]), int(meta["next_seq"])
         self.evicted = None if self.stored else set()  # the cache starts empty: anything may be stored

@@ -20,12 +20,13 @@ def save_arrays(directory: Path, table: str, arrays: Mapping[str, np.ndarray]) -
     return names
 
 
-def load_arrays(directory: Path, table: str, parts: Sequence[str]) -> list[np.ndarray]:
+def load_arrays(directory: Path, table: str, parts: Sequence[str], mmap: bool = False) -> list[np.ndarray]:
+    """The arrays ``save_arrays`` wrote; ``mmap``: mapped read-only rather than read into memory."""
     out = []
     for part in parts:
         path = directory / f"{table}.{part}.npy"
         try:
-            out.append(np.load(path, allow_pickle=False))
+            out.append(np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None))
         except (OSError, ValueError) as e:
             raise CheckpointError(f"checkpoint {str(directory)!r}: cannot read state array {path.name}: {e}") \
                 from None

@@ -7,6 +7,8 @@ their whole changelog (retractions included), in order.
 
 from __future__ import annotations
 
+import tempfile
+
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +19,7 @@ from darwin import col
 from darwin.testing import assert_table_equal
 
 HOW = ("inner", "left", "right", "full")
+STATES = ("memory", "mmap", "rocksdb")
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -32,10 +35,13 @@ def streams(draw, name: str) -> dw.Table:
     return dw.from_arrow(table, time="t", max_delay=draw(st.sampled_from([0, 500, 5000])), name=name)
 
 
-def assert_agree(query: dw.Table, batch_size: int, state: str = "memory", tmp_path=None) -> None:
-    config = dw.Config(batch_size=batch_size)
-    compiled = query.execute(config.replace(mode="compiled"))
-    reference = query.execute(config.replace(mode="interpreted"))
+def assert_agree(query: dw.Table, batch_size: int, state: str = "memory") -> None:
+    """Compiled on ``state`` (a small rocksdb cache, so blocks of rows leave it) against the interpreter."""
+    with tempfile.TemporaryDirectory() as directory:
+        config = dw.Config(batch_size=batch_size, state=state, state_path=None if state == "memory" else directory,
+                           state_delta_limit=1)
+        compiled = query.execute(config.replace(mode="compiled"))
+    reference = query.execute(dw.Config(batch_size=batch_size, mode="interpreted"))
     assert_table_equal(compiled.changelog, reference.changelog, check_nullability=True)
     assert_table_equal(compiled.table, reference.table, check_nullability=True)
     for key in ("late_rows", "null_time_rows", "input_rows", "windows_fired"):
@@ -43,41 +49,46 @@ def assert_agree(query: dw.Table, batch_size: int, state: str = "memory", tmp_pa
 
 
 @SETTINGS
-@given(left=streams("L"), right=streams("R"), how=st.sampled_from(HOW), batch=st.integers(1, 8))
-def test_regular_joins_agree(left, right, how, batch):
-    assert_agree(left.join(right, on=[("k", "k")], how=how), batch)
+@given(left=streams("L"), right=streams("R"), how=st.sampled_from(HOW), batch=st.integers(1, 8),
+       state=st.sampled_from(STATES))
+def test_regular_joins_agree(left, right, how, batch, state):
+    assert_agree(left.join(right, on=[("k", "k")], how=how), batch, state)
 
 
 @SETTINGS
-@given(left=streams("L"), right=streams("R"), how=st.sampled_from(HOW), batch=st.integers(1, 8))
-def test_joins_with_a_condition_agree(left, right, how, batch):
+@given(left=streams("L"), right=streams("R"), how=st.sampled_from(HOW), batch=st.integers(1, 8),
+       state=st.sampled_from(STATES))
+def test_joins_with_a_condition_agree(left, right, how, batch, state):
     q = left.join(right, on=[("k", "k")], how=how, where=col("v") < col("v_right") + 10)
-    assert_agree(q, batch)
+    assert_agree(q, batch, state)
 
 
 @SETTINGS
-@given(left=streams("L"), right=streams("R"), how=st.sampled_from(HOW), batch=st.integers(1, 8))
-def test_interval_joins_agree(left, right, how, batch):
+@given(left=streams("L"), right=streams("R"), how=st.sampled_from(HOW), batch=st.integers(1, 8),
+       state=st.sampled_from(STATES))
+def test_interval_joins_agree(left, right, how, batch, state):
     q = left.join(right, on=[("k", "k")], how=how,
                   where=col("t_right").between(col("t") - 1000, col("t") + 2000))
     assert "interval" in q.explain()
-    assert_agree(q, batch)
+    assert_agree(q, batch, state)
 
 
 @SETTINGS
-@given(left=streams("L"), right=streams("R"), how=st.sampled_from(HOW), batch=st.integers(1, 8))
-def test_window_joins_agree(left, right, how, batch):
+@given(left=streams("L"), right=streams("R"), how=st.sampled_from(HOW), batch=st.integers(1, 8),
+       state=st.sampled_from(STATES))
+def test_window_joins_agree(left, right, how, batch, state):
     q = left.window(dw.Tumble("5s", on="t")).join(right.window(dw.Tumble("5s", on="t")), on=[("k", "k")], how=how)
     assert "window join" in q.explain()
-    assert_agree(q, batch)
+    assert_agree(q, batch, state)
 
 
 @SETTINGS
-@given(left=streams("L"), right=streams("R"), batch=st.integers(1, 8))
-def test_aggregation_over_a_join_agrees(left, right, batch):
+@given(left=streams("L"), right=streams("R"), batch=st.integers(1, 8),
+       state=st.sampled_from(STATES))
+def test_aggregation_over_a_join_agrees(left, right, batch, state):
     joined = left.join(right, on=[("k", "k")], where=col("t_right").between(col("t"), col("t") + 3000))
     q = joined.window(dw.Tumble("5s", on="t")).group_by("k").agg(n=dw.count(), total=dw.sum("v_right"))
-    assert_agree(q, batch)
+    assert_agree(q, batch, state)
 
 
 @SETTINGS
@@ -160,3 +171,26 @@ def test_a_lookup_join_refuses_float_keys_its_index_cannot_hold():
     stream = dw.from_arrow(pa.table({"k": [1.5]}), name="stream")
     with pytest.raises(dw.errors.DarwinTypeError, match="lookup join: key .* is float64"):
         stream.join(side.lookup(), on=[("k", "key")])
+
+
+@pytest.mark.parametrize("state", ["mmap", "rocksdb"])
+def test_join_state_on_disk_equals_memory_across_many_blocks(state, tmp_path):
+    """Tens of thousands of kept rows: rocksdb's blocks leave its two-block cache and come back, and
+    an interval join's freed rows are compacted away, on disk as in memory."""
+    n = 30_000
+    times = pa.array(range(0, n * 10, 10), pa.timestamp("ms"))
+
+    def side(name: str, modulus: int) -> dw.Table:
+        keys = pa.array([(i * 7919) % modulus for i in range(n)], pa.int64())
+        labels = pa.array([f"{name}{i % 97}" for i in range(n)], pa.string())
+        return dw.from_arrow(pa.table({"k": keys, "t": times, "s": labels}), time="t", max_delay=50, name=name)
+
+    regular = side("L", 10_000).join(side("R", 10_000), on=[("k", "k")], how="full")
+    interval = side("L", 100).join(side("R", 100), on=[("k", "k")], how="left",
+                                   where=col("t_right").between(col("t") - 1000, col("t") + 1000))
+    for q in (regular, interval):
+        memory = q.changelog(dw.Config(batch_size=1000))
+        on_disk = q.changelog(dw.Config(batch_size=1000, state=state, state_path=str(tmp_path / state),
+                                        state_delta_limit=1))
+        assert memory.num_rows > n
+        assert_table_equal(on_disk, memory, check_nullability=True)

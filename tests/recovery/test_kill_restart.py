@@ -1,5 +1,6 @@
-"""SIGKILL a checkpointed job at random moments, restart it until it finishes, on every backend:
-its committed output must equal an uninterrupted run's, row for row."""
+"""SIGKILL a checkpointed job at random moments, restart it until it finishes, on every backend, for a
+windowed aggregation and for a join of two sources: its committed output must equal an uninterrupted
+run's, row for row."""
 
 import json
 import random
@@ -34,24 +35,36 @@ def wait_for_a_checkpoint(proc: subprocess.Popen, chk: Path) -> None:
         time.sleep(0.01)
 
 
+QUERIES = ("aggregate", "join")
+
+
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
-    work = tmp_path_factory.mktemp("plain")
-    proc = start("memory", str(work), "--plain")
-    _, err = proc.communicate(timeout=600)
-    assert proc.returncode == 0, err[-3000:]
-    return pq.read_table(work / "plain")
+    """The uninterrupted output of each query, run once."""
+    outputs = {}
+
+    def output(query: str):
+        if query not in outputs:
+            work = tmp_path_factory.mktemp(f"plain-{query}")
+            proc = start("memory", str(work), query, "--plain")
+            _, err = proc.communicate(timeout=600)
+            assert proc.returncode == 0, err[-3000:]
+            outputs[query] = pq.read_table(work / "plain")
+        return outputs[query]
+    return output
 
 
+@pytest.mark.parametrize("query", QUERIES)
 @pytest.mark.parametrize("backend", STATE_BACKENDS)
-def test_killed_and_restarted_job_commits_exactly_the_uninterrupted_output(backend, tmp_path, uninterrupted):
-    rng = random.Random(f"kill-{backend}")
+def test_killed_and_restarted_job_commits_exactly_the_uninterrupted_output(backend, query, tmp_path, uninterrupted):
+    expected = uninterrupted(query)
+    rng = random.Random(f"kill-{backend}-{query}")
     work = tmp_path / "job"
     work.mkdir()
     kills, runs = 0, 0
     while True:
         runs += 1
-        proc = start(backend, str(work))
+        proc = start(backend, str(work), query)
         if kills < KILLS:
             assert proc.stdout.readline().strip() == "ready", proc.stderr.read()[-3000:]
             wait_for_a_checkpoint(proc, work / "chk")  # after compiling: kills land while it processes
@@ -70,6 +83,6 @@ def test_killed_and_restarted_job_commits_exactly_the_uninterrupted_output(backe
     result = json.loads((work / "result.json").read_text())
     assert result["resumed_from"] is not None
     got = pq.read_table(work / "out")
-    assert got.num_rows == uninterrupted.num_rows
-    assert got.equals(uninterrupted)
+    assert got.num_rows == expected.num_rows
+    assert got.equals(expected)
     assert not list((work / "out" / "_darwin_staging").iterdir())

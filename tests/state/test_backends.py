@@ -13,7 +13,15 @@ import pytest
 from crashes import Crash, bids, crash_after, run_until_done, stop_crashing, windowed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from streams import SHAPES, q_all_aggregates, q_late_output, q_sliding_string_key, source, streams
+from streams import (
+    JOIN_SHAPES,
+    SHAPES,
+    q_all_aggregates,
+    q_late_output,
+    q_sliding_string_key,
+    source,
+    streams,
+)
 
 import darwin as dw
 from darwin.config import STATE_BACKENDS
@@ -85,6 +93,26 @@ def test_crashes_and_restarts_give_exactly_the_uninterrupted_output(configure, t
         assert result.metrics[name] == plain.metrics[name], name
     assert result.metrics["input_rows"] == table.num_rows
     assert not list((base / "out" / "_darwin_staging").iterdir())
+
+
+@settings(max_examples=8, **SETTINGS)
+@given(left=streams(), right=streams(), batch_size=st.integers(1, 6), every=st.integers(1, 3),
+       crashes=st.lists(st.integers(0, 12), min_size=1, max_size=3), shape=st.sampled_from(JOIN_SHAPES))
+def test_crashes_in_a_join_give_exactly_the_uninterrupted_output(configure, tmp_path_factory, monkeypatch, left,
+                                                                 right, batch_size, every, crashes, shape):
+    """Both sources' offsets and both sides' kept rows come back from the checkpoint."""
+    (lt, lcuts, delay, _), (rt, rcuts, _, _) = left, right
+    q = shape(source(lt, lcuts, delay, name="left"), source(rt, rcuts, delay, name="right"))
+    base = tmp_path_factory.mktemp("run")
+    state = str(base / "state")
+    plain = q.sink(dw.sinks.Parquet(base / "plain")).run(configure(batch_size=batch_size, state_path=state))
+    config = configure(batch_size=batch_size, state_path=state, checkpoint_dir=str(base / "chk"),
+                       checkpoint_interval=f"{every} batches")
+    result = run_until_done(q, lambda: dw.sinks.Parquet(base / "out"), config, monkeypatch, crashes)
+    assert committed("parquet", base / "out") == committed("parquet", base / "plain")
+    for name in ("input_rows", "output_rows", "late_rows"):
+        assert result.metrics[name] == plain.metrics[name], name
+    assert result.metrics["input_rows"] == lt.num_rows + rt.num_rows
 
 
 def test_a_checkpoint_torn_while_being_written_is_skipped(job, tmp_path, monkeypatch):
