@@ -133,7 +133,7 @@ class JoinRows:
         path = directory / f"{self.name}.npz"
         arrays = {name.replace(":", "__"): a[:self.count] for name, a in self._arrays().items()}
         with open(path, "wb") as f:
-            np.savez(f, **arrays)
+            np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stubs: a str-keyed ** might be allow_pickle
         return {"count": self.count, "dead": self.dead, "file": path.name}, [path.name]
 
     def restore(self, directory: Path, meta: dict[str, Any]) -> None:
