@@ -24,7 +24,7 @@ from darwin.io.sinks import Sink
 from darwin.io.source import Source
 from darwin.io.sources import ArrowSource, BatchSource, ParquetSource
 from darwin.plan import nodes as pn
-from darwin.plan.exprs import Column
+from darwin.plan.exprs import Column, ExprNode
 from darwin.plan.window import Window
 from darwin.runtime.output import RunResult
 
@@ -263,8 +263,8 @@ def _join_keys(on: Any, left_on: Any, right_on: Any) -> tuple[list[Any], list[An
     return lefts, rights
 
 
-def _key_nodes(keys: list[Any]) -> tuple[Any, ...]:
-    out = []
+def _key_nodes(keys: list[Any]) -> tuple[ExprNode, ...]:
+    out: list[ExprNode] = []
     for k in keys:
         if isinstance(k, str):
             out.append(Column(k))

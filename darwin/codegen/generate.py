@@ -71,11 +71,26 @@ class _Generator:
         self.exprs = ExprEmitter(self.src, self.params)
         self.args: list[KernelArg] = []
         self.arg_names: list[str] = []
-        self.agg = p.sink.aggregate if isinstance(p.sink, op.WindowAggregateSink) else None
-        self.lay = layout(self.agg) if self.agg is not None else None
-        self.ring = p.sink.ring if isinstance(p.sink, op.WindowAggregateSink) else None
-        self.hashed = self.agg is not None and self.ring is None
-        self.undo = self.hashed and p.sink.undo_log
+        self.agg_sink = p.sink if isinstance(p.sink, op.WindowAggregateSink) else None  # None: rows are emitted
+        self.agg_layout = layout(self.agg_sink.aggregate) if self.agg_sink is not None else None
+        self.hashed = self.agg_sink is not None and self.agg_sink.ring is None
+        self.undo = self.hashed and self.agg.undo_log
+
+    # an aggregating sink's parts: only the code generated for one asks for them (``ring``: for a ring's)
+    @property
+    def agg(self) -> op.WindowAggregateSink:
+        assert self.agg_sink is not None
+        return self.agg_sink
+
+    @property
+    def lay(self) -> AggLayout:
+        assert self.agg_layout is not None
+        return self.agg_layout
+
+    @property
+    def ring(self) -> op.Ring:
+        assert self.agg.ring is not None
+        return self.agg.ring
 
     def _arg(self, name: str, spec: KernelArg) -> str:
         self.arg_names.append(name)
@@ -98,9 +113,9 @@ class _Generator:
         for name in self.params.names():
             self._arg(name, ParamArg(name))
         self._arg("ctl", ControlArg())
-        if self.agg is not None:
+        if self.agg_sink is not None:
             values = [f"v{j}" for j in range(len(self.lay.value_dtypes))]
-            if self.ring is None:
+            if self.hashed:
                 names = ("index", *[f"k{j}" for j in range(self.lay.key_width)], "meta", *values, "fbuf", "ibuf")
                 if self.undo:
                     names += ("logged", "uslot", *[f"uk{j}" for j in range(self.lay.key_width)],
@@ -112,10 +127,10 @@ class _Generator:
         out_schema = p.output_schema if isinstance(p.sink, op.EmitRows) else None
         if out_schema is not None:
             self._buffers("o", Buffer.OUTPUT, out_schema)
-        if self.agg is not None and self.agg.input.late_output:
+        if self.agg_sink is not None and self.agg_sink.late_output:
             self._buffers("l", Buffer.LATE, p.output_schema)
         signature = KernelSignature(tuple(self.arg_names), tuple(self.args))
-        return KernelSource(self._assemble(body), signature, self.params, self.lay)
+        return KernelSource(self._assemble(body), signature, self.params, self.agg_layout)
 
     def _buffers(self, prefix: str, buffer: Buffer, schema: Schema) -> None:
         for j, f in enumerate(schema.fields):
@@ -161,7 +176,7 @@ class _Generator:
         b = self.src
         if self.hashed:
             # room for every window this row can open, else hand back to the runtime to grow
-            wpr = number(self.agg.input.window.windows_per_row)
+            wpr = number(self.agg.window.windows_per_row)
             room = f"count + {wpr} > k0.shape[0]" + (f" or meta[1] + {wpr} > uslot.shape[0]" if self.undo else "")
             with b.block(f"if {room}:"):
                 self._stop(ctl.NEEDS_ROOM)
@@ -171,7 +186,7 @@ class _Generator:
         future = inp.scan.max_future_ms
         # the source's event-time progress (WatermarkClock). It runs before anything can stop the kernel
         # mid-row (only rings do, and a source with max_future gets none), so no row is counted twice
-        if self.agg is not None or future is not None:
+        if self.agg_sink is not None or future is not None:
             v, ok = env[inp.scan.time_column]
             cond = f"{v} > max_time" if ok is None else f"{ok} and {v} > max_time"
             with b.block(f"if {cond}:"):
@@ -318,8 +333,8 @@ class _Generator:
 
     def _aggregate(self, env: Env, schema: Schema) -> None:
         b, agg, lay = self.src, self.agg, self.lay
-        w = agg.input.window
-        if self.ring is not None:
+        w = agg.window
+        if not self.hashed:
             self._ring_entry(env)
         t = self._time_value(env, w.on)
         inp = self.p.input
@@ -327,17 +342,17 @@ class _Generator:
             b.line(f"wm = max_time - {number(inp.delay_ms)} if max_time != {number(NO_WATERMARK)} else max_time")
         else:  # the runtime passes the input's watermark: the rows travel ahead of the next one
             b.line("wm = input_wm")
-        key_values = [] if self.ring is not None else self._hash_key_values(env)
+        key_values = self._hash_key_values(env) if self.hashed else []
         args = {}
         for a in lay.accs:
             if a.arg is not None:
                 args[a.name] = self.exprs.emit(a.arg, env, schema)
-        if self.ring is not None:
+        if not self.hashed:
             self._check_ring_slots(t, w)
         b.line("accepted = False")
         with self._windows(t, w) as (start, end), b.block(f"if {end} > wm:"):  # else: window already fired
             b.line("accepted = True")
-            if self.ring is None:
+            if self.hashed:
                 values = [start, *key_values]
                 emit_probe(lambda text, depth: b.line("    " * depth + text), values,
                            [f"k{j}" for j in range(len(values))])
@@ -351,7 +366,7 @@ class _Generator:
                 self._update(a, args.get(a.name))
         with b.block("if not accepted:"):
             b.line("late_rows += 1")
-            if agg.input.late_output:
+            if agg.late_output:
                 self._write_row("l", "late_out", env, self.p.output_schema)
 
     def _log_old_entry(self) -> None:

@@ -43,7 +43,7 @@ def _same(a: np.ndarray, i: int, b: np.ndarray, r: int) -> bool:
 
 
 @njit(cache=True, nogil=True)
-def find_slot(slot_first: np.ndarray, keys: np.ndarray, probe: np.ndarray, i: int, h: np.uint64) -> int:
+def find_slot(slot_first: np.ndarray, keys: np.ndarray, probe: np.ndarray, i: int, h: np.uint64) -> np.int64:
     """The slot of ``probe[i]``'s key, or of the empty slot where it would go."""
     mask = slot_first.shape[0] - 1
     s = np.int64(h & np.uint64(mask))

@@ -119,7 +119,8 @@ class _Translator(SharedNodeVisitor[_Chain]):
 
     def close(self, chain: _Chain, sink: op.Sink, root_output: bool = False) -> int:
         """Make ``chain`` a pipeline ending in ``sink``; its id."""
-        ops, computed, input_schema = list(chain.ops), (), chain.input_schema
+        ops, input_schema = list(chain.ops), chain.input_schema
+        computed: tuple[tuple[str, str, tuple, str], ...] = ()
         port = chain.port
         if isinstance(port, op.SourcePort):
             ops, computed, input_schema = _vectorize_string_calls(ops, input_schema)
@@ -158,6 +159,7 @@ def _vectorize_string_calls(chain: list[op.StatelessOp], schema: pn.Schema) \
                 name = _fresh_name(f"{e.func}#{len(computed)}", {f.name for f in fields})
                 computed[key] = name
                 t = type_of(e, schema)
+                assert t.dtype is not None  # a string function's result type is known
                 fields.append(pn.Field(name, t.dtype, t.nullable))
             return Column(computed[key])
         return map_children(e, rewrite)

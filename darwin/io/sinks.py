@@ -157,14 +157,14 @@ class FileSink(ABC):
 
     def open(self, schema: pa.Schema, late_schema: pa.Schema | None, resume: dict[str, Any] | None,
              job: str) -> None:
-        if late_schema is not None and self.late_path is None:
-            raise SinkError(f"the query keeps late rows (late_output=True); give {type(self).__name__}(..., "
-                            "late_path=...) a directory for them")
-        self._targets = {"result": _Target(self.path, self.extension)}
-        self._schemas = {"result": schema}
+        targets, schemas = {"result": _Target(self.path, self.extension)}, {"result": schema}
         if late_schema is not None:
-            self._targets["late"] = _Target(self.late_path, self.extension)
-            self._schemas["late"] = late_schema
+            if self.late_path is None:
+                raise SinkError(f"the query keeps late rows (late_output=True); give {type(self).__name__}(..., "
+                                "late_path=...) a directory for them")
+            targets["late"] = _Target(self.late_path, self.extension)
+            schemas["late"] = late_schema
+        self._targets, self._schemas = targets, schemas
         last = 0 if resume is None else int(resume["epoch"])
         for kind, target in self._targets.items():
             target.start(None if resume is None else resume["files"].get(kind, []), last, job)

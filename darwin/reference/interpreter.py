@@ -249,7 +249,7 @@ class _Builder(SharedNodeVisitor[_Operator]):
 
     def visit_LookupJoin(self, node: pn.LookupJoin) -> _Operator:
         table = [row for out in run(node.table, self.ctx.config, Metrics()) if out.kind == "result"
-                 for row in out.batch.to_pylist()]
+                 for row in out.rows.to_pylist()]
         return _Map(_lookup(node, table), self.visit(node.input))
 
 
@@ -341,7 +341,7 @@ class _Join(_Operator):
         return self.wm
 
     def _joined(self, left: Row | None, right: Row | None, kind: int) -> Row:
-        row = dict(left) if left is not None else {n: None for n in self.node.left.schema.names}
+        row: Row = dict(left) if left is not None else {n: None for n in self.node.left.schema.names}
         for name, out in self.names.items():
             row[out] = None if right is None else right[name]
         if self.updating:
@@ -400,17 +400,22 @@ class _Join(_Operator):
         wms = [op.watermark() for op in self.inputs]
         self.side_wm, new = wms, min(wms)
         for side in (0, 1):
-            timing = None if self.timing is None else (self.timing.left, self.timing.right)[side]
-            if timing is not None:
-                self._free(side, lambda e, wm=wms[1 - side]: e.bound < wm)
-            elif self.node.state_ttl_ms is not None and new != NO_WATERMARK:
-                ttl = self.node.state_ttl_ms
-                for e in self.state[side]:
-                    if e.stamp == NO_WATERMARK:
-                        e.stamp = new  # arrived before any watermark: its time starts with the first one
-                self._free(side, lambda e, ttl=ttl, new=new: e.stamp + ttl < new)
+            self._expire(side, wms[1 - side], new)
         self._flush()  # with the watermark before this one: rows travel ahead of the watermark
         self.wm = new
+
+    def _expire(self, side: int, other_wm: int, new: int) -> None:
+        """Free ``side``'s rows whose bound the other side's watermark has passed, or (``state_ttl``)
+        whose time to live has run out at the join's new watermark ``new``."""
+        timing = None if self.timing is None else (self.timing.left, self.timing.right)[side]
+        if timing is not None:
+            self._free(side, lambda e: e.bound < other_wm)
+        elif self.node.state_ttl_ms is not None and new != NO_WATERMARK:
+            ttl = self.node.state_ttl_ms
+            for e in self.state[side]:
+                if e.stamp == NO_WATERMARK:
+                    e.stamp = new  # arrived before any watermark: its time starts with the first one
+            self._free(side, lambda e: e.stamp + ttl < new)
 
     def _free(self, side: int, expired: Callable[[_Entry], bool]) -> None:
         kept = []

@@ -179,6 +179,7 @@ def decode(batch: EncodedBatch, schema: Schema, pool: StringPool, source: Encode
         c = batch.columns[f.name]
         valid = c.valid if f.nullable else None
         if row_indexed and f.name in row_indexed:
+            assert source is not None and source.arrow is not None  # encode() keeps the batch row indices index
             values = source.arrow.column(row_indexed[f.name]).take(pa.array(c.values, type=pa.int64()))
             arrays.append(values if values.type == af.type else pc.cast(values, af.type))
         elif f.dtype is DType.STRING:

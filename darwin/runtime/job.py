@@ -116,7 +116,8 @@ class Driver:
         plan, sink, config, metrics = self.plan, self.sink, self.config, self.metrics
         graph = translate(optimize(plan), config)
         identity = _identity(plan, graph, config)
-        store = CheckpointStore(config.checkpoint_dir) if self.every is not None else None
+        # checkpoints are on (``self.every`` is set) exactly when there is a checkpoint_dir
+        store = CheckpointStore(config.checkpoint_dir) if config.checkpoint_dir else None
         with ExitStack() as resources:  # released in reverse: sink, engine (and its state), checkpoint_dir
             if store is not None:
                 resources.callback(store.lock().close)
@@ -132,7 +133,7 @@ class Driver:
                 store.write_job({"job": engine.job, "state": config.state, "state_path": identity["state_path"],
                                  "outputs": [str(d.resolve()) for d in sink.directories()]})
             epoch = 1 if latest is None else latest.id + 1
-            due = _Interval(self.every)
+            due = _Interval(self.every) if self.every is not None else None
 
             def checkpoint(finished: bool) -> None:
                 nonlocal epoch
@@ -154,7 +155,7 @@ class Driver:
                     out = _labelled(out)
                     _write(sink, out, metrics)
                     yield out
-                elif store is not None and due.tick():
+                elif due is not None and due.tick():
                     checkpoint(finished=False)
             if store is not None:
                 checkpoint(finished=True)
@@ -176,14 +177,14 @@ def _labelled(out: Output) -> Output:
 
 def _write(sink: Sink, out: Output, metrics: Metrics) -> None:
     if out.kind == "result":
-        metrics.add("output_rows", out.batch.num_rows)
-    sink.write(out.kind, out.batch)
+        metrics.add("output_rows", out.rows.num_rows)
+    sink.write(out.kind, out.rows)
 
 
 class _Interval:
     """Whether a checkpoint is due at this barrier: every n batches, or once n ms have passed."""
 
-    def __init__(self, every: tuple[str, int] | None) -> None:
+    def __init__(self, every: tuple[str, int]) -> None:
         self.every = every
         self.batches = 0
         self.since = time.monotonic()

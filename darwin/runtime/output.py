@@ -16,6 +16,12 @@ class Output:
     kind: str
     batch: pa.RecordBatch | None
 
+    @property
+    def rows(self) -> pa.RecordBatch:
+        """The batch of a result or of late rows (a barrier has none)."""
+        assert self.batch is not None, "a barrier has no rows"
+        return self.batch
+
 
 BARRIER = Output("barrier", None)
 

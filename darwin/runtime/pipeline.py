@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from darwin.codegen import layout as ctl
-from darwin.codegen.aggregates import finalize
+from darwin.codegen.aggregates import AggLayout, finalize
 from darwin.codegen.compiler import load_kernel
 from darwin.codegen.generate import NO_WATERMARK, generate_pipeline
 from darwin.codegen.signature import Buffer, ColumnArg, ControlArg, LookupArg, ParamArg, Part, StateArg
@@ -58,12 +58,23 @@ class PipelineRunner:
         self.state: KeyedState | RingState | None = None
         self.windows_fired = 0
         if isinstance(p.sink, op.WindowAggregateSink):
-            lay = self.ks.agg_layout
+            lay = self._layout
             name = f"pipeline{p.id}"
             self.state = (backend.hash_table(name, lay) if p.sink.ring is None
                           else RingState(name, p.sink.ring, lay.value_dtypes))
             source = p.input.scan.source.name if isinstance(p.input, op.SourcePort) else p.input.describe()
             self.late_warning = LateRowsWarning(source, p.sink.late_output)
+
+    # an aggregating pipeline's sink and its state layout (it always has a kernel)
+    @property
+    def _agg(self) -> op.WindowAggregateSink:
+        assert isinstance(self.sink, op.WindowAggregateSink)
+        return self.sink
+
+    @property
+    def _layout(self) -> AggLayout:
+        assert self.ks is not None and self.ks.agg_layout is not None
+        return self.ks.agg_layout
 
     # -- processing ---------------------------------------------------------------------------
     def process(self, batch: EncodedBatch, input_watermark: int = NO_WATERMARK) \
@@ -80,7 +91,7 @@ class PipelineRunner:
         if self.kernel is None:
             return batch, None, fired
         collect = isinstance(self.sink, op.EmitRows)
-        late = _buffers(p.output_schema, n) if self.state is not None and self.sink.late_output else None
+        late = _buffers(p.output_schema, n) if self.state is not None and self._agg.late_output else None
         self.ctl[ctl.LATE_OUT_ROWS] = 0
         self.ctl[ctl.INPUT_WATERMARK] = input_watermark
         for i, lut in enumerate(self.lookups):
@@ -113,16 +124,19 @@ class PipelineRunner:
         """Fix what made the kernel stop, so it can go on from the same row."""
         self.ctl[ctl.STATUS] = ctl.OK
         if status == ctl.NEEDS_ROOM:
-            self.state.grow(self.sink.window.windows_per_row)
+            state = self.state
+            assert state is not None and not isinstance(state, RingState)  # only a hash table's kernel asks
+            state.grow(self._agg.window.windows_per_row)
         elif status == ctl.RING_FULL:  # the watermark closed a window whose slot a new one needs
             drained = list(self.drain(self.watermark))
             if not drained:
                 raise DarwinError("internal error: a window ring is full of open windows")
             fired.extend(drained)
         elif status == ctl.OUT_OF_DOMAIN:
-            ring = self.sink.ring
-            raise SourceError(f"source {self.p.input.scan.source.name!r}: a value of group key "
-                              f"{self.sink.aggregate.keys[0]!r} is outside [{ring.low}, {ring.low + ring.size - 1}], "
+            ring, inp = self._agg.ring, self.p.input
+            assert ring is not None and isinstance(inp, op.SourcePort)  # only a ring's kernel asks; rings read sources
+            raise SourceError(f"source {inp.scan.source.name!r}: a value of group key "
+                              f"{self._agg.aggregate.keys[0]!r} is outside [{ring.low}, {ring.low + ring.size - 1}], "
                               "the range the source's statistics promised")
         else:
             raise DarwinError(f"internal error: kernel stopped with status {status}")
@@ -130,6 +144,7 @@ class PipelineRunner:
     def _args(self, batch: EncodedBatch, out: dict[str, Column] | None,
               late: dict[str, Column] | None) -> list[object]:
         """The kernel's arguments after (start, n), bound as its signature says."""
+        assert self.ks is not None  # process() runs only a pipeline that has a kernel
         buffers = {Buffer.OUTPUT: out, Buffer.LATE: late}
         args: list[object] = []
         for arg in self.ks.signature.args:
@@ -140,7 +155,9 @@ class PipelineRunner:
                     args.append(np.ascontiguousarray(values) if values is not None
                                 else np.ones(batch.length, dtype=np.bool_))
                 case ColumnArg(buffer, column, part):
-                    c = buffers[buffer][column]
+                    columns = buffers[buffer]
+                    assert columns is not None  # the kernel writes the buffers process() makes for its sink
+                    c = columns[column]
                     args.append(c.values if part is Part.VALUES else c.valid)
                 case ParamArg(name):
                     args.append(self.params[name])
@@ -159,6 +176,7 @@ class PipelineRunner:
             return self.scratch.view(np.float64)
         if name == "ibuf":
             return self.scratch
+        assert self.state is not None  # state arguments are an aggregating kernel's
         return self.state.array(name)
 
     # -- checkpoints ----------------------------------------------------------------------------
@@ -208,14 +226,14 @@ class PipelineRunner:
         s = self.state
         if s is None or s.is_empty() or (not final and self.ctl[ctl.MIN_WINDOW_END] > wm):
             return
-        size = self.sink.window.size_ms
-        schema = self.sink.aggregate.schema
+        size = self._agg.window.size_ms
+        schema = self._agg.aggregate.schema
         previous = None  # a window may span chunks: count it once
         for keys, values in s.fire(wm, size, final):
             starts = np.unique(keys[0])
             self.windows_fired += len(starts) - int(starts[0] == previous)
             previous = starts[-1]
-            columns = finalize(self.ks.agg_layout, keys, values, size)
+            columns = finalize(self._layout, keys, values, size)
             yield EncodedBatch({f.name: Column(*columns[f.name]) for f in schema.fields}, len(keys[0]))
         start = s.min_start()
         self.ctl[ctl.MIN_WINDOW_END] = INT64_MAX if start is None else start + size
