@@ -99,6 +99,16 @@ def _copy_rows(target: np.ndarray, saved: np.ndarray, count: int) -> None:
 
 
 class JoinRows:
+    # the bookkeeping arrays (``BOOKKEEPING``), placed by ``_grow``; the key index over them
+    keys: np.ndarray
+    next: np.ndarray
+    matches: np.ndarray
+    alive: np.ndarray
+    bound: np.ndarray
+    stamp: np.ndarray
+    slot_first: np.ndarray
+    slot_last: np.ndarray
+
     def __init__(self, name: str, schema: Schema, key_width: int, placement: Placement | None = None,
                  columns: ColumnStore | None = None, capacity: int = 1024) -> None:
         self.name, self.schema, self.key_width = name, schema, key_width
