@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 import darwin as dw
 from darwin import col, when
 from darwin.errors import PlanError
@@ -40,8 +42,41 @@ def q2(s: NexmarkSources) -> dw.Table:
     return s.bid.filter(col("auction") % 123 == 0).select("auction", "price")
 
 
+def q3(s: NexmarkSources) -> dw.Table:
+    """Local item suggestion: category-10 auctions with their seller, for sellers in OR, ID or CA."""
+    auctions = s.auction.filter(col("category") == 10)
+    persons = s.person.filter(col("state").isin(["OR", "ID", "CA"]))
+    return auctions.join(persons, left_on="seller", right_on="id").select("name", "city", "state", "id")
+
+
+def q7(s: NexmarkSources) -> dw.Table:
+    """Bids at the highest price of their 10 s window: an interval join with the windows' maxima."""
+    maxima = (s.bid.window(dw.Tumble("10s", on="date_time")).agg(maxprice=dw.max("price"))
+              .select("maxprice", window_time=col("window_end")))
+    return (s.bid.join(maxima, on=[("price", "maxprice")],
+                       where=col("date_time").between(col("window_time") - 10_000, col("window_time")))
+            .select("auction", "price", "bidder", "date_time", "extra"))
+
+
+def q8(s: NexmarkSources) -> dw.Table:
+    """New people who opened auctions in the same 10 s window: a join of two windowed aggregations on
+    their windows (Darwin takes it as a window join)."""
+    people = (s.person.window(dw.Tumble("10s", on="date_time")).group_by("id", "name").agg(n=dw.count())
+              .select("id", "name", starttime=col("window_start"), endtime=col("window_end")))
+    sellers = (s.auction.window(dw.Tumble("10s", on="date_time")).group_by("seller").agg(n=dw.count())
+               .select("seller", starttime=col("window_start"), endtime=col("window_end")))
+    return (people.join(sellers, on=[("id", "seller"), ("starttime", "starttime"), ("endtime", "endtime")])
+            .select("id", "name", "starttime"))
+
+
 def q12(s: NexmarkSources) -> dw.Table:
     return s.bid.window(dw.Tumble("10s", on="date_time")).group_by("bidder").agg(bid_count=dw.count())
+
+
+def q13(s: NexmarkSources) -> dw.Table:
+    """Bids enriched from a bounded side input: a lookup join."""
+    return (s.bid.join(s.side_input.lookup(), on=[(col("auction") % 10_000, "key")])
+            .select("auction", "bidder", "price", "date_time", "value"))
 
 
 def q14(s: NexmarkSources) -> dw.Table:
@@ -52,6 +87,15 @@ def q14(s: NexmarkSources) -> dw.Table:
     return (s.bid.filter((euro > 1_000_000) & (euro < 50_000_000))
             .select("auction", "bidder", price=euro, bid_time_type=kind, date_time=col("date_time"),
                     extra=col("extra"), c_counts=col("extra").str.count_char("c")))
+
+
+def q20(s: NexmarkSources) -> dw.Table:
+    """Bids with the details of their auction, for auctions of category 10: a regular join."""
+    joined = s.bid.join(s.auction.filter(col("category") == 10), left_on="auction", right_on="id")
+    return joined.select("auction", "bidder", "price", "channel", "url", col("date_time").alias("bid_date_time"),
+                         col("extra").alias("bid_extra"), "item_name", "description", "initial_bid", "reserve",
+                         col("date_time_right").alias("auction_date_time"), "expires", "seller", "category",
+                         col("extra_right").alias("auction_extra"))
 
 
 def q21(s: NexmarkSources) -> dw.Table:
@@ -69,16 +113,30 @@ def q22(s: NexmarkSources) -> dw.Table:
                         dir2=url.split_index("/", 4), dir3=url.split_index("/", 5))
 
 
+def q23(s: NexmarkSources) -> dw.Table:
+    """Bids with their bidder and every auction the bidder sells: a three-way regular join."""
+    bids = s.bid.select("bidder", "price", "channel", "url", col("extra").alias("bid_extra"))
+    persons = s.person.select(col("id").alias("person_id"), "name", "email_address", "credit_card", "city", "state",
+                              col("extra").alias("person_extra"))
+    auctions = s.auction.select("item_name", "description", "initial_bid", "reserve",
+                                col("date_time").alias("auction_date_time"), "expires", "seller", "category",
+                                col("extra").alias("auction_extra"))
+    return bids.join(persons, left_on="bidder", right_on="person_id").join(auctions, left_on="bidder",
+                                                                           right_on="seller")
+
+
 def agg(s: NexmarkSources) -> dw.Table:
     """Darwin's micro-benchmark shape on Nexmark bids: a 60 s tumbling sum per key."""
     return s.bid.window(dw.Tumble("60s", on="date_time")).group_by("auction").agg(total=dw.sum("price"))
 
 
 def ysb_query(s: NexmarkSources) -> dw.Table:
-    """YSB: views per campaign in 10 s tumbling windows; ad -> campaign is a static-table join."""
-    campaign = col("ad_id").str.map(dict(ysb.campaigns(s.config.seed)))
-    return (s.ads.filter(col("event_type") == "view").select(campaign_id=campaign, event_time=col("event_time"))
-            .filter(col("campaign_id").is_not_null())
+    """YSB: views per campaign in 10 s tumbling windows; ad -> campaign is a lookup join with a static table."""
+    pairs = ysb.campaigns(s.config.seed)
+    campaigns = dw.from_arrow(pa.table({"ad_id": [a for a, _ in pairs], "campaign_id": [c for _, c in pairs]}),
+                              name="ysb.campaigns")
+    views = s.ads.filter(col("event_type") == "view").select("ad_id", "event_time")
+    return (views.join(campaigns.lookup(), on=[("ad_id", "ad_id")]).select("campaign_id", "event_time")
             .window(dw.Tumble("10s", on="event_time")).group_by("campaign_id").agg(views=dw.count()))
 
 
@@ -86,12 +144,18 @@ QUERIES: dict[str, Query] = {q.name: q for q in (
     Query("q0", "pass-through of every bid", q0),
     Query("q1", "currency conversion of bid prices", q1),
     Query("q2", "bids on every 123rd auction", q2),
+    Query("q3", "local item suggestion: sellers in OR, ID or CA of category-10 auctions (regular join)", q3),
+    Query("q7", "highest bid: bids at the maximum price of their 10 s window (interval join)", q7),
+    Query("q8", "new users: people who entered and opened an auction in the same 10 s window", q8),
     Query("q12", "bids per bidder in 10 s event-time tumbling windows", q12),
+    Query("q13", "bids enriched from a bounded side input (lookup join)", q13),
     Query("q14", "filtered, converted bids with a time-of-day class and a UDF-like count", q14),
+    Query("q20", "bids expanded with their auction, for category-10 auctions (regular join)", q20),
     Query("q21", "channel id from the channel name or the URL (string functions)", q21),
     Query("q22", "URL directories by split_index (string functions)", q22),
+    Query("q23", "bids with their bidder and every auction the bidder sells (three-way regular join)", q23),
     Query("agg", "Darwin micro-benchmark shape: 60 s tumbling sum of price per auction", agg),
-    Query("ysb", "Yahoo Streaming Benchmark: views per campaign per 10 s (static ad->campaign join)", ysb_query),
+    Query("ysb", "Yahoo Streaming Benchmark: views per campaign per 10 s (lookup join ad -> campaign)", ysb_query),
 )}
 
 

@@ -11,6 +11,7 @@ import darwin as dw
 from darwin.types import Schema
 from nexmark import ysb
 from nexmark.generator import SCHEMAS, GeneratorConfig, generate
+from nexmark.side_input import side_input_table
 
 TIME_COLUMN = "date_time"
 
@@ -29,7 +30,7 @@ class NexmarkStream:
 
 
 class NexmarkSources:
-    """The Nexmark streams, and YSB ad events of the same size, seed and rate."""
+    """The Nexmark streams, q13's bounded side input, and YSB ad events of the same size, seed and rate."""
 
     def __init__(self, config: GeneratorConfig, max_delay: Any = "0s") -> None:
         self.config = config
@@ -40,6 +41,7 @@ class NexmarkSources:
         self.ads = dw.from_batches(ysb.SCHEMA, lambda: ysb.generate(c.events, c.seed, c.first_event_rate),
                                    time="event_time", max_delay=max_delay, name="ysb.ads",
                                    non_null=ysb.SCHEMA.names)
+        self.side_input = dw.from_arrow(side_input_table(), name="nexmark.side_input")
 
     def _table(self, stream: str, max_delay: Any) -> dw.Table:
         return dw.from_source(NexmarkStream(self.config, stream), TIME_COLUMN, max_delay)

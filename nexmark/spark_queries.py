@@ -2,8 +2,7 @@
 
 They read the Parquet files ``nexmark generate`` writes, and must give the same
 rows as Darwin (compared as sorted tables). The join queries (q3, q7, q8, q13,
-q20, q23) follow nexmark-flink's SQL evaluated as a batch over all the events;
-their Darwin versions are still to come.
+q20, q23) follow nexmark-flink's SQL evaluated as a batch over all the events.
 """
 
 from __future__ import annotations
