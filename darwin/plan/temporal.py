@@ -24,14 +24,15 @@ from darwin.types import DType
 class SideTiming:
     """When a row of one side is late and when it can no longer match.
 
-    The row is late if its ``time`` (a time attribute) is below its own side's watermark, and
-    leaves the state once its ``bound`` column plus ``bound_shift`` is below the other side's:
-    every row the other side can still send is at or after that watermark.
+    The row is late if its ``time`` (a time attribute) plus ``time_shift`` is below its own side's
+    watermark, and leaves the state once its ``bound`` column plus ``bound_shift`` is below the
+    other side's: every row the other side can still send is at or after that watermark.
     """
 
     time: str  # columns of the side's own schema
     bound: str
     bound_shift: int
+    time_shift: int = 0
 
     def describe(self) -> str:
         return f"{self.bound}{self.bound_shift:+d}ms"
@@ -113,9 +114,12 @@ def _window_join(join: pn.Join) -> JoinTiming | None:
         kind = _origin(join.left, lk.name)
         if lw is None or lw != rw or kind is None or kind != _origin(join.right, rk.name):
             continue
-        # a window's rows can match only rows of the same window: late once its end has passed
+        # a window's rows can match only rows of the same window: late once the window has fired
+        # (its last millisecond below the watermark: a windowed aggregation emits it before the
+        # watermark that fires it), freed once the other side's window has fired too
         shift = lw.size_ms - 1 if kind == pn.WINDOW_START else -1
-        return JoinTiming("window", SideTiming(lk.name, lk.name, shift), SideTiming(rk.name, rk.name, shift))
+        return JoinTiming("window", SideTiming(lk.name, lk.name, shift, shift),
+                          SideTiming(rk.name, rk.name, shift, shift))
     return None
 
 

@@ -363,7 +363,7 @@ class _Join(_Operator):
                 if t is None:
                     self.ctx.metrics.add("null_time_rows", 1)
                     key = None  # it cannot match: a row without a time has no bound
-                elif t < self.side_wm[side]:
+                elif t + timing.time_shift < self.side_wm[side]:
                     self.ctx.metrics.add("late_rows", 1)
                     continue
                 else:

@@ -19,13 +19,20 @@ from darwin.types import DType, Field, Schema, dtype_from_arrow
 
 
 class StringPool:
-    """Append-only dictionary of every string a run has seen."""
+    """Append-only dictionary of every string a run has seen.
+
+    Besides the Python dictionary that encodes, the strings are kept as one Arrow-layout buffer
+    (int64 offsets and bytes, grown by doubling; each string converted once), so decoding a
+    batch copies only that batch's bytes, however large the pool has grown.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # the prefetch thread encodes while the main thread decodes
         self._codes: dict[str, int] = {}
         self._values: list[str] = []
-        self._arrow: pa.Array | None = None
+        self._offsets = np.zeros(1024, dtype=np.int64)
+        self._data = np.zeros(1 << 16, dtype=np.uint8)
+        self._laid_out = 0  # strings in _offsets/_data
 
     def __len__(self) -> int:
         return len(self._values)
@@ -52,16 +59,54 @@ class StringPool:
         idx = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
         return mapping[idx] if len(mapping) else np.zeros(len(arr), dtype=np.int64)
 
-    def to_arrow(self) -> pa.Array:
-        """Every string, in code order (cached until the pool grows)."""
+    def _layout(self) -> tuple[np.ndarray, np.ndarray]:
+        """Offsets and bytes of every string so far (the new ones laid out first)."""
         with self._lock:
-            if self._arrow is None or len(self._arrow) < len(self._values):
-                self._arrow = pa.array(self._values[:], type=pa.string())
-            return self._arrow
+            n, done = len(self._values), self._laid_out
+            if done < n:
+                new = pa.array(self._values[done:n], type=pa.large_string())
+                _, offsets_buffer, data_buffer = new.buffers()
+                offsets = np.frombuffer(offsets_buffer, dtype=np.int64, count=n - done + 1)
+                base = self._offsets[done]
+                size = int(offsets[-1])
+                self._offsets = _room(self._offsets, n + 1)
+                self._data = _room(self._data, int(base) + size)
+                self._data[base:base + size] = np.frombuffer(data_buffer, dtype=np.uint8, count=size) \
+                    if size else self._data[:0]
+                self._offsets[done + 1:n + 1] = base + offsets[1:]
+                self._laid_out = n
+            return self._offsets[:n + 1], self._data[:int(self._offsets[n])]
+
+    def to_arrow(self) -> pa.Array:
+        """Every string, in code order."""
+        offsets, data = self._layout()
+        return pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
 
     def decode(self, codes: np.ndarray, valid: np.ndarray | None) -> pa.Array:
-        mask = None if valid is None else ~valid
-        return self.to_arrow().take(pa.array(codes, type=pa.int64(), mask=mask))
+        from darwin.codegen.strings import gather_strings  # Numba fixes its target at the first kernel
+
+        offsets, data = self._layout()
+        present = np.ones(len(codes), dtype=np.bool_) if valid is None else valid
+        out_offsets, out_data = gather_strings(offsets, data, codes, present)
+        bitmap = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
+        if out_offsets[-1] < 2**31:  # Arrow's string type: int32 offsets
+            return pa.StringArray.from_buffers(len(codes), pa.py_buffer(out_offsets.astype(np.int32)),
+                                               pa.py_buffer(out_data), bitmap)
+        strings = pa.LargeStringArray.from_buffers(len(codes), pa.py_buffer(out_offsets), pa.py_buffer(out_data),
+                                                   bitmap)
+        return strings.cast(pa.string())  # more than 2 GiB of text in one batch: Arrow refuses it here
+
+
+def _room(array: np.ndarray, needed: int) -> np.ndarray:
+    """``array``, or a copy twice as long (or more) when it holds fewer than ``needed`` elements."""
+    if len(array) >= needed:
+        return array
+    size = max(1, len(array))
+    while size < needed:
+        size *= 2
+    grown = np.zeros(size, dtype=array.dtype)
+    grown[:len(array)] = array
+    return grown
 
 
 @dataclass

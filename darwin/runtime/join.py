@@ -58,7 +58,8 @@ class JoinRunner:
             t = batch.columns[timing.time]
             has_time = np.ones(n, dtype=np.bool_) if t.valid is None else t.valid
             self.null_time_rows += int(n - has_time.sum())
-            late = has_time & (t.values < self.side_wm[side])
+            with np.errstate(over="ignore"):
+                late = has_time & (t.values + np.int64(timing.time_shift) < self.side_wm[side])
             self.late_rows += int(late.sum())
             eligible &= ~late
             usable &= has_time

@@ -23,7 +23,9 @@ class StaticIndex:
     def __init__(self, spec: op.LookupTableSpec, config: Config, pool: StringPool) -> None:
         from darwin.runtime.executor import run  # the table is a query of its own, run to its end
 
-        table = run(spec.plan, config.replace(checkpoint_dir=None, checkpoint_interval=None)).table
+        # bounded and rebuilt by every run: its state is the job's own in memory, never the job's state_path
+        table = run(spec.plan, config.replace(state="memory", state_path=None, checkpoint_dir=None,
+                                              checkpoint_interval=None)).table
         schema = spec.plan.schema
         n = table.num_rows
         batch = table.combine_chunks().to_batches()[0] if n else pa.RecordBatch.from_pylist([], schema.to_arrow())

@@ -194,3 +194,38 @@ def test_join_state_on_disk_equals_memory_across_many_blocks(state, tmp_path):
                                         state_delta_limit=1))
         assert memory.num_rows > n
         assert_table_equal(on_disk, memory, check_nullability=True)
+
+
+def _ts(values):
+    return pa.array(values, pa.timestamp("ms"))
+
+
+@pytest.mark.parametrize("mode", ["compiled", "interpreted"])
+def test_a_window_join_keeps_rows_until_their_window_fires(mode):
+    """A row is late for a window join once its window has fired, not once its window_start has passed."""
+    left = dw.from_arrow(pa.table({"k": [1, 1, 1], "t": _ts([1000, 6000, 7000])}), time="t", max_delay="0s")
+    right = dw.from_arrow(pa.table({"k": [1], "t": _ts([8000])}), time="t", max_delay="0s")
+    q = left.window(dw.Tumble("10s", on="t")).join(right.window(dw.Tumble("10s", on="t")), on=[("k", "k")])
+    for batch_size in (1, 1024):
+        assert q.collect(dw.Config(batch_size=batch_size, mode=mode)).num_rows == 3
+
+
+@pytest.mark.parametrize("mode", ["compiled", "interpreted"])
+def test_windowed_aggregations_join_on_their_window_start(mode):
+    """Nexmark q8's shape: a window's result arrives when it fires, and is not late for the join."""
+    a = dw.from_arrow(pa.table({"k": [1, 2], "t": _ts([1000, 2000])}), time="t", max_delay="0s")
+    b = dw.from_arrow(pa.table({"k": [1, 2], "t": _ts([1500, 2500])}), time="t", max_delay="0s")
+
+    def per_window(s: dw.Table) -> dw.Table:
+        return s.window(dw.Tumble("10s", on="t")).group_by("k").agg(n=dw.count()).select("k", start=col("window_start"))
+    q = per_window(a).join(per_window(b), on=[("k", "k"), ("start", "start")])
+    assert sorted(q.collect(dw.Config(mode=mode)).column("k").to_pylist()) == [1, 2]
+
+
+@pytest.mark.parametrize("state", ["mmap", "rocksdb"])
+def test_a_lookup_join_runs_on_persistent_state(state, tmp_path):
+    """The lookup table is loaded by a run of its own, which must not claim the job's state_path."""
+    stream = dw.from_arrow(pa.table({"k": [1, 2, 3], "t": _ts([1, 2, 3])}), time="t")
+    side = dw.from_arrow(pa.table({"key": [1, 2], "v": ["a", "b"]}))
+    got = stream.join(side.lookup(), on=[("k", "key")]).collect(dw.Config(state=state, state_path=str(tmp_path)))
+    assert got.column("v").to_pylist() == ["a", "b"]

@@ -84,9 +84,7 @@ def test_main_job_rejects_a_bad_config(tmp_path):
     assert result.exit_code == 2 and "unknown config key(s) ['stat']" in result.output
 
 
-@pytest.mark.parametrize("queries", [["q12", "agg"], pytest.param(["ysb"], marks=pytest.mark.xfail(
-    strict=True, reason="Darwin bug: a lookup join's table is loaded by a nested run on the same state_path, "
-                        "which refuses it as 'in use by another running job'"))])
+@pytest.mark.parametrize("queries", [["q12", "agg"], ["ysb"]])
 @pytest.mark.parametrize("state", ["mmap", "rocksdb"])
 def test_windowed_queries_on_persistent_state_agree_with_spark(tmp_path, state, queries):
     out = tmp_path / "m.json"

@@ -193,11 +193,7 @@ def test_q7_window_end_is_inclusive(spark, tmp_path):
 # -- the Darwin queries against the twins -----------------------------------------------------------
 
 @pytest.mark.parametrize("query", [
-    "q3", "q7",
-    pytest.param("q8", marks=pytest.mark.xfail(
-        strict=True, reason="Darwin bug: a join of two windowed aggregations on window_start is taken as a "
-                            "window join whose rows are late once window_start < watermark, so all are dropped")),
-    "q13", "q20", "q23"])
+    "q3", "q7", "q8", "q13", "q20", "q23"])
 def test_darwin_equals_the_twin(spark, data, query):
     from nexmark.bench import difference
     from nexmark.queries import QUERIES
