@@ -1,10 +1,11 @@
 """The state backends side by side: memory, mmap and rocksdb under the same queries.
 
-Four sections, each skippable: (micro) the 60 s tumbling-sum micro-benchmark of
+Five sections, each skippable: (micro) the 60 s tumbling-sum micro-benchmark of
 ``darwin_agg.py`` on every backend, results checked equal; (keys) insert and update
 rates of keyed state at ``--keys`` distinct keys; (checkpoint) checkpoint and recovery
 time at that state size; (rocksdb_writes) why the rocksdb backend groups its writes:
-per-record get/put against one multi-get and one WriteBatch per pre-aggregated batch.
+per-record get/put against one multi-get and one WriteBatch per pre-aggregated batch;
+(join) Nexmark q20's regular join, every bid and every category-10 auction kept in state.
 
     python benchmarks/state_backends.py --records 20M --keys 10M
 """
@@ -36,7 +37,7 @@ from darwin.cli import parse_count  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ("memory", "mmap", "rocksdb")
-SECTIONS = ("micro", "keys", "checkpoint", "rocksdb_writes")
+SECTIONS = ("micro", "keys", "checkpoint", "rocksdb_writes", "join")
 HOUR_MS = 3_600_000
 app = typer.Typer(add_completion=False)
 console = Console()
@@ -259,6 +260,32 @@ def rocksdb_writes(records: int, keys: int, batch: int, state_dir: Path) -> dict
     return result
 
 
+# ----------------------------------------------------------------------------- 5. a join's state
+
+def join(events: int, runs: int, batch_size: int, state_dir: Path) -> dict[str, Any]:
+    """events/s of Nexmark q20 (bids joined with their category-10 auction; a regular join, so
+    both sides' rows stay in state) per backend, and whether every result equals memory's."""
+    from nexmark.queries import QUERIES
+    from nexmark.source import source
+
+    def q20(n: int) -> dw.Table:
+        return QUERIES["q20"].build(source(events=n))
+
+    result: dict[str, Any] = {"events": events, "events_per_s": {}}
+    tables = {}
+    for backend in BACKENDS:
+        config = config_for(backend, state_dir, batch_size=batch_size)
+        q20(5_000).collect(config)  # compiles
+        table, seconds = _best(lambda c=config: q20(events).collect(c), runs)
+        tables[backend] = table
+        result["events_per_s"][backend] = events / seconds
+    memory = result["events_per_s"]["memory"]
+    result["ratios"] = {f"{b} / memory": result["events_per_s"][b] / memory for b in BACKENDS if b != "memory"}
+    result["rows"] = tables["memory"].num_rows
+    result["equal"] = all(t.equals(tables["memory"]) for t in tables.values())
+    return result
+
+
 # ----------------------------------------------------------------------------- the CLI
 
 @app.command()
@@ -270,6 +297,7 @@ def main(records: str = typer.Option("20M", help="micro-benchmark records"),
          write_records: str = typer.Option("2M", help="records of the rocksdb_writes section"),
          write_keys: str = typer.Option("100K", help="distinct keys of the rocksdb_writes section"),
          write_batch: int = typer.Option(1 << 16, help="records per grouped write batch"),
+         join_events: str = typer.Option("5M", help="Nexmark events of the join section"),
          data_dir: Path = typer.Option(ROOT / ".bench-data", help="where the Parquet file is cached"),
          state_dir: Path = typer.Option(None, help="where state and checkpoints go (default: under --data-dir)"),
          json_out: Path = typer.Option(None, "--json", help="write the measurements here"),
@@ -299,6 +327,10 @@ def main(records: str = typer.Option("20M", help="micro-benchmark records"),
             _table(f"RocksDB updates, {w['records']:,} records over {w['keys']:,} keys", ("records/s",),
                    {"per-record get + put": w["per_record_records_per_s"],
                     f"grouped ({write_batch:,}-record batches)": w["grouped_records_per_s"]}, first="writes")
+        if "join" not in skipped:
+            j = report["join"] = join(parse_count(join_events), runs, batch_size, work)
+            _table(f"Nexmark q20 (regular join), {j['events']:,} events, {j['rows']:,} rows", ("events/s",),
+                   j["events_per_s"])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     sections = {name: report[name] for name in SECTIONS if name in report}

@@ -21,6 +21,7 @@ def test_state_backend_benchmark_runs_and_every_backend_agrees(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "state_backends.py"), "--records", "30K", "--rate", "200",
          "--keys", "20K", "--runs", "1", "--batch-size", "3000", "--write-records", "20K", "--write-keys", "2K",
+         "--join-events", "20K",
          "--data-dir", str(tmp_path), "--json", str(out)],
         capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -34,7 +35,8 @@ def test_state_backend_benchmark_runs_and_every_backend_agrees(tmp_path):
     for measure in ("checkpoint", "recovery", "fire"):
         assert set(result["checkpoint"][measure]) == backends
     assert {"per_record_records_per_s", "grouped_records_per_s"} <= set(result["rocksdb_writes"])
-    for section in ("micro", "keys", "checkpoint", "rocksdb_writes"):
+    assert set(result["join"]["events_per_s"]) == backends and result["join"]["rows"] > 0
+    for section in ("micro", "keys", "checkpoint", "rocksdb_writes", "join"):
         assert result[section]["equal"] is True, section
         numbers = list(_numbers({k: v for k, v in result[section].items() if k != "equal"}))
         assert numbers and all(v > 0 for v in numbers), section
