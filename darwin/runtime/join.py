@@ -146,7 +146,7 @@ class JoinRunner:
             rows = self.sides[side]
             count = rows.count
             if self.timing is not None:
-                freed = rows.free(rows.bound[:count] < self.side_wm[1 - side])
+                freed = rows.free_below(self.side_wm[1 - side])
                 if self.outer[side] and len(freed):
                     unmatched = freed[rows.matches[freed] == 0]
                     if len(unmatched):

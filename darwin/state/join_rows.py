@@ -23,7 +23,8 @@ from darwin.state.snapshot import load_arrays, save_arrays
 from darwin.types import Schema
 
 BOOKKEEPING = ("keys", "next", "matches", "alive", "bound", "stamp")
-LOAD_CHUNK = 1 << 20  # rows copied at a time from a checkpoint into placed arrays
+LOAD_CHUNK = 1 << 20
+INT64_MAX = np.iinfo(np.int64).max  # rows copied at a time from a checkpoint into placed arrays
 
 
 class ColumnStore(Protocol):
@@ -118,6 +119,7 @@ class JoinRows:
         self.dead = 0
         self.distinct = 0
         self.capacity = 0
+        self.lowest_bound = INT64_MAX  # no live row's bound is below it: frees below it need no scan
         self._grow(capacity)
 
     def _grow(self, needed: int) -> None:
@@ -165,6 +167,7 @@ class JoinRows:
         self.matches[first:end] = matches[rows]
         self.alive[first:end] = True
         self.bound[first:end] = bound[rows]
+        self.lowest_bound = min(self.lowest_bound, int(bound[rows].min()))
         self.stamp[first:end] = stamp
         self.distinct += ji.append_rows(self.slot_first, self.slot_last, self.keys, self.next, keys, hashes, rows,
                                         first)
@@ -192,6 +195,16 @@ class JoinRows:
         freed = np.flatnonzero(expired & self.alive[:self.count])
         self.alive[freed] = False
         self.dead += len(freed)
+        return freed
+
+    def free_below(self, watermark: int) -> np.ndarray:
+        """Free the live rows whose bound is below ``watermark``; the freed rows, in order."""
+        if watermark <= self.lowest_bound:
+            return np.zeros(0, dtype=np.int64)
+        bound = self.bound[:self.count]
+        freed = self.free(bound < watermark)
+        remaining = bound[self.alive[:self.count]]
+        self.lowest_bound = int(remaining.min()) if len(remaining) else INT64_MAX
         return freed
 
     def compact(self) -> None:
@@ -225,6 +238,8 @@ class JoinRows:
             _copy_rows(getattr(self, part), saved, count)
         self.columns.restore(directory, self.name, count)
         self.count, self.dead = count, int(meta["dead"])
+        live = self.bound[:count][self.alive[:count]]
+        self.lowest_bound = int(live.min()) if len(live) else INT64_MAX
         self._reindex()
 
     def close(self) -> None:
