@@ -86,20 +86,15 @@ def _binary(e: ex.Binary, schema: Schema, result: DType | None) -> Callable[[Row
     lt, rt = ex.type_of(e.left, schema).dtype, ex.type_of(e.right, schema).dtype
     floats = DType.FLOAT64 in (lt, rt)
     op = e.op
-    if op == "and":
-        def and_(row: Row) -> Any:
+    if op in ("and", "or"):  # SQL's three-valued logic: False decides an and, True an or, even beside NULL
+        deciding = op == "or"
+
+        def logical(row: Row) -> Any:
             a, b = lf(row), rf(row)
-            if a is False or b is False:
-                return False
-            return None if a is None or b is None else True
-        return and_
-    if op == "or":
-        def or_(row: Row) -> Any:
-            a, b = lf(row), rf(row)
-            if a is True or b is True:
-                return True
-            return None if a is None or b is None else False
-        return or_
+            if a is deciding or b is deciding:
+                return deciding
+            return None if a is None or b is None else not deciding
+        return logical
     fn = _OPS[op]
 
     def binary(row: Row) -> Any:

@@ -22,9 +22,15 @@ from darwin.state.placement import InMemory, Placement
 from darwin.state.snapshot import load_arrays, save_arrays
 from darwin.types import Schema
 
-BOOKKEEPING = ("keys", "next", "matches", "alive", "bound", "stamp")
-LOAD_CHUNK = 1 << 20
-INT64_MAX = np.iinfo(np.int64).max  # rows copied at a time from a checkpoint into placed arrays
+PER_ROW = ("keys", "matches", "alive", "bound", "stamp")  # moved by compaction, saved by checkpoints
+LOAD_CHUNK = 1 << 20  # rows copied at a time from a checkpoint into placed arrays
+INT64_MAX = np.iinfo(np.int64).max
+
+
+def column_parts(schema: Schema) -> list[tuple[str, np.dtype]]:
+    """How a column store names and types its arrays: ``value:<column>`` and ``valid:<column>``."""
+    return [p for f in schema.fields
+            for p in ((f"value:{f.name}", np.dtype(f.dtype.numpy)), (f"valid:{f.name}", np.dtype(np.bool_)))]
 
 
 class ColumnStore(Protocol):
@@ -50,12 +56,8 @@ class ArrayColumns:
         self.schema, self.placement = schema, placement
         self.arrays: dict[str, np.ndarray] = {}
 
-    def _parts(self) -> list[tuple[str, np.dtype]]:
-        return [p for f in self.schema.fields
-                for p in ((f"value:{f.name}", np.dtype(f.dtype.numpy)), (f"valid:{f.name}", np.dtype(np.bool_)))]
-
     def grow(self, capacity: int, count: int) -> None:
-        for part, dtype in self._parts():
+        for part, dtype in column_parts(self.schema):
             new = self.placement.allocate(part, (capacity,), dtype)
             old = self.arrays.get(part)
             if old is not None and count:
@@ -100,7 +102,8 @@ def _copy_rows(target: np.ndarray, saved: np.ndarray, count: int) -> None:
 
 
 class JoinRows:
-    # the bookkeeping arrays (``BOOKKEEPING``), placed by ``_grow``; the key index over them
+    # the per-row arrays (``PER_ROW``), placed by ``_grow``; the key index over them (``next`` chains
+    # a key's rows), rebuilt from ``keys``
     keys: np.ndarray
     next: np.ndarray
     matches: np.ndarray
@@ -201,21 +204,22 @@ class JoinRows:
         """Free the live rows whose bound is below ``watermark``; the freed rows, in order."""
         if watermark <= self.lowest_bound:
             return np.zeros(0, dtype=np.int64)
-        bound = self.bound[:self.count]
-        freed = self.free(bound < watermark)
-        remaining = bound[self.alive[:self.count]]
-        self.lowest_bound = int(remaining.min()) if len(remaining) else INT64_MAX
+        freed = self.free(self.bound[:self.count] < watermark)
+        self._find_lowest_bound()
         return freed
+
+    def _find_lowest_bound(self) -> None:
+        live = self.bound[:self.count][self.alive[:self.count]]
+        self.lowest_bound = int(live.min()) if len(live) else INT64_MAX
 
     def compact(self) -> None:
         """Drop dead rows once they outnumber the live ones (after the caller is done with them)."""
         if self.dead == 0 or self.dead < self.live:
             return
         keep = np.flatnonzero(self.alive[:self.count])
-        for part in BOOKKEEPING:
-            if part != "next":
-                array = getattr(self, part)
-                array[:len(keep)] = array[keep]
+        for part in PER_ROW:
+            array = getattr(self, part)
+            array[:len(keep)] = array[keep]
         self.columns.keep(keep)
         self.count, self.dead = len(keep), 0
         self.alive[self.count:] = False
@@ -225,7 +229,7 @@ class JoinRows:
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         self.compact()
         count = self.count
-        files = save_arrays(directory, self.name, {p: getattr(self, p)[:count] for p in BOOKKEEPING if p != "next"})
+        files = save_arrays(directory, self.name, {p: getattr(self, p)[:count] for p in PER_ROW})
         files += self.columns.snapshot(directory, self.name, count)
         return {"count": count, "dead": self.dead}, files
 
@@ -233,13 +237,11 @@ class JoinRows:
         count = int(meta["count"])
         self.count, self.dead = 0, 0
         self._grow(max(count, 1))
-        parts = [p for p in BOOKKEEPING if p != "next"]
-        for part, saved in zip(parts, load_arrays(directory, self.name, parts, mmap=True)):
+        for part, saved in zip(PER_ROW, load_arrays(directory, self.name, PER_ROW, mmap=True)):
             _copy_rows(getattr(self, part), saved, count)
         self.columns.restore(directory, self.name, count)
         self.count, self.dead = count, int(meta["dead"])
-        live = self.bound[:count][self.alive[:count]]
-        self.lowest_bound = int(live.min()) if len(live) else INT64_MAX
+        self._find_lowest_bound()
         self._reindex()
 
     def close(self) -> None:

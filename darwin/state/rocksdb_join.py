@@ -18,6 +18,7 @@ import numpy as np
 import rocksdict
 
 from darwin.errors import StateError
+from darwin.state.join_rows import column_parts
 from darwin.state.rocksdb import checkpoint_db, open_db, restore_db, rocksdb_errors
 from darwin.types import Schema
 
@@ -30,8 +31,8 @@ Block = dict[str, np.ndarray]  # part ("value:<column>" / "valid:<column>") -> B
 class BlockColumns:
     def __init__(self, directory: Path, schema: Schema, cache_rows: int) -> None:
         self.directory = directory
-        self.parts = [p for f in schema.fields
-                      for p in ((f"value:{f.name}", np.dtype(f.dtype.numpy)), (f"valid:{f.name}", np.dtype(np.bool_)))]
+        self.names = schema.names
+        self.parts = column_parts(schema)
         self.cache_blocks = max(2, cache_rows >> BLOCK_SHIFT)
         self.cache: OrderedDict[int, Block] = OrderedDict()  # least recently used first
         self.dirty: set[int] = set()
@@ -105,11 +106,10 @@ class BlockColumns:
             low, high = max(first, b << BLOCK_SHIFT), min(end, (b + 1) << BLOCK_SHIFT)
             source = rows[low - first:high - first]
             at = slice(low - (b << BLOCK_SHIFT), high - (b << BLOCK_SHIFT))
-            for part, _ in self.parts:
-                kind, name = part.split(":", 1)
+            for name in self.names:
                 values, valid = columns[name]
-                block[part][at] = values[source] if kind == "value" else \
-                    (True if valid is None else valid[source])
+                block[f"value:{name}"][at] = values[source]
+                block[f"valid:{name}"][at] = True if valid is None else valid[source]
             self.dirty.add(b)
         self.extent = max(self.extent, end)
         self._plan = None
@@ -143,19 +143,17 @@ class BlockColumns:
         """Compaction in place, block by block: new block ``b`` takes its rows from old blocks ``>= b``
         (``rows`` ascend), so writing it never overwrites a row still to be moved."""
         count = len(rows)
-        for b in range(0, (count + BLOCK_ROWS - 1) >> BLOCK_SHIFT):
+        new_blocks, old_blocks = _blocks_holding(count), _blocks_holding(self.extent)
+        for b in range(new_blocks):
             source = rows[b << BLOCK_SHIFT:(b + 1) << BLOCK_SHIFT]
             block = self._new()
-            for part, _ in self.parts:
-                kind, name = part.split(":", 1)
-                values, valid = self.gather(name, source)
-                block[part][:len(source)] = values if kind == "value" else valid
+            for name in self.names:
+                block[f"value:{name}"][:len(source)], block[f"valid:{name}"][:len(source)] = \
+                    self.gather(name, source)
             self.cache[b] = block
             self.cache.move_to_end(b)
             self.dirty.add(b)
             self._plan = None
-        old_blocks = (self.extent + BLOCK_ROWS - 1) >> BLOCK_SHIFT
-        new_blocks = (count + BLOCK_ROWS - 1) >> BLOCK_SHIFT
         if old_blocks > new_blocks:
             with rocksdb_errors(self.directory):
                 self.db.delete_range(_block_key(new_blocks), _block_key(old_blocks))
@@ -178,6 +176,11 @@ class BlockColumns:
 
     def close(self) -> None:
         self.db.close()
+
+
+def _blocks_holding(rows: int) -> int:
+    """How many blocks rows 0..rows-1 take."""
+    return (rows + BLOCK_ROWS - 1) >> BLOCK_SHIFT
 
 
 def _block_key(block: int) -> bytes:

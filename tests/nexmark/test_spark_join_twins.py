@@ -19,8 +19,6 @@ from nexmark.bench import parquet_for
 from nexmark.generator import GeneratorConfig, write_parquet
 from nexmark.side_input import side_input_table, write_side_input
 
-pytest.importorskip("pyspark")
-
 EVENTS = 20_000
 RATE = 500
 EPOCH = datetime(1970, 1, 1)
