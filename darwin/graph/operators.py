@@ -277,6 +277,9 @@ class OperatorGraph:
     lookups: tuple[LookupTableSpec, ...]
     advance_order: tuple[Stateful, ...]  # inputs before the operators reading them
     output: int  # the pipeline whose rows are the query's result
+    # per scan: its string columns no operator looks into (``darwin.plan.inspected``), appended to
+    # the string pool as they are read instead of interned
+    payload: tuple[frozenset[str], ...] = ()
 
     def consumers(self, pipeline: int) -> list[tuple[str, int, int]]:
         """Who reads the rows pipeline ``pipeline`` emits: ("pipeline", id, 0), ("join", id, side)."""
@@ -295,5 +298,7 @@ class OperatorGraph:
         lines = [p.describe() for p in self.pipelines] + [j.describe() for j in self.joins]
         lines += [f"lookup table {i}: {', '.join(t.columns)} keyed by [{', '.join(t.keys)}]"
                   for i, t in enumerate(self.lookups)]
+        lines += [f"source {scan.source.name}: strings only moved, appended uninterned: {', '.join(sorted(moved))}"
+                  for scan, moved in zip(self.scans, self.payload) if moved]
         lines.append(f"output: pipeline {self.output}")
         return "\n".join(lines)

@@ -9,6 +9,7 @@ from darwin.graph import operators as op
 from darwin.io.source import column_bounds
 from darwin.plan import nodes as pn
 from darwin.plan.exprs import Column, ExprNode, StringCall, columns_of, type_of
+from darwin.plan.inspected import inspected_columns
 from darwin.plan.rules import map_children
 from darwin.plan.strings import VECTORIZED
 from darwin.plan.temporal import join_timing
@@ -21,8 +22,11 @@ def translate(plan: pn.PlanNode, config: Config) -> op.OperatorGraph:
     t = _Translator(config)
     root = t.visit(plan)
     output = t.close(root, op.EmitRows(), root_output=True)
+    inspected = inspected_columns(plan)
+    payload = tuple(frozenset(f.name for f in scan.schema.fields
+                              if f.dtype is DType.STRING and f.name not in inspected[id(scan)]) for scan in t.scans)
     return op.OperatorGraph(tuple(t.pipelines), tuple(t.joins), tuple(t.unions), tuple(t.scans), tuple(t.lookups),
-                            tuple(t.order), output)
+                            tuple(t.order), output, payload)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -37,8 +37,8 @@ class SourceReader:
     """One source: its offset (rows consumed), its event-time clock, and whether it has ended."""
 
     def __init__(self, scan: Any, delay_ms: int, readers: list[op.Pipeline], config: Config,
-                 pool: StringPool) -> None:
-        self.scan, self.pipelines = scan, readers
+                 pool: StringPool, payload: frozenset[str] = frozenset()) -> None:
+        self.scan, self.pipelines, self.payload = scan, readers, payload
         self.clock = WatermarkClock(delay_ms, scan.max_future_ms)
         self.config, self.pool = config, pool
         self.offset = 0
@@ -59,8 +59,9 @@ class SourceReader:
     def _read(self) -> Iterator[tuple[int, pa.RecordBatch | None, list[EncodedBatch]]]:
         scan, pool = self.scan, self.pool
         for batch in read_from(scan.source, scan.columns, self.config.batch_size, self.offset):
-            encoded = [encode(batch, p.input_schema, pool, scan.source.name, p.moved_inputs, p.computed_inputs)
-                       for p in self.pipelines]
+            done: dict = {}
+            encoded = [encode(batch, p.input_schema, pool, scan.source.name, p.moved_inputs, p.computed_inputs,
+                              self.payload, done) for p in self.pipelines]
             yield batch.num_rows, batch, encoded
 
     def next(self) -> tuple[pa.RecordBatch, list[EncodedBatch]] | None:
@@ -126,7 +127,8 @@ class CompiledEngine:
         for i, scan in enumerate(graph.scans):
             readers = [p for p in graph.pipelines if isinstance(p.input, op.SourcePort) and p.input.reader == i]
             delay = readers[0].input.delay_ms if readers else config.max_delay_ms  # type: ignore[union-attr]
-            self.readers.append(SourceReader(scan, delay, readers, config, self.pool))
+            payload = graph.payload[i] if graph.payload else frozenset()
+            self.readers.append(SourceReader(scan, delay, readers, config, self.pool, payload))
         self.port_readers: dict[Any, list[int]] = {}
         for p in graph.pipelines:
             self.port_readers.setdefault(_port_key(p.input), []).append(p.id)

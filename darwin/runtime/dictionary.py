@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from darwin.errors import CheckpointError
@@ -21,19 +22,25 @@ DICTIONARY = "strings.arrow"
 
 def save_dictionary(pool: StringPool, directory: Path) -> str:
     """Write the pool's strings into checkpoint ``directory``; the file's name, for the manifest."""
-    values = pa.table({"value": pool.to_arrow()})
+    values = pa.table({"value": pool.to_arrow(), "interned": pa.array(pool.interned())})
     with pa.OSFile(str(directory / DICTIONARY), "wb") as f, pa.ipc.new_file(f, values.schema) as writer:
         writer.write_table(values)
     return DICTIONARY
 
 
 def load_dictionary(pool: StringPool, directory: Path) -> None:
-    """Intern the checkpoint's strings into the empty ``pool``, so each gets its checkpointed code."""
+    """Make the empty ``pool`` the checkpoint's: each string gets its checkpointed code, and codes
+    that were appended uninterned stay so."""
     path = directory / DICTIONARY
     try:
         with pa.memory_map(str(path)) as f:
-            values = pa.ipc.open_file(f).read_all().column("value").to_pylist()
-    except (OSError, pa.ArrowInvalid) as e:
+            table = pa.ipc.open_file(f).read_all()
+        values = table.column("value").combine_chunks()
+        interned = table.column("interned").to_numpy() if "interned" in table.column_names \
+            else np.ones(len(values), dtype=np.bool_)  # written before strings could be appended
+    except (OSError, KeyError, pa.ArrowInvalid) as e:
         raise CheckpointError(f"checkpoint {str(directory)!r}: cannot read its string dictionary: {e}") from None
-    for value in values:
-        pool.code(value)
+    try:
+        pool.restore(values, interned)
+    except ValueError as e:
+        raise CheckpointError(f"checkpoint {str(directory)!r}: its string dictionary is damaged: {e}") from None

@@ -19,63 +19,141 @@ from darwin.types import DType, Field, Schema, dtype_from_arrow
 
 
 class StringPool:
-    """Append-only dictionary of every string a run has seen.
+    """Append-only dictionary of every string a run has seen, laid out as Arrow offsets and bytes.
 
-    Besides the Python dictionary that encodes, the strings are kept as one Arrow-layout buffer
-    (int64 offsets and bytes, grown by doubling; each string converted once), so decoding a
-    batch copies only that batch's bytes, however large the pool has grown.
+    A compiled hash table over those bytes interns a whole column at once (no Python object per
+    string), and decoding a batch copies only that batch's bytes, however large the pool has grown.
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()  # the prefetch thread encodes while the main thread decodes
-        self._codes: dict[str, int] = {}
-        self._values: list[str] = []
+        self._lock = threading.Lock()  # encoders add strings one at a time; decoders read what is published
+        self._count = 0
+        self._interned = 0  # codes in the hash table (the rest were appended)
         self._offsets = np.zeros(1024, dtype=np.int64)
         self._data = np.zeros(1 << 16, dtype=np.uint8)
-        self._laid_out = 0  # strings in _offsets/_data
+        self._hashes = np.zeros(1024, dtype=np.uint64)
+        self._slots = np.full(2048, -1, dtype=np.int64)
+        self._publish()
 
     def __len__(self) -> int:
-        return len(self._values)
+        return self._count
 
     def code(self, value: str) -> int:
-        code = self._codes.get(value)
-        if code is None:
-            with self._lock:
-                code = self._codes.get(value)
-                if code is None:
-                    code = self._codes[value] = len(self._values)
-                    self._values.append(value)
-        return code
+        return int(self.encode(pa.array([value], type=pa.large_string()))[0])
 
     def value(self, code: int) -> str:
-        return self._values[code]
+        offsets, data = self._layout()
+        return bytes(data[offsets[code]:offsets[code + 1]]).decode()
+
+    def values(self, start: int, end: int) -> list[str]:
+        """The strings of codes ``start`` .. ``end`` - 1."""
+        return self.to_arrow()[start:end].to_pylist()
 
     def encode(self, arr: pa.Array) -> np.ndarray:
         """Codes of a string array (nulls get code 0; validity is kept separately)."""
-        if not pa.types.is_dictionary(arr.type):
-            arr = pc.dictionary_encode(arr)
-        local = arr.dictionary.to_pylist()
-        mapping = np.fromiter((self.code(v) for v in local), dtype=np.int64, count=len(local))
-        idx = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
-        return mapping[idx] if len(mapping) else np.zeros(len(arr), dtype=np.int64)
+        if pa.types.is_dictionary(arr.type):
+            mapping = self.encode(arr.dictionary)
+            idx = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
+            return mapping[idx] if len(mapping) else np.zeros(len(arr), dtype=np.int64)
+        from darwin.codegen.strings import intern_strings, rehash_strings  # Numba fixes its target lazily
+
+        in_offsets, in_data = _string_buffers(arr)
+        n = len(arr)
+        present = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else np.ones(n, dtype=np.bool_)
+        codes = np.empty(n, dtype=np.int64)
+        with self._lock:
+            most = self._count + n
+            used = int(self._offsets[self._count])
+            self._offsets = _room(self._offsets, most + 1)
+            self._hashes = _room(self._hashes, most)
+            self._data = _room(self._data, used + int(in_offsets[-1] - in_offsets[0]))
+            if len(self._slots) < 2 * (self._interned + n):
+                size = len(self._slots)
+                while size < 2 * (self._interned + n):
+                    size *= 2
+                self._slots = rehash_strings(self._hashes, self._count, size)
+            count = intern_strings(in_offsets, in_data, present, codes, self._slots, self._hashes,
+                                   self._offsets, self._data, self._count)
+            self._interned += count - self._count
+            self._count = count
+            self._publish()
+        return codes
+
+    def append(self, arr: pa.Array) -> np.ndarray:
+        """New codes for the strings of ``arr`` (nulls get code 0), without looking any of them up.
+
+        For columns whose codes are only ever decoded (``darwin.plan.inspected``): a code then
+        no longer stands for its string alone, but appending costs a copy of the bytes. A
+        dictionary array appends only its dictionary.
+        """
+        if pa.types.is_dictionary(arr.type):
+            mapping = self.append(arr.dictionary)
+            idx = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
+            return mapping[idx] if len(mapping) else np.zeros(len(arr), dtype=np.int64)
+        in_offsets, in_data = _string_buffers(arr)
+        n = len(arr)
+        with self._lock:
+            count, used = self._count, int(self._offsets[self._count])
+            first, last = int(in_offsets[0]), int(in_offsets[-1])
+            self._offsets = _room(self._offsets, count + n + 1)
+            self._hashes = _room(self._hashes, count + n)  # hash 0: appended, not in the hash table
+            self._hashes[count:count + n] = 0
+            self._data = _room(self._data, used + last - first)
+            self._data[used:used + last - first] = in_data[first:last]
+            self._offsets[count + 1:count + n + 1] = in_offsets[1:] - first + used
+            self._count = count + n
+            self._publish()
+        codes = np.arange(count, count + n, dtype=np.int64)
+        if arr.null_count:
+            codes[~arr.is_valid().to_numpy(zero_copy_only=False)] = 0
+        return codes
+
+    def interned(self) -> np.ndarray:
+        """Per code: whether it was interned (it stands for its string alone) or appended."""
+        with self._lock:
+            return self._hashes[:self._count] != 0
+
+    def restore(self, values: pa.Array, interned: np.ndarray) -> None:
+        """Make this pool the one ``to_arrow()`` and ``interned()`` described: every code as it was.
+
+        What the pool holds already (the query's constants, interned as the engine was built, as
+        they were before the checkpoint) must be where the checkpoint begins. Raises ``ValueError``
+        when it is not, or when an interned string is there twice.
+        """
+        from darwin.codegen.strings import hash_strings, rehash_strings
+
+        held = self.to_arrow()
+        if len(held) > len(values) or not values.slice(0, len(held)).cast(pa.large_string()).equals(held) \
+                or not np.array_equal(self.interned(), interned[:len(held)]):
+            raise ValueError("it does not begin with the strings the query interned as it was built (its constants)")
+        offsets, data = _string_buffers(values)
+        n = len(values)
+        with self._lock:
+            self._offsets = _room(self._offsets, n + 1)
+            self._offsets[:n + 1] = offsets - offsets[0]
+            self._data = _room(self._data, int(offsets[-1] - offsets[0]))
+            self._data[:int(offsets[-1] - offsets[0])] = data[int(offsets[0]):int(offsets[-1])]
+            self._hashes = _room(self._hashes, n)
+            self._hashes[:n] = hash_strings(self._offsets, self._data, interned)
+            self._count, self._interned = n, int(np.count_nonzero(interned))
+            size = len(self._slots)
+            while size < 2 * self._interned:
+                size *= 2
+            self._slots = rehash_strings(self._hashes, n, size)
+            self._publish()
+        expected = np.flatnonzero(interned)
+        if not np.array_equal(self.encode(values.filter(pa.array(interned))), expected) or len(self) != n:
+            raise ValueError("an interned string is there twice")
+
+    def _publish(self) -> None:
+        """Make the strings so far visible to ``_layout`` (one assignment: readers never see half of it)."""
+        n = self._count
+        self._laid_out = (self._offsets[:n + 1], self._data[:int(self._offsets[n])])
 
     def _layout(self) -> tuple[np.ndarray, np.ndarray]:
-        """Offsets and bytes of every string so far (the new ones laid out first)."""
-        with self._lock:
-            n, done = len(self._values), self._laid_out
-            if done < n:
-                new = pa.array(self._values[done:n], type=pa.large_string())
-                _, offsets_buffer, data_buffer = new.buffers()
-                offsets = np.frombuffer(offsets_buffer, dtype=np.int64, count=n - done + 1)
-                base = self._offsets[done]
-                size = int(offsets[-1])
-                self._offsets = _room(self._offsets, n + 1)
-                self._data = _room(self._data, int(base) + size)
-                self._data[base:base + size] = np.frombuffer(data_buffer, dtype=np.uint8, count=size) \
-                    if size else self._data[:0]
-                self._offsets[done + 1:n + 1] = base + offsets[1:]
-                self._laid_out = n
-            return self._offsets[:n + 1], self._data[:int(self._offsets[n])]
+        """Offsets and bytes of every string published so far, without waiting for an encode under way:
+        the buffers below the count are never written again, and a grown buffer is a copy."""
+        return self._laid_out
 
     def to_arrow(self) -> pa.Array:
         """Every string, in code order."""
@@ -95,6 +173,20 @@ class StringPool:
         strings = pa.LargeStringArray.from_buffers(len(codes), pa.py_buffer(out_offsets), pa.py_buffer(out_data),
                                                    bitmap)
         return strings.cast(pa.string())  # more than 2 GiB of text in one batch: Arrow refuses it here
+
+
+def _string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The offsets (one more than rows, into the bytes) and the bytes of a string array, zero-copy."""
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        arr = arr.cast(pa.large_string())
+    n = len(arr)
+    _, offsets_buffer, data_buffer = arr.buffers()
+    offset_type = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offsets = np.frombuffer(offsets_buffer, dtype=offset_type, count=arr.offset + n + 1)[arr.offset:] \
+        if n else np.zeros(1, dtype=offset_type)
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None and data_buffer.size \
+        else np.zeros(0, dtype=np.uint8)
+    return offsets.astype(np.int64, copy=False), data
 
 
 def _room(array: np.ndarray, needed: int) -> np.ndarray:
@@ -124,26 +216,35 @@ class EncodedBatch:
 
 def encode(batch: pa.RecordBatch, schema: Schema, pool: StringPool, source: str,
            as_row_index: frozenset[str] = frozenset(),
-           computed: tuple[tuple[str, str, tuple, str], ...] = ()) -> EncodedBatch:
-    """Typed columns of a batch; string columns in ``as_row_index`` carry row numbers, not codes, and
-    ``computed`` columns are string functions of source columns evaluated by Arrow."""
+           computed: tuple[tuple[str, str, tuple, str], ...] = (), payload: frozenset[str] = frozenset(),
+           done: dict[tuple[Field, str], Column] | None = None) -> EncodedBatch:
+    """Typed columns of a batch; string columns in ``as_row_index`` carry row numbers, not codes,
+    those in ``payload`` are appended to the pool uninterned, and ``computed`` columns are string
+    functions of source columns evaluated by Arrow. ``done`` shares columns already encoded from
+    the same batch (for another pipeline reading it), so each is encoded once."""
     columns = {}
+    done = {} if done is None else done
     derived = {name: (func, args, column) for name, func, args, column in computed}
     for f in schema.fields:
         if f.name in derived:
             func, args, column = derived[f.name]
             columns[f.name] = _encode_column(apply_arrow(func, args, batch.column(column)), f, pool, source)
             continue
+        how = "row" if f.name in as_row_index else "payload" if f.name in payload else "value"
+        if (f, how) in done:
+            columns[f.name] = done[f, how]
+            continue
         try:
             arr = batch.column(f.name)
         except KeyError:
             raise SchemaError(f"source {source!r}: a batch lacks column {f.name!r}") from None
-        if f.name in as_row_index:
+        if how == "row":
             _check_column(arr, f, source)
             valid = arr.is_valid().to_numpy(zero_copy_only=False) if f.nullable else None
             columns[f.name] = Column(np.arange(batch.num_rows, dtype=np.int64), valid)
         else:
-            columns[f.name] = _encode_column(arr, f, pool, source)
+            columns[f.name] = _encode_column(arr, f, pool, source, uninterned=how == "payload")
+        done[f, how] = columns[f.name]
     return EncodedBatch(columns, batch.num_rows, batch if as_row_index else None)
 
 
@@ -157,12 +258,12 @@ def _check_column(arr: pa.Array, f: Field, source: str) -> None:
                           "with it as NOT NULL (the source declared no nulls)")
 
 
-def _encode_column(arr: pa.Array, f: Field, pool: StringPool, source: str) -> Column:
+def _encode_column(arr: pa.Array, f: Field, pool: StringPool, source: str, uninterned: bool = False) -> Column:
     _check_column(arr, f, source)
     has_nulls = arr.null_count > 0
     valid = arr.is_valid().to_numpy(zero_copy_only=False) if f.nullable else None
     if f.dtype is DType.STRING:
-        return Column(pool.encode(arr), valid)
+        return Column(pool.append(arr) if uninterned else pool.encode(arr), valid)
     if f.dtype in (DType.INT64, DType.TIMESTAMP):
         arr = to_int64(arr, source, f.name)
     elif arr.type != f.dtype.arrow:

@@ -24,7 +24,7 @@ class LookupTable:
         """Extend to every code in the pool (results may add strings; those get entries too)."""
         while len(self.values) < len(pool):
             start, end = len(self.values), len(pool)
-            results = [apply(self.func, self.args, pool.value(c)) for c in range(start, end)]
+            results = [apply(self.func, self.args, v) for v in pool.values(start, end)]
             if self.result is DType.STRING:
                 fresh = [0 if r is None else pool.code(r) for r in results]
             else:

@@ -92,6 +92,17 @@ def test_aggregation_over_a_join_agrees(left, right, batch, state):
 
 
 @SETTINGS
+@given(left=streams("L"), right=streams("R"), batch=st.integers(1, 8), state=st.sampled_from(STATES))
+def test_strings_moved_through_a_join_then_compared_agree(left, right, batch, state):
+    """Strings a join only carries are appended to the pool uninterned; grouped above it, they are interned."""
+    joined = left.join(right, on=[("k", "k")], where=col("t_right").between(col("t"), col("t") + 3000))
+    q = joined.select("t", "s", r=col("s_right")).window(dw.Tumble("5s", on="t")).group_by("s", "r").agg(
+        n=dw.count())
+    assert_agree(q, batch, state)
+    assert_agree(joined.select("t", "s", "s_right"), batch, state)
+
+
+@SETTINGS
 @given(left=streams("L"), batch=st.integers(1, 8))
 def test_aggregation_over_an_aggregation_agrees(left, batch):
     first = left.window(dw.Tumble("2s", on="t")).group_by("k").agg(n=dw.count())

@@ -1,22 +1,100 @@
-"""The string pool decodes a batch's codes into Arrow strings, however it grew in between."""
+"""The string pool: one code per distinct string, however the batches arrive, and decoding gives them back."""
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from darwin.errors import CheckpointError
+from darwin.runtime.dictionary import load_dictionary, save_dictionary
 from darwin.runtime.encoding import StringPool
 
+STRINGS = st.lists(st.one_of(st.none(), st.text(max_size=8), st.sampled_from(["a", "bb", "", "ü€"])), max_size=40)
+LAYOUTS = st.sampled_from(["string", "large_string", "dictionary", "sliced"])
 
-@settings(max_examples=50, deadline=None)
-@given(batches=st.lists(st.lists(st.one_of(st.none(), st.text(max_size=8)), max_size=20), max_size=6))
-def test_decode_gives_back_what_was_encoded_as_the_pool_grows(batches):
+
+def _arrow(strings: list[str | None], layout: str) -> pa.Array:
+    if layout == "dictionary":
+        return pa.array(strings, pa.string()).dictionary_encode()
+    if layout == "sliced":  # a slice keeps its parent's buffers and an offset into them
+        return pa.array(["x", *strings, "y"], pa.string()).slice(1, len(strings))
+    return pa.array(strings, pa.large_string() if layout == "large_string" else pa.string())
+
+
+@settings(max_examples=100, deadline=None)
+@given(batches=st.lists(st.tuples(STRINGS, LAYOUTS), max_size=8))
+def test_codes_are_equal_exactly_when_strings_are_and_decode_gives_them_back(batches):
     pool = StringPool()
-    for strings in batches:
-        arr = pa.array(strings, pa.string())
-        codes = pool.encode(arr)
-        valid = None if arr.null_count == 0 else np.array([s is not None for s in strings])
+    seen: dict[str, int] = {}
+    for strings, layout in batches:
+        codes = pool.encode(_arrow(strings, layout))
+        for s, c in zip(strings, codes):
+            if s is not None:
+                assert seen.setdefault(s, int(c)) == c
+        valid = None if None not in strings else np.array([s is not None for s in strings])
         back = pool.decode(codes, valid)
         assert back.type == pa.string()
         assert back.to_pylist() == strings
-    assert pool.to_arrow().to_pylist() == [pool.value(i) for i in range(len(pool))]
+    assert len(pool) == len(seen)
+    assert pool.to_arrow().to_pylist() == [pool.value(i) for i in range(len(pool))] == pool.values(0, len(pool))
+    assert all(pool.code(s) == c for s, c in seen.items())
+
+
+def test_a_pool_grows_past_its_first_table_and_buffers():
+    pool = StringPool()
+    strings = [f"{i:06d}-" + "x" * (i % 300) for i in range(20_000)]
+    codes = pool.encode(pa.array(strings))
+    assert list(codes) == list(range(20_000))
+    again = pool.encode(pa.array(strings[::-1]))
+    assert list(again) == list(range(20_000))[::-1]
+    assert pool.decode(codes[::7], None).to_pylist() == strings[::7]
+
+
+def test_appended_strings_get_fresh_codes_and_stay_out_of_interning():
+    pool = StringPool()
+    interned = pool.encode(pa.array(["a", "b"]))
+    appended = pool.append(pa.array(["a", None, "c", "c"]))
+    assert list(appended) == [2, 0, 4, 5]
+    assert pool.decode(appended, np.array([True, False, True, True])).to_pylist() == ["a", None, "c", "c"]
+    assert list(pool.encode(pa.array(["c", "a", "b"]))) == [6, *interned]
+    assert list(pool.append(pa.array(["x", "y", "x"]).dictionary_encode())) == [7, 8, 7]
+    assert list(pool.interned()) == [True, True, False, False, False, False, True, False, False]
+
+
+@settings(max_examples=30, deadline=None)
+@given(batches=st.lists(st.tuples(STRINGS, st.booleans()), max_size=6))
+def test_a_checkpointed_dictionary_restores_every_code(tmp_path_factory, batches):
+    directory = tmp_path_factory.mktemp("dictionary")
+    pool = StringPool()
+    for strings, intern in batches:
+        (pool.encode if intern else pool.append)(pa.array(strings, pa.string()))
+    save_dictionary(pool, directory)
+    restored = StringPool()
+    if len(pool) and pool.interned()[0]:  # an engine interns its constants before it restores
+        restored.code(pool.value(0))
+    load_dictionary(restored, directory)
+    assert restored.to_arrow().equals(pool.to_arrow())
+    assert list(restored.interned()) == list(pool.interned())
+    probe = pa.array([s for strings, _ in batches for s in strings] + ["never seen"], pa.string())
+    assert list(restored.encode(probe)) == list(pool.encode(probe))
+
+
+def test_a_dictionary_holding_a_string_twice_is_refused(tmp_path):
+    import pyarrow.ipc as ipc
+
+    table = pa.table({"value": pa.array(["a", "a"], pa.large_string())})
+    with pa.OSFile(str(tmp_path / "strings.arrow"), "wb") as f, ipc.new_file(f, table.schema) as writer:
+        writer.write_table(table)
+    with pytest.raises(CheckpointError, match="twice"):
+        load_dictionary(StringPool(), tmp_path)
+
+
+def test_a_dictionary_that_does_not_begin_with_the_pools_constants_is_refused(tmp_path):
+    pool = StringPool()
+    pool.encode(pa.array(["a", "b"]))
+    save_dictionary(pool, tmp_path)
+    restored = StringPool()
+    restored.code("b")
+    with pytest.raises(CheckpointError, match="constants"):
+        load_dictionary(restored, tmp_path)

@@ -1,0 +1,70 @@
+"""Which columns an operator looks into, as opposed to only moving them to the output.
+
+A string column that nothing compares, hashes, groups, orders or passes to a function need not
+be interned: the compiled engine appends its values to the string pool without looking them up
+(``StringPool.append``), which is what makes wide text payloads (Nexmark's ``extra``) cheap to
+carry through a join. Codes of such a column are only ever decoded, never compared.
+"""
+
+from __future__ import annotations
+
+from darwin.plan import exprs as ex
+from darwin.plan import nodes as pn
+from darwin.plan.visitor import PlanVisitor
+
+
+def inspected_columns(plan: pn.PlanNode) -> dict[int, set[str]]:
+    """For every node (by id) the columns of its output that some operator above looks into.
+
+    The plan's output is only decoded, so nothing of it is inspected at the root; a node read by
+    several parents is inspected in the union of what they inspect.
+    """
+    inspected: dict[int, set[str]] = {id(plan): set()}
+    for n in reversed(list(pn.walk(plan))):
+        for child, uses in zip(n.inputs, _INSPECTS.visit(n, inspected.setdefault(id(n), set()))):
+            inspected.setdefault(id(child), set()).update(uses)
+    return inspected
+
+
+class _Inspects(PlanVisitor[list[set[str]]]):
+    """The columns of each input a node looks into, given the ``inspected`` columns of its output."""
+
+    translation = "the analysis of inspected columns"
+
+    def visit_Scan(self, n: pn.Scan, inspected: set[str]) -> list[set[str]]:
+        return []
+
+    def visit_Filter(self, n: pn.Filter, inspected: set[str]) -> list[set[str]]:
+        return [inspected | ex.columns_of(n.predicate)]
+
+    def visit_Project(self, n: pn.Project, inspected: set[str]) -> list[set[str]]:
+        uses: set[str] = set()
+        for name, e in n.exprs:
+            if not isinstance(e, ex.Column) or name in inspected:  # a bare column is moved, or renamed
+                uses |= ex.columns_of(e)
+        return [uses]
+
+    def visit_WindowAssign(self, n: pn.WindowAssign, inspected: set[str]) -> list[set[str]]:
+        return [(inspected - {pn.WINDOW_START, pn.WINDOW_END}) | {n.window.on}]
+
+    def visit_Aggregate(self, n: pn.Aggregate, inspected: set[str]) -> list[set[str]]:
+        uses = set(n.keys) | {n.input.window.on, pn.WINDOW_START, pn.WINDOW_END}
+        for _, call in n.aggs:
+            uses |= ex.columns_of(call)
+        return [uses]
+
+    def visit_Join(self, n: pn.Join | pn.LookupJoin, inspected: set[str]) -> list[set[str]]:
+        left, right = n.inputs
+        wanted = inspected | (set() if n.where is None else ex.columns_of(n.where))
+        left_uses = (wanted & set(left.schema.names)) | {c for k in n.left_keys for c in ex.columns_of(k)}
+        right_uses = {name for name, out in n.right_names.items() if out in wanted}
+        right_uses |= {c for k in n.right_keys for c in ex.columns_of(k)}
+        return [left_uses, right_uses]
+
+    visit_LookupJoin = visit_Join
+
+    def visit_Union(self, n: pn.Union, inspected: set[str]) -> list[set[str]]:
+        return [set(inspected) for _ in n.parts]
+
+
+_INSPECTS = _Inspects()
