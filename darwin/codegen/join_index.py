@@ -3,6 +3,7 @@
 Rows are dense (row r's key components in ``keys[r]``); ``slots`` is an open-addressing table of
 distinct keys, each slot holding its first and last row, and ``next`` chains a key's rows in
 arrival order. Rows are only appended; freed rows are marked dead and dropped by ``rebuild``.
+The table grows with the distinct keys, not with the rows (``move_slots``).
 Keys are int64 components (floats as normalised bit patterns, strings as dictionary codes).
 """
 
@@ -18,19 +19,23 @@ MAX_KEY_WIDTH = 16
 _MULTIPLIERS = np.array([multiplier(j) for j in range(MAX_KEY_WIDTH)], dtype=np.uint64)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _hash_row(keys: np.ndarray, i: int) -> np.uint64:
+    h = np.uint64(0)
+    for j in range(keys.shape[1]):
+        h ^= np.uint64(keys[i, j]) * _MULTIPLIERS[j]
+    h ^= h >> np.uint64(SHIFT)
+    h *= np.uint64(FINAL)
+    h ^= h >> np.uint64(32)
+    return h
+
+
 @njit(cache=True, nogil=True)
 def hash_keys(keys: np.ndarray) -> np.ndarray:
     """One hash per row of ``keys`` (rows x components)."""
-    n, w = keys.shape
-    out = np.empty(n, dtype=np.uint64)
-    for i in range(n):
-        h = np.uint64(0)
-        for j in range(w):
-            h ^= np.uint64(keys[i, j]) * _MULTIPLIERS[j]
-        h ^= h >> np.uint64(SHIFT)
-        h *= np.uint64(FINAL)
-        h ^= h >> np.uint64(32)
-        out[i] = h
+    out = np.empty(keys.shape[0], dtype=np.uint64)
+    for i in range(keys.shape[0]):
+        out[i] = _hash_row(keys, i)
     return out
 
 
@@ -140,9 +145,26 @@ def plan_output(n: int, probe_rows_: np.ndarray, pair_probe: np.ndarray, pair_ke
 
 
 @njit(cache=True, nogil=True)
-def rebuild(slot_first: np.ndarray, slot_last: np.ndarray, keys: np.ndarray, nxt: np.ndarray, count: int) -> None:
-    """Index rows 0..count-1 again (after dead rows were dropped)."""
+def rebuild(slot_first: np.ndarray, slot_last: np.ndarray, keys: np.ndarray, nxt: np.ndarray, count: int) -> int:
+    """Index rows 0..count-1 again (after dead rows were dropped); the number of distinct keys."""
     slot_first[:] = EMPTY
     hashes = hash_keys(keys[:count])
     rows = np.arange(count)
-    append_rows(slot_first, slot_last, keys, nxt, keys, hashes, rows, 0)
+    return append_rows(slot_first, slot_last, keys, nxt, keys, hashes, rows, 0)
+
+
+@njit(cache=True, nogil=True)
+def move_slots(old_first: np.ndarray, old_last: np.ndarray, keys: np.ndarray, slot_first: np.ndarray,
+               slot_last: np.ndarray) -> None:
+    """Move every key of a full table into a larger empty one: its first and last rows go along,
+    so the rows' ``next`` chains stay as they are and no row is read but each key's first."""
+    mask = slot_first.shape[0] - 1
+    for old in range(old_first.shape[0]):
+        r = old_first[old]
+        if r == EMPTY:
+            continue
+        s = np.int64(_hash_row(keys, r) & np.uint64(mask))
+        while slot_first[s] != EMPTY:
+            s = (s + 1) & mask
+        slot_first[s] = r
+        slot_last[s] = old_last[old]

@@ -22,7 +22,8 @@ DICTIONARY = "strings.arrow"
 
 def save_dictionary(pool: StringPool, directory: Path) -> str:
     """Write the pool's strings into checkpoint ``directory``; the file's name, for the manifest."""
-    values = pa.table({"value": pool.to_arrow(), "interned": pa.array(pool.interned())})
+    strings, interned = pool.contents()
+    values = pa.table({"value": strings, "interned": pa.array(interned)})
     with pa.OSFile(str(directory / DICTIONARY), "wb") as f, pa.ipc.new_file(f, values.schema) as writer:
         writer.write_table(values)
     return DICTIONARY

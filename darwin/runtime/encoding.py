@@ -7,6 +7,7 @@ across batches and comparable across columns; sinks decode them.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,10 +20,12 @@ from darwin.types import DType, Field, Schema, dtype_from_arrow
 
 
 class StringPool:
-    """Append-only dictionary of every string a run has seen, laid out as Arrow offsets and bytes.
+    """Every string a run has seen, laid out as Arrow offsets and bytes, each under an int64 code.
 
-    A compiled hash table over those bytes interns a whole column at once (no Python object per
-    string), and decoding a batch copies only that batch's bytes, however large the pool has grown.
+    Interned strings (``encode``) have one code each, so equal codes mean equal strings: a compiled
+    hash table over the bytes interns a whole column at once, with no Python object per string.
+    Strings only ever decoded are appended (``append``) without a lookup. Decoding a batch copies
+    only that batch's bytes, however large the pool has grown.
     """
 
     def __init__(self) -> None:
@@ -52,9 +55,7 @@ class StringPool:
     def encode(self, arr: pa.Array) -> np.ndarray:
         """Codes of a string array (nulls get code 0; validity is kept separately)."""
         if pa.types.is_dictionary(arr.type):
-            mapping = self.encode(arr.dictionary)
-            idx = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
-            return mapping[idx] if len(mapping) else np.zeros(len(arr), dtype=np.int64)
+            return _through_dictionary(arr, self.encode)
         from darwin.codegen.strings import intern_strings, rehash_strings  # Numba fixes its target lazily
 
         in_offsets, in_data = _string_buffers(arr)
@@ -87,9 +88,7 @@ class StringPool:
         dictionary array appends only its dictionary.
         """
         if pa.types.is_dictionary(arr.type):
-            mapping = self.append(arr.dictionary)
-            idx = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
-            return mapping[idx] if len(mapping) else np.zeros(len(arr), dtype=np.int64)
+            return _through_dictionary(arr, self.append)
         in_offsets, in_data = _string_buffers(arr)
         n = len(arr)
         with self._lock:
@@ -110,8 +109,14 @@ class StringPool:
 
     def interned(self) -> np.ndarray:
         """Per code: whether it was interned (it stands for its string alone) or appended."""
-        with self._lock:
-            return self._hashes[:self._count] != 0
+        return self.contents()[1]
+
+    def contents(self) -> tuple[pa.Array, np.ndarray]:
+        """Every string in code order and whether each was interned, as one consistent picture
+        (the reader thread may be adding strings meanwhile)."""
+        offsets, data, hashes = self._laid_out
+        strings = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
+        return strings, hashes != 0
 
     def restore(self, values: pa.Array, interned: np.ndarray) -> None:
         """Make this pool the one ``to_arrow()`` and ``interned()`` described: every code as it was.
@@ -122,9 +127,9 @@ class StringPool:
         """
         from darwin.codegen.strings import hash_strings, rehash_strings
 
-        held = self.to_arrow()
+        held, held_interned = self.contents()
         if len(held) > len(values) or not values.slice(0, len(held)).cast(pa.large_string()).equals(held) \
-                or not np.array_equal(self.interned(), interned[:len(held)]):
+                or not np.array_equal(held_interned, interned[:len(held)]):
             raise ValueError("it does not begin with the strings the query interned as it was built (its constants)")
         offsets, data = _string_buffers(values)
         n = len(values)
@@ -148,17 +153,17 @@ class StringPool:
     def _publish(self) -> None:
         """Make the strings so far visible to ``_layout`` (one assignment: readers never see half of it)."""
         n = self._count
-        self._laid_out = (self._offsets[:n + 1], self._data[:int(self._offsets[n])])
+        self._laid_out = (self._offsets[:n + 1], self._data[:int(self._offsets[n])], self._hashes[:n])
 
     def _layout(self) -> tuple[np.ndarray, np.ndarray]:
         """Offsets and bytes of every string published so far, without waiting for an encode under way:
         the buffers below the count are never written again, and a grown buffer is a copy."""
-        return self._laid_out
+        offsets, data, _ = self._laid_out
+        return offsets, data
 
     def to_arrow(self) -> pa.Array:
         """Every string, in code order."""
-        offsets, data = self._layout()
-        return pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
+        return self.contents()[0]
 
     def decode(self, codes: np.ndarray, valid: np.ndarray | None) -> pa.Array:
         from darwin.codegen.strings import gather_strings  # Numba fixes its target at the first kernel
@@ -173,6 +178,13 @@ class StringPool:
         strings = pa.LargeStringArray.from_buffers(len(codes), pa.py_buffer(out_offsets), pa.py_buffer(out_data),
                                                    bitmap)
         return strings.cast(pa.string())  # more than 2 GiB of text in one batch: Arrow refuses it here
+
+
+def _through_dictionary(arr: pa.DictionaryArray, codes_of: Callable[[pa.Array], np.ndarray]) -> np.ndarray:
+    """Codes of a dictionary array: of its dictionary's strings, taken by its indices (nulls: 0)."""
+    mapping = codes_of(arr.dictionary)
+    indices = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
+    return mapping[indices] if len(mapping) else np.zeros(len(arr), dtype=np.int64)
 
 
 def _string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:

@@ -110,8 +110,6 @@ class JoinRows:
     alive: np.ndarray
     bound: np.ndarray
     stamp: np.ndarray
-    slot_first: np.ndarray
-    slot_last: np.ndarray
 
     def __init__(self, name: str, schema: Schema, key_width: int, placement: Placement | None = None,
                  columns: ColumnStore | None = None, capacity: int = 1024) -> None:
@@ -123,10 +121,13 @@ class JoinRows:
         self.distinct = 0
         self.capacity = 0
         self.lowest_bound = INT64_MAX  # no live row's bound is below it: frees below it need no scan
+        self.slot_first = self.slot_last = np.zeros(0, dtype=np.int64)  # the key index, sized by _index_room
         self._grow(capacity)
+        self._index_room(capacity)
 
     def _grow(self, needed: int) -> None:
-        """Room for ``needed`` rows: arrays of twice the size, the kept rows copied, the index rebuilt."""
+        """Room for ``needed`` rows: arrays of twice the size, the kept rows copied (row numbers, so
+        the index, stay as they are)."""
         capacity = max(self.capacity, 1)
         while capacity < needed:
             capacity *= 2
@@ -141,16 +142,26 @@ class JoinRows:
                 new[:count] = getattr(self, part)[:count]
             setattr(self, part, new)
         self.columns.grow(capacity, count)
-        size = 16
-        while size < 2 * capacity:
+        self.capacity = capacity
+
+    def _index_room(self, keys: int) -> None:
+        """A key index of at least twice ``keys`` slots; the keys move into a larger one."""
+        size = max(16, len(self.slot_first))
+        if len(self.slot_first) >= 2 * keys:
+            return
+        while size < 2 * keys:
             size *= 2
+        old_first, old_last = self.slot_first, self.slot_last
         self.slot_first = self.placement.allocate("slot_first", (size,), np.dtype(np.int64))
         self.slot_last = self.placement.allocate("slot_last", (size,), np.dtype(np.int64))
-        self.capacity = capacity
-        self._reindex()
+        self.slot_first[:] = ji.EMPTY
+        ji.move_slots(old_first, old_last, self.keys, self.slot_first, self.slot_last)
 
     def _reindex(self) -> None:
-        ji.rebuild(self.slot_first, self.slot_last, self.keys, self.next, self.count)
+        """Index the rows again (they were renumbered or restored)."""
+        self.slot_first = self.slot_last = np.zeros(0, dtype=np.int64)
+        self._index_room(max(self.count, 1))
+        self.distinct = ji.rebuild(self.slot_first, self.slot_last, self.keys, self.next, self.count)
 
     @property
     def live(self) -> int:
@@ -172,6 +183,7 @@ class JoinRows:
         self.bound[first:end] = bound[rows]
         self.lowest_bound = min(self.lowest_bound, int(bound[rows].min()))
         self.stamp[first:end] = stamp
+        self._index_room(self.distinct + n)
         self.distinct += ji.append_rows(self.slot_first, self.slot_last, self.keys, self.next, keys, hashes, rows,
                                         first)
         self.count = end
