@@ -1,17 +1,39 @@
-"""Compiled work on a string pool laid out as Arrow offsets and bytes: interning and gathering.
+"""Compiled work on the string pool: interning, hashing and gathering strings kept in chunks.
 
-The pool's hash table holds codes (-1 marks a free slot); ``hashes`` holds each code's hash, so
-growing the table never rereads the strings. Interned strings have odd hashes; a hash of 0 marks
-a code appended without interning (``StringPool.append``), which the table never holds.
+The pool's bytes live in chunks (numpy arrays it keeps alive); a string's address is
+``chunk << 32 | position`` and kernels reach a chunk through its base address (``bases``, with
+``sizes``), so chunks are added without copying the ones before. The hash table holds codes (-1
+marks a free slot); ``hashes`` holds each code's hash, so growing the table never rereads a
+string. Interned strings have odd hashes; a hash of 0 marks a code appended without interning
+(``StringPool.append``), which the table never holds.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import carray, njit, types
+from numba.extending import intrinsic
 
 FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 FNV_PRIME = np.uint64(0x100000001B3)
+POSITION_BITS = 32  # a chunk holds at most 4 GiB
+POSITION_MASK = (1 << POSITION_BITS) - 1
+
+
+@intrinsic
+def _byte_pointer(typingctx, address):  # type: ignore[no-untyped-def]
+    """The bytes at ``address`` (an int64 the pool took from a chunk it keeps alive)."""
+    signature = types.CPointer(types.uint8)(types.int64)
+
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.uint8)))
+
+    return signature, codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _chunk(bases: np.ndarray, sizes: np.ndarray, number: int) -> np.ndarray:
+    return carray(_byte_pointer(bases[number]), (sizes[number],))  # type: ignore[call-arg]
 
 
 @njit(cache=True, nogil=True)
@@ -24,55 +46,68 @@ def string_hash(data: np.ndarray, start: int, end: int) -> np.uint64:
 
 
 @njit(cache=True, nogil=True)
-def hash_strings(offsets: np.ndarray, data: np.ndarray, interned: np.ndarray) -> np.ndarray:
-    """Each string's hash where ``interned``, else 0: the ``hashes`` of a pool read back from its layout."""
+def hash_strings(starts: np.ndarray, ends: np.ndarray, bases: np.ndarray, sizes: np.ndarray,
+                 interned: np.ndarray) -> np.ndarray:
+    """Each string's hash where ``interned``, else 0: the ``hashes`` of a pool read back whole."""
     hashes = np.zeros(interned.shape[0], dtype=np.uint64)
     for c in range(interned.shape[0]):
         if interned[c]:
-            hashes[c] = string_hash(data, offsets[c], offsets[c + 1])
+            data = _chunk(bases, sizes, starts[c] >> POSITION_BITS)
+            at = starts[c] & POSITION_MASK
+            hashes[c] = string_hash(data, at, at + ends[c] - starts[c])
     return hashes
 
 
 @njit(cache=True, nogil=True)
 def intern_strings(in_offsets: np.ndarray, in_data: np.ndarray, present: np.ndarray, codes: np.ndarray,
-                   slots: np.ndarray, hashes: np.ndarray, offsets: np.ndarray, data: np.ndarray,
-                   count: int) -> int:
-    """Write into ``codes`` the pool code of each present input string, adding the new ones.
+                   slots: np.ndarray, hashes: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                   bases: np.ndarray, sizes: np.ndarray, position: int, count: int, row: int) \
+        -> tuple[int, int, int]:
+    """Write into ``codes`` the pool code of each present input string from ``row`` on, adding the
+    new ones to the last chunk; stops at a new string that does not fit there.
 
     The caller makes room first: ``slots`` at least twice the strings the pool may hold after this
-    call, ``offsets``/``hashes``/``data`` for every input string being new. Returns the new count.
+    call, ``starts``/``ends``/``hashes`` for every input string being new. Returns the row it
+    stopped at (the number of rows when done), the new count and the last chunk's new position.
     """
     mask = slots.shape[0] - 1
-    for i in range(codes.shape[0]):
+    last = sizes.shape[0] - 1
+    chunk = _chunk(bases, sizes, last)
+    for i in range(row, codes.shape[0]):
         if not present[i]:
             codes[i] = 0
             continue
         start, end = in_offsets[i], in_offsets[i + 1]
+        length = end - start
         h = string_hash(in_data, start, end)
         s = np.int64(h & np.uint64(mask))
         while True:
             c = slots[s]
             if c < 0:
-                at = offsets[count]
-                data[at:at + end - start] = in_data[start:end]
-                offsets[count + 1] = at + end - start
+                if position + length > chunk.shape[0]:
+                    return i, count, position  # the caller adds a chunk and calls again from this row
+                chunk[position:position + length] = in_data[start:end]
+                starts[count] = (np.int64(last) << POSITION_BITS) | position
+                ends[count] = starts[count] + length
+                position += length
                 hashes[count] = h
                 slots[s] = count
                 codes[i] = count
                 count += 1
                 break
-            if hashes[c] == h and offsets[c + 1] - offsets[c] == end - start:
-                first = offsets[c]
+            if hashes[c] == h and ends[c] - starts[c] == length:
+                other = _chunk(bases, sizes, starts[c] >> POSITION_BITS)
+                at = starts[c] & POSITION_MASK
                 same = True
-                for j in range(end - start):
-                    if data[first + j] != in_data[start + j]:
+                for j in range(length):
+                    if other[at + j] != in_data[start + j]:
                         same = False
                         break
                 if same:
                     codes[i] = c
                     break
             s = (s + 1) & mask
-    return count
+    return codes.shape[0], count, position
 
 
 @njit(cache=True, nogil=True)
@@ -91,8 +126,8 @@ def rehash_strings(hashes: np.ndarray, count: int, size: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def gather_strings(offsets: np.ndarray, data: np.ndarray, codes: np.ndarray, present: np.ndarray) \
-        -> tuple[np.ndarray, np.ndarray]:
+def gather_strings(starts: np.ndarray, ends: np.ndarray, bases: np.ndarray, sizes: np.ndarray,
+                   codes: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The strings ``codes`` (empty where not ``present``) as Arrow large-string offsets and bytes."""
     n = codes.shape[0]
     out_offsets = np.empty(n + 1, dtype=np.int64)
@@ -101,11 +136,13 @@ def gather_strings(offsets: np.ndarray, data: np.ndarray, codes: np.ndarray, pre
     for i in range(n):
         if present[i]:
             c = codes[i]
-            total += offsets[c + 1] - offsets[c]
+            total += ends[c] - starts[c]
         out_offsets[i + 1] = total
     out_data = np.empty(total, dtype=np.uint8)
     for i in range(n):
         if present[i]:
             c = codes[i]
-            out_data[out_offsets[i]:out_offsets[i + 1]] = data[offsets[c]:offsets[c + 1]]
+            data = _chunk(bases, sizes, starts[c] >> POSITION_BITS)
+            at = starts[c] & POSITION_MASK
+            out_data[out_offsets[i]:out_offsets[i + 1]] = data[at:at + ends[c] - starts[c]]
     return out_offsets, out_data

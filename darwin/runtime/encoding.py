@@ -18,24 +18,31 @@ from darwin.errors import SchemaError, SourceError
 from darwin.plan.strings import apply_arrow
 from darwin.types import DType, Field, Schema, dtype_from_arrow
 
+FIRST_CHUNK_BYTES = 1 << 16
+CHUNK_BYTES = 1 << 26  # chunks double up to this size; a longer string gets a chunk of its own
+
 
 class StringPool:
-    """Every string a run has seen, laid out as Arrow offsets and bytes, each under an int64 code.
+    """Every string a run has seen, each under an int64 code; the bytes in chunks that are never moved.
 
     Interned strings (``encode``) have one code each, so equal codes mean equal strings: a compiled
     hash table over the bytes interns a whole column at once, with no Python object per string.
-    Strings only ever decoded are appended (``append``) without a lookup. Decoding a batch copies
-    only that batch's bytes, however large the pool has grown.
+    Strings only ever decoded are appended (``append``) without a lookup. Growing the pool adds a
+    chunk and copies nothing; decoding a batch copies only that batch's bytes.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # encoders add strings one at a time; decoders read what is published
         self._count = 0
         self._interned = 0  # codes in the hash table (the rest were appended)
-        self._offsets = np.zeros(1024, dtype=np.int64)
-        self._data = np.zeros(1 << 16, dtype=np.uint8)
+        self._starts = np.zeros(1024, dtype=np.int64)  # per code: chunk << 32 | position, and the end
+        self._ends = np.zeros(1024, dtype=np.int64)
         self._hashes = np.zeros(1024, dtype=np.uint64)
         self._slots = np.full(2048, -1, dtype=np.int64)
+        self._chunks: list[np.ndarray] = []  # never shrinks: kernels reach chunks by address
+        self._bases = np.zeros(0, dtype=np.int64)
+        self._sizes = np.zeros(0, dtype=np.int64)
+        self._position = 0  # bytes used in the last chunk
         self._publish()
 
     def __len__(self) -> int:
@@ -45,12 +52,12 @@ class StringPool:
         return int(self.encode(pa.array([value], type=pa.large_string()))[0])
 
     def value(self, code: int) -> str:
-        offsets, data = self._layout()
-        return bytes(data[offsets[code]:offsets[code + 1]]).decode()
+        value: str = self.decode(np.array([code], dtype=np.int64), None)[0].as_py()
+        return value
 
     def values(self, start: int, end: int) -> list[str]:
         """The strings of codes ``start`` .. ``end`` - 1."""
-        return self.to_arrow()[start:end].to_pylist()
+        return self.decode(np.arange(start, end, dtype=np.int64), None).to_pylist()
 
     def encode(self, arr: pa.Array) -> np.ndarray:
         """Codes of a string array (nulls get code 0; validity is kept separately)."""
@@ -63,20 +70,24 @@ class StringPool:
         present = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else np.ones(n, dtype=np.bool_)
         codes = np.empty(n, dtype=np.int64)
         with self._lock:
-            most = self._count + n
-            used = int(self._offsets[self._count])
-            self._offsets = _room(self._offsets, most + 1)
-            self._hashes = _room(self._hashes, most)
-            self._data = _room(self._data, used + int(in_offsets[-1] - in_offsets[0]))
+            self._room(n)
             if len(self._slots) < 2 * (self._interned + n):
                 size = len(self._slots)
                 while size < 2 * (self._interned + n):
                     size *= 2
                 self._slots = rehash_strings(self._hashes, self._count, size)
-            count = intern_strings(in_offsets, in_data, present, codes, self._slots, self._hashes,
-                                   self._offsets, self._data, self._count)
-            self._interned += count - self._count
-            self._count = count
+            if not self._chunks:
+                self._add_chunk(0)
+            row = 0
+            while True:
+                row, count, self._position = intern_strings(
+                    in_offsets, in_data, present, codes, self._slots, self._hashes, self._starts, self._ends,
+                    self._bases, self._sizes, self._position, self._count, row)
+                self._interned += count - self._count
+                self._count = count
+                if row == n:
+                    break
+                self._add_chunk(int(in_offsets[row + 1] - in_offsets[row]))
             self._publish()
         return codes
 
@@ -90,22 +101,59 @@ class StringPool:
         if pa.types.is_dictionary(arr.type):
             return _through_dictionary(arr, self.append)
         in_offsets, in_data = _string_buffers(arr)
-        n = len(arr)
         with self._lock:
-            count, used = self._count, int(self._offsets[self._count])
-            first, last = int(in_offsets[0]), int(in_offsets[-1])
-            self._offsets = _room(self._offsets, count + n + 1)
-            self._hashes = _room(self._hashes, count + n)  # hash 0: appended, not in the hash table
-            self._hashes[count:count + n] = 0
-            self._data = _room(self._data, used + last - first)
-            self._data[used:used + last - first] = in_data[first:last]
-            self._offsets[count + 1:count + n + 1] = in_offsets[1:] - first + used
-            self._count = count + n
+            first = self._append(in_offsets, in_data)
             self._publish()
-        codes = np.arange(count, count + n, dtype=np.int64)
+        codes = np.arange(first, first + len(arr), dtype=np.int64)
         if arr.null_count:
             codes[~arr.is_valid().to_numpy(zero_copy_only=False)] = 0
         return codes
+
+    def _append(self, in_offsets: np.ndarray, in_data: np.ndarray) -> int:
+        """Copy strings into the chunks as new codes, filling each chunk; the first new code."""
+        n = len(in_offsets) - 1
+        first = self._count
+        self._room(n)
+        if not self._chunks:
+            self._add_chunk(0)
+        i = 0
+        while i < n:
+            room = self._sizes[-1] - self._position
+            fit = int(np.searchsorted(in_offsets[i:], in_offsets[i] + room, side="right")) - 1 + i
+            fit = min(fit, n)
+            if fit == i:  # the next string does not fit in the last chunk
+                self._add_chunk(int(in_offsets[i + 1] - in_offsets[i]))
+                continue
+            low, high = int(in_offsets[i]), int(in_offsets[fit])
+            self._chunks[-1][self._position:self._position + high - low] = in_data[low:high]
+            codes = slice(first + i, first + fit)
+            self._starts[codes] = ((len(self._chunks) - 1) << 32) | (self._position + in_offsets[i:fit] - low)
+            self._ends[codes] = self._starts[codes] + (in_offsets[i + 1:fit + 1] - in_offsets[i:fit])
+            self._position += high - low
+            i = fit
+        self._hashes[first:first + n] = 0  # appended: not in the hash table
+        self._count = first + n
+        return first
+
+    def _room(self, n: int) -> None:
+        """Per-code arrays with room for ``n`` more strings."""
+        most = self._count + n
+        self._starts = _room(self._starts, most)
+        self._ends = _room(self._ends, most)
+        self._hashes = _room(self._hashes, most)
+
+    def _add_chunk(self, at_least: int) -> None:
+        """A new last chunk for at least ``at_least`` bytes (twice the last one, up to CHUNK_BYTES)."""
+        size = FIRST_CHUNK_BYTES if not self._chunks else min(2 * len(self._chunks[-1]), CHUNK_BYTES)
+        chunk = np.empty(max(size, at_least), dtype=np.uint8)
+        self._chunks.append(chunk)
+        self._bases = np.append(self._bases, np.int64(chunk.ctypes.data))  # new arrays: snapshots keep theirs
+        self._sizes = np.append(self._sizes, np.int64(len(chunk)))
+        self._position = 0
+
+    def to_arrow(self) -> pa.Array:
+        """Every string, in code order."""
+        return self.contents()[0]
 
     def interned(self) -> np.ndarray:
         """Per code: whether it was interned (it stands for its string alone) or appended."""
@@ -114,12 +162,14 @@ class StringPool:
     def contents(self) -> tuple[pa.Array, np.ndarray]:
         """Every string in code order and whether each was interned, as one consistent picture
         (the reader thread may be adding strings meanwhile)."""
-        offsets, data, hashes = self._laid_out
-        strings = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
+        laid_out = self._laid_out
+        starts, hashes = laid_out[0], laid_out[2]
+        offsets, data, _ = self._gather(laid_out, np.arange(len(starts), dtype=np.int64), None)
+        strings = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(data))
         return strings, hashes != 0
 
     def restore(self, values: pa.Array, interned: np.ndarray) -> None:
-        """Make this pool the one ``to_arrow()`` and ``interned()`` described: every code as it was.
+        """Make this pool the one ``contents()`` described: every code as it was.
 
         What the pool holds already (the query's constants, interned as the engine was built, as
         they were before the checkpoint) must be where the checkpoint begins. Raises ``ValueError``
@@ -131,53 +181,50 @@ class StringPool:
         if len(held) > len(values) or not values.slice(0, len(held)).cast(pa.large_string()).equals(held) \
                 or not np.array_equal(held_interned, interned[:len(held)]):
             raise ValueError("it does not begin with the strings the query interned as it was built (its constants)")
-        offsets, data = _string_buffers(values)
+        in_offsets, in_data = _string_buffers(values)
         n = len(values)
         with self._lock:
-            self._offsets = _room(self._offsets, n + 1)
-            self._offsets[:n + 1] = offsets - offsets[0]
-            self._data = _room(self._data, int(offsets[-1] - offsets[0]))
-            self._data[:int(offsets[-1] - offsets[0])] = data[int(offsets[0]):int(offsets[-1])]
-            self._hashes = _room(self._hashes, n)
-            self._hashes[:n] = hash_strings(self._offsets, self._data, interned)
-            self._count, self._interned = n, int(np.count_nonzero(interned))
+            self._count = 0
+            self._append(in_offsets, in_data)
+            self._hashes[:n] = hash_strings(self._starts[:n], self._ends[:n], self._bases, self._sizes, interned)
+            self._interned = int(np.count_nonzero(interned))
             size = len(self._slots)
             while size < 2 * self._interned:
                 size *= 2
             self._slots = rehash_strings(self._hashes, n, size)
             self._publish()
-        expected = np.flatnonzero(interned)
-        if not np.array_equal(self.encode(values.filter(pa.array(interned))), expected) or len(self) != n:
+        if not np.array_equal(self.encode(values.filter(pa.array(interned))), np.flatnonzero(interned)) \
+                or len(self) != n:
             raise ValueError("an interned string is there twice")
 
     def _publish(self) -> None:
-        """Make the strings so far visible to ``_layout`` (one assignment: readers never see half of it)."""
+        """Make the strings so far visible to decoders, in one assignment (never half of it): the
+        per-code arrays below the count are never written again, a grown one is a copy, and chunks
+        stay where they are."""
         n = self._count
-        self._laid_out = (self._offsets[:n + 1], self._data[:int(self._offsets[n])], self._hashes[:n])
-
-    def _layout(self) -> tuple[np.ndarray, np.ndarray]:
-        """Offsets and bytes of every string published so far, without waiting for an encode under way:
-        the buffers below the count are never written again, and a grown buffer is a copy."""
-        offsets, data, _ = self._laid_out
-        return offsets, data
-
-    def to_arrow(self) -> pa.Array:
-        """Every string, in code order."""
-        return self.contents()[0]
+        self._laid_out = (self._starts[:n], self._ends[:n], self._hashes[:n], self._bases, self._sizes,
+                          self._chunks)
 
     def decode(self, codes: np.ndarray, valid: np.ndarray | None) -> pa.Array:
+        """The strings of ``codes`` as an Arrow string array (NULL where not ``valid``)."""
+        offsets, data, bitmap = self._gather(self._laid_out, codes, valid)
+        if offsets[-1] < 2**31:  # Arrow's string type: int32 offsets
+            return pa.StringArray.from_buffers(len(codes), pa.py_buffer(offsets.astype(np.int32)),
+                                               pa.py_buffer(data), bitmap)
+        strings = pa.LargeStringArray.from_buffers(len(codes), pa.py_buffer(offsets), pa.py_buffer(data), bitmap)
+        return strings.cast(pa.string())  # more than 2 GiB of text in one batch: Arrow refuses it here
+
+    @staticmethod
+    def _gather(laid_out: tuple, codes: np.ndarray, valid: np.ndarray | None) \
+            -> tuple[np.ndarray, np.ndarray, pa.Buffer | None]:
+        """Arrow large-string offsets, bytes and validity bitmap of the strings ``codes``."""
         from darwin.codegen.strings import gather_strings  # Numba fixes its target at the first kernel
 
-        offsets, data = self._layout()
+        starts, ends, _, bases, sizes, _ = laid_out
         present = np.ones(len(codes), dtype=np.bool_) if valid is None else valid
-        out_offsets, out_data = gather_strings(offsets, data, codes, present)
+        offsets, data = gather_strings(starts, ends, bases, sizes, codes, present)
         bitmap = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
-        if out_offsets[-1] < 2**31:  # Arrow's string type: int32 offsets
-            return pa.StringArray.from_buffers(len(codes), pa.py_buffer(out_offsets.astype(np.int32)),
-                                               pa.py_buffer(out_data), bitmap)
-        strings = pa.LargeStringArray.from_buffers(len(codes), pa.py_buffer(out_offsets), pa.py_buffer(out_data),
-                                                   bitmap)
-        return strings.cast(pa.string())  # more than 2 GiB of text in one batch: Arrow refuses it here
+        return offsets, data, bitmap
 
 
 def _through_dictionary(arr: pa.DictionaryArray, codes_of: Callable[[pa.Array], np.ndarray]) -> np.ndarray:

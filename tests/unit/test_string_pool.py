@@ -98,3 +98,28 @@ def test_a_dictionary_that_does_not_begin_with_the_pools_constants_is_refused(tm
     restored.code("b")
     with pytest.raises(CheckpointError, match="constants"):
         load_dictionary(restored, tmp_path)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches=st.lists(st.tuples(st.lists(st.one_of(st.none(), st.text(max_size=30)), max_size=12), st.booleans()),
+                        max_size=8))
+def test_strings_spanning_many_small_chunks_come_back(batches):
+    import darwin.runtime.encoding as encoding
+
+    first, most = encoding.FIRST_CHUNK_BYTES, encoding.CHUNK_BYTES
+    encoding.FIRST_CHUNK_BYTES, encoding.CHUNK_BYTES = 4, 16  # strings longer than a chunk get their own
+    try:
+        pool = StringPool()
+        everything, codes, seen = [], [], {}
+        for strings, intern in batches:
+            arr = pa.array(strings, pa.string())
+            codes.append((pool.encode if intern else pool.append)(arr))
+            everything += strings
+            for s, c in zip(strings, codes[-1]):
+                if intern and s is not None:
+                    assert seen.setdefault(s, int(c)) == c
+        all_codes = np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64)
+        valid = np.array([s is not None for s in everything], dtype=np.bool_)
+        assert pool.decode(all_codes, valid).to_pylist() == everything
+    finally:
+        encoding.FIRST_CHUNK_BYTES, encoding.CHUNK_BYTES = first, most
