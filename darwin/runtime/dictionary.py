@@ -1,4 +1,5 @@
-"""The string dictionary in a checkpoint: every string in code order, one Arrow file per checkpoint.
+"""The string dictionary in a checkpoint: every string in code order, and whether it was interned
+(or appended uninterned), one Arrow file per checkpoint.
 
 Each checkpoint holds its own copy (written from memory, listed with its checksum in
 the manifest), so no file is shared between checkpoints and a damaged one breaks only
@@ -30,8 +31,8 @@ def save_dictionary(pool: StringPool, directory: Path) -> str:
 
 
 def load_dictionary(pool: StringPool, directory: Path) -> None:
-    """Make the empty ``pool`` the checkpoint's: each string gets its checkpointed code, and codes
-    that were appended uninterned stay so."""
+    """Make ``pool`` (holding at most the query's constants) the checkpoint's: each string gets its
+    checkpointed code, and codes that were appended uninterned stay so."""
     path = directory / DICTIONARY
     try:
         with pa.memory_map(str(path)) as f:
