@@ -55,10 +55,6 @@ class StringPool:
         value: str = self.decode(np.array([code], dtype=np.int64), None)[0].as_py()
         return value
 
-    def values(self, start: int, end: int) -> list[str]:
-        """The strings of codes ``start`` .. ``end`` - 1."""
-        return self.decode(np.arange(start, end, dtype=np.int64), None).to_pylist()
-
     def encode(self, arr: pa.Array) -> np.ndarray:
         """Codes of a string array (nulls get code 0; validity is kept separately)."""
         if pa.types.is_dictionary(arr.type):
@@ -155,9 +151,11 @@ class StringPool:
         """Every string, in code order."""
         return self.contents()[0]
 
-    def interned(self) -> np.ndarray:
-        """Per code: whether it was interned (it stands for its string alone) or appended."""
-        return self.contents()[1]
+    def interned(self, start: int = 0, end: int | None = None) -> np.ndarray:
+        """Per code (of ``start`` .. ``end`` - 1): whether it was interned (it stands for its string
+        alone) or appended."""
+        hashes = self._laid_out[2]
+        return hashes[start:len(hashes) if end is None else end] != 0
 
     def contents(self) -> tuple[pa.Array, np.ndarray]:
         """Every string in code order and whether each was interned, as one consistent picture

@@ -21,10 +21,18 @@ class LookupTable:
         self.valid = np.zeros(0, dtype=np.bool_)
 
     def cover(self, pool: StringPool) -> None:
-        """Extend to every code in the pool (results may add strings; those get entries too)."""
+        """Extend to every code in the pool (results may add strings; those get entries too).
+
+        Codes appended uninterned get no result: no function is ever applied to them
+        (``darwin.plan.inspected``), so computing one per row would be wasted.
+        """
         while len(self.values) < len(pool):
             start, end = len(self.values), len(pool)
-            results = [apply(self.func, self.args, v) for v in pool.values(start, end)]
+            interned = np.flatnonzero(pool.interned(start, end)) + start
+            strings = pool.decode(interned, None).to_pylist()
+            results: list[Any] = [None] * (end - start)
+            for code, value in zip(interned, strings):
+                results[code - start] = apply(self.func, self.args, value)
             if self.result is DType.STRING:
                 fresh = [0 if r is None else pool.code(r) for r in results]
             else:

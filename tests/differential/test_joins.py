@@ -100,6 +100,8 @@ def test_strings_moved_through_a_join_then_compared_agree(left, right, batch, st
         n=dw.count())
     assert_agree(q, batch, state)
     assert_agree(joined.select("t", "s", "s_right"), batch, state)
+    # a function above the join (looked up per pool code, never for the appended ones)
+    assert_agree(joined.select("t", u=col("s").str.upper(), r="s_right"), batch, state)
 
 
 @SETTINGS
