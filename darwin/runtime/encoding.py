@@ -92,10 +92,12 @@ class StringPool:
 
         For columns whose codes are only ever decoded (``darwin.plan.inspected``): a code then
         no longer stands for its string alone, but appending costs a copy of the bytes. A
-        dictionary array appends only its dictionary.
+        dictionary array's dictionary is interned instead: it repeats from batch to batch, and
+        interning it costs a lookup per distinct value, not per row, and grows the pool only by
+        values it has not seen.
         """
         if pa.types.is_dictionary(arr.type):
-            return _through_dictionary(arr, self.append)
+            return _through_dictionary(arr, self.encode)
         in_offsets, in_data = _string_buffers(arr)
         with self._lock:
             first = self._append(in_offsets, in_data)
