@@ -54,12 +54,7 @@ class _Inspects(PlanVisitor[list[set[str]]]):
         return [uses]
 
     def visit_Join(self, n: pn.Join | pn.LookupJoin, inspected: set[str]) -> list[set[str]]:
-        left, right = n.inputs
-        wanted = inspected | (set() if n.where is None else ex.columns_of(n.where))
-        left_uses = (wanted & set(left.schema.names)) | {c for k in n.left_keys for c in ex.columns_of(k)}
-        right_uses = {name for name, out in n.right_names.items() if out in wanted}
-        right_uses |= {c for k in n.right_keys for c in ex.columns_of(k)}
-        return [left_uses, right_uses]
+        return list(pn.join_reads(n, inspected))  # its keys and condition, and what is inspected above
 
     visit_LookupJoin = visit_Join
 

@@ -20,7 +20,7 @@ from typing import Any
 from darwin.errors import DarwinTypeError, PlanError, UnsupportedError
 from darwin.io.source import Source
 from darwin.plan.aggregates import agg_type
-from darwin.plan.exprs import AggCall, ExprNode, type_of
+from darwin.plan.exprs import AggCall, ExprNode, columns_of, type_of
 from darwin.plan.window import Window
 from darwin.types import DType, Field, Schema
 
@@ -352,6 +352,17 @@ class Union:
         first = self.parts[0].schema
         nullable = [any(p.schema.fields[j].nullable for p in self.parts) for j in range(len(first))]
         return Schema(tuple(Field(f.name, f.dtype, n) for f, n in zip(first.fields, nullable)), first.unsupported)
+
+
+def join_reads(n: Join | LookupJoin, outputs: set[str]) -> tuple[set[str], set[str]]:
+    """The columns of each input a join reads to produce the output columns ``outputs``: those
+    and what its keys and condition read, each under its input's name."""
+    left, right = n.inputs
+    wanted = outputs | (set() if n.where is None else set(columns_of(n.where)))
+    left_uses = (wanted & set(left.schema.names)) | {c for k in n.left_keys for c in columns_of(k)}
+    right_uses = {name for name, out in n.right_names.items() if out in wanted}
+    right_uses |= {c for k in n.right_keys for c in columns_of(k)}
+    return left_uses, right_uses
 
 
 def with_change_kind(schema: Schema) -> Schema:

@@ -239,12 +239,8 @@ class _Needs(PlanVisitor[list[set[str]]]):
 
     def visit_Join(self, n: pn.Join | pn.LookupJoin, needed: set[str]) -> list[set[str]]:
         left, right = n.inputs
-        condition = set() if n.where is None else set(ex.columns_of(n.where))
-        wanted = needed | condition
-        left_uses = (wanted & set(left.schema.names)) | {c for k in n.left_keys for c in ex.columns_of(k)}
+        left_uses, right_uses = pn.join_reads(n, needed)
         left_uses |= set(left.schema.names) & set(right.schema.names)  # keeps the right side's suffixes as they are
-        right_uses = {name for name, out in n.right_names.items() if out in wanted}
-        right_uses |= {c for k in n.right_keys for c in ex.columns_of(k)}
         return [left_uses, right_uses]
 
     visit_LookupJoin = visit_Join
