@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
+from darwin.plan.rules import columns_from_parents
 from darwin.plan.visitor import PlanVisitor
 
 
@@ -19,11 +20,7 @@ def inspected_columns(plan: pn.PlanNode) -> dict[int, set[str]]:
     The plan's output is only decoded, so nothing of it is inspected at the root; a node read by
     several parents is inspected in the union of what they inspect.
     """
-    inspected: dict[int, set[str]] = {id(plan): set()}
-    for n in reversed(list(pn.walk(plan))):
-        for child, uses in zip(n.inputs, _INSPECTS.visit(n, inspected.setdefault(id(n), set()))):
-            inspected.setdefault(id(child), set()).update(uses)
-    return inspected
+    return columns_from_parents(plan, _INSPECTS, set())
 
 
 class _Inspects(PlanVisitor[list[set[str]]]):
@@ -48,10 +45,7 @@ class _Inspects(PlanVisitor[list[set[str]]]):
         return [(inspected - {pn.WINDOW_START, pn.WINDOW_END}) | {n.window.on}]
 
     def visit_Aggregate(self, n: pn.Aggregate, inspected: set[str]) -> list[set[str]]:
-        uses = set(n.keys) | {n.input.window.on, pn.WINDOW_START, pn.WINDOW_END}
-        for _, call in n.aggs:
-            uses |= ex.columns_of(call)
-        return [uses]
+        return [pn.aggregate_reads(n)]
 
     def visit_Join(self, n: pn.Join | pn.LookupJoin, inspected: set[str]) -> list[set[str]]:
         return list(pn.join_reads(n, inspected))  # its keys and condition, and what is inspected above

@@ -84,8 +84,7 @@ class _OneInput:
 
     def with_inputs(self, *inputs: PlanNode) -> Any:
         """This node over ``inputs`` (itself if they are the same nodes)."""
-        _arity(self, inputs, 1)
-        return self if inputs[0] is self.input else dataclasses.replace(self, input=inputs[0])  # type: ignore[type-var]
+        return _over(self, ("input",), inputs)
 
 
 @dataclass(frozen=True)
@@ -249,10 +248,7 @@ class Join:
         return (self.left, self.right)
 
     def with_inputs(self, *inputs: PlanNode) -> Join:
-        _arity(self, inputs, 2)
-        if inputs[0] is self.left and inputs[1] is self.right:
-            return self
-        return dataclasses.replace(self, left=inputs[0], right=inputs[1])
+        return _over(self, ("left", "right"), inputs)
 
     @cached_property
     def right_names(self) -> dict[str, str]:
@@ -304,10 +300,7 @@ class LookupJoin:
         return (self.input, self.table)
 
     def with_inputs(self, *inputs: PlanNode) -> LookupJoin:
-        _arity(self, inputs, 2)
-        if inputs[0] is self.input and inputs[1] is self.table:
-            return self
-        return dataclasses.replace(self, input=inputs[0], table=inputs[1])
+        return _over(self, ("input", "table"), inputs)
 
     @property
     def right_names(self) -> dict[str, str]:
@@ -352,6 +345,14 @@ class Union:
         first = self.parts[0].schema
         nullable = [any(p.schema.fields[j].nullable for p in self.parts) for j in range(len(first))]
         return Schema(tuple(Field(f.name, f.dtype, n) for f, n in zip(first.fields, nullable)), first.unsupported)
+
+
+def aggregate_reads(n: Aggregate) -> set[str]:
+    """The columns an aggregation reads of its (windowed) input: keys, window and arguments."""
+    uses = set(n.keys) | {n.input.window.on, WINDOW_START, WINDOW_END}
+    for _, call in n.aggs:
+        uses |= columns_of(call)
+    return uses
 
 
 def join_reads(n: Join | LookupJoin, outputs: set[str]) -> tuple[set[str], set[str]]:
@@ -427,6 +428,14 @@ def late_output_schema(plan: PlanNode) -> Schema | None:
 def _arity(node: Any, inputs: tuple[PlanNode, ...], n: int) -> None:
     if len(inputs) != n:
         raise PlanError(f"{type(node).__name__} takes {n} input(s), got {len(inputs)}")
+
+
+def _over(node: Any, fields: tuple[str, ...], inputs: tuple[PlanNode, ...]) -> Any:
+    """``node`` with its input ``fields`` set to ``inputs``: itself if they are the same nodes."""
+    _arity(node, inputs, len(fields))
+    if all(getattr(node, f) is i for f, i in zip(fields, inputs)):
+        return node
+    return dataclasses.replace(node, **dict(zip(fields, inputs)))
 
 
 def walk(node: PlanNode) -> Iterator[PlanNode]:

@@ -197,15 +197,24 @@ def prune_projections(node: pn.PlanNode) -> pn.PlanNode:
     First each node learns the columns its parents need (the union over all of them: a node read
     by several parents stays one node), then the plan is rebuilt bottom-up.
     """
-    needed: dict[int, set[str]] = {id(node): set(node.schema.names)}
-    for n in reversed(list(pn.walk(node))):
-        for child, uses in zip(n.inputs, _NEEDS.visit(n, needed.get(id(n), set()))):
-            needed.setdefault(id(child), set()).update(uses)
+    needed = columns_from_parents(node, _NEEDS, set(node.schema.names))
     rebuilt: dict[int, pn.PlanNode] = {}
     for n in pn.walk(node):
         inputs = tuple(rebuilt[id(c)] for c in n.inputs)
         rebuilt[id(n)] = _shrink(n, inputs, needed[id(n)])
     return rebuilt[id(node)]
+
+
+def columns_from_parents(plan: pn.PlanNode, per_input: PlanVisitor[list[set[str]]], at_root: set[str]) \
+        -> dict[int, set[str]]:
+    """For every node (by id), a set of its output columns that its parents ask for, top-down:
+    the root has ``at_root``, and ``per_input.visit(node, asked)`` says what a node asks of each
+    input. A node read by several parents gets the union of what they ask."""
+    asked: dict[int, set[str]] = {id(plan): set(at_root)}
+    for n in reversed(list(pn.walk(plan))):
+        for child, uses in zip(n.inputs, per_input.visit(n, asked.setdefault(id(n), set()))):
+            asked.setdefault(id(child), set()).update(uses)
+    return asked
 
 
 class _Needs(PlanVisitor[list[set[str]]]):
@@ -232,10 +241,7 @@ class _Needs(PlanVisitor[list[set[str]]]):
         return [inner]
 
     def visit_Aggregate(self, n: pn.Aggregate, needed: set[str]) -> list[set[str]]:
-        uses = set(n.keys) | {n.input.window.on, pn.WINDOW_START, pn.WINDOW_END}
-        for _, call in n.aggs:
-            uses |= ex.columns_of(call)
-        return [uses]
+        return [pn.aggregate_reads(n)]
 
     def visit_Join(self, n: pn.Join | pn.LookupJoin, needed: set[str]) -> list[set[str]]:
         left, right = n.inputs
