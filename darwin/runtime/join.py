@@ -8,6 +8,7 @@ over the candidate pairs, the output's order planned by one compiled pass.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -116,23 +117,30 @@ class JoinRunner:
     def _assemble(self, side: int, columns: dict[str, Column], batch_rows: np.ndarray, kept_rows: np.ndarray,
                   kind: np.ndarray | None) -> EncodedBatch:
         """Joined rows: this side's columns from the batch, the other side's from the state (-1: NULL)."""
+        def column(s: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+            if s != side:
+                return self.sides[s].gather(name, kept_rows)
+            c = columns[name]
+            present = batch_rows >= 0
+            safe = np.where(present, batch_rows, 0)
+            values = c.values[safe] if len(c.values) else np.zeros(len(safe), c.values.dtype)
+            return values, present if c.valid is None else present & c.valid[safe]
+
+        return self._joined(column, len(batch_rows), kind)
+
+    def _joined(self, column: Callable[[int, str], tuple[np.ndarray, np.ndarray]], n: int,
+                kind: np.ndarray | None) -> EncodedBatch:
+        """``n`` output rows, each input column (side, name) given by ``column``; the change kind
+        ``kind`` (all +I when None) if the output is updating."""
         out: dict[str, Column] = {}
         names = self.j.join.right_names
         for s in (0, 1):
             for f in self.schemas[s].fields:
-                name = f.name if s == 0 else names[f.name]
-                if s == side:
-                    c = columns[f.name]
-                    present = batch_rows >= 0
-                    safe = np.where(present, batch_rows, 0)
-                    values = c.values[safe] if len(c.values) else np.zeros(len(safe), c.values.dtype)
-                    valid = present if c.valid is None else present & c.valid[safe]
-                else:
-                    values, valid = self.sides[s].gather(f.name, kept_rows)
-                out[name] = Column(values, valid)
+                values, valid = column(s, f.name)
+                out[f.name if s == 0 else names[f.name]] = Column(values, valid)
         if self.updating:
-            out[pn.CHANGE_KIND] = Column(kind if kind is not None else np.zeros(len(batch_rows), np.int64), None)
-        return EncodedBatch(out, len(batch_rows))
+            out[pn.CHANGE_KIND] = Column(kind if kind is not None else np.zeros(n, np.int64), None)
+        return EncodedBatch(out, n)
 
     # -- the watermark ----------------------------------------------------------------------------
     def advance(self, left_wm: int, right_wm: int) -> EncodedBatch | None:
@@ -162,17 +170,9 @@ class JoinRunner:
         return parts[0] if len(parts) == 1 else concatenated(parts, self.output_schema)
 
     def _padded(self, side: int, kept: np.ndarray) -> EncodedBatch:
-        out: dict[str, Column] = {}
-        names = self.j.join.right_names
+        """Rows ``kept`` of ``side`` with the other side's columns NULL."""
         none = np.full(len(kept), -1, dtype=np.int64)
-        for s in (0, 1):
-            for f in self.schemas[s].fields:
-                name = f.name if s == 0 else names[f.name]
-                values, valid = self.sides[s].gather(f.name, kept if s == side else none)
-                out[name] = Column(values, valid)
-        if self.updating:
-            out[pn.CHANGE_KIND] = Column(np.zeros(len(kept), np.int64), None)
-        return EncodedBatch(out, len(kept))
+        return self._joined(lambda s, name: self.sides[s].gather(name, kept if s == side else none), len(kept), None)
 
     def counters(self) -> dict[str, int]:
         return {"late_rows": self.late_rows, "null_time_rows": self.null_time_rows}
