@@ -221,7 +221,7 @@ def auctions(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, id_: np.ndarray
              reserve: np.ndarray,
              date_time: np.ndarray, expires: np.ndarray, seller: np.ndarray, category: np.ndarray,
              name_buf: np.ndarray, name_off: np.ndarray, desc_buf: np.ndarray, desc_off: np.ndarray,
-             extra_buf: np.ndarray, extra_off: np.ndarray) -> None:
+             extra_buf: np.ndarray, extra_off: np.ndarray, with_text: bool) -> None:
     state = np.zeros(1, dtype=np.uint64)
     npos, dpos, epos = 0, 0, 0
     in_flight_events = (cfg[C_IN_FLIGHT] * cfg[C_TOTAL]) // cfg[C_AUCTION]
@@ -240,12 +240,13 @@ def auctions(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, id_: np.ndarray
         date_time[j] = ts
         horizon = timestamp(cfg, eid + in_flight_events) - ts
         expires[j] = ts + 1 + next_int(state, max(horizon * 2, 1))
-        name_off[j], desc_off[j], extra_off[j] = npos, dpos, epos
-        npos = put_words(state, name_buf, npos, 20)
-        dpos = put_words(state, desc_buf, dpos, 100)
         reserve[j] = initial_bid[j] + price(state)
-        current = 8 + (npos - name_off[j]) + (dpos - desc_off[j]) + 40
-        epos = put_extra(state, pool, extra_buf, epos, current, cfg[C_AVG_AUCTION])
+        name_off[j], desc_off[j], extra_off[j] = npos, dpos, epos
+        if with_text:  # text is drawn last: skipping it changes no other value
+            npos = put_words(state, name_buf, npos, 20)
+            dpos = put_words(state, desc_buf, dpos, 100)
+            current = 8 + (npos - name_off[j]) + (dpos - desc_off[j]) + 40
+            epos = put_extra(state, pool, extra_buf, epos, current, cfg[C_AVG_AUCTION])
     n = ids.shape[0]
     name_off[n], desc_off[n], extra_off[n] = npos, dpos, epos
 
@@ -254,7 +255,7 @@ def auctions(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, id_: np.ndarray
 def people(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, id_: np.ndarray, name: np.ndarray, city: np.ndarray,
            state_: np.ndarray, date_time: np.ndarray, email_buf: np.ndarray, email_off: np.ndarray,
            card_buf: np.ndarray, card_off: np.ndarray, extra_buf: np.ndarray, extra_off: np.ndarray,
-           n_first: np.int64, n_last: np.int64, n_cities: np.int64, n_states: np.int64) -> None:
+           n_first: np.int64, n_last: np.int64, n_cities: np.int64, n_states: np.int64, with_text: bool) -> None:
     state = np.zeros(1, dtype=np.uint64)
     mpos, cpos, epos = 0, 0, 0
     for j in range(ids.shape[0]):
@@ -262,14 +263,18 @@ def people(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, id_: np.ndarray, 
         seed_event(state, cfg[C_SEED], eid)
         id_[j] = last_person(cfg, eid) + FIRST_PERSON_ID
         name[j] = next_int(state, n_first) * n_last + next_int(state, n_last)
-        email_off[j] = mpos
+        city[j] = next_int(state, n_cities)
+        state_[j] = next_int(state, n_states)
+        date_time[j] = timestamp(cfg, eid)
+        email_off[j], card_off[j], extra_off[j] = mpos, cpos, epos
+        if not with_text:  # text is drawn last: skipping it changes no other value
+            continue
         mpos = put_words(state, email_buf, mpos, 7)
         email_buf[mpos] = 64  # '@'
         mpos = put_words(state, email_buf, mpos + 1, 5)
         for c in (46, 99, 111, 109):  # ".com"
             email_buf[mpos] = c
             mpos += 1
-        card_off[j] = cpos
         for g in range(4):
             if g > 0:
                 card_buf[cpos] = 32
@@ -278,10 +283,6 @@ def people(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, id_: np.ndarray, 
             for d in (1000, 100, 10, 1):
                 card_buf[cpos] = 48 + (v // d) % 10
                 cpos += 1
-        city[j] = next_int(state, n_cities)
-        state_[j] = next_int(state, n_states)
-        date_time[j] = timestamp(cfg, eid)
-        extra_off[j] = epos
         epos = put_extra(state, pool, extra_buf, epos, 8 + 13 + (mpos - email_off[j]) + 19 + 10 + 2, cfg[C_AVG_PERSON])
     n = ids.shape[0]
     email_off[n], card_off[n], extra_off[n] = mpos, cpos, epos

@@ -87,6 +87,16 @@ class GeneratorConfig:
                          round(1e9 / self.first_event_rate), self.avg_person_byte_size,
                          self.avg_auction_byte_size, self.avg_bid_byte_size], dtype=np.int64)
 
+    def ids_of_kind(self, kind: int, start: int, end: int) -> np.ndarray:
+        """The event ids in [start, end) of one kind (0 person, 1 auction, 2 bid), ascending,
+        computed per epoch instead of classifying every id."""
+        bounds = np.cumsum([0, self.person_proportion, self.auction_proportion, self.bid_proportion])
+        total = self.total_proportion
+        epochs = np.arange(start // total, (end - 1) // total + 1 if end > start else start // total,
+                           dtype=np.int64)
+        ids = (epochs[:, None] * total + np.arange(bounds[kind], bounds[kind + 1], dtype=np.int64)).ravel()
+        return ids[(ids >= start) & (ids < end)]
+
     def kind_of(self, ids: np.ndarray) -> np.ndarray:
         """0 person, 1 auction, 2 bid, for each event id."""
         offset = ids % self.total_proportion
@@ -140,18 +150,28 @@ def _bid_batch(cfg: GeneratorConfig, ids: np.ndarray, columns: frozenset[str] | 
          _strings(extra, extra_off)], schema=SCHEMAS["bid"])
 
 
+_TEXT = {"auction": frozenset({"item_name", "description", "extra"}),
+         "person": frozenset({"email_address", "credit_card", "extra"})}
+
+
+def _text_buffers(n: int, sizes: dict[str, int], with_text: bool) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """A byte buffer and offsets per text column; one byte each when the text is not generated."""
+    return {name: (np.empty(n * size + 1 if with_text else 1, dtype=np.uint8), np.empty(n + 1, dtype=np.int64))
+            for name, size in sizes.items()}
+
+
 def _auction_batch(cfg: GeneratorConfig, ids: np.ndarray, columns: frozenset[str] | None = None) \
         -> pa.RecordBatch:
     n = len(ids)
+    with_text = columns is None or bool(columns & _TEXT["auction"])
     ints = {name: np.empty(n, dtype=np.int64) for name in
             ("id", "initial_bid", "reserve", "date_time", "expires", "seller", "category")}
-    bufs = {name: (np.empty(n * size + 1, dtype=np.uint8), np.empty(n + 1, dtype=np.int64))
-            for name, size in (("item_name", 20), ("description", 100),
-                               ("extra", k.extra_bound(48, cfg.avg_auction_byte_size)))}
+    bufs = _text_buffers(n, {"item_name": 20, "description": 100,
+                             "extra": k.extra_bound(48, cfg.avg_auction_byte_size)}, with_text)
     k.auctions(cfg.as_array(), _letters(cfg.seed), ids, ints["id"], ints["initial_bid"], ints["reserve"],
                ints["date_time"],
                ints["expires"], ints["seller"], ints["category"], *bufs["item_name"], *bufs["description"],
-               *bufs["extra"])
+               *bufs["extra"], with_text)
     return pa.RecordBatch.from_arrays(
         [pa.array(ints["id"]), _strings(*bufs["item_name"]), _strings(*bufs["description"]),
          pa.array(ints["initial_bid"]), pa.array(ints["reserve"]), _timestamps(ints["date_time"]),
@@ -162,14 +182,14 @@ def _auction_batch(cfg: GeneratorConfig, ids: np.ndarray, columns: frozenset[str
 def _person_batch(cfg: GeneratorConfig, ids: np.ndarray, columns: frozenset[str] | None = None) \
         -> pa.RecordBatch:
     n = len(ids)
+    with_text = columns is None or bool(columns & _TEXT["person"])
     ints = {name: np.empty(n, dtype=np.int64) for name in ("id", "name", "city", "state", "date_time")}
-    bufs = {name: (np.empty(n * size + 1, dtype=np.uint8), np.empty(n + 1, dtype=np.int64))
-            for name, size in (("email_address", 20), ("credit_card", 19),
-                               ("extra", k.extra_bound(40, cfg.avg_person_byte_size)))}
+    bufs = _text_buffers(n, {"email_address": 20, "credit_card": 19,
+                             "extra": k.extra_bound(40, cfg.avg_person_byte_size)}, with_text)
     k.people(cfg.as_array(), _letters(cfg.seed), ids, ints["id"], ints["name"], ints["city"], ints["state"],
              ints["date_time"],
              *bufs["email_address"], *bufs["credit_card"], *bufs["extra"], len(vocab.FIRST_NAMES),
-             len(vocab.LAST_NAMES), len(vocab.US_CITIES), len(vocab.US_STATES))
+             len(vocab.LAST_NAMES), len(vocab.US_CITIES), len(vocab.US_STATES), with_text)
     return pa.RecordBatch.from_arrays(
         [pa.array(ints["id"]), _dict(ints["name"], _NAMES), _strings(*bufs["email_address"]),
          _strings(*bufs["credit_card"]), _dict(ints["city"], _CITIES), _dict(ints["state"], _STATES),
@@ -183,15 +203,15 @@ def generate(config: GeneratorConfig, stream: str, batch_size: int = 65_536, sta
              end_event: int | None = None, columns: frozenset[str] | None = None) -> Iterator[pa.RecordBatch]:
     """Batches of one stream for events [start_event, end_event), each covering batch_size event ids.
 
-    With ``columns``, only those need be right: bid padding is skipped when ``extra`` is not asked for.
+    With ``columns``, only those need be right: text nobody asked for (a bid's ``extra``, an
+    auction's or a person's text columns) is left empty, and every other value is the same.
     """
     if stream not in _BUILDERS:
         raise ValueError(f"unknown Nexmark stream {stream!r}; streams are {list(STREAMS)}")
     end = config.events if end_event is None else min(end_event, config.events)
     kind = STREAMS.index(stream)
     for lo in range(start_event, end, batch_size):
-        ids = np.arange(lo, min(lo + batch_size, end), dtype=np.int64)
-        yield _BUILDERS[stream](config, ids[config.kind_of(ids) == kind], columns)
+        yield _BUILDERS[stream](config, config.ids_of_kind(kind, lo, min(lo + batch_size, end)), columns)
 
 
 def generate_all(config: GeneratorConfig, batch_size: int = 65_536) -> Iterator[dict[str, pa.RecordBatch]]:

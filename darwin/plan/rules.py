@@ -246,8 +246,8 @@ class _Needs(PlanVisitor[list[set[str]]]):
     def visit_Join(self, n: pn.Join | pn.LookupJoin, needed: set[str]) -> list[set[str]]:
         left, right = n.inputs
         left_uses, right_uses = pn.join_reads(n, needed)
-        left_uses |= set(left.schema.names) & set(right.schema.names)  # keeps the right side's suffixes as they are
-        return [left_uses, right_uses]
+        left_keeps, right_keeps = _suffix_blockers(n, needed | right_uses_out(n, right_uses))
+        return [left_uses | left_keeps, right_uses | right_keeps]
 
     visit_LookupJoin = visit_Join
 
@@ -256,6 +256,30 @@ class _Needs(PlanVisitor[list[set[str]]]):
 
 
 _NEEDS = _Needs()
+
+
+def right_uses_out(n: pn.Join | pn.LookupJoin, right_uses: set[str]) -> set[str]:
+    """The output names of the right columns a join reads."""
+    return {n.right_names[c] for c in right_uses}
+
+
+def _suffix_blockers(n: pn.Join | pn.LookupJoin, outputs: set[str]) -> tuple[set[str], set[str]]:
+    """The columns of each input that must stay for the right columns in ``outputs`` to keep their
+    suffixed names: a right column ``a`` named ``a_right`` keeps that name only while ``a`` is taken."""
+    left, right = n.inputs
+    left_names, right_out = set(left.schema.names), {out: name for name, out in n.right_names.items()}
+    left_keeps, right_keeps = set(), set()
+    for name, out in n.right_names.items():
+        if out == name or out not in outputs:
+            continue
+        blocked = name
+        while blocked != out:
+            if blocked in left_names:
+                left_keeps.add(blocked)
+            elif blocked in right_out:
+                right_keeps.add(right_out[blocked])
+            blocked += n.suffix
+    return left_keeps, right_keeps
 
 
 def _kept_exprs(n: pn.Project, needed: set[str]) -> tuple[tuple[str, ex.ExprNode], ...]:

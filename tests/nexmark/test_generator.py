@@ -126,8 +126,21 @@ def test_config_validation(field, value):
         GeneratorConfig(**{"events": 10, field: value})
 
 
-def test_skipping_padding_changes_no_other_column():
+@pytest.mark.parametrize("name, asked", [("bid", {"auction", "price"}), ("auction", {"id", "reserve", "seller"}),
+                                         ("person", {"id", "city", "state"})])
+def test_skipping_text_changes_no_other_column(name, asked):
     c = GeneratorConfig(events=3000)
-    full = stream(c, "bid")
-    lean = pa.Table.from_batches(list(generate(c, "bid", 512, columns=frozenset({"auction", "price"}))))
-    assert lean.drop_columns(["extra"]).equals(full.drop_columns(["extra"]))
+    full = stream(c, name)
+    lean = pa.Table.from_batches(list(generate(c, name, 512, columns=frozenset(asked))))
+    text = [f.name for f in SCHEMAS[name] if f.type == pa.string()]
+    assert lean.drop_columns(text).equals(full.drop_columns(text))
+    assert all(lean[t].to_pylist() == [""] * lean.num_rows for t in text)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 500), st.integers(0, 500), st.integers(1, 5), st.integers(1, 5), st.integers(1, 60),
+       st.sampled_from([0, 1, 2]))
+def test_ids_of_kind_are_the_ids_classified_as_that_kind(start, length, person, auction, bid, kind):
+    c = GeneratorConfig(events=1000, person_proportion=person, auction_proportion=auction, bid_proportion=bid)
+    ids = np.arange(start, start + length, dtype=np.int64)
+    assert c.ids_of_kind(kind, start, start + length).tolist() == ids[c.kind_of(ids) == kind].tolist()

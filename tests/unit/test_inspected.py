@@ -30,7 +30,7 @@ def test_a_string_looked_into_above_a_join_is_interned_on_its_side_only():
     assert payload(q) == {"L": {"s", "x"}, "R": set()}  # the filter is pushed into R, which reads no x
     grouped = table("L").join(table("R"), on=[("k", "k")]).window(dw.Tumble("1s", on="t")) \
         .group_by("x_right").agg(n=dw.count())
-    assert payload(grouped) == {"L": {"s", "x"}, "R": set()}
+    assert payload(grouped) == {"L": {"x"}, "R": set()}  # L's x stays (it names x_right), only moved; s goes
 
 
 def test_join_keys_conditions_groups_and_functions_are_looked_into():
@@ -38,7 +38,7 @@ def test_join_keys_conditions_groups_and_functions_are_looked_into():
     assert payload(keyed) == {"L": set(), "R": set()}
     grouped = table("L").window(dw.Tumble("1s", on="t")).group_by("s").agg(n=dw.count())
     assert payload(grouped) == {"L": set()}
-    upper = table("L").join(table("R"), on=[("k", "k")]).select(u=col("s").str.upper(), x="x")
+    upper = table("L").join(table("R"), on=[("k", "k")]).select(u=col("s").str.upper(), x=col("x"))
     assert payload(upper) == {"L": {"x"}, "R": set()}
 
 

@@ -124,3 +124,23 @@ def test_strings_only_moved_are_carried_as_row_indices(t):
     q = t.filter(col("price") > 1).select(c2=col("channel"), a=col("auction"))
     (p,) = translate(optimize(q.plan), dw.Config()).pipelines
     assert p.moved_strings == (("c2", "channel"),)
+
+
+def _side(name, **columns):
+    n = len(next(iter(columns.values())))
+    return dw.from_arrow(pa.table({"ts": pa.array(range(n), pa.timestamp("ms")), **columns}),
+                         time="ts", name=name)
+
+
+def test_pruning_through_a_join_keeps_suffixes_only_where_they_are_read():
+    left = _side("left", k=[1, 2, 3], a=["l1", "l2", "l3"], extra=["x", "y", "z"])
+    right = _side("right", k=[1, 2, 2], a=["r1", "r2", "r3"], a_right=["s1", "s2", "s3"], extra=["p", "q", "r"])
+    joined = left.join(right, on=[("k", "k")])
+    assert "a_right_right" in joined.schema.names  # right's a_right, pushed along by right's a
+    q = joined.select("k", "a_right", "a_right_right")
+    left_scan, right_scan = pn.scans(prune_projections(q.plan))
+    assert "extra" not in left_scan.columns and "extra" not in right_scan.columns  # clashes, but nobody reads them
+    assert "a" in left_scan.columns and {"a", "a_right"} <= set(right_scan.columns)  # they hold the suffixes
+    assert q.collect().sort_by("a_right").to_pydict() == {
+        "k": [1, 2, 2], "a_right": ["r1", "r2", "r3"], "a_right_right": ["s1", "s2", "s3"]}
+    assert_engines_agree(q)
