@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import darwin as dw
 from darwin.errors import UnsupportedError
 from nexmark import ysb
+from nexmark.generator import VERSION as GENERATOR_VERSION
 from nexmark.generator import GeneratorConfig, write_parquet
 from nexmark.queries import QUERIES
 from nexmark.side_input import write_side_input
@@ -53,7 +54,7 @@ def check_installed(engines: list[str]) -> None:
 def parquet_for(events: int, seed: int, data_dir: Path) -> dict[str, str]:
     """The generators' Parquet files for (events, seed), written once and cached; also q13's side input
     (``side_input``, the same for every size and seed)."""
-    out = data_dir / f"nexmark-events={events}-seed={seed}"
+    out = data_dir / f"nexmark-v{GENERATOR_VERSION}-events={events}-seed={seed}"
     names = ("person", "auction", "bid", "ads", "campaigns")
     if not all((out / f"{n}.parquet").exists() for n in names):
         write_parquet(GeneratorConfig(events=events, seed=seed), out)

@@ -26,6 +26,7 @@ from nexmark import _kernels as k
 from nexmark import vocab
 
 STREAMS = ("person", "auction", "bid")
+VERSION = 2  # changes whenever the same configuration generates different events: cached files name it
 _DICT = pa.dictionary(pa.int32(), pa.string())
 _TS = pa.timestamp("ms")
 

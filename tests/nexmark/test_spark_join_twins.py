@@ -9,6 +9,7 @@ The events are generated at 500 per second of event time, so that 20,000 of them
 """
 
 from datetime import datetime, timedelta
+from pathlib import Path
 from types import SimpleNamespace
 
 import pyarrow as pa
@@ -16,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from nexmark.bench import parquet_for
+from nexmark.generator import VERSION as GENERATOR_VERSION
 from nexmark.generator import GeneratorConfig, write_parquet
 from nexmark.side_input import side_input_table, write_side_input
 
@@ -217,7 +219,8 @@ def test_parquet_for_writes_the_side_input(tmp_path):
     paths = parquet_for(2000, 0, tmp_path)
     assert pq.read_table(paths["side_input"]).equals(side_input_table())
     # a cache written before the side input existed gets it, without writing the streams again
-    side = tmp_path / "nexmark-events=2000-seed=0" / "side_input.parquet"
+    side = Path(paths["side_input"])
+    assert side.parent.name == f"nexmark-v{GENERATOR_VERSION}-events=2000-seed=0"  # a new generator, new files
     side.unlink()
     before = {p: (tmp_path / p).stat().st_mtime_ns for p in tmp_path.rglob("*.parquet")}
     assert parquet_for(2000, 0, tmp_path) == paths
