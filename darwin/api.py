@@ -73,6 +73,21 @@ class Table:
             self.plan.schema.field(n, "drop")
         return self.select(*[n for n in self.plan.schema.names if n not in names])
 
+    def group_by(self, *keys: str | Expr, **named: IntoExpr) -> GroupedTable:
+        """Groups without a window: ``agg`` makes an updating table of one row per group, changed
+        as rows arrive (``collect()`` gives the final rows, ``changelog()`` every change).
+        Keys are column names, or expressions named ``name=expr``."""
+        plan = self.plan
+        if named:
+            computed = [(name, _node(e)) for name, e in named.items()]
+            plan = pn.Project(plan, tuple((n, Column(n)) for n in plan.schema.names if n not in named)
+                              + tuple(computed))
+        return GroupedTable(plan, _key_names(plan, keys) + tuple(named))
+
+    def agg(self, **aggs: Agg) -> Table:
+        """One updating row over all rows (a global aggregation without a window)."""
+        return GroupedTable(self.plan, ()).agg(**aggs)
+
     def window(self, window: Window, late_output: bool = False) -> WindowedTable:
         """Assign rows to event-time windows; ``late_output`` keeps late rows instead of only counting them."""
         if not isinstance(window, Window):
@@ -201,15 +216,7 @@ class WindowedTable:
                              suffix))
 
     def group_by(self, *keys: str | Expr) -> GroupedTable:
-        names = []
-        for k in keys:
-            if isinstance(k, Expr) and isinstance(k.node, Column):
-                k = k.node.name
-            if not isinstance(k, str):
-                raise PlanError(f"group_by takes column names; compute {k!r} first with with_columns()")
-            self.plan.schema.field(k, "group_by")
-            names.append(k)
-        return GroupedTable(self.plan, tuple(names))
+        return GroupedTable(self.plan, _key_names(self.plan, keys))
 
     def agg(self, **aggs: Agg) -> Table:
         """One row per window over all rows (a global windowed aggregation)."""
@@ -221,9 +228,12 @@ class WindowedTable:
 
 
 class GroupedTable:
+    """Grouped rows: of windows (a windowed aggregation that appends) or of the whole stream (an
+    updating aggregation)."""
+
     __slots__ = ("plan", "keys")
 
-    def __init__(self, plan: pn.WindowAssign, keys: tuple[str, ...]) -> None:
+    def __init__(self, plan: pn.PlanNode, keys: tuple[str, ...]) -> None:
         self.plan, self.keys = plan, keys
 
     def agg(self, **aggs: Agg) -> Table:
@@ -232,7 +242,21 @@ class GroupedTable:
             if not isinstance(a, Agg):
                 raise PlanError(f"agg: {name}= must be an aggregate such as dw.sum('x'), got {a!r}")
             calls.append((name, a.call))
-        return Table(pn.Aggregate(self.plan, self.keys, tuple(calls)))
+        if isinstance(self.plan, pn.WindowAssign):
+            return Table(pn.Aggregate(self.plan, self.keys, tuple(calls)))
+        return Table(pn.GroupAggregate(self.plan, self.keys, tuple(calls)))
+
+
+def _key_names(plan: pn.PlanNode, keys: tuple[str | Expr, ...]) -> tuple[str, ...]:
+    names = []
+    for k in keys:
+        if isinstance(k, Expr) and isinstance(k.node, Column):
+            k = k.node.name
+        if not isinstance(k, str):
+            raise PlanError(f"group_by takes column names or name=expression; name {k!r}, e.g. group_by(k=...)")
+        plan.schema.field(k, "group_by")
+        names.append(k)
+    return tuple(names)
 
 
 def _named(c: str | Expr) -> tuple[str, Any]:

@@ -13,9 +13,17 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from darwin.codegen.generate import KernelSource
+
+class KernelSource(Protocol):
+    """Generated source of a module defining ``kernel``, and a hash of it."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def key(self) -> str: ...
 
 log = logging.getLogger(__name__)
 _LOADED: dict[tuple[str, str], Any] = {}

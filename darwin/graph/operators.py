@@ -60,7 +60,17 @@ class UnionPort:
         return "rows of pipelines " + " + ".join(str(p) for p in self.producers)
 
 
-Port = SourcePort | FiredWindowsPort | JoinPort | UnionPort
+@dataclass(frozen=True)
+class GroupAggregatePort:
+    """The changes an updating aggregation emits."""
+
+    operator: int
+
+    def describe(self) -> str:
+        return f"changes of group aggregation {self.operator}"
+
+
+Port = SourcePort | FiredWindowsPort | JoinPort | UnionPort | GroupAggregatePort
 
 
 @dataclass(frozen=True)
@@ -244,6 +254,23 @@ class JoinOperator:
 
 
 @dataclass(frozen=True)
+class GroupAggregateOperator:
+    """An aggregation without a window over the rows pipeline ``input`` emits: the group keys under
+    their names, each aggregate's argument as ``args[i]`` (None for count()), and the change kind
+    if the input updates. Its state: the groups and their aggregates' slots."""
+
+    id: int
+    aggregate: pn.GroupAggregate
+    input: int
+    args: tuple[str | None, ...]
+
+    def describe(self) -> str:
+        a = self.aggregate
+        return (f"group aggregation {self.id}: of pipeline {self.input} keys=[{', '.join(a.keys)}] "
+                f"aggs=[{', '.join(f'{n}={c}' for n, c in a.aggs)}] (updating)")
+
+
+@dataclass(frozen=True)
 class UnionOperator:
     """Where a union's watermark is kept: the minimum of its producers'."""
 
@@ -255,7 +282,7 @@ class UnionOperator:
 class Stateful:
     """One step of advancing the watermark: an aggregation (by pipeline), a join or a union."""
 
-    kind: str  # "aggregate" | "join" | "union"
+    kind: str  # "aggregate" | "join" | "union" | "group"
     id: int
 
 
@@ -280,9 +307,11 @@ class OperatorGraph:
     # per scan: its string columns no operator looks into (``darwin.plan.inspected``), appended to
     # the string pool as they are read instead of interned
     payload: tuple[frozenset[str], ...] = ()
+    group_aggregates: tuple[GroupAggregateOperator, ...] = ()
 
     def consumers(self, pipeline: int) -> list[tuple[str, int, int]]:
-        """Who reads the rows pipeline ``pipeline`` emits: ("pipeline", id, 0), ("join", id, side)."""
+        """Who reads the rows pipeline ``pipeline`` emits: ("pipeline", id, 0), ("join", id, side),
+        ("group", id, 0)."""
         out: list[tuple[str, int, int]] = []
         for p in self.pipelines:
             if isinstance(p.input, UnionPort) and pipeline in p.input.producers:
@@ -292,10 +321,12 @@ class OperatorGraph:
                 out.append(("join", j.id, 0))
             if j.right == pipeline:
                 out.append(("join", j.id, 1))
+        out += [("group", g.id, 0) for g in self.group_aggregates if g.input == pipeline]
         return out
 
     def describe(self) -> str:
         lines = [p.describe() for p in self.pipelines] + [j.describe() for j in self.joins]
+        lines += [g.describe() for g in self.group_aggregates]
         lines += [f"lookup table {i}: {', '.join(t.columns)} keyed by [{', '.join(t.keys)}]"
                   for i, t in enumerate(self.lookups)]
         lines += [f"source {scan.source.name}: strings only moved, appended uninterned: {', '.join(sorted(moved))}"

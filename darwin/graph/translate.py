@@ -26,7 +26,7 @@ def translate(plan: pn.PlanNode, config: Config) -> op.OperatorGraph:
     payload = tuple(frozenset(f.name for f in scan.schema.fields
                               if f.dtype is DType.STRING and f.name not in inspected[id(scan)]) for scan in t.scans)
     return op.OperatorGraph(tuple(t.pipelines), tuple(t.joins), tuple(t.unions), tuple(t.scans), tuple(t.lookups),
-                            tuple(t.order), output, payload)
+                            tuple(t.order), output, payload, tuple(t.group_aggregates))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +44,7 @@ class _Chain:
 
 
 KEY_PREFIX = "__darwin_key"
+ARG_PREFIX = "__darwin_arg"
 
 
 class _Translator(SharedNodeVisitor[_Chain]):
@@ -62,6 +63,7 @@ class _Translator(SharedNodeVisitor[_Chain]):
         self.pipelines: list[op.Pipeline] = []
         self.joins: list[op.JoinOperator] = []
         self.unions: list[op.UnionOperator] = []
+        self.group_aggregates: list[op.GroupAggregateOperator] = []
         self.scans: list[pn.Scan] = []
         self.lookups: list[op.LookupTableSpec] = []
         self.order: list[op.Stateful] = []
@@ -113,6 +115,22 @@ class _Translator(SharedNodeVisitor[_Chain]):
         updating = pn.updating(node)
         schema = pn.with_change_kind(node.schema) if updating else node.schema
         return _Chain(op.JoinPort(j.id), schema, (), schema, updating)
+
+    def visit_GroupAggregate(self, node: pn.GroupAggregate) -> _Chain:
+        chain = self.visit(node.input)
+        args = tuple(None if call.arg is None else f"{ARG_PREFIX}{i}" for i, (_, call) in enumerate(node.aggs))
+        exprs = tuple((k, Column(k)) for k in node.keys) + tuple(
+            (name, call.arg) for name, (_, call) in zip(args, node.aggs) if name is not None and call.arg is not None)
+        schema = pn.project_schema(exprs, chain.schema)
+        if chain.updating:
+            exprs += ((pn.CHANGE_KIND, Column(pn.CHANGE_KIND)),)
+            schema = pn.with_change_kind(schema)
+        producer = self.close(chain.then(op.ProjectOp(exprs), schema), op.EmitRows())
+        g = op.GroupAggregateOperator(len(self.group_aggregates), node, producer, args)
+        self.group_aggregates.append(g)
+        self.order.append(op.Stateful("group", g.id))
+        out = pn.with_change_kind(node.schema)
+        return _Chain(op.GroupAggregatePort(g.id), out, (), out, True)
 
     def visit_Union(self, node: pn.Union) -> _Chain:
         producers = tuple(self.close(self.visit(p), op.EmitRows()) for p in node.parts)

@@ -6,7 +6,9 @@ An ``AggregateFunction`` holds everything any layer needs of one aggregate:
 - its state layout: the dtype of its value slot (``value_dtype``, None for none) and whether it
   needs a count of the values it saw (``needs_count``);
 - its generated update (``update``): source lines over generated names only, which the code
-  generator wraps in the argument's null test and follows with the count update;
+  generator wraps in the argument's null test and follows with the count update; and its
+  generated retraction (``retract``), for an updating input, or None where retracting needs the
+  values kept (min/max keep a multiset of them);
 - ``merge`` of two partial states of one group (RocksDB's cache merges into stored entries);
 - ``finalize`` of drained state into output columns;
 - the reference interpreter's accumulator (``accumulator``).
@@ -40,6 +42,10 @@ class Accumulator:
     def add(self, v: Any) -> None:
         self.n += 1
 
+    def retract(self, v: Any) -> None:
+        """Take back a value added before (a -U or -D row of an updating input)."""
+        self.n -= 1
+
     def result(self) -> Any:
         return self.value
 
@@ -66,6 +72,11 @@ class AggregateFunction:
         """Generated lines that fold argument ``x`` into ``value``; ``first``: no value seen yet."""
         raise NotImplementedError
 
+    def retract(self, value: str, x: str) -> list[str] | None:
+        """Generated lines that take argument ``x`` back out of ``value``; None if the value alone
+        cannot (the aggregate then keeps every value of the group)."""
+        return None
+
     def merge(self, old: np.ndarray, new: np.ndarray, old_count: np.ndarray | None,
               new_count: np.ndarray | None) -> np.ndarray:
         """Values of ``old`` (seen first) merged with ``new``, entry by entry."""
@@ -76,7 +87,8 @@ class AggregateFunction:
         assert value is not None
         return value, None if count is None else count > 0
 
-    def accumulator(self) -> Accumulator:
+    def accumulator(self, retracting: bool = False) -> Accumulator:
+        """A fresh accumulator; ``retracting``: its input may take values back."""
         raise NotImplementedError
 
 
@@ -103,11 +115,14 @@ class Count(AggregateFunction):
     def update(self, value: str, x: str, first: str) -> list[str]:
         return []  # the count update the generator adds is the whole of it
 
+    def retract(self, value: str, x: str) -> list[str] | None:
+        return []
+
     def finalize(self, value: np.ndarray | None, count: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
         assert count is not None
         return count, None
 
-    def accumulator(self) -> Accumulator:
+    def accumulator(self, retracting: bool = False) -> Accumulator:
         return _CountAcc()
 
 
@@ -118,6 +133,12 @@ class _SumAcc(Accumulator):
         if isinstance(self.value, int):
             self.value = wrap64(self.value)  # int64 sums wrap around, as in the kernels
 
+    def retract(self, v: Any) -> None:
+        self.n -= 1
+        self.value = None if self.n == 0 else self.value - v
+        if isinstance(self.value, int):
+            self.value = wrap64(self.value)
+
 
 class Sum(AggregateFunction):
     name = "sum"
@@ -125,13 +146,19 @@ class Sum(AggregateFunction):
     def update(self, value: str, x: str, first: str) -> list[str]:
         return [f"{value} += {x}"]
 
-    def accumulator(self) -> Accumulator:
+    def retract(self, value: str, x: str) -> list[str] | None:
+        return [f"{value} -= {x}"]
+
+    def accumulator(self, retracting: bool = False) -> Accumulator:
         return _SumAcc()
 
 
 class _AvgAcc(_SumAcc):
     def add(self, v: Any) -> None:
         super().add(float(v))
+
+    def retract(self, v: Any) -> None:
+        super().retract(float(v))
 
     def result(self) -> Any:
         return None if self.n == 0 else self.value / self.n
@@ -154,24 +181,52 @@ class Avg(AggregateFunction):
     def update(self, value: str, x: str, first: str) -> list[str]:
         return [f"{value} += np.float64({x})"]
 
+    def retract(self, value: str, x: str) -> list[str] | None:
+        return [f"{value} -= np.float64({x})"]
+
     def finalize(self, value: np.ndarray | None, count: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
         assert value is not None and count is not None
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(count > 0, value / np.maximum(count, 1), 0.0), count > 0
 
-    def accumulator(self) -> Accumulator:
+    def accumulator(self, retracting: bool = False) -> Accumulator:
         return _AvgAcc()
 
 
 class _ExtremeAcc(Accumulator):
-    def __init__(self, smaller: bool) -> None:
+    """Over an append-only input, the running extreme. Over an updating one (``retracting``), the
+    extreme of the values kept, NaN above every number as Spark orders doubles."""
+
+    def __init__(self, smaller: bool, retracting: bool) -> None:
         super().__init__()
-        self.smaller = smaller
+        self.smaller, self.retracting = smaller, retracting
+        self.kept: dict[Any, int] = {}
 
     def add(self, v: Any) -> None:
         self.n += 1
-        if self.value is None or (v < self.value if self.smaller else v > self.value):
+        if self.retracting:
+            k = _NAN if v != v else v
+            self.kept[k] = self.kept.get(k, 0) + 1
+        elif self.value is None or (v < self.value if self.smaller else v > self.value):
             self.value = v
+
+    def retract(self, v: Any) -> None:
+        self.n -= 1
+        k = _NAN if v != v else v
+        self.kept[k] -= 1
+        if not self.kept[k]:
+            del self.kept[k]
+
+    def result(self) -> Any:
+        if not self.retracting:
+            return self.value
+        if not self.kept:
+            return None
+        pick = (min if self.smaller else max)(self.kept, key=lambda k: (k is _NAN, 0 if k is _NAN else k))
+        return float("nan") if pick is _NAN else pick
+
+
+_NAN = object()  # NaN as a key of kept values (NaN != NaN)
 
 
 class Extreme(AggregateFunction):
@@ -193,8 +248,8 @@ class Extreme(AggregateFunction):
             merged = np.where(old_count == 0, new, np.where(new_count == 0, old, merged))
         return merged
 
-    def accumulator(self) -> Accumulator:
-        return _ExtremeAcc(self.smaller)
+    def accumulator(self, retracting: bool = False) -> Accumulator:
+        return _ExtremeAcc(self.smaller, retracting)
 
 
 REGISTRY: dict[str, AggregateFunction] = {

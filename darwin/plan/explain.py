@@ -27,9 +27,11 @@ class _Describe(PlanVisitor[str]):
     def visit_WindowAssign(self, node: pn.WindowAssign) -> str:
         return f"WindowAssign {node.window}" + (" late_output" if node.late_output else "")
 
-    def visit_Aggregate(self, node: pn.Aggregate) -> str:
+    def visit_Aggregate(self, node: pn.Aggregate | pn.GroupAggregate) -> str:
         aggs = ", ".join(f"{n}={c}" for n, c in node.aggs)
-        return f"Aggregate keys=[{', '.join(node.keys)}] aggs=[{aggs}]"
+        return f"{type(node).__name__} keys=[{', '.join(node.keys)}] aggs=[{aggs}]"
+
+    visit_GroupAggregate = visit_Aggregate
 
 
     def visit_Join(self, node: pn.Join) -> str:

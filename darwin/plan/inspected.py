@@ -44,8 +44,10 @@ class _Inspects(PlanVisitor[list[set[str]]]):
     def visit_WindowAssign(self, n: pn.WindowAssign, inspected: set[str]) -> list[set[str]]:
         return [(inspected - {pn.WINDOW_START, pn.WINDOW_END}) | {n.window.on}]
 
-    def visit_Aggregate(self, n: pn.Aggregate, inspected: set[str]) -> list[set[str]]:
+    def visit_Aggregate(self, n: pn.Aggregate | pn.GroupAggregate, inspected: set[str]) -> list[set[str]]:
         return [pn.aggregate_reads(n)]
+
+    visit_GroupAggregate = visit_Aggregate
 
     def visit_Join(self, n: pn.Join | pn.LookupJoin, inspected: set[str]) -> list[set[str]]:
         return list(pn.join_reads(n, inspected))  # its keys and condition, and what is inspected above

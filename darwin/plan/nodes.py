@@ -153,7 +153,7 @@ class Aggregate(_OneInput):
         if not self.aggs:
             raise PlanError("agg: at least one aggregate is needed, e.g. agg(n=dw.count())")
         if updating(self.input):
-            raise UnsupportedError("a windowed aggregation over an updating result (an outer join's output) "
+            raise UnsupportedError(f"a windowed aggregation over {_UPDATING} "
                                    "is not supported yet")
         _ = self.schema
 
@@ -166,6 +166,34 @@ class Aggregate(_OneInput):
                 raise PlanError(f"group_by: {k!r} is already part of every windowed group")
             fields.append(inp.field(k, "group_by"))
         for name, call in self.aggs:
+            fields.append(Field(name, *agg_type(call, inp, name)))
+        return Schema(tuple(fields), inp.unsupported)
+
+
+@dataclass(frozen=True)
+class GroupAggregate(_OneInput):
+    """Group-by without a window: an updating table of one row per group (Flink's GROUP BY on a
+    stream). After each input batch, a new group's row is inserted (+I), a changed one updated
+    (-U old, +U new), an emptied one deleted (-D). Rows of an updating input are retracted."""
+
+    input: PlanNode
+    keys: tuple[str, ...]
+    aggs: tuple[tuple[str, AggCall], ...]
+
+    def __post_init__(self) -> None:
+        if not self.aggs:
+            raise PlanError("agg: at least one aggregate is needed, e.g. agg(n=dw.count())")
+        if len(set(self.keys)) != len(self.keys):
+            raise PlanError(f"group_by: a key is given twice in {list(self.keys)}")
+        _ = self.schema
+
+    @cached_property
+    def schema(self) -> Schema:
+        inp = self.input.schema
+        fields = [inp.field(k, "group_by") for k in self.keys]
+        for name, call in self.aggs:
+            if name in self.keys:
+                raise PlanError(f"agg: {name}= is also a group key")
             fields.append(Field(name, *agg_type(call, inp, name)))
         return Schema(tuple(fields), inp.unsupported)
 
@@ -189,6 +217,7 @@ def windowed_schema(schema: Schema) -> Schema:
 
 
 JOIN_KINDS = ("inner", "left", "right", "full")
+_UPDATING = "an updating result (an outer join's, or an aggregation's without a window)"
 CHANGE_KIND = "__darwin_change"  # the hidden column of updating streams: a ChangeKind per row
 
 
@@ -226,7 +255,7 @@ class Join:
                             "of the same length")
         for side in (self.left, self.right):
             if updating(side):
-                raise UnsupportedError("join: an input is an updating result (an outer join's output); joins "
+                raise UnsupportedError(f"join: an input is {_UPDATING}; joins "
                                        "over updating inputs are not supported yet")
         for i, (lk, rk) in enumerate(zip(self.left_keys, self.right_keys)):
             lt = type_of(lk, self.left.schema, f"join key {i} of the left side").dtype
@@ -328,7 +357,7 @@ class Union:
                                 "select the same columns, in the same order, with the same types")
         for p in self.parts:
             if updating(p):
-                raise UnsupportedError("union: an input is an updating result (an outer join's output); "
+                raise UnsupportedError(f"union: an input is {_UPDATING}; "
                                        "not supported yet")
 
     @property
@@ -347,9 +376,11 @@ class Union:
         return Schema(tuple(Field(f.name, f.dtype, n) for f, n in zip(first.fields, nullable)), first.unsupported)
 
 
-def aggregate_reads(n: Aggregate) -> set[str]:
-    """The columns an aggregation reads of its (windowed) input: keys, window and arguments."""
-    uses = set(n.keys) | {n.input.window.on, WINDOW_START, WINDOW_END}
+def aggregate_reads(n: Aggregate | GroupAggregate) -> set[str]:
+    """The columns an aggregation reads of its input: keys, window (if any) and arguments."""
+    uses = set(n.keys)
+    if isinstance(n, Aggregate):
+        uses |= {n.input.window.on, WINDOW_START, WINDOW_END}
     for _, call in n.aggs:
         uses |= columns_of(call)
     return uses
@@ -396,18 +427,21 @@ def _columns(s: Schema) -> str:
     return "[" + ", ".join(f"{f.name}: {f.dtype.value}" for f in s.fields) + "]"
 
 
-PlanNode = Scan | Filter | Project | WindowAssign | Aggregate | Join | LookupJoin | Union
+PlanNode = Scan | Filter | Project | WindowAssign | Aggregate | GroupAggregate | Join | LookupJoin | Union
 
 
 def updating(node: PlanNode) -> bool:
     """Whether ``node`` produces an updating result (rows carry a change kind), not only appends.
 
-    Outer regular joins update: a NULL-padded row is retracted when its match arrives. Interval
-    and window joins emit padded rows only when a row can no longer match, so they append.
+    Group aggregations without a window update their groups' rows. Outer regular joins update: a
+    NULL-padded row is retracted when its match arrives. Interval and window joins emit padded
+    rows only when a row can no longer match, so they append.
     """
     from darwin.plan.temporal import join_timing
 
     for n in walk(node):
+        if isinstance(n, GroupAggregate):
+            return True
         if isinstance(n, Join) and n.how != "inner" and join_timing(n) is None:
             return True
     return False

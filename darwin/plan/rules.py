@@ -240,8 +240,10 @@ class _Needs(PlanVisitor[list[set[str]]]):
             inner |= set(n.input.schema.names)  # late rows keep every input column
         return [inner]
 
-    def visit_Aggregate(self, n: pn.Aggregate, needed: set[str]) -> list[set[str]]:
+    def visit_Aggregate(self, n: pn.Aggregate | pn.GroupAggregate, needed: set[str]) -> list[set[str]]:
         return [pn.aggregate_reads(n)]
+
+    visit_GroupAggregate = visit_Aggregate
 
     def visit_Join(self, n: pn.Join | pn.LookupJoin, needed: set[str]) -> list[set[str]]:
         left, right = n.inputs

@@ -241,6 +241,9 @@ class _Builder(SharedNodeVisitor[_Operator]):
     def visit_Aggregate(self, node: pn.Aggregate) -> _Operator:
         return _WindowAggregate(node, self.ctx, self.visit(node.input.input))
 
+    def visit_GroupAggregate(self, node: pn.GroupAggregate) -> _Operator:
+        return _GroupAggregate(node, self.visit(node.input))
+
     def visit_Union(self, node: pn.Union) -> _Operator:
         return _Union([self.visit(p) for p in node.parts])
 
@@ -499,3 +502,76 @@ class _WindowAggregate(_Operator):
             rows.append(dict(zip(names, values)))
         self.ctx.metrics.add("windows_fired", len({k[0] for k in fired}))
         self.emit(rows, [old] * len(rows))
+
+
+class _Group:
+    """One group of an updating aggregation: its rows (counting those taken back), accumulators,
+    and the row last emitted for it."""
+
+    __slots__ = ("rows", "accs", "emitted")
+
+    def __init__(self, accs: list[Accumulator]) -> None:
+        self.rows, self.accs = 0, accs
+        self.emitted: Row | None = None
+
+
+class _GroupAggregate(_Operator):
+    """An aggregation without a window (``pn.GroupAggregate``). Each row of a pushed batch is added
+    (+I, +U) or taken back (-U, -D); then every group the batch touched, in the order the batch
+    first touched it, emits its change: +I for a new group, -U old +U new for a changed one, -D
+    for one left without rows, nothing if its row is unchanged. Its rows are judged by its input's
+    watermark, which it passes on."""
+
+    def __init__(self, node: pn.GroupAggregate, child: _Operator) -> None:
+        super().__init__([child])
+        self.node = node
+        schema = node.input.schema
+        self.keys = [compile_expr(Column(k), schema) for k in node.keys]
+        self.args = [(function(call.func), compile_expr(call.arg, schema) if call.arg is not None else None)
+                     for _, call in node.aggs]
+        self.retracting = pn.updating(node.input)
+        self.groups: dict[tuple, _Group] = {}
+        self.names = [f.name for f in node.schema.fields]
+
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        touched: dict[tuple, None] = {}  # an ordered set
+        for row in rows:
+            key = tuple(_group_key(f(row)) for f in self.keys)
+            group = self.groups.get(key)
+            if group is None:
+                group = self.groups[key] = _Group([agg.accumulator(self.retracting) for agg, _ in self.args])
+            touched[key] = None
+            kind = row.get(pn.CHANGE_KIND, INSERT)
+            adds = kind in (INSERT, pn.ChangeKind.UPDATE_AFTER)
+            group.rows += 1 if adds else -1
+            for acc, (_, f) in zip(group.accs, self.args):
+                v = f(row) if f is not None else 1
+                if v is None:  # aggregates skip nulls
+                    continue
+                if adds:
+                    acc.add(v)
+                else:
+                    acc.retract(v)
+        out: Rows = []
+        for key in touched:
+            group = self.groups[key]
+            old = group.emitted
+            new = None if group.rows == 0 else dict(zip(self.names, [*(float("nan") if k is _NAN else k for k in key),
+                                                                     *(a.result() for a in group.accs)]))
+            if group.rows == 0:
+                del self.groups[key]
+            if _same_row(old, new):
+                continue
+            if old is not None:
+                out.append({**old, pn.CHANGE_KIND: pn.ChangeKind.UPDATE_BEFORE if new else DELETE})
+            if new is not None:
+                out.append({**new, pn.CHANGE_KIND: pn.ChangeKind.UPDATE_AFTER if old else INSERT})
+            group.emitted = new
+        self.emit(out, [self.inputs[0].watermark()] * len(out))
+
+
+def _same_row(a: Row | None, b: Row | None) -> bool:
+    """Equal rows, NaN equal to NaN (an unchanged result is not emitted again)."""
+    if a is None or b is None:
+        return a is b
+    return all(x == y or (x != x and y != y) for x, y in zip(a.values(), b.values()))

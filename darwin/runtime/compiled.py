@@ -28,6 +28,7 @@ from darwin.runtime.prefetch import prefetched
 from darwin.runtime.progress import NO_WATERMARK, Metrics, WatermarkClock
 
 if TYPE_CHECKING:
+    from darwin.runtime.group_aggregate import GroupAggregateRunner
     from darwin.runtime.join import JoinRunner
 
 END_OF_INPUT = 2**63 - 1  # the watermark of a source that has ended
@@ -123,6 +124,11 @@ class CompiledEngine:
             from darwin.runtime.join import JoinRunner
 
             self.joins = [JoinRunner(j, config, self.pool, self.backend) for j in graph.joins]
+        self.groups: list[GroupAggregateRunner] = []
+        if graph.group_aggregates:
+            from darwin.runtime.group_aggregate import GroupAggregateRunner
+
+            self.groups = [GroupAggregateRunner(g, config) for g in graph.group_aggregates]
         self.readers = []
         for i, scan in enumerate(graph.scans):
             readers = [p for p in graph.pipelines if isinstance(p.input, op.SourcePort) and p.input.reader == i]
@@ -191,6 +197,10 @@ class CompiledEngine:
         for kind, target, side in self.consumers[pipeline]:
             if kind == "pipeline":
                 yield from self._push(target, out, self.union_wm[self._union_reading(target)])
+            elif kind == "group":
+                changes = self.groups[target].push(out)
+                if changes is not None:
+                    yield from self._to_port(("group", target), changes, self.groups[target].wm)
             else:
                 joined = self.joins[target].push(out, side)
                 if joined is not None:
@@ -222,6 +232,9 @@ class CompiledEngine:
                 padded = join.advance(self._pipeline_watermark(j.left), self._pipeline_watermark(j.right))
                 if padded is not None:
                     yield from self._to_port(("join", step.id), padded, old)
+            elif step.kind == "group":
+                group = self.groups[step.id]
+                group.advance(self._pipeline_watermark(self.graph.group_aggregates[step.id].input))
             else:
                 union = self.graph.unions[step.id]
                 self.union_wm[step.id] = min(self._pipeline_watermark(p) for p in union.producers)
@@ -236,6 +249,8 @@ class CompiledEngine:
             return self.aggregate_wm[port.producer]
         if isinstance(port, op.JoinPort):
             return self.joins[port.join].wm
+        if isinstance(port, op.GroupAggregatePort):
+            return self.groups[port.operator].wm
         return self.union_wm[self.union_of[port.producers]]
 
     # -- checkpoints ------------------------------------------------------------------------------
@@ -251,10 +266,16 @@ class CompiledEngine:
             body, written = j.snapshot(directory)
             joins.append(body)
             files += written
+        groups = []
+        for g in self.groups:
+            body, written = g.snapshot(directory)
+            groups.append(body)
+            files += written
         sources = [{"offset": r.offset, "max_time": r.clock.max_time, "future_rows": r.clock.future_rows,
                     "finished": r.finished} for r in self.readers]
         return {"offset": sum(r.offset for r in self.readers), "sources": sources, "backend": self.backend.name,
-                "runners": runners, "joins": joins, "aggregate_wm": {str(k): v for k, v in self.aggregate_wm.items()},
+                "runners": runners, "joins": joins, "groups": groups,
+                "aggregate_wm": {str(k): v for k, v in self.aggregate_wm.items()},
                 "union_wm": self.union_wm}, files
 
     def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int) -> None:
@@ -263,6 +284,8 @@ class CompiledEngine:
             r.restore(directory, saved, checkpoint_id)
         for j, saved in zip(self.joins, body["joins"]):
             j.restore(directory, saved)
+        for g, saved in zip(self.groups, body.get("groups", [])):
+            g.restore(directory, saved)
         for reader, saved in zip(self.readers, body["sources"]):
             reader.offset, reader.finished = int(saved["offset"]), bool(saved["finished"])
             reader.clock.max_time, reader.clock.future_rows = int(saved["max_time"]), int(saved["future_rows"])
@@ -279,6 +302,8 @@ class CompiledEngine:
             r.close()
         for j in self.joins:
             j.close()
+        for g in self.groups:
+            g.close()
         self.backend.close()
 
 
@@ -289,6 +314,8 @@ def _port_key(port: op.Port) -> Any:
         return ("join", port.join)
     if isinstance(port, op.SourcePort):
         return ("source", port.reader)
+    if isinstance(port, op.GroupAggregatePort):
+        return ("group", port.operator)
     return ("union", port.producers)
 
 

@@ -1,0 +1,100 @@
+"""Compiled building blocks of updating aggregations: dense group ids for key rows, and the
+per-group folds of a batch's signed changes.
+
+Groups are numbered in the order their keys first arrive (0, 1, ...); ``keys[g]`` holds group
+g's key components (int64: floats as normalised bit patterns, strings as dictionary codes, a
+NULL as a validity component). ``slots`` is an open-addressing table of group ids that grows
+with the groups.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from darwin.codegen.join_index import EMPTY, _same, hash_keys
+
+__all__ = ["EMPTY", "assign", "fold_count", "fold_extreme", "fold_sum", "hash_keys", "rehash", "touched"]
+
+
+@njit(cache=True, nogil=True)
+def assign(slots: np.ndarray, keys: np.ndarray, count: int, batch_keys: np.ndarray, hashes: np.ndarray,
+           ids: np.ndarray) -> int:
+    """The group id of every batch row into ``ids``, adding new groups at ``count``, ``count + 1``,
+    ...; returns the new count. ``slots`` must have room: more slots than groups after the batch."""
+    mask = slots.shape[0] - 1
+    for i in range(batch_keys.shape[0]):
+        s = np.int64(hashes[i] & np.uint64(mask))
+        while True:
+            g = slots[s]
+            if g == EMPTY:
+                slots[s] = count
+                keys[count] = batch_keys[i]
+                ids[i] = count
+                count += 1
+                break
+            if _same(batch_keys, i, keys, g):
+                ids[i] = g
+                break
+            s = (s + 1) & mask
+    return count
+
+
+@njit(cache=True, nogil=True)
+def rehash(slots: np.ndarray, keys: np.ndarray, count: int) -> None:
+    """Index groups 0..count-1 into the empty table ``slots``."""
+    mask = slots.shape[0] - 1
+    hashes = hash_keys(keys[:count])
+    for g in range(count):
+        s = np.int64(hashes[g] & np.uint64(mask))
+        while slots[s] != EMPTY:
+            s = (s + 1) & mask
+        slots[s] = g
+
+
+@njit(cache=True, nogil=True)
+def touched(ids: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    """The distinct ids of a batch in the order they first appear (``seen``: all False, left so)."""
+    out = np.empty(ids.shape[0], dtype=np.int64)
+    m = 0
+    for i in range(ids.shape[0]):
+        g = ids[i]
+        if not seen[g]:
+            seen[g] = True
+            out[m] = g
+            m += 1
+    for k in range(m):
+        seen[out[k]] = False
+    return out[:m]
+
+
+@njit(cache=True, nogil=True)
+def fold_count(counts: np.ndarray, ids: np.ndarray, sign: np.ndarray, present: np.ndarray) -> None:
+    """Add each present row's sign (+1 added, -1 retracted) to its group's count."""
+    for i in range(ids.shape[0]):
+        if present[i]:
+            counts[ids[i]] += sign[i]
+
+
+@njit(cache=True, nogil=True)
+def fold_sum(values: np.ndarray, ids: np.ndarray, sign: np.ndarray, present: np.ndarray, x: np.ndarray) -> None:
+    """Add (or, retracted, subtract) each present row's value to its group's sum; int64 wraps."""
+    for i in range(ids.shape[0]):
+        if present[i]:
+            if sign[i] > 0:
+                values[ids[i]] += x[i]
+            else:
+                values[ids[i]] -= x[i]
+
+
+@njit(cache=True, nogil=True)
+def fold_extreme(values: np.ndarray, counts: np.ndarray, ids: np.ndarray, present: np.ndarray, x: np.ndarray,
+                 smaller: bool) -> None:
+    """min/max of an append-only input: a later value replaces the kept one only if strictly smaller
+    (larger); ``counts`` is the group's count of values before this batch's rows are added."""
+    for i in range(ids.shape[0]):
+        if present[i]:
+            g = ids[i]
+            if counts[g] == 0 or (x[i] < values[g] if smaller else x[i] > values[g]):
+                values[g] = x[i]
+            counts[g] += 1

@@ -1,0 +1,108 @@
+"""Updating aggregations (group_by without a window): the compiled engine against the reference
+interpreter, changelogs compared in order; and the final table against a plain Python group-by."""
+
+from __future__ import annotations
+
+import math
+
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_joins import HOW, SETTINGS, STATES, assert_agree, streams
+
+import darwin as dw
+from darwin import col
+from darwin.errors import PlanError
+
+AGGS = {"n": dw.count(), "nv": dw.count("v"), "total": dw.sum("v"), "mean": dw.avg("v"), "low": dw.min("v"),
+        "high": dw.max("v")}
+
+
+@st.composite
+def floats(draw) -> dw.Table:
+    """Float keys and values with NULLs, NaN, -0.0 and 0.0."""
+    n = draw(st.integers(0, 25))
+    pick = st.sampled_from([None, math.nan, -0.0, 0.0, 1.5, -2.25, 7.0])
+    keys = draw(st.lists(pick, min_size=n, max_size=n))
+    values = draw(st.lists(pick, min_size=n, max_size=n))
+    return dw.from_arrow(pa.table({"f": pa.array(keys, pa.float64()), "x": pa.array(values, pa.float64())}),
+                         name="F")
+
+
+@SETTINGS
+@given(left=streams("L"), batch=st.integers(1, 8))
+def test_group_aggregations_agree(left, batch):
+    assert_agree(left.group_by("k").agg(**AGGS), batch)
+    assert_agree(left.group_by("s", "k").agg(n=dw.count(), high=dw.max("t")), batch)
+    assert_agree(left.agg(n=dw.count(), total=dw.sum("v")), batch)  # one global row, updated
+
+
+@SETTINGS
+@given(table=floats(), batch=st.integers(1, 6))
+def test_float_keys_and_values_agree(table, batch):
+    assert_agree(table.group_by("f").agg(n=dw.count(), s=dw.sum("x"), a=dw.avg("x"), lo=dw.min("x"),
+                                         hi=dw.max("x")), batch)
+
+
+@SETTINGS
+@given(left=streams("L"), right=streams("R"), how=st.sampled_from(HOW[1:]), batch=st.integers(1, 8),
+       state=st.sampled_from(STATES))
+def test_aggregations_over_an_outer_join_retract(left, right, how, batch, state):
+    """An outer join retracts its NULL-padded rows: every aggregate takes them back."""
+    joined = left.join(right, on=[("k", "k")], how=how)
+    assert_agree(joined.group_by("k").agg(n=dw.count(), nv=dw.count("v_right"), total=dw.sum("v_right"),
+                                          mean=dw.avg("v_right"), low=dw.min("v_right"), high=dw.max("v_right")),
+                 batch, state)
+
+
+@SETTINGS
+@given(left=streams("L"), batch=st.integers(1, 8))
+def test_aggregation_over_an_updating_aggregation_agrees(left, batch):
+    """q4's shape: a maximum per key, then the average (and the extremes) of those maxima per group."""
+    best = left.group_by("k", "s").agg(high=dw.max("v"))
+    assert_agree(best.group_by("s").agg(mean=dw.avg("high"), n=dw.count(), low=dw.min("high"),
+                                        high=dw.max("high")), batch)
+    assert_agree(best.filter(col("high") > 0).select("s", "high"), batch)
+
+
+@SETTINGS
+@given(left=streams("L"), batch=st.integers(1, 8))
+def test_the_final_table_is_the_group_by_of_all_rows(left, batch):
+    result = left.group_by("k").agg(n=dw.count(), total=dw.sum("v")).collect(dw.Config(batch_size=batch))
+    rows = left.plan.source.table.to_pylist()
+    expected: dict = {}
+    for r in rows:
+        n, total = expected.get(r["k"], (0, 0))
+        expected[r["k"]] = (n + 1, total + r["v"])
+    assert {r["k"]: (r["n"], r["total"]) for r in result.to_pylist()} == expected
+
+
+def test_changes_follow_each_batch():
+    t = dw.from_arrow(pa.table({"k": [1, 2, 1, 1], "v": [10, 20, 30, 5]}))
+    q = t.group_by("k").agg(total=dw.sum("v"), high=dw.max("v"))
+    changes = q.changelog(dw.Config(batch_size=2)).to_pylist()
+    assert [(c["op"], c["k"], c["total"], c["high"]) for c in changes] == [
+        ("+I", 1, 10, 10), ("+I", 2, 20, 20), ("-U", 1, 10, 10), ("+U", 1, 45, 30)]
+    # the final table: rows still standing, in the order they were last inserted or updated
+    assert q.collect(dw.Config(batch_size=2)).to_pylist() == [{"k": 2, "total": 20, "high": 20},
+                                                             {"k": 1, "total": 45, "high": 30}]
+    # an unchanged result emits nothing; an emptied group is deleted
+    counted = q.group_by("high").agg(n=dw.count())
+    assert [c["op"] for c in counted.changelog(dw.Config(batch_size=2)).to_pylist()] == ["+I", "+I", "-D", "+I"]
+
+
+def test_group_by_takes_named_expressions():
+    t = dw.from_arrow(pa.table({"v": [1, 12, 25, 3]}))
+    out = t.group_by(tens=col("v") // 10).agg(n=dw.count()).collect()
+    assert sorted(out.to_pylist(), key=lambda r: r["tens"]) == [{"tens": 0, "n": 2}, {"tens": 1, "n": 1},
+                                                                 {"tens": 2, "n": 1}]
+
+
+def test_windowed_aggregation_over_an_updating_result_is_refused():
+    t = dw.from_arrow(pa.table({"k": [1], "t": pa.array([0], pa.timestamp("ms"))}), time="t")
+    best = t.group_by("k").agg(last=dw.max("t"))
+    with pytest.raises(dw.errors.UnsupportedError, match="updating result"):
+        best.window(dw.Tumble("1s", on="last")).agg(n=dw.count())
+    with pytest.raises(PlanError, match="also a group key"):
+        t.group_by("k").agg(k=dw.count())
