@@ -1,5 +1,5 @@
 """Compiled building blocks of updating aggregations: dense group ids for key rows, and the
-per-group folds of a batch's signed changes.
+distinct groups a batch touches (the fold itself is generated: ``darwin.codegen.group_fold``).
 
 Groups are numbered in the order their keys first arrive (0, 1, ...); ``keys[g]`` holds group
 g's key components (int64: floats as normalised bit patterns, strings as dictionary codes, a
@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from darwin.codegen.join_index import EMPTY, _same, hash_keys
+from darwin.codegen.join_index import EMPTY, _same, hash_keys, key_bits
 
-__all__ = ["EMPTY", "assign", "fold_count", "fold_extreme", "fold_sum", "hash_keys", "rehash", "touched"]
+__all__ = ["EMPTY", "assign", "hash_keys", "key_bits", "rehash", "touched"]
 
 
 @njit(cache=True, nogil=True)
@@ -66,35 +66,3 @@ def touched(ids: np.ndarray, seen: np.ndarray) -> np.ndarray:
     for k in range(m):
         seen[out[k]] = False
     return out[:m]
-
-
-@njit(cache=True, nogil=True)
-def fold_count(counts: np.ndarray, ids: np.ndarray, sign: np.ndarray, present: np.ndarray) -> None:
-    """Add each present row's sign (+1 added, -1 retracted) to its group's count."""
-    for i in range(ids.shape[0]):
-        if present[i]:
-            counts[ids[i]] += sign[i]
-
-
-@njit(cache=True, nogil=True)
-def fold_sum(values: np.ndarray, ids: np.ndarray, sign: np.ndarray, present: np.ndarray, x: np.ndarray) -> None:
-    """Add (or, retracted, subtract) each present row's value to its group's sum; int64 wraps."""
-    for i in range(ids.shape[0]):
-        if present[i]:
-            if sign[i] > 0:
-                values[ids[i]] += x[i]
-            else:
-                values[ids[i]] -= x[i]
-
-
-@njit(cache=True, nogil=True)
-def fold_extreme(values: np.ndarray, counts: np.ndarray, ids: np.ndarray, present: np.ndarray, x: np.ndarray,
-                 smaller: bool) -> None:
-    """min/max of an append-only input: a later value replaces the kept one only if strictly smaller
-    (larger); ``counts`` is the group's count of values before this batch's rows are added."""
-    for i in range(ids.shape[0]):
-        if present[i]:
-            g = ids[i]
-            if counts[g] == 0 or (x[i] < values[g] if smaller else x[i] > values[g]):
-                values[g] = x[i]
-            counts[g] += 1

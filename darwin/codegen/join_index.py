@@ -19,6 +19,14 @@ MAX_KEY_WIDTH = 16
 _MULTIPLIERS = np.array([multiplier(j) for j in range(MAX_KEY_WIDTH)], dtype=np.uint64)
 
 
+def key_bits(values: np.ndarray) -> np.ndarray:
+    """A key column as int64 components: a float as the bits of its normalised value (one NaN,
+    0.0 for -0.0), so equal keys have equal bits; other types unchanged."""
+    if values.dtype != np.float64:
+        return values
+    return np.where(np.isnan(values), np.nan, values + 0.0).view(np.int64)
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _hash_row(keys: np.ndarray, i: int) -> np.uint64:
     h = np.uint64(0)

@@ -120,7 +120,7 @@ class _Translator(SharedNodeVisitor[_Chain]):
         chain = self.visit(node.input)
         args = tuple(None if call.arg is None else f"{ARG_PREFIX}{i}" for i, (_, call) in enumerate(node.aggs))
         exprs = tuple((k, Column(k)) for k in node.keys) + tuple(
-            (name, call.arg) for name, (_, call) in zip(args, node.aggs) if name is not None and call.arg is not None)
+            (f"{ARG_PREFIX}{i}", call.arg) for i, (_, call) in enumerate(node.aggs) if call.arg is not None)
         schema = pn.project_schema(exprs, chain.schema)
         if chain.updating:
             exprs += ((pn.CHANGE_KIND, Column(pn.CHANGE_KIND)),)

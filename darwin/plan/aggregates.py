@@ -205,28 +205,37 @@ class _ExtremeAcc(Accumulator):
     def add(self, v: Any) -> None:
         self.n += 1
         if self.retracting:
-            k = _NAN if v != v else v
-            self.kept[k] = self.kept.get(k, 0) + 1
+            keep(self.kept, v, 1)
         elif self.value is None or (v < self.value if self.smaller else v > self.value):
             self.value = v
 
     def retract(self, v: Any) -> None:
         self.n -= 1
-        k = _NAN if v != v else v
-        self.kept[k] -= 1
-        if not self.kept[k]:
-            del self.kept[k]
+        keep(self.kept, v, -1)
 
     def result(self) -> Any:
         if not self.retracting:
             return self.value
-        if not self.kept:
-            return None
-        pick = (min if self.smaller else max)(self.kept, key=lambda k: (k is _NAN, 0 if k is _NAN else k))
-        return float("nan") if pick is _NAN else pick
+        return kept_extreme(self.kept, self.smaller) if self.kept else None
 
 
-_NAN = object()  # NaN as a key of kept values (NaN != NaN)
+NAN_KEY = object()  # NaN as a key of kept values (NaN != NaN)
+
+
+def keep(kept: dict[Any, int], v: Any, times: int) -> None:
+    """Add ``v`` to (``times`` < 0: take it from) a multiset of values kept for min/max."""
+    k = NAN_KEY if v != v else v
+    left = kept.get(k, 0) + times
+    if left:
+        kept[k] = left
+    else:
+        del kept[k]
+
+
+def kept_extreme(kept: dict[Any, int], smaller: bool) -> Any:
+    """The min (``smaller``) or max of a non-empty multiset, NaN above every number as Spark orders doubles."""
+    pick = (min if smaller else max)(kept, key=lambda k: (k is NAN_KEY, 0 if k is NAN_KEY else k))
+    return float("nan") if pick is NAN_KEY else pick
 
 
 class Extreme(AggregateFunction):

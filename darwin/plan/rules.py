@@ -248,7 +248,8 @@ class _Needs(PlanVisitor[list[set[str]]]):
     def visit_Join(self, n: pn.Join | pn.LookupJoin, needed: set[str]) -> list[set[str]]:
         left, right = n.inputs
         left_uses, right_uses = pn.join_reads(n, needed)
-        left_keeps, right_keeps = _suffix_blockers(n, needed | right_uses_out(n, right_uses))
+        read = needed | (set() if n.where is None else ex.columns_of(n.where))  # by output name; keys by input name
+        left_keeps, right_keeps = _suffix_blockers(n, read)
         return [left_uses | left_keeps, right_uses | right_keeps]
 
     visit_LookupJoin = visit_Join
@@ -258,11 +259,6 @@ class _Needs(PlanVisitor[list[set[str]]]):
 
 
 _NEEDS = _Needs()
-
-
-def right_uses_out(n: pn.Join | pn.LookupJoin, right_uses: set[str]) -> set[str]:
-    """The output names of the right columns a join reads."""
-    return {n.right_names[c] for c in right_uses}
 
 
 def _suffix_blockers(n: pn.Join | pn.LookupJoin, outputs: set[str]) -> tuple[set[str], set[str]]:

@@ -21,7 +21,7 @@ from darwin.codegen.group_fold import FoldSlot, generate_fold
 from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
-from darwin.plan.aggregates import agg_type, function
+from darwin.plan.aggregates import NAN_KEY, agg_type, function, keep, kept_extreme
 from darwin.plan.exprs import type_of
 from darwin.runtime.encoding import Column, EncodedBatch
 from darwin.runtime.progress import NO_WATERMARK
@@ -88,7 +88,7 @@ class GroupAggregateRunner:
         touched = gi.touched(ids, self.seen)
         change = batch.columns.get(pn.CHANGE_KIND)
         sign = np.ones(n, dtype=np.int64) if change is None else np.where(np.isin(change.values, ADDS), 1, -1)
-        old_rows = self.rows[touched].copy()
+        old_rows = self.rows[touched]  # a copy: fancy indexing
         old = self._results(touched)
         args: list[np.ndarray] = []
         for i, name in enumerate(self.g.args):
@@ -112,9 +112,7 @@ class GroupAggregateRunner:
         pos = 0
         for f in self.key_fields:
             c = batch.columns[f.name]
-            v = c.values
-            if v.dtype == np.float64:
-                v = np.where(np.isnan(v), np.nan, v + 0.0).view(np.int64)
+            v = gi.key_bits(c.values)
             keys[:, pos] = v if c.valid is None else np.where(c.valid, v, 0)
             if f.nullable:
                 keys[:, pos + 1] = 1 if c.valid is None else c.valid
@@ -125,13 +123,7 @@ class GroupAggregateRunner:
         """Fold the values of aggregate ``i`` into the multisets it keeps per group."""
         kept = self.kept[i]
         for g, s, v in zip(ids[present].tolist(), sign[present].tolist(), x[present].tolist()):
-            values = kept.setdefault(g, {})
-            k = _NAN if v != v else v
-            left = values.get(k, 0) + s
-            if left:
-                values[k] = left
-            else:
-                del values[k]
+            keep(kept.setdefault(g, {}), v, s)
 
     def _reset(self, emptied: np.ndarray) -> None:
         """Groups left without rows start afresh if their key comes again."""
@@ -154,22 +146,21 @@ class GroupAggregateRunner:
         return out
 
     def _extreme(self, i: int, groups: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """min/max of the values kept: NaN above every number, as the reference orders them."""
+        """min/max of the values kept, as the reference's accumulator takes them."""
         smaller = self.slots[i].function.name == "min"
         values = np.zeros(len(groups), dtype=self.slots[i].value_dtype or np.int64)
         for j, g in enumerate(groups.tolist()):
             kept = self.kept[i].get(g)
             if kept:
-                pick = (min if smaller else max)(kept, key=lambda k: (k is _NAN, 0 if k is _NAN else k))
-                values[j] = np.nan if pick is _NAN else pick
+                values[j] = kept_extreme(kept, smaller)
         return values, count > 0
 
     def _changes(self, groups: np.ndarray, had: np.ndarray, old: list, has: np.ndarray, new: list) \
             -> EncodedBatch | None:
+        n = len(groups)
         same = had & has
         for (ov, om), (nv, nm) in zip(old, new):
-            ovalid = np.ones(len(groups), np.bool_) if om is None else om
-            nvalid = np.ones(len(groups), np.bool_) if nm is None else nm
+            ovalid, nvalid = _valid(om, n), _valid(nm, n)
             equal = (ov == nv) | (np.isnan(ov) & np.isnan(nv)) if ov.dtype.kind == "f" else ov == nv
             same &= (ovalid == nvalid) & (equal | ~ovalid)
         emit_old, emit_new = had & ~same, has & ~same
@@ -177,18 +168,14 @@ class GroupAggregateRunner:
         take = np.stack([emit_old, emit_new], axis=1).ravel()
         if not take.any():
             return None
-        which = np.tile([0, 1], len(groups))[take]  # 0: the old row, 1: the new row
-        at = np.repeat(np.arange(len(groups)), 2)[take]
+        which = np.tile([0, 1], n)[take]  # 0: the old row, 1: the new row
+        at = np.repeat(np.arange(n), 2)[take]
         kinds = np.where(which == 0, np.where(has[at], pn.ChangeKind.UPDATE_BEFORE, pn.ChangeKind.DELETE),
                          np.where(had[at], pn.ChangeKind.UPDATE_AFTER, pn.ChangeKind.INSERT)).astype(np.int64)
         columns = self._key_columns(groups[at])
         for (name, _), (dtype, _), (ov, om), (nv, nm) in zip(self.g.aggregate.aggs, self.out_types, old, new):
             values = np.where(which == 0, ov[at], nv[at]).astype(dtype.numpy)
-            valid = None
-            if om is not None or nm is not None:
-                o = np.ones(len(groups), np.bool_) if om is None else om
-                m = np.ones(len(groups), np.bool_) if nm is None else nm
-                valid = np.where(which == 0, o[at], m[at])
+            valid = None if om is None and nm is None else np.where(which == 0, _valid(om, n)[at], _valid(nm, n)[at])
             columns[name] = Column(values, valid)
         columns[pn.CHANGE_KIND] = Column(kinds, None)
         return EncodedBatch(columns, len(at))
@@ -217,7 +204,7 @@ class GroupAggregateRunner:
         for i in range(len(self.slots)):
             arrays[f"v{i}"], arrays[f"c{i}"] = self.values[i][:n], self.counts[i][:n]
         np.savez(directory / name, **arrays)
-        kept = {str(i): {str(g): [[_NAN_TEXT if k is _NAN else k, c] for k, c in values.items()]
+        kept = {str(i): {str(g): [[_NAN_TEXT if k is NAN_KEY else k, c] for k, c in values.items()]
                          for g, values in per_group.items()} for i, per_group in self.kept.items()}
         return {"file": name, "count": n, "wm": self.wm, "kept": json.dumps(kept)}, [name]
 
@@ -234,12 +221,15 @@ class GroupAggregateRunner:
         self.count, self.wm = n, int(body["wm"])
         gi.rehash(self.index, self.keys, n)
         for i, per_group in json.loads(body["kept"]).items():
-            self.kept[int(i)] = {int(g): {(_NAN if k == _NAN_TEXT else k): c for k, c in values}
+            self.kept[int(i)] = {int(g): {(NAN_KEY if k == _NAN_TEXT else k): c for k, c in values}
                                  for g, values in per_group.items()}
 
     def close(self) -> None:
         pass
 
 
-_NAN = object()  # NaN as a key of kept values (NaN != NaN)
-_NAN_TEXT = "NaN"
+def _valid(mask: np.ndarray | None, n: int) -> np.ndarray:
+    return np.ones(n, np.bool_) if mask is None else mask
+
+
+_NAN_TEXT = "NaN"  # NAN_KEY in a checkpoint

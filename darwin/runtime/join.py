@@ -94,12 +94,7 @@ class JoinRunner:
         usable = np.ones(n, dtype=np.bool_)
         for k, name in enumerate(self.j.keys):
             c = batch.columns[name]
-            values = c.values
-            if values.dtype == np.float64:
-                normal = np.where(np.isnan(values), np.nan, values + 0.0)
-                keys[:, k] = normal.view(np.int64)
-            else:
-                keys[:, k] = values
+            keys[:, k] = ji.key_bits(c.values)
             if c.valid is not None:
                 usable &= c.valid
         return keys, usable
