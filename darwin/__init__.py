@@ -20,14 +20,14 @@ from darwin.api import (
                         read_parquet,
 )
 from darwin.config import Config, HardwareInfo
-from darwin.expr import Expr, avg, col, count, lit, max, mean, min, sum, when
+from darwin.expr import Expr, avg, col, count, count_distinct, lit, max, mean, min, sum, when
 from darwin.io import sinks
 from darwin.plan.window import Slide, Tumble, Window
 from darwin.types import DType
 
 __all__ = [
     "Config", "DType", "Expr", "GroupedTable", "HardwareInfo", "RunResult", "SinkQuery", "Slide", "Table", "Tumble",
-    "Window", "WindowedTable", "avg", "col", "count", "errors", "from_arrow", "from_batches", "lit", "max",
-    "mean", "min", "from_source", "read_parquet", "sinks", "sum", "when",
+    "Window", "WindowedTable", "avg", "col", "count", "count_distinct", "errors", "from_arrow", "from_batches",
+    "lit", "max", "mean", "min", "from_source", "read_parquet", "sinks", "sum", "when",
 ]
 __version__ = "0.1.0"

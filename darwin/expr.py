@@ -229,32 +229,39 @@ class Agg:
         return f"Agg({self.call})"
 
 
-def _agg(func: str, arg: IntoExpr | None) -> Agg:
-    if arg is None:
-        return Agg(ex.AggCall(func, None))
-    node = ex.Column(arg) if isinstance(arg, str) else _node(arg)
-    return Agg(ex.AggCall(func, node))
+def _agg(func: str, arg: IntoExpr | None, filter: IntoExpr | None = None) -> Agg:
+    node = None if arg is None else ex.Column(arg) if isinstance(arg, str) else _node(arg)
+    where = None if filter is None else _node(filter)
+    return Agg(ex.AggCall(func, node, where))
 
 
-def count(expr: IntoExpr | None = None) -> Agg:
-    """Rows in the group; with an argument, rows where it is not null."""
-    return _agg("count", expr)
+def count(expr: IntoExpr | None = None, *, filter: IntoExpr | None = None) -> Agg:  # noqa: A002 - SQL's FILTER
+    """Rows in the group; with an argument, rows where it is not null. Every aggregate takes
+    ``filter=``: it then sees only the rows where the predicate is true (SQL's ``FILTER (WHERE p)``;
+    a NULL predicate counts as false)."""
+    return _agg("count", expr, filter)
 
 
-def sum(expr: IntoExpr) -> Agg:  # noqa: A001 - mirrors SQL/Polars naming
-    return _agg("sum", expr)
+def count_distinct(expr: IntoExpr, *, filter: IntoExpr | None = None) -> Agg:  # noqa: A002
+    """Distinct non-null values in the group, counted exactly (SQL's ``COUNT(DISTINCT x)``); in
+    aggregations without a window."""
+    return _agg("count_distinct", expr, filter)
 
 
-def min(expr: IntoExpr) -> Agg:  # noqa: A001
-    return _agg("min", expr)
+def sum(expr: IntoExpr, *, filter: IntoExpr | None = None) -> Agg:  # noqa: A001, A002 - mirrors SQL/Polars naming
+    return _agg("sum", expr, filter)
 
 
-def max(expr: IntoExpr) -> Agg:  # noqa: A001
-    return _agg("max", expr)
+def min(expr: IntoExpr, *, filter: IntoExpr | None = None) -> Agg:  # noqa: A001, A002
+    return _agg("min", expr, filter)
 
 
-def avg(expr: IntoExpr) -> Agg:
-    return _agg("avg", expr)
+def max(expr: IntoExpr, *, filter: IntoExpr | None = None) -> Agg:  # noqa: A001, A002
+    return _agg("max", expr, filter)
+
+
+def avg(expr: IntoExpr, *, filter: IntoExpr | None = None) -> Agg:  # noqa: A002
+    return _agg("avg", expr, filter)
 
 
 mean = avg

@@ -68,13 +68,13 @@ def layout(agg: pn.Aggregate) -> AggLayout:
 
     accs = []
     for name, call in agg.aggs:
-        t = ex.type_of(call.arg, schema) if call.arg is not None else None
+        t = ex.type_of(call.input, schema) if call.input is not None else None
         nullable = bool(t and t.nullable)
         fn = function(call.func)
         vdt = fn.value_dtype(None if t is None else t.dtype)
         value = None if vdt is None else slot(vdt)
         count = slot(np.int64) if fn.needs_count(nullable) else None
-        accs.append(AccSlot(name, call.func, call.arg, nullable, value, vdt, count))
+        accs.append(AccSlot(name, call.func, call.input, nullable, value, vdt, count))
     return AggLayout(tuple(keys), tuple(accs), tuple(dtypes))
 
 

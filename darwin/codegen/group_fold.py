@@ -3,7 +3,8 @@
 One loop over the rows, each aggregate's update or retraction taken from the registry
 (``AggregateFunction.update`` / ``retract``), under the argument's null test and followed by the
 count update. An aggregate that cannot retract from its value alone (min/max over an updating
-input) is folded by the runtime from the values it keeps; here it only counts.
+input) is folded by the runtime from the values it keeps; here it only counts. A distinct count
+is folded by the runtime alone (``darwin.runtime.distinct``): it gets no code here.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def generate_fold(slots: tuple[FoldSlot, ...]) -> FoldSource:
             b.line("e = ids[i]")
             b.line("group_rows[e] += sign[i]")
             for i, slot in enumerate(slots):
+                if slot.function.distinct:
+                    continue
                 value, x, count = f"v{i}[e]", f"x{i}[i]", f"c{i}[e]"
                 fold = slot.folds_value and slot.value_dtype is not None
                 with b.block(f"if m{i}[i]:"):

@@ -118,9 +118,9 @@ class _Translator(SharedNodeVisitor[_Chain]):
 
     def visit_GroupAggregate(self, node: pn.GroupAggregate) -> _Chain:
         chain = self.visit(node.input)
-        args = tuple(None if call.arg is None else f"{ARG_PREFIX}{i}" for i, (_, call) in enumerate(node.aggs))
+        args = tuple(None if call.input is None else f"{ARG_PREFIX}{i}" for i, (_, call) in enumerate(node.aggs))
         exprs = tuple((k, Column(k)) for k in node.keys) + tuple(
-            (f"{ARG_PREFIX}{i}", call.arg) for i, (_, call) in enumerate(node.aggs) if call.arg is not None)
+            (f"{ARG_PREFIX}{i}", call.input) for i, (_, call) in enumerate(node.aggs) if call.input is not None)
         schema = pn.project_schema(exprs, chain.schema)
         if chain.updating:
             exprs += ((pn.CHANGE_KIND, Column(pn.CHANGE_KIND)),)

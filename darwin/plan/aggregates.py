@@ -13,6 +13,11 @@ An ``AggregateFunction`` holds everything any layer needs of one aggregate:
 - ``finalize`` of drained state into output columns;
 - the reference interpreter's accumulator (``accumulator``).
 
+A filter (``AggCall.filter``) is no concern of the functions: every engine folds ``AggCall.input``,
+the argument where the filter holds and NULL elsewhere. ``count_distinct`` (``distinct``) keeps the
+set of its values per group, not a slot: the updating aggregation keeps a multiplicity per (group,
+value) pair (``darwin.runtime.distinct``); windowed aggregations refuse it (``windowed``).
+
 Adding an aggregate is one class here and one entry in ``REGISTRY``; ``function(name)`` fails
 loudly for a name that has none.
 """
@@ -55,6 +60,8 @@ class AggregateFunction:
 
     name = ""
     arguments: tuple[DType, ...] | None = NUMERIC  # accepted argument types; None: any, even an untyped NULL
+    distinct = False  # keeps the set of its values per group (count_distinct), not a value slot
+    windowed = True  # supported in windowed aggregations
 
     def result_type(self, arg: ex.Typed) -> tuple[DType, bool]:
         assert arg.dtype is not None  # one of ``arguments``: agg_type rejects an untyped NULL before
@@ -261,8 +268,38 @@ class Extreme(AggregateFunction):
         return _ExtremeAcc(self.smaller, retracting)
 
 
+class _DistinctAcc(Accumulator):
+    """The values of the group with their multiplicities; a value leaves when its count drops to 0."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: dict[Any, int] = {}
+
+    def add(self, v: Any) -> None:
+        keep(self.kept, v, 1)
+
+    def retract(self, v: Any) -> None:
+        keep(self.kept, v, -1)
+
+    def result(self) -> Any:
+        return len(self.kept)
+
+
+class CountDistinct(Count):
+    """Distinct non-NULL values in the group, exactly (0.0 and -0.0 are one value, all NaNs one, as
+    for group keys). Its count slot holds the number of distinct values; the runtime keeps the sets."""
+
+    name = "count_distinct"
+    distinct = True
+    windowed = False
+
+    def accumulator(self, retracting: bool = False) -> Accumulator:
+        return _DistinctAcc()
+
+
 REGISTRY: dict[str, AggregateFunction] = {
-    f.name: f for f in (Count(), Sum(), Avg(), Extreme("min", smaller=True), Extreme("max", smaller=False))}
+    f.name: f for f in (Count(), Sum(), Avg(), Extreme("min", smaller=True), Extreme("max", smaller=False),
+                        CountDistinct())}
 
 
 def function(name: str) -> AggregateFunction:
@@ -276,11 +313,16 @@ def agg_type(call: ex.AggCall, schema: Schema, name: str) -> tuple[DType, bool]:
     """Result type and nullability of an aggregate over ``schema``."""
     where = f"agg {name}={call}"
     f = function(call.func)
+    if call.filter is not None:
+        p = ex.type_of(call.filter, schema, f"{where}: filter")
+        if p.dtype not in (DType.BOOL, None):
+            raise DarwinTypeError(f"{where}: the filter {call.filter} is {p.dtype.value}, not bool")
     if call.arg is None:
         if f.name != "count":
             raise PlanError(f"{where}: {call.func}() needs a column")
         return f.result_type(ex.Typed(DType.INT64, False))
-    t = ex.type_of(call.arg, schema, where)
+    assert call.input is not None  # the argument, NULL where a filter is false (so nullable then)
+    t = ex.type_of(call.input, schema, where)
     if f.arguments is not None and t.dtype not in f.arguments:
         got = "null" if t.dtype is None else t.dtype.value
         raise DarwinTypeError(f"{where}: {call.func} needs {' or '.join(a.value for a in f.arguments)}, got {got}")

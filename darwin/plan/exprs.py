@@ -149,16 +149,29 @@ ExprNode = Column | Literal | Binary | Unary | IsIn | Cast | Case | DatePart | S
 
 @dataclass(frozen=True)
 class AggCall:
-    """An aggregate function applied to an expression (``arg`` None for ``count()``)."""
+    """An aggregate function applied to an expression (``arg`` None for ``count()``), over the rows
+    where ``filter`` is true if one is given (SQL's ``AGG(x) FILTER (WHERE p)``)."""
 
     func: str
     arg: ExprNode | None
+    filter: ExprNode | None = None
 
     def __str__(self) -> str:
-        return f"{self.func}({'' if self.arg is None else self.arg})"
+        call = f"{self.func}({'' if self.arg is None else self.arg})"
+        return call if self.filter is None else f"{call} filter (where {self.filter})"
+
+    @property
+    def input(self) -> ExprNode | None:
+        """What the aggregate folds, in every engine: its argument where the filter is true and NULL
+        elsewhere (``count()`` with a filter counts the rows where it is true). Aggregates skip NULLs,
+        so this is the filter's meaning; a NULL predicate counts as false, as in a WHERE clause."""
+        if self.filter is None:
+            return self.arg
+        value = Literal(1, DType.INT64) if self.arg is None else self.arg
+        return Case(((self.filter, value),), Literal(None, None))
 
 
-AGG_FUNCS = ("count", "sum", "min", "max", "avg")
+AGG_FUNCS = ("count", "sum", "min", "max", "avg", "count_distinct")
 
 
 def children(e: ExprNode) -> tuple[ExprNode, ...]:
@@ -183,7 +196,7 @@ def columns_of(e: ExprNode | AggCall | None) -> frozenset[str]:
     if e is None:
         return frozenset()
     if isinstance(e, AggCall):
-        return columns_of(e.arg)
+        return columns_of(e.arg) | columns_of(e.filter)
     if isinstance(e, Column):
         return frozenset((e.name,))
     out: frozenset[str] = frozenset()

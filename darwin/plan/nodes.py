@@ -19,7 +19,7 @@ from typing import Any
 
 from darwin.errors import DarwinTypeError, PlanError, UnsupportedError
 from darwin.io.source import Source
-from darwin.plan.aggregates import agg_type
+from darwin.plan.aggregates import agg_type, function
 from darwin.plan.exprs import AggCall, ExprNode, columns_of, type_of
 from darwin.plan.window import Window
 from darwin.types import DType, Field, Schema
@@ -155,6 +155,14 @@ class Aggregate(_OneInput):
         if updating(self.input):
             raise UnsupportedError(f"a windowed aggregation over {_UPDATING} "
                                    "is not supported yet")
+        for name, call in self.aggs:
+            if not function(call.func).windowed:
+                raise UnsupportedError(
+                    f"agg {name}={call}: {call.func} in a windowed aggregation is not supported yet. Use it in "
+                    "an aggregation without a window (table.group_by(...).agg(...)), or, for tumbling windows, "
+                    "count in two windowed steps (a filter becomes a .filter() before them): "
+                    "t.window(w).group_by(*keys, value).agg(n=dw.count()).select(*keys, start=col('window_start'))"
+                    ".window(dw.Tumble(<w's size>, on='start')).group_by(*keys).agg(distinct=dw.count())")
         _ = self.schema
 
     @cached_property

@@ -458,7 +458,7 @@ class _WindowAggregate(_Operator):
         self.window = node.input.window
         schema = node.input.input.schema
         self.keys = [compile_expr(Column(k), schema) for k in node.keys]
-        self.args = [(function(call.func), compile_expr(call.arg, schema) if call.arg is not None else None)
+        self.args = [(function(call.func), compile_expr(call.input, schema) if call.input is not None else None)
                      for _, call in node.aggs]
         self.groups: dict[tuple, list[Accumulator]] = {}
 
@@ -527,7 +527,7 @@ class _GroupAggregate(_Operator):
         self.node = node
         schema = node.input.schema
         self.keys = [compile_expr(Column(k), schema) for k in node.keys]
-        self.args = [(function(call.func), compile_expr(call.arg, schema) if call.arg is not None else None)
+        self.args = [(function(call.func), compile_expr(call.input, schema) if call.input is not None else None)
                      for _, call in node.aggs]
         self.retracting = pn.updating(node.input)
         self.groups: dict[tuple, _Group] = {}

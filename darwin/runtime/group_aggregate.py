@@ -3,7 +3,8 @@ groups and emits the groups' changes.
 
 The semantics are the reference interpreter's (``darwin.reference.interpreter._GroupAggregate``).
 Groups get dense ids in a compiled index (``darwin.codegen.group_index``); a generated kernel folds
-the batch into the aggregates' slots (``darwin.codegen.group_fold``). The row a group last emitted
+the batch into the aggregates' slots (``darwin.codegen.group_fold``); distinct counts keep exact sets of values
+(``darwin.runtime.distinct``), one per value their filters share. The row a group last emitted
 is its result before the batch, so it is computed, not kept.
 """
 
@@ -23,6 +24,7 @@ from darwin.graph import operators as op
 from darwin.plan import nodes as pn
 from darwin.plan.aggregates import NAN_KEY, agg_type, function, keep, kept_extreme
 from darwin.plan.exprs import type_of
+from darwin.runtime.distinct import DistinctSets
 from darwin.runtime.encoding import Column, EncodedBatch
 from darwin.runtime.progress import NO_WATERMARK
 from darwin.types import DType
@@ -41,12 +43,20 @@ class GroupAggregateRunner:
         self.slots: list[FoldSlot] = []
         for _, call in node.aggs:
             fn = function(call.func)
-            arg = None if call.arg is None else type_of(call.arg, schema)
+            arg = None if call.input is None else type_of(call.input, schema)
             vdt = fn.value_dtype(None if arg is None else arg.dtype)
             folds = not self.retracting or fn.retract("v", "x") is not None
             self.slots.append(FoldSlot(fn, vdt, folds))
         self.out_types = [agg_type(call, schema, name) for name, call in node.aggs]
         self.kernel = load_kernel(generate_fold(tuple(self.slots)), config.cache_dir)
+        # distinct counts of one value (whatever their filters) share its sets: value -> their aggregates
+        shared: dict[Any, list[int]] = {}
+        for i, (_, call) in enumerate(node.aggs):
+            if function(call.func).distinct:
+                shared.setdefault(call.arg, []).append(i)
+        self.distinct_members = list(shared.values())
+        self.distinct = [DistinctSets(len(members), INITIAL_GROUPS) for members in self.distinct_members]
+        self.member_of = {i: (d, j) for d, members in enumerate(self.distinct_members) for j, i in enumerate(members)}
         self.count = 0
         self.wm = NO_WATERMARK
         self._allocate(INITIAL_GROUPS)
@@ -83,6 +93,8 @@ class GroupAggregateRunner:
             return None
         keys = self._key_rows(batch)
         self._grow(self.count + n)
+        for sets in self.distinct:
+            sets.ensure_groups(len(self.rows))
         ids = np.empty(n, dtype=np.int64)
         self.count = gi.assign(self.index, self.keys, self.count, keys, gi.hash_keys(keys), ids)
         touched = gi.touched(ids, self.seen)
@@ -101,6 +113,9 @@ class GroupAggregateRunner:
                 self._keep(i, ids, sign, present, x)
             args += [np.ascontiguousarray(x), np.ascontiguousarray(present), self.values[i], self.counts[i]]
         self.kernel(ids, sign, self.rows, *args)
+        for sets, members in zip(self.distinct, self.distinct_members):
+            sets.push(ids, sign, [gi.key_bits(args[4 * i]).astype(np.int64, copy=False) for i in members],
+                      [args[4 * i + 1] for i in members])
         new_rows = self.rows[touched]
         self._reset(touched[new_rows == 0])
         new = self._results(touched)
@@ -137,6 +152,10 @@ class GroupAggregateRunner:
     def _results(self, groups: np.ndarray) -> list[tuple[np.ndarray, np.ndarray | None]]:
         out: list[tuple[np.ndarray, np.ndarray | None]] = []
         for i, slot in enumerate(self.slots):
+            if i in self.member_of:
+                d, j = self.member_of[i]
+                out.append(slot.function.finalize(None, self.distinct[d].counts(j, groups)))
+                continue
             count = self.counts[i][groups]
             if i in self.kept:
                 out.append(self._extreme(i, groups, count))
@@ -203,6 +222,8 @@ class GroupAggregateRunner:
         arrays: dict[str, Any] = {"keys": self.keys[:n], "rows": self.rows[:n]}
         for i in range(len(self.slots)):
             arrays[f"v{i}"], arrays[f"c{i}"] = self.values[i][:n], self.counts[i][:n]
+        for d, sets in enumerate(self.distinct):
+            arrays.update({f"d{d}{part}": a for part, a in sets.arrays(n).items()})
         np.savez(directory / name, **arrays)
         kept = {str(i): {str(g): [[_NAN_TEXT if k is NAN_KEY else k, c] for k, c in values.items()]
                          for g, values in per_group.items()} for i, per_group in self.kept.items()}
@@ -218,6 +239,9 @@ class GroupAggregateRunner:
             self.keys[:n], self.rows[:n] = saved["keys"], saved["rows"]
             for i in range(len(self.slots)):
                 self.values[i][:n], self.counts[i][:n] = saved[f"v{i}"], saved[f"c{i}"]
+            for d, sets in enumerate(self.distinct):
+                sets.restore(saved, f"d{d}", n)
+                sets.ensure_groups(capacity)
         self.count, self.wm = n, int(body["wm"])
         gi.rehash(self.index, self.keys, n)
         for i, per_group in json.loads(body["kept"]).items():
