@@ -137,6 +137,12 @@ class DateTimeNamespace:
         """ISO day of the week: 1 is Monday, 7 is Sunday."""
         return self._part("day_of_week")
 
+    def strftime(self, fmt: str) -> Expr:
+        """The timestamp as a string in UTC: ``%Y %y %m %d %j %H %M %S %F %T %%`` and literal text,
+        e.g. ``"%Y-%m-%d"`` (Flink's ``DATE_FORMAT(ts, 'yyyy-MM-dd')``); see ``darwin.plan.timeformat``.
+        An unknown directive is refused here."""
+        return Expr(ex.Strftime(self._expr.node, fmt))
+
 
 class StringNamespace:
     """String functions, computed once per distinct value: ``col("url").str.split_index("/", 3)``."""

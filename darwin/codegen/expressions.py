@@ -6,6 +6,7 @@ validity code at all, so non-nullable queries pay nothing for SQL null semantics
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +14,7 @@ from darwin.codegen.source import SourceBuilder, number
 from darwin.errors import UnsupportedError
 from darwin.plan import exprs as ex
 from darwin.plan.strings import FUNCTIONS
+from darwin.plan.timeformat import unit_ms
 from darwin.types import DType, Schema
 
 Value = tuple[str, str | None]  # (value code, validity code or None = never null)
@@ -32,6 +34,7 @@ class Params:
     arrays: list[tuple[str, list[Any]]] = field(default_factory=list)  # (numpy dtype, sorted values)
     string_sets: list[tuple[str, ...]] = field(default_factory=list)  # passed as sorted dictionary codes
     lookups: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)  # string functions by code
+    formats: list[str] = field(default_factory=list)  # strftime formats: a table of codes by time unit each
 
     def string(self, value: str) -> str:
         if value not in self.strings:
@@ -54,10 +57,18 @@ class Params:
             self.lookups.append((func, args))
         return self.lookups.index((func, args))
 
+    def format(self, fmt: str) -> int:
+        """Index of the table (units ``pfk{i}``, codes ``pfc{i}``) of a strftime format's strings,
+        which the runtime fills as kernels ask (``NEEDS_STRING``)."""
+        if fmt not in self.formats:
+            self.formats.append(fmt)
+        return self.formats.index(fmt)
+
     def names(self) -> list[str]:
         return ([f"ps{i}" for i in range(len(self.strings))] + [f"pa{i}" for i in range(len(self.arrays))]
                 + [f"pc{i}" for i in range(len(self.string_sets))]
-                + [name for i in range(len(self.lookups)) for name in (f"plv{i}", f"plm{i}")])
+                + [name for i in range(len(self.lookups)) for name in (f"plv{i}", f"plm{i}")]
+                + [name for i in range(len(self.formats)) for name in (f"pfk{i}", f"pfc{i}")])
 
 
 def _and(a: str | None, b: str | None) -> str | None:
@@ -68,9 +79,15 @@ def _and(a: str | None, b: str | None) -> str | None:
     return f"({a} & {b})"
 
 
+MissHandler = Callable[[int, str], None]  # (format index, local holding the missing time unit): emits a stop
+
+
 class ExprEmitter:
-    def __init__(self, src: SourceBuilder, params: Params) -> None:
-        self.src, self.params = src, params
+    """``on_miss`` emits what a kernel does when a formatted timestamp's string has no code yet:
+    hand the row back to the runtime, which formats it and calls the kernel again from that row."""
+
+    def __init__(self, src: SourceBuilder, params: Params, on_miss: MissHandler | None = None) -> None:
+        self.src, self.params, self.on_miss = src, params, on_miss
 
     def emit(self, e: ex.ExprNode, env: Env, schema: Schema) -> Value:
         """Code computing ``e`` for the current row, assigned to fresh locals."""
@@ -114,7 +131,26 @@ class ExprEmitter:
             i = self.params.lookup(e.func, e.args)
             nullable = FUNCTIONS[e.func].always_nullable
             return f"plv{i}[{v}]", (_and(ok, f"plm{i}[{v}]") if nullable else ok)
+        if isinstance(e, ex.Strftime):
+            return self._strftime(e, env, schema)
         raise UnsupportedError(f"the compiled engine cannot evaluate {e}")
+
+    def _strftime(self, e: ex.Strftime, env: Env, schema: Schema) -> Value:
+        """The code of the string of the value's time unit, from the format's table (``pfk``/``pfc``)
+        through a one-entry cache (``pfl``/``pfv``: rows of one unit follow each other)."""
+        if self.on_miss is None:
+            raise UnsupportedError(f"the compiled engine cannot evaluate {e} here")
+        v, ok = self.emit(e.operand, env, schema)
+        i = self.params.format(e.format)
+        b = self.src
+        unit = b.fresh("unit")
+        b.line(f"{unit} = {v} // {number(unit_ms(e.format))}")
+        with b.block(f"if {unit} != pfl{i}:"):
+            b.line(f"pfv{i} = format_code(pfk{i}, pfc{i}, {unit})")
+            b.line(f"pfl{i} = {unit}")
+        with b.block(f"if pfv{i} < 0" + ("" if ok is None else f" and {ok}") + ":"):
+            self.on_miss(i, unit)
+        return f"pfv{i}", ok
 
     def _literal(self, e: ex.Literal, dtype: DType | None) -> Value:
         if e.value is None:

@@ -98,6 +98,39 @@ def dt_day_of_week(ms: np.int64) -> np.int64:
     return (_floor_div(ms, 86_400_000) + 3) % 7 + 1
 
 
+FORMAT_HASH = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(inline="always", cache=True, nogil=True)
+def _format_slot(key: np.int64, mask: int) -> np.int64:
+    h = np.uint64(key) * FORMAT_HASH
+    return np.int64((h ^ (h >> np.uint64(29))) & np.uint64(mask))
+
+
+@njit(cache=True, nogil=True)
+def format_code(keys: np.ndarray, codes: np.ndarray, key: np.int64) -> np.int64:
+    """The string code of time unit ``key`` in a strftime format's table, or -1 if it has none yet
+    (open addressing; a free slot's code is -1)."""
+    mask = keys.shape[0] - 1
+    s = _format_slot(key, mask)
+    while codes[s] >= 0:
+        if keys[s] == key:
+            return codes[s]
+        s = (s + 1) & mask
+    return np.int64(-1)
+
+
+@njit(cache=True, nogil=True)
+def format_insert(keys: np.ndarray, codes: np.ndarray, key: np.int64, code: np.int64) -> None:
+    """Add time unit ``key`` with its string code (the table has a free slot and not the key)."""
+    mask = keys.shape[0] - 1
+    s = _format_slot(key, mask)
+    while codes[s] >= 0:
+        s = (s + 1) & mask
+    keys[s] = key
+    codes[s] = code
+
+
 @njit(cache=True, nogil=True)
 def sorted_contains(values: np.ndarray, x: float) -> bool:
     """Membership in a sorted array: ``isin`` with many values."""

@@ -4,12 +4,17 @@ The scan *produces* rows; each operator *consumes* the current row's values and
 emits its fragment into the loop; the sink writes to output buffers or to state.
 A kernel returns how far it got: before a row that might not fit in its hash
 table it returns early, the runtime grows the table and calls it again there.
+Likewise for a timestamp formatted into a string it has no code for (``strftime``): the
+runtime formats and interns it, and the kernel starts that row again. Such a stop must come
+before the row did anything it cannot do twice; where a format is evaluated inside a loop
+that emits (a sliding window's, a lookup join's), a first pass of the loop that emits
+nothing resolves the row's strings (``_resolving``).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -30,6 +35,7 @@ from darwin.codegen.signature import (
 )
 from darwin.codegen.source import SourceBuilder, number
 from darwin.graph import operators as op
+from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
 from darwin.plan.window import Window
 from darwin.types import DType, Schema
@@ -40,8 +46,8 @@ HEADER = '''\
 import numpy as np
 from numba import njit
 from darwin.codegen.functions import (dt_day, dt_day_of_week, dt_hour, dt_millisecond, dt_minute, dt_month,
-                                      dt_second, dt_year, float_to_int, float_to_int_ok, floordiv_int, mod_int,
-                                      sorted_contains)
+                                      dt_second, dt_year, float_to_int, float_to_int_ok, floordiv_int, format_code,
+                                      mod_int, sorted_contains)
 '''
 
 
@@ -68,7 +74,9 @@ class _Generator:
         self.p = p
         self.src = SourceBuilder()
         self.params = Params()
-        self.exprs = ExprEmitter(self.src, self.params)
+        self.exprs = ExprEmitter(self.src, self.params, self._format_miss)
+        self.checking = False  # emitting a pass over a loop that only resolves formatted strings
+        self.resolved = False  # emitting code whose formatted strings a pass before resolved
         self.args: list[KernelArg] = []
         self.arg_names: list[str] = []
         self.agg_sink = p.sink if isinstance(p.sink, op.WindowAggregateSink) else None  # None: rows are emitted
@@ -148,6 +156,9 @@ class _Generator:
             if self.hashed:
                 head.line("count = meta[0]")
                 head.line("imask = index.shape[0] - 1")
+            for i in range(len(self.params.formats)):  # the formats' one-entry caches
+                head.line(f"pfl{i} = {number(NO_WATERMARK)}")
+                head.line(f"pfv{i} = np.int64(-1)")
             with head.block("for i in range(start, n):"):
                 head.lines.extend(body.lines)
             self._save(head)
@@ -164,6 +175,23 @@ class _Generator:
             b.line(f"ctl[{slot}] = {name}")
         if self.hashed:
             b.line("meta[0] = count")
+
+    def _format_miss(self, site: int, unit: str) -> None:
+        """Ask the runtime for the string of format ``site`` at time unit ``unit``, and start the row
+        again: nothing of it is done yet but the source's event-time progress, which a second pass
+        repeats alike, and its count of future rows, taken back here."""
+        b = self.src
+        b.line(f"ctl[{ctl.FORMAT_SITE}] = {number(site)}")
+        b.line(f"ctl[{ctl.FORMAT_KEY}] = {unit}")
+        if self._future_tracked:
+            b.line("future_rows = row_future")
+        self._stop(ctl.NEEDS_STRING)
+
+    @property
+    def _future_tracked(self) -> bool:
+        inp = self.p.input
+        return isinstance(inp, op.SourcePort) and inp.scan.time_column is not None \
+            and inp.scan.max_future_ms is not None
 
     def _stop(self, status: int) -> None:
         """Hand the row back to the runtime, which fixes ``status`` and calls again from this row."""
@@ -184,6 +212,8 @@ class _Generator:
         if not isinstance(inp, op.SourcePort) or inp.scan.time_column is None:
             return
         future = inp.scan.max_future_ms
+        if self._future_tracked:
+            b.line("row_future = future_rows")  # taken back if the row starts again (_format_miss)
         # the source's event-time progress (WatermarkClock). It runs before anything can stop the kernel
         # mid-row (only rings do, and a source with max_future gets none), so no row is counted twice
         if self.agg_sink is not None or future is not None:
@@ -218,9 +248,16 @@ class _Generator:
             w = first.window
             t = self._time_value(env, w.on)
             windowed = pn.windowed_schema(schema)
-            with self._windows(t, w) as (start, end):
-                self._operators(rest, {**env, pn.WINDOW_START: (start, None), pn.WINDOW_END: (end, None)},
-                                windowed)
+
+            def windows() -> None:
+                with self._windows(t, w) as (start, end):
+                    self._operators(rest, {**env, pn.WINDOW_START: (start, None), pn.WINDOW_END: (end, None)},
+                                    windowed)
+            if w.is_tumbling:  # one window per row: no loop
+                windows()
+            else:
+                with self._resolving(rest, windows):
+                    windows()
         else:  # pragma: no cover - translate() builds only the ops above
             raise TypeError(first)
 
@@ -281,20 +318,41 @@ class _Generator:
             with b.block(f"if {matched} == 0:"):
                 b.line(f"{lo} = -1")
                 b.line(f"{hi} = 0")
-        with b.block(f"for {j} in range({lo}, {hi}):"):
-            if join.where is not None:
-                v, ok = self.exprs.emit(join.where, joined, join.schema)
-                cond = v if ok is None else f"({ok} and {v})"
-                with b.block(f"if {j} >= 0 and not {cond}:" if join.how == "left" else f"if not {cond}:"):
-                    b.line("continue")
-            self._operators(rest, joined, join.schema)
+
+        def rows() -> None:
+            with b.block(f"for {j} in range({lo}, {hi}):"):
+                if join.where is not None:
+                    v, ok = self.exprs.emit(join.where, joined, join.schema)
+                    cond = v if ok is None else f"({ok} and {v})"
+                    with b.block(f"if {j} >= 0 and not {cond}:" if join.how == "left" else f"if not {cond}:"):
+                        b.line("continue")
+                self._operators(rest, joined, join.schema)
+        with self._resolving([o, *rest], rows):
+            rows()
+
+    @contextmanager
+    def _resolving(self, ops: list[op.StatelessOp], loop: Callable[[], None]) -> Iterator[None]:
+        """Around the code of a loop that may emit more than once per row (``loop`` emits it), over
+        ``ops`` and the sink: if they format timestamps, a pass of the loop that emits nothing
+        first resolves every string the row needs, so the real loop never stops halfway."""
+        if self.checking or self.resolved or not _formats(ops, self.p.sink):
+            yield
+            return
+        self.checking = True
+        loop()
+        self.checking, self.resolved = False, True
+        try:
+            yield
+        finally:
+            self.resolved = False
 
     def _time_value(self, env: Env, column: str) -> str:
         """The row's event time; rows without one count as null-time rows and go no further."""
         v, ok = env[column]
         if ok is not None:
             with self.src.block(f"if not {ok}:"):
-                self.src.line("null_time += 1")
+                if not self.checking:
+                    self.src.line("null_time += 1")
                 self.src.line("continue")
         return v
 
@@ -317,6 +375,13 @@ class _Generator:
 
     # -- sinks ------------------------------------------------------------------------------
     def _sink(self, env: Env, schema: Schema) -> None:
+        if self.checking:  # a pass that resolves strings: the sink's own expressions only
+            if self.agg_sink is not None:
+                for a in self.lay.accs:
+                    if a.arg is not None and _formats_in(a.arg):
+                        self.exprs.emit(a.arg, env, schema)
+            self.src.line("pass")
+            return
         if isinstance(self.p.sink, op.EmitRows):
             self._write_row("o", "out", env, self.p.output_schema)
         else:
@@ -451,3 +516,23 @@ class _Generator:
             with b.block(f"if {guard}:"):
                 for line in body:
                     b.line(line)
+
+
+def _formats_in(e: ex.ExprNode) -> bool:
+    """Whether ``e`` formats a timestamp (``strftime``)."""
+    return isinstance(e, ex.Strftime) or any(_formats_in(c) for c in ex.children(e))
+
+
+def _formats(ops: list[op.StatelessOp], sink: op.Sink) -> bool:
+    """Whether the operators or the sink format a timestamp."""
+    exprs: list[ex.ExprNode] = []
+    for o in ops:
+        if isinstance(o, op.FilterOp):
+            exprs.append(o.predicate)
+        elif isinstance(o, op.ProjectOp):
+            exprs += [e for _, e in o.exprs]
+        elif isinstance(o, op.LookupJoinOp):
+            exprs += [*o.join.left_keys, *([] if o.join.where is None else [o.join.where])]
+    if isinstance(sink, op.WindowAggregateSink):
+        exprs += [call.input for _, call in sink.aggregate.aggs if call.input is not None]
+    return any(_formats_in(e) for e in exprs)

@@ -11,9 +11,12 @@ EMPTY_SLOT = -(2**63)  # a window-ring slot holding no window (also "no watermar
 STATUS = 6  # why a kernel returned early (below)
 FUTURE_ROWS = 7  # rows beyond the source's max_future: they did not move MAX_TIME
 INPUT_WATERMARK = 8  # a pipeline not reading a source: its input's watermark before this batch
-SIZE = 9  # new slots go last: a checkpoint's shorter ctl restores as a prefix
+FORMAT_SITE = 9  # NEEDS_STRING: which strftime format (its index in the kernel's params) ...
+FORMAT_KEY = 10  # ... lacks the string of this time unit
+SIZE = 11  # new slots go last: a checkpoint's shorter ctl restores as a prefix
 
 OK = 0
 NEEDS_ROOM = 1  # the hash table is full: grow it
 RING_FULL = 2  # a ring slot still holds a closed window: drain it
 OUT_OF_DOMAIN = 3  # a key outside the range the source's statistics promised
+NEEDS_STRING = 4  # a timestamp formatted into a string the kernel has no code for: format it

@@ -16,6 +16,7 @@ from typing import Any
 
 from darwin.plan import exprs as ex
 from darwin.plan.strings import apply
+from darwin.plan.timeformat import strftime
 from darwin.types import DType, Schema
 
 Row = dict[str, Any]
@@ -74,6 +75,10 @@ def compile_expr(e: ex.ExprNode, schema: Schema) -> Callable[[Row], Any]:
         f = compile_expr(e.operand, schema)
         func, args = e.func, e.args
         return lambda row: apply(func, args, f(row))
+    if isinstance(e, ex.Strftime):
+        f = compile_expr(e.operand, schema)
+        fmt = e.format
+        return lambda row: None if (v := f(row)) is None else strftime(fmt, v)
     raise TypeError(f"not an expression: {e!r}")
 
 

@@ -144,7 +144,23 @@ class StringCall:
         return f"{self.operand}.str.{self.func}({', '.join(map(repr, self.args))})"
 
 
-ExprNode = Column | Literal | Binary | Unary | IsIn | Cast | Case | DatePart | StringCall
+@dataclass(frozen=True)
+class Strftime:
+    """A timestamp formatted as a string in UTC (``darwin.plan.timeformat``)."""
+
+    operand: ExprNode
+    format: str
+
+    def __post_init__(self) -> None:
+        from darwin.plan.timeformat import parse
+
+        parse(self.format)  # an unknown directive fails when the query is built
+
+    def __str__(self) -> str:
+        return f"{self.operand}.dt.strftime({self.format!r})"
+
+
+ExprNode = Column | Literal | Binary | Unary | IsIn | Cast | Case | DatePart | StringCall | Strftime
 
 
 @dataclass(frozen=True)
@@ -177,7 +193,7 @@ AGG_FUNCS = ("count", "sum", "min", "max", "avg", "count_distinct")
 def children(e: ExprNode) -> tuple[ExprNode, ...]:
     if isinstance(e, Binary):
         return (e.left, e.right)
-    if isinstance(e, (Unary, IsIn, Cast, DatePart, StringCall)):
+    if isinstance(e, (Unary, IsIn, Cast, DatePart, StringCall, Strftime)):
         return (e.operand, *getattr(e, "values", ()))
     if isinstance(e, Case):
         return tuple(x for pair in e.whens for x in pair) + (e.otherwise,)
@@ -291,6 +307,10 @@ def type_of(e: ExprNode, schema: Schema, where: str = "expression") -> Typed:
         t = type_of(e.operand, schema, where)
         _expect(t, (DType.TIMESTAMP,), e, where)
         return Typed(DType.INT64, t.nullable)
+    if isinstance(e, Strftime):
+        t = type_of(e.operand, schema, where)
+        _expect(t, (DType.TIMESTAMP,), e, where)
+        return Typed(DType.STRING, t.nullable)
     if isinstance(e, StringCall):
         from darwin.plan.strings import FUNCTIONS
 

@@ -72,6 +72,8 @@ def map_children(e: ex.ExprNode, fn: Callable[[ex.ExprNode], ex.ExprNode]) -> ex
         return ex.Case(tuple((fn(c), fn(v)) for c, v in e.whens), fn(e.otherwise))
     if isinstance(e, ex.StringCall):
         return ex.StringCall(e.func, fn(e.operand), e.args)
+    if isinstance(e, ex.Strftime):
+        return ex.Strftime(fn(e.operand), e.format)
     return e
 
 
@@ -173,7 +175,7 @@ def _and_all(parts: list[ex.ExprNode]) -> ex.ExprNode:
 def _cheap(e: ex.ExprNode) -> bool:
     """Substituting an expression into a predicate must not duplicate real work."""
     return isinstance(e, (ex.Column, ex.Literal)) or not any(
-        isinstance(c, (ex.Case, ex.DatePart, ex.StringCall)) for c in _walk(e))
+        isinstance(c, (ex.Case, ex.DatePart, ex.StringCall, ex.Strftime)) for c in _walk(e))
 
 
 def _walk(e: ex.ExprNode) -> list[ex.ExprNode]:

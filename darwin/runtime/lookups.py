@@ -1,12 +1,16 @@
-"""Lookup tables of string functions, grown as the string pool grows."""
+"""Lookup tables of string functions, grown as the string pool grows; tables of formatted
+timestamps' strings, grown as kernels ask for them."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
+from darwin.codegen.functions import format_code, format_insert
 from darwin.plan.strings import FUNCTIONS, apply
+from darwin.plan.timeformat import DAY_MS, strftime, unit_ms
 from darwin.runtime.encoding import StringPool
 from darwin.types import DType
 
@@ -39,3 +43,36 @@ class LookupTable:
                 fresh = [0 if r is None else r for r in results]
             self.values = np.concatenate([self.values, np.array(fresh, dtype=self.result.numpy)])
             self.valid = np.concatenate([self.valid, np.array([r is not None for r in results], dtype=np.bool_)])
+
+
+FORMAT_AHEAD = 64  # time units formatted per miss below a day: the next rows' units are likely the next ones
+
+
+class FormatTable:
+    """The dictionary codes of one strftime format's strings by time unit (``ms // unit_ms``), an
+    open-addressing table kernels read (``format_code``). A kernel that meets a unit the table lacks
+    stops (``NEEDS_STRING``) and the runtime adds it (``add``), so each unit is formatted once per run."""
+
+    def __init__(self, fmt: str) -> None:
+        self.fmt, self.unit = fmt, unit_ms(fmt)
+        self.count = 0
+        self.keys = np.zeros(64, dtype=np.int64)
+        self.codes = np.full(64, -1, dtype=np.int64)
+
+    def add(self, unit: int, pool: StringPool) -> None:
+        """The strings of time unit ``unit`` and, below a day, of the units after it, interned."""
+        ahead = 1 if self.unit == DAY_MS else FORMAT_AHEAD
+        units = [u for u in range(unit, unit + ahead) if format_code(self.keys, self.codes, np.int64(u)) < 0]
+        while 2 * (self.count + len(units)) > len(self.keys):
+            self._grow()
+        codes = pool.encode(pa.array([strftime(self.fmt, u * self.unit) for u in units], type=pa.large_string()))
+        for u, code in zip(units, codes.tolist()):
+            format_insert(self.keys, self.codes, np.int64(u), np.int64(code))
+        self.count += len(units)
+
+    def _grow(self) -> None:
+        keys, codes = self.keys[self.codes >= 0], self.codes[self.codes >= 0]
+        self.keys = np.zeros(2 * len(self.keys), dtype=np.int64)
+        self.codes = np.full(len(self.keys), -1, dtype=np.int64)
+        for u, code in zip(keys.tolist(), codes.tolist()):
+            format_insert(self.keys, self.codes, np.int64(u), np.int64(code))

@@ -17,7 +17,7 @@ from darwin.config import Config
 from darwin.errors import DarwinError, SourceError
 from darwin.graph import operators as op
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
-from darwin.runtime.lookups import LookupTable
+from darwin.runtime.lookups import FormatTable, LookupTable
 from darwin.runtime.progress import LateRowsWarning
 from darwin.runtime.static_index import StaticIndex
 from darwin.state.backend import KeyedState, StateBackend
@@ -47,6 +47,8 @@ class PipelineRunner:
                 self.params[f"pc{i}"] = np.sort(np.fromiter((pool.code(v) for v in strings), np.int64, len(strings)))
         self.pool = pool
         self.lookups = [LookupTable(f, a) for f, a in self.ks.params.lookups] if self.ks else []
+        self.formats = [FormatTable(f) for f in self.ks.params.formats] if self.ks else []
+        self._bind_formats()
         self.static = lookups
         # rows a lookup join may make of one input row: the most rows its table holds for one key
         self.fanout = 1
@@ -120,10 +122,17 @@ class PipelineRunner:
             result = outs[0] if len(outs) == 1 else concatenated(outs, p.output_schema)
         return result, (_sliced(late, int(self.ctl[ctl.LATE_OUT_ROWS])) if late else None), fired
 
+    def _bind_formats(self) -> None:
+        for i, table in enumerate(self.formats):
+            self.params[f"pfk{i}"], self.params[f"pfc{i}"] = table.keys, table.codes
+
     def _resolve(self, status: int, fired: list[EncodedBatch]) -> None:
         """Fix what made the kernel stop, so it can go on from the same row."""
         self.ctl[ctl.STATUS] = ctl.OK
-        if status == ctl.NEEDS_ROOM:
+        if status == ctl.NEEDS_STRING:
+            self.formats[int(self.ctl[ctl.FORMAT_SITE])].add(int(self.ctl[ctl.FORMAT_KEY]), self.pool)
+            self._bind_formats()
+        elif status == ctl.NEEDS_ROOM:
             state = self.state
             assert state is not None and not isinstance(state, RingState)  # only a hash table's kernel asks
             state.grow(self._agg.window.windows_per_row)
