@@ -89,6 +89,51 @@ def q14(s: NexmarkSources) -> dw.Table:
                     extra=col("extra"), c_counts=col("extra").str.count_char("c")))
 
 
+RANKS = ("rank1", "rank2", "rank3")  # bids below 10,000; from 10,000 below 1,000,000; from 1,000,000
+
+
+def _ranked(price: dw.Expr) -> dict[str, dw.Expr | None]:
+    """The price levels of q15-q17: every bid (no filter), then each rank's bids."""
+    return {"total": None, "rank1": price < 10_000, "rank2": (price >= 10_000) & (price < 1_000_000),
+            "rank3": price >= 1_000_000}
+
+
+def _bid_statistics(distinct: tuple[str, ...]) -> dict[str, dw.expr.Agg]:
+    """Bids per price level, then the distinct values of each column of ``distinct`` per level."""
+    levels = _ranked(col("price"))
+    aggs = {f"{level}_bids": dw.count(filter=f) for level, f in levels.items()}
+    for column in distinct:
+        aggs |= {f"{level}_{column}s": dw.count_distinct(column, filter=f) for level, f in levels.items()}
+    return aggs
+
+
+def q15(s: NexmarkSources) -> dw.Table:
+    """Bidding statistics per day: bids, distinct bidders and distinct auctions, in total and per price
+    level (an updating aggregation with filtered distinct counts)."""
+    return s.bid.group_by(day=col("date_time").dt.strftime("%Y-%m-%d")).agg(**_bid_statistics(("bidder", "auction")))
+
+
+def q16(s: NexmarkSources) -> dw.Table:
+    """q15's statistics per channel and day, with the day's last minute of bidding. Flink's
+    ``max(DATE_FORMAT(dateTime, 'HH:mm'))`` is the 'HH:mm' of the latest bid: in one day the text
+    orders as the time does."""
+    stats = _bid_statistics(("bidder", "auction"))
+    grouped = s.bid.group_by("channel", day=col("date_time").dt.strftime("%Y-%m-%d")).agg(
+        latest=dw.max("date_time"), **stats)
+    return grouped.select("channel", "day", col("latest").dt.strftime("%H:%M").alias("minute"), *stats)
+
+
+def q17(s: NexmarkSources) -> dw.Table:
+    """Auction statistics per day: bids per price level and the prices' min, max, average and sum.
+    The average is BIGINT as in Flink (AVG of a BIGINT column): truncated."""
+    stats = _bid_statistics(())
+    grouped = s.bid.group_by("auction", day=col("date_time").dt.strftime("%Y-%m-%d")).agg(
+        **stats, min_price=dw.min("price"), max_price=dw.max("price"), avg_price=dw.avg("price"),
+        sum_price=dw.sum("price"))
+    return grouped.select("auction", "day", *stats, "min_price", "max_price",
+                          col("avg_price").cast("int64").alias("avg_price"), "sum_price")
+
+
 def q20(s: NexmarkSources) -> dw.Table:
     """Bids with the details of their auction, for auctions of category 10: a regular join."""
     joined = s.bid.join(s.auction.filter(col("category") == 10), left_on="auction", right_on="id")
@@ -150,6 +195,10 @@ QUERIES: dict[str, Query] = {q.name: q for q in (
     Query("q12", "bids per bidder in 10 s event-time tumbling windows", q12),
     Query("q13", "bids enriched from a bounded side input (lookup join)", q13),
     Query("q14", "filtered, converted bids with a time-of-day class and a UDF-like count", q14),
+    Query("q15", "bidding statistics per day: bids, distinct bidders and auctions per price level "
+                 "(filtered count_distinct, updating)", q15),
+    Query("q16", "q15's statistics per channel and day, with the day's last minute of bidding (updating)", q16),
+    Query("q17", "auction statistics per day: bids per price level, min/max/avg/sum of price (updating)", q17),
     Query("q20", "bids expanded with their auction, for category-10 auctions (regular join)", q20),
     Query("q21", "channel id from the channel name or the URL (string functions)", q21),
     Query("q22", "URL directories by split_index (string functions)", q22),

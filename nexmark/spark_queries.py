@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from nexmark.queries import CHANNEL_ID, CHANNELS, EURO
+from nexmark.queries import CHANNEL_ID, CHANNELS, EURO, RANKS
 
 Streams = dict[str, DataFrame]
 
@@ -84,6 +84,45 @@ def q13(s: Streams) -> DataFrame:
         "B.auction", "B.bidder", "B.price", "B.date_time", "S.value")
 
 
+def _levels(price: Column) -> dict[str, Column | None]:
+    """The price levels of Flink's q15-q17 FILTER clauses."""
+    return dict(zip(("total", *RANKS), (None, price < 10_000, (price >= 10_000) & (price < 1_000_000),
+                                        price >= 1_000_000)))
+
+
+def _bid_statistics(distinct: tuple[str, ...]) -> list[Column]:
+    """``count(*) FILTER (WHERE p)`` and ``count(DISTINCT x) FILTER (WHERE p)`` per level: Spark has no
+    FILTER clause, so a CASE WHEN yields NULL (which no count counts) where the filter is false."""
+    def only(f: Column | None, value: Column) -> Column:
+        return value if f is None else F.when(f, value)
+    levels = _levels(F.col("price"))
+    out = [F.count(only(f, F.lit(1))).alias(f"{level}_bids") for level, f in levels.items()]
+    for c in distinct:
+        out += [F.countDistinct(only(f, F.col(c))).alias(f"{level}_{c}s") for level, f in levels.items()]
+    return out
+
+
+def _day(c: str) -> Column:
+    return F.date_format(c, "yyyy-MM-dd")
+
+
+def q15(s: Streams) -> DataFrame:
+    return s["bid"].groupBy(_day("date_time").alias("day")).agg(*_bid_statistics(("bidder", "auction")))
+
+
+def q16(s: Streams) -> DataFrame:
+    """Flink's query as written: the latest minute is the maximum of the formatted times."""
+    return s["bid"].groupBy("channel", _day("date_time").alias("day")).agg(
+        F.max(F.date_format("date_time", "HH:mm")).alias("minute"), *_bid_statistics(("bidder", "auction")))
+
+
+def q17(s: Streams) -> DataFrame:
+    """avg_price is BIGINT as in Flink: the average truncated."""
+    return s["bid"].groupBy("auction", _day("date_time").alias("day")).agg(
+        *_bid_statistics(()), F.min("price").alias("min_price"), F.max("price").alias("max_price"),
+        F.avg("price").cast("long").alias("avg_price"), F.sum("price").alias("sum_price"))
+
+
 def q20(s: Streams) -> DataFrame:
     """Bids expanded with their auction, for category-10 auctions."""
     b, a = s["bid"].alias("B"), s["auction"].where(F.col("category") == 10).alias("A")
@@ -146,8 +185,8 @@ def ysb_query(s: Streams) -> DataFrame:
 
 
 QUERIES: dict[str, Callable[[Streams], DataFrame]] = {
-    "q0": q0, "q1": q1, "q2": q2, "q3": q3, "q7": q7, "q8": q8, "q12": q12, "q13": q13, "q14": q14, "q20": q20,
-    "q21": q21, "q22": q22, "q23": q23, "agg": agg, "ysb": ysb_query,
+    "q0": q0, "q1": q1, "q2": q2, "q3": q3, "q7": q7, "q8": q8, "q12": q12, "q13": q13, "q14": q14, "q15": q15,
+    "q16": q16, "q17": q17, "q20": q20, "q21": q21, "q22": q22, "q23": q23, "agg": agg, "ysb": ysb_query,
 }
 
 
