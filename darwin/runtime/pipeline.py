@@ -96,9 +96,7 @@ class PipelineRunner:
         late = _buffers(p.output_schema, n) if self.state is not None and self._agg.late_output else None
         self.ctl[ctl.LATE_OUT_ROWS] = 0
         self.ctl[ctl.INPUT_WATERMARK] = input_watermark
-        for i, lut in enumerate(self.lookups):
-            lut.cover(self.pool)
-            self.params[f"plv{i}"], self.params[f"plm{i}"] = lut.values, lut.valid
+        self._bind_lookups()
         per_row = p.rows_per_input * self.fanout
         chunk = max(1, OUT_BUFFER_ROWS // per_row) if collect else max(n, 1)
         outs: list[EncodedBatch] = []
@@ -122,6 +120,12 @@ class PipelineRunner:
             result = outs[0] if len(outs) == 1 else concatenated(outs, p.output_schema)
         return result, (_sliced(late, int(self.ctl[ctl.LATE_OUT_ROWS])) if late else None), fired
 
+    def _bind_lookups(self) -> None:
+        """String functions' tables over every code of the pool (``plv``/``plm``)."""
+        for i, lut in enumerate(self.lookups):
+            lut.cover(self.pool)
+            self.params[f"plv{i}"], self.params[f"plm{i}"] = lut.values, lut.valid
+
     def _bind_formats(self) -> None:
         for i, table in enumerate(self.formats):
             self.params[f"pfk{i}"], self.params[f"pfc{i}"] = table.keys, table.codes
@@ -132,6 +136,7 @@ class PipelineRunner:
         if status == ctl.NEEDS_STRING:
             self.formats[int(self.ctl[ctl.FORMAT_SITE])].add(int(self.ctl[ctl.FORMAT_KEY]), self.pool)
             self._bind_formats()
+            self._bind_lookups()  # string functions of the new strings
         elif status == ctl.NEEDS_ROOM:
             state = self.state
             assert state is not None and not isinstance(state, RingState)  # only a hash table's kernel asks
