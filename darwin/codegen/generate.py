@@ -101,6 +101,10 @@ class _Generator:
         return self.agg.ring
 
     def _arg(self, name: str, spec: KernelArg) -> str:
+        """A kernel parameter; asking again for one (code emitted twice, ``_resolving``) reuses it."""
+        if name in self.arg_names:
+            assert self.args[self.arg_names.index(name)] == spec, name
+            return name
         self.arg_names.append(name)
         self.args.append(spec)
         return name

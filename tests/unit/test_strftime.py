@@ -144,6 +144,8 @@ def shapes(t: dw.Table) -> dict[str, dw.Table]:
         .agg(n=dw.count(), c=dw.count(col("ts").dt.strftime("%S"), filter=col("v") > 3)),
         "in an argument after a lookup join": t.join(side.lookup(), on=[("k", "key")])
         .window(dw.Tumble("1min", on="ts")).group_by("w").agg(n=dw.count(col("ts").dt.strftime("%S"))),
+        "through a sliding window and a lookup join": sliding.table().join(side.lookup(), on=[("k", "key")])
+        .select("w", s=col("window_start").dt.strftime("%H:%M")),
         "after a sliding window, into a window": sliding.table().select("ts", "k", s=col("window_start"))
         .window(dw.Tumble("5min", on="ts")).group_by("k").agg(n=dw.count(col("s").dt.strftime("%H:%M"))),
     }
