@@ -93,7 +93,9 @@ def test_distinct_counts_over_an_updating_aggregation_retract(left, batch):
     per_key = left.group_by("k", "s").agg(total=dw.sum("v"), n=dw.count())
     assert_agree(per_key.group_by("s").agg(d=dw.count_distinct("total"), big=dw.count_distinct("total",
                                            filter=col("n") > 1), keys=dw.count_distinct("k"),
-                                           n=dw.count(filter=col("total") > 0)), batch)
+                                           n=dw.count(filter=col("total") > 0),
+                                           hi=dw.max("total", filter=col("n") > 1),
+                                           total=dw.sum("total", filter=col("n") > 1)), batch)
 
 
 @SETTINGS
