@@ -94,8 +94,8 @@ RANKS = ("rank1", "rank2", "rank3")  # bids below 10,000; from 10,000 below 1,00
 
 def _ranked(price: dw.Expr) -> dict[str, dw.Expr | None]:
     """The price levels of q15-q17: every bid (no filter), then each rank's bids."""
-    return {"total": None, "rank1": price < 10_000, "rank2": (price >= 10_000) & (price < 1_000_000),
-            "rank3": price >= 1_000_000}
+    return dict(zip(("total", *RANKS), (None, price < 10_000, (price >= 10_000) & (price < 1_000_000),
+                                        price >= 1_000_000)))
 
 
 def _bid_statistics(distinct: tuple[str, ...]) -> dict[str, dw.expr.Agg]:
