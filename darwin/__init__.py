@@ -14,6 +14,8 @@ from darwin.api import (
                         SinkQuery,
                         Table,
                         WindowedTable,
+                        asc,
+                        desc,
                         from_arrow,
                         from_batches,
                         from_source,
@@ -27,7 +29,7 @@ from darwin.types import DType
 
 __all__ = [
     "Config", "DType", "Expr", "GroupedTable", "HardwareInfo", "RunResult", "SinkQuery", "Slide", "Table", "Tumble",
-    "Window", "WindowedTable", "avg", "col", "count", "errors", "from_arrow", "from_batches", "lit", "max",
-    "mean", "min", "from_source", "read_parquet", "sinks", "sum", "when",
+    "Window", "WindowedTable", "asc", "avg", "col", "count", "desc", "errors", "from_arrow", "from_batches", "lit",
+    "max", "mean", "min", "from_source", "read_parquet", "sinks", "sum", "when",
 ]
 __version__ = "0.1.0"

@@ -11,7 +11,7 @@ Examples
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -87,6 +87,16 @@ class Table:
     def agg(self, **aggs: Agg) -> Table:
         """One updating row over all rows (a global aggregation without a window)."""
         return GroupedTable(self.plan, ()).agg(**aggs)
+
+    def top_n(self, n: int, by: str | Sequence[str] = (), order: OrderBy = (), rank: str | None = None) -> Table:
+        """The first ``n`` rows per ``by`` in ``order`` (``ROW_NUMBER() ... <= n``), an updating table:
+        rows enter and leave the top as they arrive. ``rank`` adds each row's position (1..n)."""
+        return Table(pn.TopN(self.plan, n, _names(by), _order(order), rank))
+
+    def deduplicate(self, on: str | Sequence[str], keep: str = "first", order: str | None = None) -> Table:
+        """One row per distinct ``on``: the ``first`` or ``last`` by column ``order`` (default: arrival).
+        Keeping the first arrival appends; otherwise a later winner replaces the row (-U, +U)."""
+        return Table(pn.Deduplicate(self.plan, _names(on), keep, order))
 
     def window(self, window: Window, late_output: bool = False) -> WindowedTable:
         """Assign rows to event-time windows; ``late_output`` keeps late rows instead of only counting them."""
@@ -222,6 +232,11 @@ class WindowedTable:
         """One row per window over all rows (a global windowed aggregation)."""
         return GroupedTable(self.plan, ()).agg(**aggs)
 
+    def top_n(self, n: int, by: str | Sequence[str] = (), order: OrderBy = (), rank: str | None = None) -> Table:
+        """Flink's window top-N: the first ``n`` rows per window and ``by`` in ``order``, emitted once
+        when the window closes (an appending result, with window_start/window_end)."""
+        return Table(pn.TopN(self.plan, n, _names(by), _order(order), rank))
+
     def table(self) -> Table:
         """The rows with their window_start/window_end columns (one row per window)."""
         return Table(self.plan)
@@ -245,6 +260,28 @@ class GroupedTable:
         if isinstance(self.plan, pn.WindowAssign):
             return Table(pn.Aggregate(self.plan, self.keys, tuple(calls)))
         return Table(pn.GroupAggregate(self.plan, self.keys, tuple(calls)))
+
+
+OrderBy = str | pn.SortKey | Sequence[str | pn.SortKey]
+
+
+def asc(column: str) -> pn.SortKey:
+    """Ascending order of ``column`` (NULLs first), for ``order=`` of top_n."""
+    return pn.SortKey(column, False)
+
+
+def desc(column: str) -> pn.SortKey:
+    """Descending order of ``column`` (NULLs last), for ``order=`` of top_n."""
+    return pn.SortKey(column, True)
+
+
+def _names(columns: str | Sequence[str]) -> tuple[str, ...]:
+    return (columns,) if isinstance(columns, str) else tuple(columns)
+
+
+def _order(order: OrderBy) -> tuple[pn.SortKey, ...]:
+    keys = [order] if isinstance(order, (str, pn.SortKey)) else list(order)
+    return tuple(pn.SortKey(k) if isinstance(k, str) else k for k in keys)
 
 
 def _key_names(plan: pn.PlanNode, keys: tuple[str | Expr, ...]) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ def translate(plan: pn.PlanNode, config: Config) -> op.OperatorGraph:
     payload = tuple(frozenset(f.name for f in scan.schema.fields
                               if f.dtype is DType.STRING and f.name not in inspected[id(scan)]) for scan in t.scans)
     return op.OperatorGraph(tuple(t.pipelines), tuple(t.joins), tuple(t.unions), tuple(t.scans), tuple(t.lookups),
-                            tuple(t.order), output, payload, tuple(t.group_aggregates))
+                            tuple(t.order), output, payload, tuple(t.operators))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +63,7 @@ class _Translator(SharedNodeVisitor[_Chain]):
         self.pipelines: list[op.Pipeline] = []
         self.joins: list[op.JoinOperator] = []
         self.unions: list[op.UnionOperator] = []
-        self.group_aggregates: list[op.GroupAggregateOperator] = []
+        self.operators: list[op.StreamOperator] = []
         self.scans: list[pn.Scan] = []
         self.lookups: list[op.LookupTableSpec] = []
         self.order: list[op.Stateful] = []
@@ -125,12 +125,21 @@ class _Translator(SharedNodeVisitor[_Chain]):
         if chain.updating:
             exprs += ((pn.CHANGE_KIND, Column(pn.CHANGE_KIND)),)
             schema = pn.with_change_kind(schema)
-        producer = self.close(chain.then(op.ProjectOp(exprs), schema), op.EmitRows())
-        g = op.GroupAggregateOperator(len(self.group_aggregates), node, producer, args)
-        self.group_aggregates.append(g)
-        self.order.append(op.Stateful("group", g.id))
-        out = pn.with_change_kind(node.schema)
-        return _Chain(op.GroupAggregatePort(g.id), out, (), out, True)
+        return self._stream_operator(node, chain.then(op.ProjectOp(exprs), schema), args)
+
+    def visit_TopN(self, node: pn.TopN | pn.Deduplicate) -> _Chain:
+        return self._stream_operator(node, self.visit(node.input))
+
+    visit_Deduplicate = visit_TopN
+
+    def _stream_operator(self, node: op.StreamNode, chain: _Chain, args: tuple[str | None, ...] = ()) -> _Chain:
+        """A stream operator reading ``chain``'s rows, and the open chain of its output."""
+        o = op.StreamOperator(len(self.operators), node, self.close(chain, op.EmitRows()), args)
+        self.operators.append(o)
+        self.order.append(op.Stateful("operator", o.id))
+        updating = pn.updating(node)
+        out = pn.with_change_kind(node.schema) if updating else node.schema
+        return _Chain(op.OperatorPort(o.id), out, (), out, updating)
 
     def visit_Union(self, node: pn.Union) -> _Chain:
         producers = tuple(self.close(self.visit(p), op.EmitRows()) for p in node.parts)

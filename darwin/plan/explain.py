@@ -33,6 +33,14 @@ class _Describe(PlanVisitor[str]):
 
     visit_GroupAggregate = visit_Aggregate
 
+    def visit_TopN(self, node: pn.TopN) -> str:
+        rank = f" rank={node.rank}" if node.rank else ""
+        return (f"TopN {node.n} by=[{', '.join(node.partition)}] order=[{', '.join(map(str, node.order))}]{rank}"
+                + (" (per window)" if node.windowed else ""))
+
+    def visit_Deduplicate(self, node: pn.Deduplicate) -> str:
+        order = "arrival" if node.order is None else node.order
+        return f"Deduplicate on=[{', '.join(node.on)}] keep={node.keep} by {order}"
 
     def visit_Join(self, node: pn.Join) -> str:
         from darwin.plan.temporal import join_timing

@@ -198,6 +198,108 @@ class GroupAggregate(_OneInput):
         return Schema(tuple(fields), inp.unsupported)
 
 
+@dataclass(frozen=True)
+class SortKey:
+    """One key of an order: ascending puts NULLs first, descending last (as Flink and Spark do);
+    NaN is above every number."""
+
+    column: str
+    descending: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.column} {'desc' if self.descending else 'asc'}"
+
+
+RANK_ORDERS = ("first", "last")
+
+
+@dataclass(frozen=True)
+class TopN(_OneInput):
+    """The first ``n`` rows of each partition (rows equal in ``by``) in ``order``, as Flink's
+    ``ROW_NUMBER() OVER (PARTITION BY by ORDER BY order) <= n``; rows tied in ``order`` rank in
+    arrival order. ``rank`` names a column holding each row's position (1..n), if given.
+
+    Over windowed rows (a ``WindowAssign`` input) each window ranks apart and its rows are emitted
+    once, when the window closes: the result appends. Otherwise the result updates as rows enter
+    and leave the top, and an updating input's retracted rows leave it."""
+
+    input: PlanNode
+    n: int
+    by: tuple[str, ...]
+    order: tuple[SortKey, ...]
+    rank: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+            raise PlanError(f"top_n: n must be a positive integer, got {self.n!r}")
+        if not self.order:
+            raise PlanError("top_n: give an order, e.g. order=[dw.desc('price')]")
+        if self.windowed and updating(self.input):
+            raise UnsupportedError(f"a window top-N over {_UPDATING} is not supported yet")
+        _ = self.schema
+
+    @property
+    def windowed(self) -> bool:
+        return isinstance(self.input, WindowAssign)
+
+    @property
+    def partition(self) -> tuple[str, ...]:
+        """What a rank is counted within: the window (if any) and ``by``."""
+        return ((WINDOW_START, WINDOW_END) if self.windowed else ()) + self.by
+
+    @cached_property
+    def schema(self) -> Schema:
+        inp = self.input.schema
+        _check_ranking_columns("top_n", inp, self.by, self.order)
+        if self.rank is None:
+            return inp
+        if self.rank in inp:
+            raise PlanError(f"top_n: rank={self.rank!r} is already a column; choose another name")
+        return Schema(inp.fields + (Field(self.rank, DType.INT64, False),), inp.unsupported)
+
+
+@dataclass(frozen=True)
+class Deduplicate(_OneInput):
+    """One row per distinct ``on``: the first or the last by ``order`` (a column; None: arrival),
+    ties broken by arrival. Keeping the first in arrival order appends (later rows are dropped);
+    otherwise a row that wins replaces the one kept (-U, +U): the result updates."""
+
+    input: PlanNode
+    on: tuple[str, ...]
+    keep: str = "first"
+    order: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.keep not in RANK_ORDERS:
+            raise PlanError(f"deduplicate: keep={self.keep!r}; use 'first' or 'last'")
+        if not self.on:
+            raise PlanError("deduplicate: give the columns that identify a row, e.g. on=['bidder', 'auction']")
+        if updating(self.input):
+            raise UnsupportedError(f"deduplicate: the input is {_UPDATING}; deduplicate an append-only input")
+        _check_ranking_columns("deduplicate", self.input.schema, self.on,
+                               () if self.order is None else (SortKey(self.order),))
+
+    @property
+    def appends(self) -> bool:
+        """Only the first row in arrival order is ever kept: nothing is replaced."""
+        return self.keep == "first" and self.order is None
+
+    @property
+    def schema(self) -> Schema:
+        return self.input.schema
+
+
+def _check_ranking_columns(what: str, schema: Schema, by: tuple[str, ...], order: tuple[SortKey, ...]) -> None:
+    if len(set(by)) != len(by):
+        raise PlanError(f"{what}: a column is given twice in {list(by)}")
+    for c in by:
+        schema.field(c, what)
+    for k in order:
+        if not isinstance(k, SortKey):
+            raise PlanError(f"{what}: order takes column names or dw.asc(...)/dw.desc(...), got {k!r}")
+        schema.field(k.column, f"{what} order")
+
+
 def project_schema(exprs: tuple[tuple[str, ExprNode], ...], schema: Schema) -> Schema:
     fields = []
     for name, e in exprs:
@@ -217,7 +319,7 @@ def windowed_schema(schema: Schema) -> Schema:
 
 
 JOIN_KINDS = ("inner", "left", "right", "full")
-_UPDATING = "an updating result (an outer join's, or an aggregation's without a window)"
+_UPDATING = "an updating result (an outer join's, an aggregation's or a top-N's without a window)"
 CHANGE_KIND = "__darwin_change"  # the hidden column of updating streams: a ChangeKind per row
 
 
@@ -386,6 +488,13 @@ def aggregate_reads(n: Aggregate | GroupAggregate) -> set[str]:
     return uses
 
 
+def ranking_reads(n: TopN | Deduplicate) -> set[str]:
+    """The columns a top-N or a deduplication ranks by."""
+    if isinstance(n, TopN):
+        return set(n.partition) | {k.column for k in n.order}
+    return set(n.on) | ({n.order} if n.order is not None else set())
+
+
 def join_reads(n: Join | LookupJoin, outputs: set[str]) -> tuple[set[str], set[str]]:
     """The columns of each input a join reads to produce the output columns ``outputs``: those
     and what its keys and condition read, each under its input's name."""
@@ -427,20 +536,23 @@ def _columns(s: Schema) -> str:
     return "[" + ", ".join(f"{f.name}: {f.dtype.value}" for f in s.fields) + "]"
 
 
-PlanNode = Scan | Filter | Project | WindowAssign | Aggregate | GroupAggregate | Join | LookupJoin | Union
+PlanNode = (Scan | Filter | Project | WindowAssign | Aggregate | GroupAggregate | TopN | Deduplicate | Join | LookupJoin
+            | Union)
 
 
 def updating(node: PlanNode) -> bool:
     """Whether ``node`` produces an updating result (rows carry a change kind), not only appends.
 
-    Group aggregations without a window update their groups' rows. Outer regular joins update: a
+    Group aggregations without a window update their groups' rows, and so do a top-N without a
+    window and a deduplication that may replace the row it kept. Outer regular joins update: a
     NULL-padded row is retracted when its match arrives. Interval and window joins emit padded
     rows only when a row can no longer match, so they append.
     """
     from darwin.plan.temporal import join_timing
 
     for n in walk(node):
-        if isinstance(n, GroupAggregate):
+        if isinstance(n, GroupAggregate) or (isinstance(n, TopN) and not n.windowed) \
+                or (isinstance(n, Deduplicate) and not n.appends):
             return True
         if isinstance(n, Join) and n.how != "inner" and join_timing(n) is None:
             return True

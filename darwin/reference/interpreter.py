@@ -32,6 +32,7 @@ from darwin.plan import nodes as pn
 from darwin.plan.aggregates import Accumulator, function
 from darwin.plan.evaluate import Row, compile_expr
 from darwin.plan.exprs import Column
+from darwin.plan.ranking import Ranking, ranking_of
 from darwin.plan.temporal import join_timing
 from darwin.plan.visitor import SharedNodeVisitor
 from darwin.runtime.encoding import to_int64
@@ -58,7 +59,7 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
     root.consumers.append((out, 0))
     ops = [built.results[id(n)][1] for n in pn.walk(plan) if id(n) in built.results]  # a lookup table loads apart
     scans = [op for op in ops if isinstance(op, _Scan)]
-    stateful = [op for op in ops if isinstance(op, (_WindowAggregate, _Join, _Union))]
+    stateful = [op for op in ops if isinstance(op, (_WindowAggregate, _Join, _Union, _Rank))]
     late_schema = pn.late_output_schema(plan)
     late_warning = LateRowsWarning(", ".join(s.node.source.name for s in scans), late_schema is not None)
     schema = _output_schema(plan)
@@ -243,6 +244,11 @@ class _Builder(SharedNodeVisitor[_Operator]):
 
     def visit_GroupAggregate(self, node: pn.GroupAggregate) -> _Operator:
         return _GroupAggregate(node, self.visit(node.input))
+
+    def visit_TopN(self, node: pn.TopN | pn.Deduplicate) -> _Operator:
+        return _Rank(node, self.ctx, self.visit(node.input))
+
+    visit_Deduplicate = visit_TopN
 
     def visit_Union(self, node: pn.Union) -> _Operator:
         return _Union([self.visit(p) for p in node.parts])
@@ -568,6 +574,139 @@ class _GroupAggregate(_Operator):
                 out.append({**new, pn.CHANGE_KIND: pn.ChangeKind.UPDATE_AFTER if old else INSERT})
             group.emitted = new
         self.emit(out, [self.inputs[0].watermark()] * len(out))
+
+
+class _Ranked:
+    """A row in a top-N's partition: its sort key and arrival number."""
+
+    __slots__ = ("key", "seq", "row")
+
+    def __init__(self, key: tuple, seq: int, row: Row) -> None:
+        self.key, self.seq, self.row = key, seq, row
+
+
+class _Rank(_Operator):
+    """A top-N or a deduplication (``darwin.plan.ranking`` says how rows rank and what is emitted).
+
+    Without a window, after each pushed batch every partition the batch touched (in the order it
+    first touched them) emits the changes of its kept rows. Over windows, rows of a window that
+    closed by the operator's watermark before the batch are late; a window's kept rows are
+    emitted when it closes, ordered as fired windows are."""
+
+    def __init__(self, node: pn.TopN | pn.Deduplicate, ctx: _Context, child: _Operator) -> None:
+        super().__init__([child])
+        self.r, self.ctx = ranking_of(node), ctx
+        self.names = list(node.input.schema.names)
+        self.parts: dict[tuple, list[_Ranked]] = {}
+        self.shown: dict[tuple, list[_Ranked]] = {}  # the kept rows last emitted, per partition
+        self.seq = 0
+
+    def watermark(self) -> int:
+        return self.wm if self.r.windowed else self.inputs[0].watermark()
+
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        r = self.r
+        touched: dict[tuple, None] = {}
+        for row in rows:
+            if r.windowed and row[pn.WINDOW_END] <= self.wm:
+                self.ctx.metrics.add("late_rows", 1)
+                continue
+            part = tuple(_group_key(row[c]) for c in r.partition)
+            entries = self.parts.setdefault(part, [])
+            touched[part] = None
+            values = {n: row[n] for n in self.names}
+            if row.get(pn.CHANGE_KIND, INSERT) in (INSERT, pn.ChangeKind.UPDATE_AFTER):
+                entries.append(_Ranked(_sort_key(values, r.order), self.seq, values))
+                self.seq += 1
+            else:  # the earliest equal row leaves
+                gone = next(i for i, e in enumerate(entries) if _same_row(e.row, values))
+                del entries[gone]
+        out: Rows = []
+        for part in touched:
+            entries = self.parts[part]
+            entries.sort(key=lambda e: (e.key, -e.seq if r.latest_first else e.seq))
+            if not r.retracting:
+                del entries[r.n:]  # a row below the top never comes back
+            if r.windowed:
+                continue
+            new = entries[:r.n]
+            out += _rank_changes(r, self.shown.get(part, []), new)
+            self.shown[part] = new
+            if not entries:
+                del self.parts[part], self.shown[part]
+        self.emit(out, [self.inputs[0].watermark()] * len(out))
+
+    def advance(self) -> None:
+        if not self.r.windowed:
+            return
+        old, self.wm = self.wm, self.inputs[0].watermark()
+        end = self.r.partition.index(pn.WINDOW_END)
+        fired = sorted((p for p in self.parts if p[end] <= self.wm), key=lambda p: p[end])  # stable: first seen
+        out = [_with_rank(self.r, e.row, i) for p in fired for i, e in enumerate(self.parts.pop(p))]
+        self.emit(out, [old] * len(out))
+
+
+def _with_rank(r: Ranking, row: Row, position: int, kind: int | None = None) -> Row:
+    out = dict(row)
+    if r.rank is not None:
+        out[r.rank] = position + 1
+    if kind is not None:
+        out[pn.CHANGE_KIND] = kind
+    return out
+
+
+def _rank_changes(r: Ranking, old: list[_Ranked], new: list[_Ranked]) -> Rows:
+    """What a partition emits when its kept rows go from ``old`` to ``new``."""
+    out: Rows = []
+    if r.by_position:
+        for i in range(max(len(old), len(new))):
+            before, after = old[i] if i < len(old) else None, new[i] if i < len(new) else None
+            if before is not None and after is not None and before.seq == after.seq:
+                continue
+            if before is not None:
+                out.append(_with_rank(r, before.row, i, pn.ChangeKind.UPDATE_BEFORE if after else DELETE))
+            if after is not None:
+                out.append(_with_rank(r, after.row, i, pn.ChangeKind.UPDATE_AFTER if before else INSERT))
+        return out
+    old_seqs, new_seqs = {e.seq for e in old}, {e.seq for e in new}
+    left = [e.row for e in old if e.seq not in new_seqs]
+    came = [e.row for e in new if e.seq not in old_seqs]
+    if not r.updates:
+        return came
+    for i in range(max(len(left), len(came))):
+        if i < len(left):
+            out.append({**left[i], pn.CHANGE_KIND: pn.ChangeKind.UPDATE_BEFORE if i < len(came) else DELETE})
+        if i < len(came):
+            out.append({**came[i], pn.CHANGE_KIND: pn.ChangeKind.UPDATE_AFTER if i < len(left) else INSERT})
+    return out
+
+
+class _Descending:
+    """A value that sorts in reverse."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v: Any) -> None:
+        self.v = v
+
+    def __lt__(self, other: _Descending) -> bool:
+        return bool(other.v < self.v)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and self.v == other.v
+
+
+def _sort_key(row: Row, order: tuple[pn.SortKey, ...]) -> tuple:
+    """Ascending NULLs first, descending NULLs last; NaN above every number (as Spark orders)."""
+    key: list[Any] = []
+    for k in order:
+        v = row[k.column]
+        if v is None:
+            key += [1 if k.descending else 0, 0]
+            continue
+        value = (1, 0.0) if isinstance(v, float) and v != v else (0, v)
+        key += [0 if k.descending else 1, _Descending(value) if k.descending else value]
+    return tuple(key)
 
 
 def _same_row(a: Row | None, b: Row | None) -> bool:

@@ -47,15 +47,19 @@ class RunResult:
         return f"RunResult({self.table.num_rows} rows, metrics={self.metrics})"
 
 
+_NAN_KEY = object()  # every NaN, as one key
+
+
 def final_table(changelog: pa.Table, op_column: str = "op") -> pa.Table:
-    """The table a changelog ends in: each -U/-D removes the latest equal row still present."""
+    """The table a changelog ends in: each -U/-D removes the latest equal row still present (NaN
+    equal to NaN)."""
     ops = changelog.column(op_column).to_pylist()
     data = changelog.drop_columns([op_column])
     rows = data.to_pylist()
     keep = [True] * len(rows)
     present: dict[tuple, list[int]] = {}
     for i, (kind, row) in enumerate(zip(ops, rows)):
-        key = tuple(row.values())
+        key = tuple(_NAN_KEY if isinstance(v, float) and v != v else v for v in row.values())
         if kind in ("+I", "+U"):
             present.setdefault(key, []).append(i)
         else:
