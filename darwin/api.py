@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import pyarrow as pa
 
@@ -25,7 +25,7 @@ from darwin.io.source import Source
 from darwin.io.sources import ArrowSource, BatchSource, ParquetSource
 from darwin.plan import nodes as pn
 from darwin.plan.exprs import Column, ExprNode
-from darwin.plan.window import Window
+from darwin.plan.window import SessionWindow, Window
 from darwin.runtime.output import RunResult
 
 if TYPE_CHECKING:
@@ -98,10 +98,22 @@ class Table:
         Keeping the first arrival appends; otherwise a later winner replaces the row (-U, +U)."""
         return Table(pn.Deduplicate(self.plan, _names(on), keep, order))
 
-    def window(self, window: Window, late_output: bool = False) -> WindowedTable:
-        """Assign rows to event-time windows; ``late_output`` keeps late rows instead of only counting them."""
+    @overload
+    def window(self, window: Window, late_output: bool = False) -> WindowedTable: ...
+
+    @overload
+    def window(self, window: SessionWindow, late_output: bool = False) -> SessionWindowedTable: ...
+
+    def window(self, window: Window | SessionWindow, late_output: bool = False) \
+            -> WindowedTable | SessionWindowedTable:
+        """Assign rows to event-time windows; ``late_output`` keeps late rows instead of only counting them.
+        Session windows (``dw.Session``) are only aggregated: ``.group_by(...).agg(...)``."""
+        if isinstance(window, SessionWindow):
+            if late_output:
+                raise PlanError("late_output=True is not supported for session windows yet; late rows are counted")
+            return SessionWindowedTable(self.plan, window)
         if not isinstance(window, Window):
-            raise PlanError(f"window() takes dw.Tumble(...) or dw.Slide(...), got {window!r}")
+            raise PlanError(f"window() takes dw.Tumble(...), dw.Slide(...) or dw.Session(...), got {window!r}")
         return WindowedTable(pn.WindowAssign(self.plan, window, late_output))
 
     # -- joins ----------------------------------------------------------------------
@@ -242,14 +254,31 @@ class WindowedTable:
         return Table(self.plan)
 
 
+class SessionWindowedTable:
+    """Rows to aggregate per key and session: ``.group_by(...).agg(...)`` (one row per session, with
+    its window_start and window_end, when the watermark passes its end)."""
+
+    __slots__ = ("plan", "window")
+
+    def __init__(self, plan: pn.PlanNode, window: SessionWindow) -> None:
+        self.plan, self.window = plan, window
+
+    def group_by(self, *keys: str | Expr) -> GroupedTable:
+        return GroupedTable(self.plan, _key_names(self.plan, keys), self.window)
+
+    def agg(self, **aggs: Agg) -> Table:
+        """Sessions over all rows, without a key."""
+        return GroupedTable(self.plan, (), self.window).agg(**aggs)
+
+
 class GroupedTable:
     """Grouped rows: of windows (a windowed aggregation that appends) or of the whole stream (an
     updating aggregation)."""
 
-    __slots__ = ("plan", "keys")
+    __slots__ = ("plan", "keys", "session")
 
-    def __init__(self, plan: pn.PlanNode, keys: tuple[str, ...]) -> None:
-        self.plan, self.keys = plan, keys
+    def __init__(self, plan: pn.PlanNode, keys: tuple[str, ...], session: SessionWindow | None = None) -> None:
+        self.plan, self.keys, self.session = plan, keys, session
 
     def agg(self, **aggs: Agg) -> Table:
         calls = []
@@ -257,6 +286,8 @@ class GroupedTable:
             if not isinstance(a, Agg):
                 raise PlanError(f"agg: {name}= must be an aggregate such as dw.sum('x'), got {a!r}")
             calls.append((name, a.call))
+        if self.session is not None:
+            return Table(pn.SessionAggregate(self.plan, self.session, self.keys, tuple(calls)))
         if isinstance(self.plan, pn.WindowAssign):
             return Table(pn.Aggregate(self.plan, self.keys, tuple(calls)))
         return Table(pn.GroupAggregate(self.plan, self.keys, tuple(calls)))

@@ -162,7 +162,9 @@ def run_all(queries: list[str], engines: list[str], events: int, seed: int, conf
                 measurements.append(Measurement(query, engine, events, seconds, table.num_rows))
                 progress.advance(task)
             if len(tables) == 2:
-                diff = difference(tables["darwin"], tables["spark"])
+                compared = QUERIES[query].compared
+                diff = difference(*(t if compared is None else t.select(list(compared))
+                                    for t in (tables["darwin"], tables["spark"])))
                 for m in measurements[-2:]:
                     m.equal = diff is None
                 if diff is not None:

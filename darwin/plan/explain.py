@@ -27,11 +27,14 @@ class _Describe(PlanVisitor[str]):
     def visit_WindowAssign(self, node: pn.WindowAssign) -> str:
         return f"WindowAssign {node.window}" + (" late_output" if node.late_output else "")
 
-    def visit_Aggregate(self, node: pn.Aggregate | pn.GroupAggregate) -> str:
+    def visit_Aggregate(self, node: pn.AnyAggregate) -> str:
         aggs = ", ".join(f"{n}={c}" for n, c in node.aggs)
         return f"{type(node).__name__} keys=[{', '.join(node.keys)}] aggs=[{aggs}]"
 
     visit_GroupAggregate = visit_Aggregate
+
+    def visit_SessionAggregate(self, node: pn.SessionAggregate) -> str:
+        return f"{self.visit_Aggregate(node)} {node.window}"
 
     def visit_TopN(self, node: pn.TopN) -> str:
         rank = f" rank={node.rank}" if node.rank else ""

@@ -21,7 +21,7 @@ from darwin.errors import DarwinTypeError, PlanError, UnsupportedError
 from darwin.io.source import Source
 from darwin.plan.aggregates import agg_type
 from darwin.plan.exprs import AggCall, ExprNode, columns_of, type_of
-from darwin.plan.window import Window
+from darwin.plan.window import SessionWindow, Window
 from darwin.types import DType, Field, Schema
 
 WINDOW_START, WINDOW_END = "window_start", "window_end"
@@ -161,6 +161,44 @@ class Aggregate(_OneInput):
     def schema(self) -> Schema:
         inp = self.input.schema
         fields = [inp.field(WINDOW_START), inp.field(WINDOW_END)]
+        for k in self.keys:
+            if k in (WINDOW_START, WINDOW_END):
+                raise PlanError(f"group_by: {k!r} is already part of every windowed group")
+            fields.append(inp.field(k, "group_by"))
+        for name, call in self.aggs:
+            fields.append(Field(name, *agg_type(call, inp, name)))
+        return Schema(tuple(fields), inp.unsupported)
+
+
+@dataclass(frozen=True)
+class SessionAggregate(_OneInput):
+    """Aggregation per key and session window: one row per session when the watermark passes its
+    end (the last row's time + gap). A row whose own window [t, t + gap] meets an open session of
+    its key joins it, merging every session it bridges; one that meets none and has already ended
+    by the watermark is late."""
+
+    input: PlanNode
+    window: SessionWindow
+    keys: tuple[str, ...]
+    aggs: tuple[tuple[str, AggCall], ...]
+
+    def __post_init__(self) -> None:
+        if not self.aggs:
+            raise PlanError("agg: at least one aggregate is needed, e.g. agg(n=dw.count())")
+        if updating(self.input):
+            raise UnsupportedError(f"a session window aggregation over {_UPDATING} is not supported yet")
+        f = self.input.schema.field(self.window.on, "session window")
+        if f.dtype is not DType.TIMESTAMP:
+            raise DarwinTypeError(f"session window: column {self.window.on!r} is {f.dtype.value}; a window needs "
+                                  "a timestamp column (cast it with col(...).cast('timestamp'))")
+        if len(set(self.keys)) != len(self.keys):
+            raise PlanError(f"group_by: a key is given twice in {list(self.keys)}")
+        _ = self.schema
+
+    @cached_property
+    def schema(self) -> Schema:
+        inp = self.input.schema
+        fields = [Field(WINDOW_START, DType.TIMESTAMP, False), Field(WINDOW_END, DType.TIMESTAMP, False)]
         for k in self.keys:
             if k in (WINDOW_START, WINDOW_END):
                 raise PlanError(f"group_by: {k!r} is already part of every windowed group")
@@ -478,11 +516,16 @@ class Union:
         return Schema(tuple(Field(f.name, f.dtype, n) for f, n in zip(first.fields, nullable)), first.unsupported)
 
 
-def aggregate_reads(n: Aggregate | GroupAggregate) -> set[str]:
+AnyAggregate = Aggregate | GroupAggregate | SessionAggregate
+
+
+def aggregate_reads(n: AnyAggregate) -> set[str]:
     """The columns an aggregation reads of its input: keys, window (if any) and arguments."""
     uses = set(n.keys)
     if isinstance(n, Aggregate):
         uses |= {n.input.window.on, WINDOW_START, WINDOW_END}
+    if isinstance(n, SessionAggregate):
+        uses.add(n.window.on)
     for _, call in n.aggs:
         uses |= columns_of(call)
     return uses
@@ -536,8 +579,8 @@ def _columns(s: Schema) -> str:
     return "[" + ", ".join(f"{f.name}: {f.dtype.value}" for f in s.fields) + "]"
 
 
-PlanNode = (Scan | Filter | Project | WindowAssign | Aggregate | GroupAggregate | TopN | Deduplicate | Join | LookupJoin
-            | Union)
+PlanNode = (Scan | Filter | Project | WindowAssign | Aggregate | SessionAggregate | GroupAggregate | TopN | Deduplicate
+            | Join | LookupJoin | Union)
 
 
 def updating(node: PlanNode) -> bool:
