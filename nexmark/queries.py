@@ -65,6 +65,17 @@ def q4(s: NexmarkSources) -> dw.Table:
     return winning.group_by("category").agg(avg_final=dw.avg("final"))
 
 
+def q5(s: NexmarkSources) -> dw.Table:
+    """Hot items: the auctions with the most bids of each 10 s window sliding every 2 s. The windows'
+    maxima are a tumbling window over the counts' window ends (each end is its own group), which
+    are ahead of the watermark the counts fire with, so no count is late."""
+    counts = (s.bid.window(dw.Slide("10s", "2s", on="date_time")).group_by("auction").agg(num=dw.count())
+              .select("auction", "num", endtime=col("window_end")))
+    maxima = (counts.window(dw.Tumble("2s", on="endtime")).agg(maxn=dw.max("num"))
+              .select("maxn", max_end=col("window_start")))
+    return counts.join(maxima, on=[("endtime", "max_end")], where=col("num") >= col("maxn")).select("auction", "num")
+
+
 def q7(s: NexmarkSources) -> dw.Table:
     """Bids at the highest price of their 10 s window: an interval join with the windows' maxima."""
     maxima = (s.bid.window(dw.Tumble("10s", on="date_time")).agg(maxprice=dw.max("price"))
@@ -91,6 +102,12 @@ def q9(s: NexmarkSources) -> dw.Table:
     return top.select("id", "item_name", "description", "initial_bid", "reserve", "date_time", "expires", "seller",
                       "category", "extra", "auction", "bidder", "price", bid_date_time=col("date_time_right"),
                       bid_extra=col("extra_right"))
+
+
+def q11(s: NexmarkSources) -> dw.Table:
+    """User sessions: bids per bidder in each session of activity (10 s gap)."""
+    return (s.bid.window(dw.Session("10s", on="date_time")).group_by("bidder").agg(bid_count=dw.count())
+            .select("bidder", "bid_count", starttime=col("window_start"), endtime=col("window_end")))
 
 
 def q12(s: NexmarkSources) -> dw.Table:
@@ -181,11 +198,13 @@ QUERIES: dict[str, Query] = {q.name: q for q in (
     Query("q2", "bids on every 123rd auction", q2),
     Query("q3", "local item suggestion: sellers in OR, ID or CA of category-10 auctions (regular join)", q3),
     Query("q4", "average winning price per category (join, then aggregation over aggregation; updating)", q4),
+    Query("q5", "hot items: auctions with the most bids per 10 s window sliding every 2 s (window join)", q5),
     Query("q7", "highest bid: bids at the maximum price of their 10 s window (interval join)", q7),
     Query("q8", "new users: people who entered and opened an auction in the same 10 s window", q8),
     Query("q9", "winning bids: the highest bid of each auction while it was open (join, top-1; updating)", q9,
           compared=("id", "item_name", "description", "initial_bid", "reserve", "date_time", "expires", "seller",
                     "category", "extra", "auction", "price", "bid_date_time")),
+    Query("q11", "user sessions: bids per bidder per session window with a 10 s gap", q11),
     Query("q12", "bids per bidder in 10 s event-time tumbling windows", q12),
     Query("q13", "bids enriched from a bounded side input (lookup join)", q13),
     Query("q14", "filtered, converted bids with a time-of-day class and a UDF-like count", q14),

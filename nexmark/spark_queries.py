@@ -59,6 +59,23 @@ def q4(s: Streams) -> DataFrame:
     return winning.groupBy("category").agg(F.avg("final").alias("avg_final"))
 
 
+def q5(s: Streams) -> DataFrame:
+    counts = (s["bid"].groupBy(F.window("date_time", "10 seconds", "2 seconds").alias("w"), "auction")
+              .agg(F.count("*").alias("num")).select("auction", "num", F.col("w.start").alias("starttime"),
+                                                     F.col("w.end").alias("endtime")))
+    maxima = counts.groupBy("starttime", "endtime").agg(F.max("num").alias("maxn")).alias("M")
+    c = counts.alias("C")
+    on = (F.col("C.starttime") == F.col("M.starttime")) & (F.col("C.endtime") == F.col("M.endtime")) \
+        & (F.col("C.num") >= F.col("M.maxn"))
+    return c.join(maxima, on).select("C.auction", "C.num")
+
+
+def q11(s: Streams) -> DataFrame:
+    sessions = s["bid"].groupBy("bidder", F.session_window("date_time", "10 seconds").alias("w")).agg(
+        F.count("*").alias("bid_count"))
+    return sessions.select("bidder", "bid_count", F.col("w.start").alias("starttime"), F.col("w.end").alias("endtime"))
+
+
 def _first(df: DataFrame, partition: list[str], order: list[Column], n: int = 1, rank: str = "rank") -> DataFrame:
     """Rows with ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) <= n, the number as ``rank``."""
     return df.withColumn(rank, F.row_number().over(Window.partitionBy(*partition).orderBy(*order))) \
@@ -181,8 +198,9 @@ def ysb_query(s: Streams) -> DataFrame:
 
 
 QUERIES: dict[str, Callable[[Streams], DataFrame]] = {
-    "q0": q0, "q1": q1, "q2": q2, "q3": q3, "q4": q4, "q7": q7, "q8": q8, "q9": q9, "q12": q12, "q13": q13,
-    "q14": q14, "q18": q18, "q19": q19, "q20": q20, "q21": q21, "q22": q22, "q23": q23, "agg": agg, "ysb": ysb_query,
+    "q0": q0, "q1": q1, "q2": q2, "q3": q3, "q4": q4, "q5": q5, "q7": q7, "q8": q8, "q9": q9, "q11": q11, "q12": q12,
+    "q13": q13, "q14": q14, "q18": q18, "q19": q19, "q20": q20, "q21": q21, "q22": q22, "q23": q23, "agg": agg,
+    "ysb": ysb_query,
 }
 
 

@@ -116,16 +116,19 @@ class _Translator(SharedNodeVisitor[_Chain]):
         schema = pn.with_change_kind(node.schema) if updating else node.schema
         return _Chain(op.JoinPort(j.id), schema, (), schema, updating)
 
-    def visit_GroupAggregate(self, node: pn.GroupAggregate) -> _Chain:
+    def visit_GroupAggregate(self, node: pn.GroupAggregate | pn.SessionAggregate) -> _Chain:
         chain = self.visit(node.input)
         args = tuple(None if call.arg is None else f"{ARG_PREFIX}{i}" for i, (_, call) in enumerate(node.aggs))
-        exprs = tuple((k, Column(k)) for k in node.keys) + tuple(
+        read = node.keys + ((node.window.on,) if isinstance(node, pn.SessionAggregate) else ())
+        exprs = tuple((k, Column(k)) for k in dict.fromkeys(read)) + tuple(
             (f"{ARG_PREFIX}{i}", call.arg) for i, (_, call) in enumerate(node.aggs) if call.arg is not None)
         schema = pn.project_schema(exprs, chain.schema)
         if chain.updating:
             exprs += ((pn.CHANGE_KIND, Column(pn.CHANGE_KIND)),)
             schema = pn.with_change_kind(schema)
         return self._stream_operator(node, chain.then(op.ProjectOp(exprs), schema), args)
+
+    visit_SessionAggregate = visit_GroupAggregate
 
     def visit_TopN(self, node: pn.TopN | pn.Deduplicate) -> _Chain:
         return self._stream_operator(node, self.visit(node.input))

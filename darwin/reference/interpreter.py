@@ -59,7 +59,7 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
     root.consumers.append((out, 0))
     ops = [built.results[id(n)][1] for n in pn.walk(plan) if id(n) in built.results]  # a lookup table loads apart
     scans = [op for op in ops if isinstance(op, _Scan)]
-    stateful = [op for op in ops if isinstance(op, (_WindowAggregate, _Join, _Union, _Rank))]
+    stateful = [op for op in ops if isinstance(op, (_WindowAggregate, _SessionAggregate, _Join, _Union, _Rank))]
     late_schema = pn.late_output_schema(plan)
     late_warning = LateRowsWarning(", ".join(s.node.source.name for s in scans), late_schema is not None)
     schema = _output_schema(plan)
@@ -244,6 +244,9 @@ class _Builder(SharedNodeVisitor[_Operator]):
 
     def visit_GroupAggregate(self, node: pn.GroupAggregate) -> _Operator:
         return _GroupAggregate(node, self.visit(node.input))
+
+    def visit_SessionAggregate(self, node: pn.SessionAggregate) -> _Operator:
+        return _SessionAggregate(node, self.ctx, self.visit(node.input))
 
     def visit_TopN(self, node: pn.TopN | pn.Deduplicate) -> _Operator:
         return _Rank(node, self.ctx, self.visit(node.input))
@@ -508,6 +511,79 @@ class _WindowAggregate(_Operator):
             rows.append(dict(zip(names, values)))
         self.ctx.metrics.add("windows_fired", len({k[0] for k in fired}))
         self.emit(rows, [old] * len(rows))
+
+
+class _Session:
+    """A session of one key: [start, end] with end = its last row's time + gap, and its rows in
+    arrival order (numbered)."""
+
+    __slots__ = ("start", "end", "rows")
+
+    def __init__(self, start: int, end: int, rows: list[tuple[int, Row]]) -> None:
+        self.start, self.end, self.rows = start, end, rows
+
+
+class _SessionAggregate(_Operator):
+    """Session windows (``pn.SessionAggregate``), merged as rows arrive: a row's window [t, t + gap]
+    takes in every open session of its key it meets. A row meeting none whose window has ended by
+    the operator's watermark before the batch is late. When the watermark reaches a session's end
+    it is aggregated (its rows in arrival order) and emitted, ordered by start, then by the order
+    its key first arrived."""
+
+    def __init__(self, node: pn.SessionAggregate, ctx: _Context, child: _Operator) -> None:
+        super().__init__([child])
+        self.node, self.ctx = node, ctx
+        self.gap = node.window.gap_ms
+        schema = node.input.schema
+        self.keys = [compile_expr(Column(k), schema) for k in node.keys]
+        self.args = [(function(call.func), compile_expr(call.arg, schema) if call.arg is not None else None)
+                     for _, call in node.aggs]
+        self.sessions: dict[tuple, list[_Session]] = {}
+        self.arrival: dict[tuple, int] = {}  # key -> the order it first arrived in
+        self.seq = 0
+
+    def watermark(self) -> int:
+        return self.wm
+
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        on = self.node.window.on
+        for row in rows:
+            t = row[on]
+            key = tuple(_group_key(f(row)) for f in self.keys)
+            self.arrival.setdefault(key, len(self.arrival))
+            if t is None:
+                self.ctx.metrics.add("null_time_rows", 1)
+                continue
+            sessions = self.sessions.setdefault(key, [])
+            met = [s for s in sessions if s.start <= t + self.gap and t <= s.end]
+            if not met and t + self.gap <= self.wm:
+                self.ctx.metrics.add("late_rows", 1)
+                continue
+            merged = _Session(min([t, *(s.start for s in met)]), max([t + self.gap, *(s.end for s in met)]),
+                              sorted([(self.seq, row), *(r for s in met for r in s.rows)], key=lambda r: r[0]))
+            self.seq += 1
+            sessions[:] = [s for s in sessions if s not in met] + [merged]
+
+    def advance(self) -> None:
+        old, self.wm = self.wm, self.inputs[0].watermark()
+        fired = []
+        for key, sessions in self.sessions.items():
+            fired += [(s.start, self.arrival[key], key, s) for s in sessions if s.end <= self.wm]
+            sessions[:] = [s for s in sessions if s.end > self.wm]
+        fired.sort(key=lambda f: (f[0], f[1]))
+        names = [f.name for f in self.node.schema.fields]
+        out = []
+        for start, _, key, session in fired:
+            accs = [agg.accumulator() for agg, _ in self.args]
+            for _, row in session.rows:
+                for acc, (_, f) in zip(accs, self.args):
+                    v = f(row) if f is not None else 1
+                    if v is not None:
+                        acc.add(v)
+            keys = [float("nan") if k is _NAN else k for k in key]
+            out.append(dict(zip(names, [start, session.end, *keys, *(a.result() for a in accs)])))
+        self.ctx.metrics.add("windows_fired", len(fired))
+        self.emit(out, [old] * len(out))
 
 
 class _Group:

@@ -40,6 +40,10 @@ def runner_for(operator: op.StreamOperator, config: Config, pool: StringPool) ->
         from darwin.runtime.group_aggregate import GroupAggregateRunner
 
         return GroupAggregateRunner(operator, config, pool)
+    if isinstance(node, pn.SessionAggregate):
+        from darwin.runtime.session import SessionAggregateRunner
+
+        return SessionAggregateRunner(operator, config, pool)
     if isinstance(node, (pn.TopN, pn.Deduplicate)):
         from darwin.runtime.rank import RankRunner
 

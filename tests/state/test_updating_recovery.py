@@ -2,8 +2,8 @@
 uninterrupted run's, on every backend (its groups are restored from the checkpoint)."""
 
 import pyarrow as pa
-import pytest
 import pyarrow.parquet as pq
+import pytest
 from crashes import bids, run_until_done
 
 import darwin as dw
@@ -28,12 +28,14 @@ RANKINGS = {
     "deduplicate": lambda t: t.deduplicate(on="k", keep="last", order="ts"),
     "window_top_n": lambda t: t.window(dw.Tumble("5s", on="ts")).top_n(2, by="k", order=dw.desc("v"), rank="r"),
     "top_n_over_updates": lambda t: t.group_by("k").agg(total=dw.sum("v")).top_n(5, order=dw.desc("total")),
+    "sessions": lambda t: t.window(dw.Session("3s", on="ts")).group_by("k").agg(n=dw.count(), s=dw.sum("v")),
 }
 
 
 @pytest.mark.parametrize("name", sorted(RANKINGS))
-def test_a_ranking_resumes_exactly_once(name, configure, tmp_path, monkeypatch):
-    """Its kept rows, arrival numbers and open windows come back from the checkpoint."""
+def test_a_stream_operator_resumes_exactly_once(name, configure, tmp_path, monkeypatch):
+    """Its kept rows (or buffered session rows), arrival numbers and open windows come back from the
+    checkpoint."""
     q = RANKINGS[name](dw.from_arrow(bids(), time="ts", max_delay="5s"))
     config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="4 batches")
     expected = q.changelog(dw.Config(batch_size=100))
