@@ -19,7 +19,7 @@ import pyarrow as pa
 from darwin.config import Config
 from darwin.durations import to_millis
 from darwin.errors import PlanError
-from darwin.expr import Agg, Expr, IntoExpr, _node
+from darwin.expr import Agg, Expr, IntoExpr, OverAgg, _node
 from darwin.io.sinks import Sink
 from darwin.io.source import Source
 from darwin.io.sources import ArrowSource, BatchSource, ParquetSource
@@ -59,14 +59,16 @@ class Table:
 
     def select(self, *columns: str | Expr, **named: IntoExpr) -> Table:
         """Exactly these columns, in this order: names, aliased expressions, or name=expression."""
+        plan, named = _over_columns(self.plan, named)
         exprs = [_named(c) for c in columns] + [(name, _node(e)) for name, e in named.items()]
-        return Table(pn.Project(self.plan, tuple(exprs)))
+        return Table(pn.Project(plan, tuple(exprs)))
 
     def with_columns(self, *columns: Expr, **named: IntoExpr) -> Table:
         """All current columns, plus (or replacing) the given ones."""
+        plan, named = _over_columns(self.plan, named)
         new = dict([_named(c) for c in columns] + [(name, _node(e)) for name, e in named.items()])
         exprs = [(n, new.pop(n, Column(n))) for n in self.plan.schema.names]
-        return Table(pn.Project(self.plan, tuple(exprs + list(new.items()))))
+        return Table(pn.Project(plan, tuple(exprs + list(new.items()))))
 
     def drop(self, *names: str) -> Table:
         for n in names:
@@ -313,6 +315,19 @@ def _names(columns: str | Sequence[str]) -> tuple[str, ...]:
 def _order(order: OrderBy) -> tuple[pn.SortKey, ...]:
     keys = [order] if isinstance(order, (str, pn.SortKey)) else list(order)
     return tuple(pn.SortKey(k) if isinstance(k, str) else k for k in keys)
+
+
+def _over_columns(plan: pn.PlanNode, named: dict[str, Any]) -> tuple[pn.PlanNode, dict[str, Any]]:
+    """Aggregates over windows of rows (``dw.avg(...).over(...)``) become ``Over`` nodes below, one
+    per distinct window, and the columns of the same names refer to their results."""
+    windows: dict[tuple, list[tuple[str, Any]]] = {}
+    for name, value in named.items():
+        if isinstance(value, OverAgg):
+            spec = (_names(value.partition_by), _order(value.order_by), value.preceding)
+            windows.setdefault(spec, []).append((name, value.call))
+    for (by, order, preceding), aggs in windows.items():
+        plan = pn.Over(plan, by, order, preceding, tuple(aggs))
+    return plan, {n: (Expr(Column(n)) if isinstance(v, OverAgg) else v) for n, v in named.items()}
 
 
 def _key_names(plan: pn.PlanNode, keys: tuple[str | Expr, ...]) -> tuple[str, ...]:

@@ -76,6 +76,16 @@ def q5(s: NexmarkSources) -> dw.Table:
     return counts.join(maxima, on=[("endtime", "max_end")], where=col("num") >= col("maxn")).select("auction", "num")
 
 
+def q6(s: NexmarkSources) -> dw.Table:
+    """Average selling price per seller over the current and 10 previous winning bids, in the form of
+    the reference SQL: a top-1 per auction (an updating input) under an OVER window. Ties are broken
+    the same way as in the Spark twin (the earliest of equal highest bids; auctions by id), which
+    the reference SQL leaves open."""
+    winners = _bids_in_lifetime(s).top_n(1, by="id", order=[dw.desc("price"), "date_time_right"])
+    return winners.select("seller", avg_price=dw.avg("price").over(partition_by="seller",
+                                                                   order_by=["date_time_right", "id"], rows=(10, 0)))
+
+
 def q7(s: NexmarkSources) -> dw.Table:
     """Bids at the highest price of their 10 s window: an interval join with the windows' maxima."""
     maxima = (s.bid.window(dw.Tumble("10s", on="date_time")).agg(maxprice=dw.max("price"))
@@ -199,6 +209,8 @@ QUERIES: dict[str, Query] = {q.name: q for q in (
     Query("q3", "local item suggestion: sellers in OR, ID or CA of category-10 auctions (regular join)", q3),
     Query("q4", "average winning price per category (join, then aggregation over aggregation; updating)", q4),
     Query("q5", "hot items: auctions with the most bids per 10 s window sliding every 2 s (window join)", q5),
+    Query("q6", "average winning price of each seller's last 11 auctions (top-1 under an OVER window; updating)",
+          q6),
     Query("q7", "highest bid: bids at the maximum price of their 10 s window (interval join)", q7),
     Query("q8", "new users: people who entered and opened an auction in the same 10 s window", q8),
     Query("q9", "winning bids: the highest bid of each auction while it was open (join, top-1; updating)", q9,

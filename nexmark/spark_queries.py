@@ -90,6 +90,13 @@ def q9(s: Streams) -> DataFrame:
     return _first(joined, ["id"], [F.col("price").desc(), F.col("bid_date_time").asc()]).drop("rank")
 
 
+def q6(s: Streams) -> DataFrame:
+    winners = _first(_bids_in_lifetime(s).select("A.id", "A.seller", "B.price", "B.date_time"), ["id", "seller"],
+                     [F.col("price").desc(), F.col("date_time").asc()])
+    last = Window.partitionBy("seller").orderBy("date_time", "id").rowsBetween(-10, Window.currentRow)
+    return winners.select("seller", F.avg("price").over(last).alias("avg_price"))
+
+
 def q18(s: Streams) -> DataFrame:
     return _first(s["bid"], ["bidder", "auction"], [F.col("date_time").desc()]).select(
         "auction", "bidder", "price", "channel", "url", "date_time", "extra")
@@ -198,7 +205,7 @@ def ysb_query(s: Streams) -> DataFrame:
 
 
 QUERIES: dict[str, Callable[[Streams], DataFrame]] = {
-    "q0": q0, "q1": q1, "q2": q2, "q3": q3, "q4": q4, "q5": q5, "q7": q7, "q8": q8, "q9": q9, "q11": q11, "q12": q12,
+    "q0": q0, "q1": q1, "q2": q2, "q3": q3, "q4": q4, "q5": q5, "q6": q6, "q7": q7, "q8": q8, "q9": q9, "q11": q11, "q12": q12,
     "q13": q13, "q14": q14, "q18": q18, "q19": q19, "q20": q20, "q21": q21, "q22": q22, "q23": q23, "agg": agg,
     "ysb": ysb_query,
 }

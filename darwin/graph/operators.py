@@ -253,7 +253,7 @@ class JoinOperator:
                 f"{ttl} state={self.state.describe()}")
 
 
-StreamNode = pn.GroupAggregate | pn.SessionAggregate | pn.TopN | pn.Deduplicate
+StreamNode = pn.GroupAggregate | pn.SessionAggregate | pn.TopN | pn.Deduplicate | pn.Over
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,15 @@ class _Translator(SharedNodeVisitor[_Chain]):
 
     visit_Deduplicate = visit_TopN
 
+    def visit_Over(self, node: pn.Over) -> _Chain:
+        """Its rows with each aggregate's argument as a column of its own."""
+        chain = self.visit(node.input)
+        args = tuple(None if call.arg is None else f"{ARG_PREFIX}{i}" for i, (_, call) in enumerate(node.aggs))
+        exprs = tuple((c, Column(c)) for c in chain.schema.names) + tuple(
+            (name, call.arg) for name, (_, call) in zip(args, node.aggs) if name is not None and call.arg is not None)
+        return self._stream_operator(node, chain.then(op.ProjectOp(exprs), pn.project_schema(exprs, chain.schema)),
+                                     args)
+
     def _stream_operator(self, node: op.StreamNode, chain: _Chain, args: tuple[str | None, ...] = ()) -> _Chain:
         """A stream operator reading ``chain``'s rows, and the open chain of its output."""
         o = op.StreamOperator(len(self.operators), node, self.close(chain, op.EmitRows()), args)

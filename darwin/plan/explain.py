@@ -41,6 +41,11 @@ class _Describe(PlanVisitor[str]):
         return (f"TopN {node.n} by=[{', '.join(node.partition)}] order=[{', '.join(map(str, node.order))}]{rank}"
                 + (" (per window)" if node.windowed else ""))
 
+    def visit_Over(self, node: pn.Over) -> str:
+        aggs = ", ".join(f"{n}={c}" for n, c in node.aggs)
+        return (f"Over partition_by=[{', '.join(node.partition_by)}] order_by=[{', '.join(map(str, node.order_by))}] "
+                f"rows {node.preceding} preceding aggs=[{aggs}]")
+
     def visit_Deduplicate(self, node: pn.Deduplicate) -> str:
         order = "arrival" if node.order is None else node.order
         return f"Deduplicate on=[{', '.join(node.on)}] keep={node.keep} by {order}"

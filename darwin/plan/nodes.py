@@ -327,6 +327,39 @@ class Deduplicate(_OneInput):
         return self.input.schema
 
 
+@dataclass(frozen=True)
+class Over(_OneInput):
+    """Each row with aggregates over a frame of its partition: the ``preceding`` rows before it and
+    itself (``ROWS BETWEEN preceding PRECEDING AND CURRENT ROW``) in ``order_by``, rows tied in the
+    order by arrival. The result updates: after each batch a partition's rows whose aggregates
+    changed are updated, so a row arriving out of order updates the rows after it, and a
+    retracted row leaves its partition."""
+
+    input: PlanNode
+    partition_by: tuple[str, ...]
+    order_by: tuple[SortKey, ...]
+    preceding: int
+    aggs: tuple[tuple[str, AggCall], ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.preceding, bool) or not isinstance(self.preceding, int) or self.preceding < 0:
+            raise PlanError(f"over: rows=(preceding, 0) takes a preceding count >= 0, got {self.preceding!r}")
+        if not self.order_by:
+            raise PlanError("over: give order_by, e.g. over(partition_by='k', order_by='ts', rows=(10, 0))")
+        _check_ranking_columns("over", self.input.schema, self.partition_by, self.order_by)
+        _ = self.schema
+
+    @cached_property
+    def schema(self) -> Schema:
+        inp = self.input.schema
+        fields = list(inp.fields)
+        for name, call in self.aggs:
+            if name in inp:
+                raise PlanError(f"over: {name}= is already a column; an aggregate over a window adds a new one")
+            fields.append(Field(name, *agg_type(call, inp, name)))
+        return Schema(tuple(fields), inp.unsupported)
+
+
 def _check_ranking_columns(what: str, schema: Schema, by: tuple[str, ...], order: tuple[SortKey, ...]) -> None:
     if len(set(by)) != len(by):
         raise PlanError(f"{what}: a column is given twice in {list(by)}")
@@ -531,8 +564,10 @@ def aggregate_reads(n: AnyAggregate) -> set[str]:
     return uses
 
 
-def ranking_reads(n: TopN | Deduplicate) -> set[str]:
-    """The columns a top-N or a deduplication ranks by."""
+def ranking_reads(n: TopN | Deduplicate | Over) -> set[str]:
+    """The columns a top-N, a deduplication or an OVER aggregation ranks by (and aggregates)."""
+    if isinstance(n, Over):
+        return set(n.partition_by) | {k.column for k in n.order_by} | {c for _, a in n.aggs for c in columns_of(a)}
     if isinstance(n, TopN):
         return set(n.partition) | {k.column for k in n.order}
     return set(n.on) | ({n.order} if n.order is not None else set())
@@ -580,7 +615,7 @@ def _columns(s: Schema) -> str:
 
 
 PlanNode = (Scan | Filter | Project | WindowAssign | Aggregate | SessionAggregate | GroupAggregate | TopN | Deduplicate
-            | Join | LookupJoin | Union)
+            | Over | Join | LookupJoin | Union)
 
 
 def updating(node: PlanNode) -> bool:
@@ -594,7 +629,7 @@ def updating(node: PlanNode) -> bool:
     from darwin.plan.temporal import join_timing
 
     for n in walk(node):
-        if isinstance(n, GroupAggregate) or (isinstance(n, TopN) and not n.windowed) \
+        if isinstance(n, (GroupAggregate, Over)) or (isinstance(n, TopN) and not n.windowed) \
                 or (isinstance(n, Deduplicate) and not n.appends):
             return True
         if isinstance(n, Join) and n.how != "inner" and join_timing(n) is None:

@@ -245,12 +245,12 @@ class _Needs(PlanVisitor[list[set[str]]]):
 
     visit_GroupAggregate = visit_SessionAggregate = visit_Aggregate
 
-    def visit_TopN(self, n: pn.TopN | pn.Deduplicate, needed: set[str]) -> list[set[str]]:
+    def visit_TopN(self, n: pn.TopN | pn.Deduplicate | pn.Over, needed: set[str]) -> list[set[str]]:
         if pn.updating(n.input):  # a retracted row is told apart from its equals by every column
             return [set(n.input.schema.names)]
         return [(needed & set(n.input.schema.names)) | pn.ranking_reads(n)]
 
-    visit_Deduplicate = visit_TopN
+    visit_Deduplicate = visit_Over = visit_TopN
 
     def visit_Join(self, n: pn.Join | pn.LookupJoin, needed: set[str]) -> list[set[str]]:
         left, right = n.inputs

@@ -253,6 +253,9 @@ class _Builder(SharedNodeVisitor[_Operator]):
 
     visit_Deduplicate = visit_TopN
 
+    def visit_Over(self, node: pn.Over) -> _Operator:
+        return _Over(node, self.visit(node.input))
+
     def visit_Union(self, node: pn.Union) -> _Operator:
         return _Union([self.visit(p) for p in node.parts])
 
@@ -695,8 +698,7 @@ class _Rank(_Operator):
                 entries.append(_Ranked(_sort_key(values, r.order), self.seq, values))
                 self.seq += 1
             else:  # the earliest equal row leaves
-                gone = next(i for i, e in enumerate(entries) if _same_row(e.row, values))
-                del entries[gone]
+                entries.remove(min((e for e in entries if _same_row(e.row, values)), key=lambda e: e.seq))
         out: Rows = []
         for part in touched:
             entries = self.parts[part]
@@ -720,6 +722,65 @@ class _Rank(_Operator):
         fired = sorted((p for p in self.parts if p[end] <= self.wm), key=lambda p: p[end])  # stable: first seen
         out = [_with_rank(self.r, e.row, i) for p in fired for i, e in enumerate(self.parts.pop(p))]
         self.emit(out, [old] * len(out))
+
+
+class _Over(_Operator):
+    """Aggregates over windows of rows (``pn.Over``). Rows are added and retracted (the earliest
+    equal one) as in a top-N; then every partition the batch touched, in the order it first touched
+    them, emits: -D for each row that left (in the old order), then in the new order +I for each
+    new row and -U old, +U new for each row whose aggregates changed."""
+
+    def __init__(self, node: pn.Over, child: _Operator) -> None:
+        super().__init__([child])
+        self.node = node
+        schema = node.input.schema
+        self.names = list(schema.names)
+        self.args = [(function(call.func), compile_expr(call.arg, schema) if call.arg is not None else None)
+                     for _, call in node.aggs]
+        self.parts: dict[tuple, list[_Ranked]] = {}
+        self.shown: dict[tuple, dict[int, Row]] = {}  # per partition: arrival number -> the row last emitted
+        self.seq = 0
+
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        node = self.node
+        touched: dict[tuple, None] = {}
+        for row in rows:
+            part = tuple(_group_key(row[c]) for c in node.partition_by)
+            entries = self.parts.setdefault(part, [])
+            touched[part] = None
+            values = {n: row[n] for n in self.names}
+            if row.get(pn.CHANGE_KIND, INSERT) in (INSERT, pn.ChangeKind.UPDATE_AFTER):
+                entries.append(_Ranked(_sort_key(values, node.order_by), self.seq, values))
+                self.seq += 1
+            else:
+                gone = min((e for e in entries if _same_row(e.row, values)), key=lambda e: e.seq)
+                entries.remove(gone)
+        out: Rows = []
+        for part in touched:
+            entries = self.parts[part]
+            entries.sort(key=lambda e: (e.key, e.seq))
+            new = {e.seq: self._result(entries, i) for i, e in enumerate(entries)}
+            old = self.shown.get(part, {})
+            out += [{**row, pn.CHANGE_KIND: DELETE} for seq, row in old.items() if seq not in new]
+            for seq, row in new.items():
+                if seq not in old:
+                    out.append({**row, pn.CHANGE_KIND: INSERT})
+                elif not _same_row(old[seq], row):
+                    out += [{**old[seq], pn.CHANGE_KIND: pn.ChangeKind.UPDATE_BEFORE},
+                            {**row, pn.CHANGE_KIND: pn.ChangeKind.UPDATE_AFTER}]
+            self.shown[part] = new
+            if not entries:
+                del self.parts[part], self.shown[part]
+        self.emit(out, [self.inputs[0].watermark()] * len(out))
+
+    def _result(self, entries: list[_Ranked], i: int) -> Row:
+        accs = [agg.accumulator() for agg, _ in self.args]
+        for e in entries[max(0, i - self.node.preceding):i + 1]:  # oldest first
+            for acc, (_, f) in zip(accs, self.args):
+                v = f(e.row) if f is not None else 1
+                if v is not None:
+                    acc.add(v)
+        return {**entries[i].row, **{name: a.result() for (name, _), a in zip(self.node.aggs, accs)}}
 
 
 def _with_rank(r: Ranking, row: Row, position: int, kind: int | None = None) -> Row:

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from darwin.codegen.group_index import key_bits
 from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
@@ -26,53 +25,7 @@ from darwin.plan.ranking import ranking_of
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.group_keys import GroupKeys
 from darwin.runtime.progress import NO_WATERMARK
-from darwin.types import DType, Field
-
-ADDS = (pn.ChangeKind.INSERT, pn.ChangeKind.UPDATE_AFTER)
-CANONICAL_NAN = np.int64(0x7FF8000000000000)
-MAGNITUDE = np.int64(0x7FFFFFFFFFFFFFFF)
-
-
-class _Rows:
-    """Rows as columns (values and validity), indexed together."""
-
-    def __init__(self, fields: list[Field], columns: dict[str, Column], length: int) -> None:
-        self.fields, self.columns, self.length = fields, columns, length
-
-    @staticmethod
-    def empty(fields: list[Field], length: int = 0) -> _Rows:
-        return _Rows(fields, {f.name: Column(np.zeros(length, f.dtype.numpy),
-                                             np.zeros(length, np.bool_) if f.nullable else None)
-                              for f in fields}, length)
-
-    def take(self, at: np.ndarray) -> _Rows:
-        return _Rows(self.fields, {n: Column(c.values[at], None if c.valid is None else c.valid[at])
-                                   for n, c in self.columns.items()}, len(at))
-
-    def put(self, at: np.ndarray, rows: _Rows, source: np.ndarray) -> None:
-        for f in self.fields:
-            mine, theirs = self.columns[f.name], rows.columns[f.name]
-            mine.values[at] = theirs.values[source]
-            if mine.valid is not None:
-                mine.valid[at] = True if theirs.valid is None else theirs.valid[source]
-
-    @staticmethod
-    def concat(parts: list[_Rows]) -> _Rows:
-        fields = parts[0].fields
-        columns = {}
-        for f in fields:
-            values = np.concatenate([p.columns[f.name].values for p in parts]).astype(f.dtype.numpy, copy=False)
-            valid = None
-            if any(p.columns[f.name].valid is not None for p in parts):
-                valid = np.concatenate([_valid(p.columns[f.name], p.length) for p in parts])
-            columns[f.name] = Column(values, valid)
-        return _Rows(fields, columns, sum(p.length for p in parts))
-
-    def resized(self, length: int) -> _Rows:
-        grown = _Rows.empty(self.fields, length)
-        n = min(length, self.length)
-        grown.put(np.arange(n), self, np.arange(n))
-        return grown
+from darwin.runtime.rows import ADDS, Rows, first_seen, retracted, sort_rows
 
 
 class RankRunner:
@@ -92,16 +45,16 @@ class RankRunner:
         if self.r.retracting:  # every row, flat: its partition, arrival number and values
             self.part = np.zeros(0, np.int64)
             self.seq = np.zeros(0, np.int64)
-            self.rows = _Rows.empty(self.fields)
+            self.rows = Rows.empty(self.fields)
         else:  # n slots per partition, in rank order; an empty slot's arrival number is -1
             self.seq = np.full(self.parts.capacity * n, -1, np.int64)
-            self.rows = _Rows.empty(self.fields, self.parts.capacity * n)
+            self.rows = Rows.empty(self.fields, self.parts.capacity * n)
             self.live = np.zeros(self.parts.capacity, np.bool_)  # windowed: holds rows of an open window
 
     # -- a batch ----------------------------------------------------------------------------------
     def push(self, batch: EncodedBatch) -> EncodedBatch | None:
         r = self.r
-        rows = _Rows(self.fields, {f.name: batch.columns[f.name] for f in self.fields}, batch.length)
+        rows = Rows(self.fields, {f.name: batch.columns[f.name] for f in self.fields}, batch.length)
         if r.windowed:
             on_time = batch.columns[pn.WINDOW_END].values > self.wm
             self.late_rows += int(batch.length - on_time.sum())
@@ -111,7 +64,7 @@ class RankRunner:
             return None
         ids = self.parts.ids(EncodedBatch(rows.columns, rows.length))
         self._grow()
-        touched = _first_seen(ids)
+        touched = first_seen(ids)
         place = np.empty(self.parts.count, np.int64)
         place[touched] = np.arange(len(touched))
         adds = np.ones(rows.length, np.bool_)
@@ -122,12 +75,12 @@ class RankRunner:
         self.next_seq += rows.length
         held, held_part, held_seq, old_top = self._held(touched, place)
         added = np.flatnonzero(adds)
-        cand = _Rows.concat([held, rows.take(added)])
+        cand = Rows.concat([held, rows.take(added)])
         cand_part = np.concatenate([held_part, place[ids[added]]])
         cand_seq = np.concatenate([held_seq, seq[added]])
         alive = np.ones(cand.length, np.bool_)
         if not adds.all():
-            alive[:held.length] = ~_retracted(held, held_seq, rows.take(np.flatnonzero(~adds)))
+            alive[:held.length] = ~retracted(held, held_seq, rows.take(np.flatnonzero(~adds)))
         ranked, pos = self._rank(cand, cand_part, cand_seq, np.flatnonzero(alive), len(touched))
         top = pos < r.n
         new_top = np.full(len(touched) * r.n, -1, np.int64)
@@ -147,7 +100,7 @@ class RankRunner:
             self.rows = self.rows.resized(self.parts.capacity * n)
             self.live = np.concatenate([self.live, np.zeros(self.parts.capacity - have, np.bool_)])
 
-    def _held(self, touched: np.ndarray, place: np.ndarray) -> tuple[_Rows, np.ndarray, np.ndarray, np.ndarray]:
+    def _held(self, touched: np.ndarray, place: np.ndarray) -> tuple[Rows, np.ndarray, np.ndarray, np.ndarray]:
         """The rows the state holds of the ``touched`` partitions (their partition as a place in
         ``touched``, their arrival numbers), and each partition's kept rows as indices into them
         (``n`` per partition in rank order, -1 for none)."""
@@ -167,45 +120,17 @@ class RankRunner:
         top[present] = np.arange(len(present))
         return self.rows.take(slots[present]), present // n, seq[present], top
 
-    def _rank(self, rows: _Rows, part: np.ndarray, seq: np.ndarray, among: np.ndarray, parts: int) \
+    def _rank(self, rows: Rows, part: np.ndarray, seq: np.ndarray, among: np.ndarray, parts: int) \
             -> tuple[np.ndarray, np.ndarray]:
-        """The rows ``among`` sorted by (partition, sort keys, arrival), and each one's position in
-        its partition."""
-        keys: list[np.ndarray] = [-seq[among] if self.r.latest_first else seq[among]]
-        for k in reversed(self.r.order):
-            value, nulls = self._order_key(rows.columns[k.column], self.types[k.column], k.descending, among)
-            keys += [value, nulls]
-        keys.append(part[among])
-        ranked = among[np.lexsort(keys)]
-        sorted_part = part[ranked]
-        first = np.searchsorted(sorted_part, np.arange(parts))
-        return ranked, np.arange(len(ranked)) - first[sorted_part]
+        return sort_rows(rows, self.types, self.r.order, self.r.latest_first, part, seq, among, parts, self.pool)
 
-    def _order_key(self, c: Column, dtype: DType, descending: bool, among: np.ndarray) \
-            -> tuple[np.ndarray, np.ndarray]:
-        """Integers ordering as the column's values do (NaN above every number, -0.0 equal to 0.0,
-        strings by their text), reversed when descending; and where NULLs go."""
-        v = c.values[among]
-        if dtype is DType.FLOAT64:
-            bits = np.where(np.isnan(v), CANONICAL_NAN, (v + 0.0).view(np.int64))
-            key = np.where(bits < 0, bits ^ MAGNITUDE, bits)
-        elif dtype is DType.STRING:
-            text = np.array([self.pool.value(int(code)) for code in v], dtype=object)
-            key = np.unique(text, return_inverse=True)[1].astype(np.int64) if len(text) else v.astype(np.int64)
-        else:
-            key = v.astype(np.int64)
-        if descending:
-            key = ~key
-        valid = np.ones(len(among), np.bool_) if c.valid is None else c.valid[among]
-        return np.where(valid, key, 0), (~valid if descending else valid).astype(np.int8)
-
-    def _keep(self, touched: np.ndarray, cand: _Rows, part: np.ndarray, seq: np.ndarray, ranked: np.ndarray,
+    def _keep(self, touched: np.ndarray, cand: Rows, part: np.ndarray, seq: np.ndarray, ranked: np.ndarray,
               pos: np.ndarray) -> None:
         """What the state holds of the touched partitions from now on."""
         n = self.r.n
         if self.r.retracting:
             rest = np.flatnonzero(~np.isin(self.part, touched))
-            self.rows = _Rows.concat([self.rows.take(rest), cand.take(ranked)])
+            self.rows = Rows.concat([self.rows.take(rest), cand.take(ranked)])
             self.part = np.concatenate([self.part[rest], touched[part[ranked]]])
             self.seq = np.concatenate([self.seq[rest], seq[ranked]])
             return
@@ -217,7 +142,7 @@ class RankRunner:
         self.rows.put(at, cand, kept)
 
     # -- changes ------------------------------------------------------------------------------------
-    def _changes(self, cand: _Rows, seq: np.ndarray, old_top: np.ndarray, new_top: np.ndarray, parts: int) \
+    def _changes(self, cand: Rows, seq: np.ndarray, old_top: np.ndarray, new_top: np.ndarray, parts: int) \
             -> EncodedBatch | None:
         n = self.r.n
         old_seq = np.where(old_top >= 0, seq[old_top], -1)
@@ -249,7 +174,7 @@ class RankRunner:
         order = np.lexsort([sub, index, part])
         return self._emit(cand, rows[order], kinds[order] if self.r.updates else None, None)
 
-    def _emit(self, cand: _Rows, rows: np.ndarray, kinds: np.ndarray | None, ranks: np.ndarray | None) \
+    def _emit(self, cand: Rows, rows: np.ndarray, kinds: np.ndarray | None, ranks: np.ndarray | None) \
             -> EncodedBatch | None:
         if not len(rows):
             return None
@@ -305,7 +230,7 @@ class RankRunner:
             self.seq = saved["seq"].copy()
             columns = {f.name: Column(saved[f"v{i}"].copy(), saved[f"m{i}"].copy() if f"m{i}" in saved else None)
                        for i, f in enumerate(self.fields)}
-            self.rows = _Rows(self.fields, columns, int(body["length"]))
+            self.rows = Rows(self.fields, columns, int(body["length"]))
             if self.r.retracting:
                 self.part = saved["part"].copy()
             else:
@@ -315,36 +240,3 @@ class RankRunner:
 
     def close(self) -> None:
         pass
-
-
-def _first_seen(ids: np.ndarray) -> np.ndarray:
-    """The distinct ids in the order they first appear."""
-    unique, first = np.unique(ids, return_index=True)
-    return unique[np.argsort(first, kind="stable")]
-
-
-def _retracted(held: _Rows, seq: np.ndarray, gone: _Rows) -> np.ndarray:
-    """Which held rows the retractions ``gone`` take back: per distinct row, as many of its equals
-    as are retracted, the earliest arrivals first."""
-    both = _Rows.concat([held, gone])
-    matrix = np.stack([bits for c in both.columns.values() for bits in _row_bits(c, both.length)], axis=1)
-    _, group = np.unique(matrix, axis=0, return_inverse=True)
-    group = group.ravel()
-    mine, theirs = group[:held.length], group[held.length:]
-    wanted = np.bincount(theirs, minlength=group.max() + 1)
-    order = np.lexsort([seq, mine])
-    sorted_groups = mine[order]
-    nth = np.arange(len(order)) - np.searchsorted(sorted_groups, sorted_groups)
-    out = np.zeros(held.length, np.bool_)
-    out[order] = nth < wanted[sorted_groups]
-    return out
-
-
-def _row_bits(c: Column, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """A column as int64 components that are equal where its values are (NULLs equal to each other)."""
-    valid = _valid(c, n)
-    return np.where(valid, key_bits(c.values), 0), valid.astype(np.int64)
-
-
-def _valid(c: Column, n: int) -> np.ndarray:
-    return np.ones(n, np.bool_) if c.valid is None else c.valid

@@ -44,6 +44,10 @@ def runner_for(operator: op.StreamOperator, config: Config, pool: StringPool) ->
         from darwin.runtime.session import SessionAggregateRunner
 
         return SessionAggregateRunner(operator, config, pool)
+    if isinstance(node, pn.Over):
+        from darwin.runtime.over import OverRunner
+
+        return OverRunner(operator, config, pool)
     if isinstance(node, (pn.TopN, pn.Deduplicate)):
         from darwin.runtime.rank import RankRunner
 

@@ -28,6 +28,7 @@ RANKINGS = {
     "deduplicate": lambda t: t.deduplicate(on="k", keep="last", order="ts"),
     "window_top_n": lambda t: t.window(dw.Tumble("5s", on="ts")).top_n(2, by="k", order=dw.desc("v"), rank="r"),
     "top_n_over_updates": lambda t: t.group_by("k").agg(total=dw.sum("v")).top_n(5, order=dw.desc("total")),
+    "over": lambda t: t.with_columns(mean=dw.avg("v").over(partition_by="k", order_by="ts", rows=(3, 0))),
     "sessions": lambda t: t.window(dw.Session("3s", on="ts")).group_by("k").agg(n=dw.count(), s=dw.sum("v")),
 }
 
