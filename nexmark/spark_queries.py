@@ -205,9 +205,9 @@ def ysb_query(s: Streams) -> DataFrame:
 
 
 QUERIES: dict[str, Callable[[Streams], DataFrame]] = {
-    "q0": q0, "q1": q1, "q2": q2, "q3": q3, "q4": q4, "q5": q5, "q6": q6, "q7": q7, "q8": q8, "q9": q9, "q11": q11, "q12": q12,
-    "q13": q13, "q14": q14, "q18": q18, "q19": q19, "q20": q20, "q21": q21, "q22": q22, "q23": q23, "agg": agg,
-    "ysb": ysb_query,
+    "q0": q0, "q1": q1, "q2": q2, "q3": q3, "q4": q4, "q5": q5, "q6": q6, "q7": q7, "q8": q8, "q9": q9, "q11": q11,
+    "q12": q12, "q13": q13, "q14": q14, "q18": q18, "q19": q19, "q20": q20, "q21": q21, "q22": q22, "q23": q23,
+    "agg": agg, "ysb": ysb_query,
 }
 
 
