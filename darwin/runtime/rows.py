@@ -53,7 +53,11 @@ class Rows:
     def resized(self, length: int) -> Rows:
         grown = Rows.empty(self.fields, length)
         n = min(length, self.length)
-        grown.put(np.arange(n), self, np.arange(n))
+        for f in self.fields:
+            mine, theirs = grown.columns[f.name], self.columns[f.name]
+            mine.values[:n] = theirs.values[:n]
+            if mine.valid is not None:
+                mine.valid[:n] = True if theirs.valid is None else theirs.valid[:n]
         return grown
 
 
@@ -65,7 +69,7 @@ def sort_rows(rows: Rows, types: dict[str, DType], order: tuple[pn.SortKey, ...]
     keys: list[np.ndarray] = [-seq[among] if latest_first else seq[among]]
     for k in reversed(order):
         value, nulls = order_key(rows.columns[k.column], types[k.column], k.descending, among, pool)
-        keys += [value, nulls]
+        keys += [value] if nulls is None else [value, nulls]
     keys.append(part[among])
     ranked = among[np.lexsort(keys)]
     sorted_part = part[ranked]
@@ -74,9 +78,9 @@ def sort_rows(rows: Rows, types: dict[str, DType], order: tuple[pn.SortKey, ...]
 
 
 def order_key(c: Column, dtype: DType, descending: bool, among: np.ndarray, pool: StringPool) \
-        -> tuple[np.ndarray, np.ndarray]:
+        -> tuple[np.ndarray, np.ndarray | None]:
     """Integers ordering as the column's values do (NaN above every number, -0.0 equal to 0.0,
-    strings by their text), reversed when descending; and where NULLs go."""
+    strings by their text), reversed when descending; and where NULLs go (None: there are none)."""
     v = c.values[among]
     if dtype is DType.FLOAT64:
         bits = np.where(np.isnan(v), CANONICAL_NAN, (v + 0.0).view(np.int64))
@@ -88,7 +92,9 @@ def order_key(c: Column, dtype: DType, descending: bool, among: np.ndarray, pool
         key = v.astype(np.int64)
     if descending:
         key = ~key
-    valid = np.ones(len(among), np.bool_) if c.valid is None else c.valid[among]
+    if c.valid is None:
+        return key, None
+    valid = c.valid[among]
     return np.where(valid, key, 0), (~valid if descending else valid).astype(np.int8)
 
 

@@ -50,12 +50,15 @@ class SessionAggregateRunner:
         self.wm = NO_WATERMARK
         self.next_seq = 0
         self.late_rows = self.null_time_rows = self.windows_fired = 0
-        # the buffer: per row its key's id, time, arrival number, and each argument's value and presence
+        # the buffer: per row its key's id, time, arrival number, and each argument's value and presence;
+        # batches are appended as chunks and joined only when sessions are split (``_joined``)
         self.kid = np.zeros(0, np.int64)
         self.time = np.zeros(0, np.int64)
         self.seq = np.zeros(0, np.int64)
         self.x = [np.zeros(0, s.value_dtype or np.int64) for s in self.slots]
         self.present = [np.zeros(0, np.bool_) for _ in self.slots]
+        self.chunks: list[tuple[np.ndarray, ...]] = []
+        self.earliest = NEVER  # the earliest buffered time
 
     # -- a batch ----------------------------------------------------------------------------------
     def push(self, batch: EncodedBatch) -> EncodedBatch | None:
@@ -69,6 +72,8 @@ class SessionAggregateRunner:
         self.null_time_rows += int(n - keep.sum())
         times = t.values
         doubtful = np.flatnonzero(keep & (times + self.gap <= self.wm))
+        if len(doubtful):
+            self._joined()
         for i in doubtful.tolist():  # ended already: kept only if it meets an open session of its key
             earlier = np.flatnonzero(keep[:i] & (kid[:i] == kid[i]))
             met = np.any(np.abs(self.time[self.kid == kid[i]] - times[i]) <= self.gap) or \
@@ -79,25 +84,36 @@ class SessionAggregateRunner:
         rows = np.flatnonzero(keep)
         seq = self.next_seq + np.arange(n, dtype=np.int64)
         self.next_seq += n
-        self.kid = np.concatenate([self.kid, kid[rows]])
-        self.time = np.concatenate([self.time, times[rows]])
-        self.seq = np.concatenate([self.seq, seq[rows]])
+        if not len(rows):
+            return None
+        chunk = [kid[rows], times[rows], seq[rows]]
         for i, name in enumerate(self.args):
             if name is None:
-                x, present = np.zeros(len(rows), np.int64), np.ones(len(rows), np.bool_)
+                chunk += [np.zeros(len(rows), np.int64), np.ones(len(rows), np.bool_)]
             else:
                 c = batch.columns[name]
-                x = c.values[rows]
-                present = np.ones(len(rows), np.bool_) if c.valid is None else c.valid[rows]
-            self.x[i] = np.concatenate([self.x[i], x.astype(self.x[i].dtype, copy=False)])
-            self.present[i] = np.concatenate([self.present[i], present])
+                chunk += [c.values[rows].astype(self.x[i].dtype, copy=False),
+                          np.ones(len(rows), np.bool_) if c.valid is None else c.valid[rows]]
+        self.chunks.append(tuple(chunk))
+        self.earliest = min(self.earliest, int(times[rows].min()))
         return None
+
+    def _joined(self) -> None:
+        """The buffered chunks joined into the buffer's arrays."""
+        if not self.chunks:
+            return
+        columns = [self.kid, self.time, self.seq, *(a for pair in zip(self.x, self.present) for a in pair)]
+        joined = [np.concatenate([mine, *(chunk[j] for chunk in self.chunks)]) for j, mine in enumerate(columns)]
+        self.kid, self.time, self.seq = joined[:3]
+        self.x, self.present = joined[3::2], joined[4::2]
+        self.chunks = []
 
     # -- sessions closing -------------------------------------------------------------------------
     def advance(self, input_wm: int) -> EncodedBatch | None:
         self.wm = input_wm
-        if not len(self.time) or int(self.time.min()) + self.gap > input_wm:
+        if self.earliest == NEVER or self.earliest + self.gap > input_wm:
             return None  # no session can have ended: each ends at least gap after its first row
+        self._joined()
         order = np.lexsort([self.seq, self.time, self.kid])
         kid, time = self.kid[order], self.time[order]
         starts = np.r_[True, (kid[1:] != kid[:-1]) | (time[1:] - time[:-1] > self.gap)]
@@ -140,6 +156,7 @@ class SessionAggregateRunner:
         self.kid, self.time, self.seq = self.kid[kept], self.time[kept], self.seq[kept]
         self.x = [x[kept] for x in self.x]
         self.present = [p[kept] for p in self.present]
+        self.earliest = int(self.time.min()) if len(self.time) else NEVER
 
     # -- checkpoints -------------------------------------------------------------------------------
     def counters(self) -> dict[str, int]:
@@ -148,6 +165,7 @@ class SessionAggregateRunner:
 
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         name = f"operator{self.id}.npz"
+        self._joined()
         arrays: dict[str, Any] = {**self.keys.saved(), "kid": self.kid, "time": self.time, "seq": self.seq}
         for i in range(len(self.slots)):
             arrays[f"x{i}"], arrays[f"p{i}"] = self.x[i], self.present[i]
@@ -160,6 +178,8 @@ class SessionAggregateRunner:
             self.kid, self.time, self.seq = saved["kid"], saved["time"], saved["seq"]
             self.x = [saved[f"x{i}"] for i in range(len(self.slots))]
             self.present = [saved[f"p{i}"] for i in range(len(self.slots))]
+        self.chunks = []
+        self.earliest = int(self.time.min()) if len(self.time) else NEVER
         self.wm, self.next_seq = int(body["wm"]), int(body["next_seq"])
         self.late_rows, self.null_time_rows = int(body["late_rows"]), int(body["null_time_rows"])
         self.windows_fired = int(body["windows_fired"])
