@@ -34,7 +34,9 @@ class Measurement:
     """One query on one engine: a timed run into a discarding sink, and an untimed collect of the final
     table that is compared with the other engine's.
 
-    ``seconds`` is the timed run (None if it failed, see ``error``); ``output_rows`` what the discarding
+    ``seconds`` is the timed run (None if it failed, see ``error``); ``cpu_seconds`` the CPU time the
+    Darwin process's threads spent in it (its reader thread overlaps the compiled loop, so it can exceed
+    ``seconds``; None for Spark, whose work is in the JVM); ``output_rows`` what the discarding
     sink received (an updating result's changes; None for Spark, whose ``noop`` writer counts nothing);
     ``collect_seconds`` and ``rows`` are the untimed collect (None when not collected); ``cores`` the
     cores the engine ran on; ``speedup_per_core`` (Darwin rows) Darwin's events/s per core over Spark's.
@@ -45,6 +47,7 @@ class Measurement:
     events: int
     cores: int
     seconds: float | None = None
+    cpu_seconds: float | None = None
     output_rows: int | None = None
     collect_seconds: float | None = None
     rows: int | None = None
@@ -104,14 +107,15 @@ def _discard(query: dw.Table, config: dw.Config) -> int:
     return hole.rows
 
 
-def run_darwin(query: str, events: int, seed: int, config: dw.Config) -> tuple[float, int]:
-    """The seconds of a run into a discarding sink, and the rows it received; compilation happens in
-    an untimed warm-up of the same query on a few events."""
+def run_darwin(query: str, events: int, seed: int, config: dw.Config) -> tuple[float, float, int]:
+    """The seconds of a run into a discarding sink, the CPU seconds of the process's threads in them,
+    and the rows the sink received; compilation happens in an untimed warm-up of the same query on a
+    few events."""
     _discard(QUERIES[query].build(source(events=min(events, WARM_UP_EVENTS), seed=seed)), config)
     q = QUERIES[query].build(source(events=events, seed=seed))
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     rows = _discard(q, config)
-    return time.perf_counter() - started, rows
+    return time.perf_counter() - started, time.process_time() - cpu, rows
 
 
 def collect_darwin(query: str, events: int, seed: int, config: dw.Config) -> tuple[pa.Table, float]:
@@ -244,7 +248,7 @@ def run_all(queries: list[str], engines: list[str], events: int, seed: int, conf
                 measurements.append(m)
                 try:
                     if engine == "darwin":
-                        m.seconds, m.output_rows = run_darwin(query, events, seed, config)
+                        m.seconds, m.cpu_seconds, m.output_rows = run_darwin(query, events, seed, config)
                     else:
                         if not inputs:
                             progress.update(task, description=f"writing {events:,} events as Parquet for Spark")

@@ -35,12 +35,12 @@ def test_all_queries_agree_with_spark(tmp_path):
         assert r["cores"] == (1 if r["engine"] == "darwin" else spark_cores)
         assert r["events_per_second_per_core"] == pytest.approx(r["events"] / r["seconds"] / r["cores"])
         if r["engine"] == "darwin":  # append-only results: the blackhole received the collected rows
-            assert r["output_rows"] == r["rows"]
+            assert r["output_rows"] == r["rows"] and r["cpu_seconds"] > 0
             spark = next(s for s in rows if s["query"] == r["query"] and s["engine"] == "spark")
             assert r["speedup_per_core"] == pytest.approx(r["events_per_second_per_core"]
                                                           / spark["events_per_second_per_core"])
         else:
-            assert r["output_rows"] is None and r["speedup_per_core"] is None
+            assert r["output_rows"] is None and r["speedup_per_core"] is None and r["cpu_seconds"] is None
     lines = [line.split() for line in result.output.splitlines()]
     table = [cells for cells in lines if cells and cells[0] in QUERIES]
     assert len(table) == 2 * len(QUERIES) and all(cells[-1] == "yes" for cells in table)
