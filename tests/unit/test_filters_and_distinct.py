@@ -121,3 +121,26 @@ def test_pairs_no_value_holds_are_dropped_when_the_table_fills():
     assert sets.counts(0, np.array([0])).tolist() == [2]
     assert len(sets.table) <= 2 * INITIAL_ENTRIES  # 20,000 values came and went
     assert sorted(map(tuple, sets.arrays(1)["pairs"].tolist())) == [(1, 1, 2), (1, 2, 1)]
+
+
+def test_filters_in_session_windows_and_over_windows():
+    t = table()
+    sessions = t.window(dw.Session("300ms", on="ts")).group_by("k").agg(
+        n=dw.count(), big=dw.count(filter=col("v") > 5), s=dw.sum("v", filter=col("s") != "a"))
+    rows = assert_engines_agree(sessions).table.to_pylist()
+    assert sorted((r["k"], r["n"], r["big"], r["s"]) for r in rows) == [
+        (1, 1, 0, None), (1, 1, 0, None), (1, 1, 1, 7), (1, 2, 2, 15), (2, 1, 0, None), (2, 1, 1, 6)]
+    over = t.with_columns(hi=dw.max("v", filter=col("s") == "a").over(partition_by="k", order_by="ts", rows=(1, 0)),
+                          n=dw.count(filter=col("v") > 5).over(partition_by="k", order_by="ts", rows=(2, 0)))
+    out = assert_engines_agree(over).table.to_pylist()
+    assert [(r["k"], r["v"], r["hi"], r["n"]) for r in sorted(out, key=lambda r: r["ts"])] == [
+        (1, 5, 5, 0), (1, 5, 5, 0), (2, 6, None, 1), (1, 7, 5, 1), (2, None, None, 1), (1, 7, None, 2),
+        (1, 8, None, 3)]
+
+
+def test_distinct_counts_are_refused_in_every_kind_of_window():
+    t = table()
+    with pytest.raises(UnsupportedError, match="count_distinct in a session window aggregation is not supported"):
+        t.window(dw.Session("1s", on="ts")).group_by("k").agg(d=dw.count_distinct("v"))
+    with pytest.raises(UnsupportedError, match="count_distinct in an OVER window is not supported"):
+        t.with_columns(d=dw.count_distinct("v").over(partition_by="k", order_by="ts", rows=(2, 0)))
