@@ -22,6 +22,7 @@ from darwin.errors import ConfigError
 
 MODES = ("compiled", "interpreted")
 TARGETS = ("host", "generic")
+EMIT = ("per_batch", "on_close")  # when an updating result's changes leave: after each batch, or at checkpoints
 
 
 @dataclass(frozen=True)
@@ -84,9 +85,13 @@ class Config:
     # a source that has sent no rows for this long stops holding back operators that read several
     # inputs (Flink's withIdleness); None: never
     idle_timeout: str | int | None = None
+    # an updating result's changes: after each input batch, or ("on_close") added up and emitted at
+    # each checkpoint and at the end of the input, for fewer changes at the cost of latency
+    emit: str = "per_batch"
 
     def __post_init__(self) -> None:
         self._check_choice("mode", MODES)
+        self._check_choice("emit", EMIT)
         self._check_choice("target", TARGETS)
         self._check_choice("state", STATE_BACKENDS)
         for name, least in (("batch_size", 1), ("parallelism", 1), ("prefetch", 0), ("state_delta_limit", 1)):

@@ -51,22 +51,53 @@ class RunResult:
 
 def final_table(changelog: pa.Table, op_column: str = "op") -> pa.Table:
     """The table a changelog ends in: each -U/-D removes the latest equal row still present (NaN
-    equal to NaN, -0.0 to 0.0, NULL to NULL).
-
-    Equal rows are numbered into groups; within a group, in changelog order, a retraction cancels
-    the latest insert before it not yet cancelled, like a closing bracket its opening one. An
-    insert survives when the running count of its group (inserts minus retractions) never falls
-    below its own count after it.
-    """
+    equal to NaN, -0.0 to 0.0, NULL to NULL)."""
     data = changelog.drop_columns([op_column])
-    n = changelog.num_rows
-    if n == 0:
+    if changelog.num_rows == 0:
         return data
     ops = pc.is_in(changelog.column(op_column), pa.array(["+I", "+U"])).to_numpy(zero_copy_only=False)
-    sign = np.where(ops, 1, -1).astype(np.int64)
-    parts = [bits for column in data.columns for bits in _row_bits(column)]
-    matrix = np.stack(parts, axis=1) if parts else np.zeros((n, 1), np.int64)
-    group = np.unique(matrix, axis=0, return_inverse=True)[1].ravel()
+    added, _ = _net(data, ops)
+    return data.filter(pa.array(added, pa.bool_()))
+
+
+def net_changes(changes: pa.Table, key: tuple[str, ...] | None) -> pa.Table:
+    """The changes ``changes`` (with the integer column ``CHANGE_KIND``) add up to, fewest first:
+    the rows they retract that they did not add, then the rows they add that they did not retract;
+    where a ``key`` pairs a retracted with an added row, the pair is -U/+U, otherwise -D or +I.
+    Rows keep the order of the changes that left them standing."""
+    from darwin.plan.nodes import CHANGE_KIND, ChangeKind
+
+    if changes.num_rows == 0:
+        return changes
+    kinds = changes.column(CHANGE_KIND).to_numpy()
+    data = changes.drop_columns([CHANGE_KIND])
+    added, retracted = _net(data, np.isin(kinds, (ChangeKind.INSERT, ChangeKind.UPDATE_AFTER)))
+    gone, came = np.flatnonzero(retracted), np.flatnonzero(added)
+    paired_gone = np.zeros(len(gone), np.bool_)
+    paired_came = np.zeros(len(came), np.bool_)
+    if key is not None and len(gone) and len(came):
+        ids = _groups(data.select(list(key)))
+        paired_gone, paired_came = np.isin(ids[gone], ids[came]), np.isin(ids[came], ids[gone])
+    rows = np.concatenate([gone, came])
+    out = np.concatenate([np.where(paired_gone, ChangeKind.UPDATE_BEFORE, ChangeKind.DELETE),
+                          np.where(paired_came, ChangeKind.UPDATE_AFTER, ChangeKind.INSERT)]).astype(np.int64)
+    result = data.take(pa.array(rows))
+    return result.append_column(changes.schema.field(CHANGE_KIND), pa.array(out))
+
+
+def _net(data: pa.Table, adds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a changelog (``adds``: whether each change adds its row): whether it is an
+    addition no later change takes back, and whether it is a retraction of a row the changelog
+    did not add.
+
+    Equal rows are numbered into groups; within a group, in changelog order, a retraction cancels
+    the latest addition before it not yet cancelled, like a closing bracket its opening one. An
+    addition survives when the running count of its group (additions minus retractions) never
+    falls below its own count after it; a retraction is left over when the count reaches a new low.
+    """
+    n = data.num_rows
+    sign = np.where(adds, 1, -1).astype(np.int64)
+    group = _groups(data)
     order = np.lexsort([np.arange(n), group])  # by group, then changelog order
     g, s = group[order], sign[order]
     first = np.r_[True, g[1:] != g[:-1]]
@@ -75,12 +106,35 @@ def final_table(changelog: pa.Table, op_column: str = "op") -> pa.Table:
     big = np.int64(2 * n + 2)  # above any count: groups never mix in the running minimum
     shifted = count + g * big
     later_min = np.minimum.accumulate(shifted[::-1])[::-1]  # minimum from here to the group's end
-    after = np.r_[later_min[1:], np.iinfo(np.int64).max]
     last = np.r_[g[1:] != g[:-1], True]
-    after = np.where(last, np.iinfo(np.int64).max, after)
-    keep = np.zeros(n, np.bool_)
-    keep[order] = (s > 0) & (after >= shifted)
-    return data.filter(pa.array(keep, pa.bool_()))
+    after = np.where(last, np.iinfo(np.int64).max, np.r_[later_min[1:], 0])
+    down = count - g * big  # later groups lower: a running minimum never carries into a later group
+    before = np.r_[np.iinfo(np.int64).max, np.minimum.accumulate(down)[:-1]]
+    earlier_min = np.minimum(0, np.where(first, 0, before + g * big))  # lowest count before this change
+    adds_left, retractions_left = (s > 0) & (after >= shifted), (s < 0) & (count < earlier_min)
+    # a row both retracted (one that stood before) and added again cancels out: drop as many of each
+    groups = int(g.max()) + 1
+    both = np.minimum(np.bincount(g, adds_left, groups), np.bincount(g, retractions_left, groups)).astype(np.int64)
+    added, retracted = np.zeros(n, np.bool_), np.zeros(n, np.bool_)
+    added[order] = adds_left & (_nth(g, adds_left) >= both[g])
+    retracted[order] = retractions_left & (_nth(g, retractions_left) >= both[g])
+    return added, retracted
+
+
+def _nth(g: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Per position (sorted by group ``g``): how many ``mask`` positions of its group come before it."""
+    ones = mask.astype(np.int64)
+    total = np.cumsum(ones) - ones
+    first = np.r_[True, g[1:] != g[:-1]]
+    return total - np.repeat(total[first], np.diff(np.r_[np.flatnonzero(first), len(g)]))
+
+
+def _groups(data: pa.Table) -> np.ndarray:
+    """A number per row, equal for equal rows."""
+    n = data.num_rows
+    parts = [bits for column in data.columns for bits in _row_bits(column)]
+    matrix = np.stack(parts, axis=1) if parts else np.zeros((n, 1), np.int64)
+    return np.unique(matrix, axis=0, return_inverse=True)[1].ravel()
 
 
 def _row_bits(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
