@@ -18,6 +18,7 @@ Examples
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,8 +45,9 @@ def render(value: Any) -> str | None:
     if isinstance(value, _dt.datetime):  # Spark: 2015-07-15 10:00:00, fractions without trailing zeros
         text = value.strftime("%Y-%m-%d %H:%M:%S")
         return text + f".{value.microsecond:06d}".rstrip("0") if value.microsecond else text
-    if isinstance(value, float):
-        return repr(value)
+    if isinstance(value, float):  # NaN and infinities as Java prints them
+        return "NaN" if math.isnan(value) else ("-Infinity" if value < 0 else "Infinity") if math.isinf(value) \
+            else repr(value)
     return str(value)
 
 

@@ -130,6 +130,7 @@ def test_partition_values_are_rendered_and_escaped_as_spark_does():
     assert segment("dt", render(datetime(2015, 7, 15, 10, 0))) == "dt=2015-07-15 10%3A00%3A00"
     assert render(datetime(2015, 7, 15, 10, 0, 0, 250_000)) == "2015-07-15 10:00:00.25"
     assert [render(v) for v in (True, 7, 1.5, None)] == ["true", "7", "1.5", None]
+    assert [render(v) for v in (float("nan"), float("inf"), -float("inf"))] == ["NaN", "Infinity", "-Infinity"]
     assert segment("s", None) == segment("s", "") == f"s={DEFAULT_PARTITION}"
     assert escape("a=b/c%d") == "a%3Db%2Fc%25d"
 
