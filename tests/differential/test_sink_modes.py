@@ -22,16 +22,17 @@ from darwin import col
 from darwin.testing import assert_table_equal
 
 
-def sink_run(query: dw.Table, sink_of, batch: int, state: str, every: int | None) -> Path:
+def sink_run(query: dw.Table, sink_of, batch: int, state: str, every: int | None, read):
     """Run ``query`` into ``sink_of(directory)`` on the compiled engine, checkpointing every ``every``
-    batches (None: no checkpoints); the output directory (kept until the process ends)."""
-    work = Path(tempfile.mkdtemp(prefix="darwin-sink-"))
-    config = dw.Config(batch_size=batch, state=state, state_path=None if state == "memory" else str(work / "state"),
-                       state_delta_limit=1)
-    if every is not None:
-        config = config.replace(checkpoint_dir=str(work / "chk"), checkpoint_interval=f"{every} batches")
-    query.sink(sink_of(work / "out")).run(config)
-    return work / "out"
+    batches (None: no checkpoints); what ``read`` reads of the output directory."""
+    with tempfile.TemporaryDirectory(prefix="darwin-sink-") as directory:
+        work = Path(directory)
+        config = dw.Config(batch_size=batch, state=state,
+                           state_path=None if state == "memory" else str(work / "state"), state_delta_limit=1)
+        if every is not None:
+            config = config.replace(checkpoint_dir=str(work / "chk"), checkpoint_interval=f"{every} batches")
+        query.sink(sink_of(work / "out")).run(config)
+        return read(work / "out")
 
 
 def reference(query: dw.Table, batch: int) -> dw.RunResult:
@@ -55,18 +56,19 @@ def test_an_upsert_snapshot_is_the_final_table(left, batch, state, every):
     for q in (left.group_by("k").agg(n=dw.count(), total=dw.sum("v"), high=dw.max("v")),
               left.group_by("s", "k").agg(n=dw.count()).filter(col("n") > 1),  # rows leave and come back
               left.agg(n=dw.count(), total=dw.sum("v"))):
-        out = sink_run(q, lambda d: dw.sinks.Parquet(d, mode="upsert"), batch, state, every)
-        assert_table_equal(pq.read_table(out / "snapshot.parquet"), reference(q, batch).table)
+        got = sink_run(q, lambda d: dw.sinks.Parquet(d, mode="upsert"), batch, state, every,
+                       lambda out: pq.read_table(out / "snapshot.parquet"))
+        assert_table_equal(got, reference(q, batch).table)
 
 
 @SETTINGS
 @given(left=streams("L"), batch=st.integers(1, 8), state=st.sampled_from(STATES), every=EVERY)
 def test_a_csv_upsert_snapshot_is_the_final_table(left, batch, state, every):
     q = left.group_by("s").agg(n=dw.count(), total=dw.sum("v"))
-    out = sink_run(q, lambda d: dw.sinks.CSV(d, mode="upsert"), batch, state, every)
     expected = reference(q, batch).table
     types = pacsv.ConvertOptions(column_types=expected.schema, strings_can_be_null=True)
-    got = pacsv.read_csv(out / "snapshot.csv", convert_options=types)
+    got = sink_run(q, lambda d: dw.sinks.CSV(d, mode="upsert"), batch, state, every,
+                   lambda out: pacsv.read_csv(out / "snapshot.csv", convert_options=types))
     assert_table_equal(got, expected)
 
 
@@ -75,9 +77,10 @@ def test_a_csv_upsert_snapshot_is_the_final_table(left, batch, state, every):
        state=st.sampled_from(STATES), every=EVERY)
 def test_a_changelog_sink_writes_the_changelog(left, right, how, batch, state, every):
     for q in (left.group_by("k").agg(n=dw.count(), total=dw.sum("v")), left.join(right, on=[("k", "k")], how=how)):
-        out = sink_run(q, lambda d: dw.sinks.Parquet(d, mode="changelog"), batch, state, every)
         expected = reference(q, batch).changelog  # no part is written for an epoch without rows
-        assert_table_equal(pq.read_table(out, schema=expected.schema), expected)
+        got = sink_run(q, lambda d: dw.sinks.Parquet(d, mode="changelog"), batch, state, every,
+                       lambda out, schema=expected.schema: pq.read_table(out, schema=schema))
+        assert_table_equal(got, expected)
 
 
 def partitioned_result(out: Path, expected: pa.Table, columns: list[str], fmt: str) -> pa.Table:
@@ -97,15 +100,18 @@ def partitioned_result(out: Path, expected: pa.Table, columns: list[str], fmt: s
 def test_a_partitioned_sink_reads_back_as_the_result(left, batch, state, every, fmt):
     sink = {"parquet": dw.sinks.Parquet, "csv": dw.sinks.CSV}[fmt]
     q = left.with_columns(p=col("k") % 2, tag=dw.when(col("v") > 0, "a:b/../c=d%").otherwise(col("s")))
-    out = sink_run(q, lambda d: sink(d, partition_by=["p", "tag"]), batch, state, every)
     expected = reference(q, batch).table
-    assert_table_equal(partitioned_result(out, expected, ["p", "tag"], fmt), expected, sort=True)
-    inside = {p.resolve().is_relative_to(out.resolve()) for p in out.rglob("*")}
-    assert inside <= {True}
+
+    def read(out: Path) -> pa.Table:
+        assert all(p.resolve().is_relative_to(out.resolve()) for p in out.rglob("*"))
+        return partitioned_result(out, expected, ["p", "tag"], fmt)
+    got = sink_run(q, lambda d: sink(d, partition_by=["p", "tag"]), batch, state, every, read)
+    assert_table_equal(got, expected, sort=True)
     updating = left.group_by("k").agg(n=dw.count())  # a changelog, partitioned by its key
-    out = sink_run(updating, lambda d: sink(d, partition_by=["k"]), batch, state, every)
-    expected = reference(updating, batch).changelog
-    assert_table_equal(partitioned_result(out, expected, ["k"], fmt), expected, sort=True)
+    log = reference(updating, batch).changelog
+    got = sink_run(updating, lambda d: sink(d, partition_by=["k"]), batch, state, every,
+                   lambda out: partitioned_result(out, log, ["k"], fmt))
+    assert_table_equal(got, log, sort=True)
 
 
 def model_upsert(changelog: pa.Table, key: list[str]) -> list[dict]:
@@ -131,6 +137,7 @@ def model_upsert(changelog: pa.Table, key: list[str]) -> list[dict]:
 def test_an_upsert_by_a_key_that_is_not_unique_follows_its_rules(left, right, how, batch, state, every):
     joined = left.join(right, on=[("k", "k")], how=how)  # a key matches several rows: last write wins
     for q, key in ((joined, ["k", "k_right"]), (left.select("k", "v", "s"), ["k"])):
-        out = sink_run(q, lambda d, key=key: dw.sinks.Parquet(d, mode="upsert", key=key), batch, state, every)
+        got = sink_run(q, lambda d, key=key: dw.sinks.Parquet(d, mode="upsert", key=key), batch, state, every,
+                       lambda out: pq.read_table(out / "snapshot.parquet"))
         expected = pa.Table.from_pylist(model_upsert(reference(q, batch).changelog, key), q.schema)
-        assert_table_equal(pq.read_table(out / "snapshot.parquet"), expected)
+        assert_table_equal(got, expected)
