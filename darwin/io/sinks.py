@@ -168,7 +168,7 @@ class FileSink(ABC):
         self._writers: dict[tuple[str, str], Any] = {}  # (kind, file name) -> the epoch's open staged file
         self._rows: dict[tuple[str, str], int] = {}
         self._snapshot: Snapshot | None = None
-        self._updating = False
+        self._updating = self._all_inserts = False
         self._epoch = 1
 
     def describe(self) -> str:
@@ -223,6 +223,7 @@ class FileSink(ABC):
             raise SinkError(f"the checkpoint being resumed was committed by a sink writing {resume['layout']}; "
                             f"this sink writes {record}. Resume with the sink the job ran with ({RESET_HINT})")
         self._updating = result.updating
+        self._all_inserts = layout.mode == "changelog" and not result.updating  # an append-only changelog
         self._dirs = {"result": OutputDirectory(self.path, self.extension, len(self.partition_by))}
         self._schemas = {"result": pa.schema([f for f in layout.files if f.name not in self.partition_by])}
         if result.late_schema is not None:
@@ -255,7 +256,7 @@ class FileSink(ABC):
                 batch = batch.drop_columns([CHANGE_COLUMN])
             self._snapshot.apply(batch, ops)
             return
-        if kind == "result" and not self._updating and self._layout is not None and self._layout.mode == "changelog":
+        if kind == "result" and self._all_inserts:
             batch = batch.append_column(pa.field(CHANGE_COLUMN, pa.string(), nullable=False),
                                         pa.array([_INSERT] * batch.num_rows, pa.string()))
         if kind == "result" and self.partition_by:
