@@ -192,3 +192,9 @@ def test_an_append_only_result_in_changelog_mode_is_all_inserts(tmp_path):
     written = pq.read_table(tmp_path)
     assert written.column("op").to_pylist() == ["+I"] * 4
     assert written.drop_columns(["op"]).equals(bids().collect())
+
+
+def test_a_partition_value_too_long_for_a_directory_name_is_a_sink_error(tmp_path):
+    q = dw.from_arrow(pa.table({"p": ["x" * 300], "v": [1]}))
+    with pytest.raises(SinkError, match=r"cannot make partition directory .*p=xxx"):
+        q.sink(dw.sinks.CSV(tmp_path / "out", partition_by="p")).run()
