@@ -89,15 +89,15 @@ class OutputDirectory:
         d = root
         for part in path.relative_to(root).parts[:-1]:
             d = d / part
-            if d.is_symlink() or (d.exists() and not d.is_dir()):
-                raise SinkError(f"partition directory {str(d)!r} is a link or a file; Darwin writes only into "
-                                "directories it made inside the output directory")
-            if not d.exists():
-                try:
+            try:
+                if d.is_symlink() or (d.exists() and not d.is_dir()):
+                    raise SinkError(f"partition directory {str(d)!r} is a link or a file; Darwin writes only into "
+                                    "directories it made inside the output directory")
+                if not d.exists():
                     d.mkdir()
-                except OSError as e:
-                    raise SinkError(f"cannot make partition directory {str(d)!r}: {e.strerror}") from None
-                fsync_path(d.parent)
+                    fsync_path(d.parent)
+            except OSError as e:  # e.g. a value too long for a directory name
+                raise SinkError(f"cannot make partition directory {str(d)!r}: {e.strerror}") from None
 
     # -- listing -----------------------------------------------------------------------
     def committed(self) -> list[Path]:
