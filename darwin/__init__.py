@@ -14,6 +14,8 @@ from darwin.api import (
                         SinkQuery,
                         Table,
                         WindowedTable,
+                        asc,
+                        desc,
                         from_arrow,
                         from_batches,
                         from_source,
@@ -22,12 +24,12 @@ from darwin.api import (
 from darwin.config import Config, HardwareInfo
 from darwin.expr import Expr, avg, col, count, lit, max, mean, min, sum, when
 from darwin.io import sinks
-from darwin.plan.window import Slide, Tumble, Window
+from darwin.plan.window import Session, Slide, Tumble, Window
 from darwin.types import DType
 
 __all__ = [
-    "Config", "DType", "Expr", "GroupedTable", "HardwareInfo", "RunResult", "SinkQuery", "Slide", "Table", "Tumble",
-    "Window", "WindowedTable", "avg", "col", "count", "errors", "from_arrow", "from_batches", "lit", "max",
-    "mean", "min", "from_source", "read_parquet", "sinks", "sum", "when",
+    "Config", "DType", "Expr", "GroupedTable", "HardwareInfo", "RunResult", "Session", "SinkQuery", "Slide", "Table",
+    "Tumble", "Window", "WindowedTable", "asc", "avg", "col", "count", "desc", "errors", "from_arrow", "from_batches",
+    "lit", "max", "mean", "min", "from_source", "read_parquet", "sinks", "sum", "when",
 ]
 __version__ = "0.1.0"

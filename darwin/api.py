@@ -11,21 +11,21 @@ Examples
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, overload
 
 import pyarrow as pa
 
 from darwin.config import Config
 from darwin.durations import to_millis
 from darwin.errors import PlanError
-from darwin.expr import Agg, Expr, IntoExpr, _node
+from darwin.expr import Agg, Expr, IntoExpr, OverAgg, _node
 from darwin.io.sinks import Sink
 from darwin.io.source import Source
 from darwin.io.sources import ArrowSource, BatchSource, ParquetSource
 from darwin.plan import nodes as pn
 from darwin.plan.exprs import Column, ExprNode
-from darwin.plan.window import Window
+from darwin.plan.window import SessionWindow, Window
 from darwin.runtime.output import RunResult
 
 if TYPE_CHECKING:
@@ -59,14 +59,16 @@ class Table:
 
     def select(self, *columns: str | Expr, **named: IntoExpr) -> Table:
         """Exactly these columns, in this order: names, aliased expressions, or name=expression."""
+        plan, named = _over_columns(self.plan, named)
         exprs = [_named(c) for c in columns] + [(name, _node(e)) for name, e in named.items()]
-        return Table(pn.Project(self.plan, tuple(exprs)))
+        return Table(pn.Project(plan, tuple(exprs)))
 
     def with_columns(self, *columns: Expr, **named: IntoExpr) -> Table:
         """All current columns, plus (or replacing) the given ones."""
+        plan, named = _over_columns(self.plan, named)
         new = dict([_named(c) for c in columns] + [(name, _node(e)) for name, e in named.items()])
         exprs = [(n, new.pop(n, Column(n))) for n in self.plan.schema.names]
-        return Table(pn.Project(self.plan, tuple(exprs + list(new.items()))))
+        return Table(pn.Project(plan, tuple(exprs + list(new.items()))))
 
     def drop(self, *names: str) -> Table:
         for n in names:
@@ -88,10 +90,32 @@ class Table:
         """One updating row over all rows (a global aggregation without a window)."""
         return GroupedTable(self.plan, ()).agg(**aggs)
 
-    def window(self, window: Window, late_output: bool = False) -> WindowedTable:
-        """Assign rows to event-time windows; ``late_output`` keeps late rows instead of only counting them."""
+    def top_n(self, n: int, by: str | Sequence[str] = (), order: OrderBy = (), rank: str | None = None) -> Table:
+        """The first ``n`` rows per ``by`` in ``order`` (``ROW_NUMBER() ... <= n``), an updating table:
+        rows enter and leave the top as they arrive. ``rank`` adds each row's position (1..n)."""
+        return Table(pn.TopN(self.plan, n, _names(by), _order(order), rank))
+
+    def deduplicate(self, on: str | Sequence[str], keep: str = "first", order: str | None = None) -> Table:
+        """One row per distinct ``on``: the ``first`` or ``last`` by column ``order`` (default: arrival).
+        Keeping the first arrival appends; otherwise a later winner replaces the row (-U, +U)."""
+        return Table(pn.Deduplicate(self.plan, _names(on), keep, order))
+
+    @overload
+    def window(self, window: Window, late_output: bool = False) -> WindowedTable: ...
+
+    @overload
+    def window(self, window: SessionWindow, late_output: bool = False) -> SessionWindowedTable: ...
+
+    def window(self, window: Window | SessionWindow, late_output: bool = False) \
+            -> WindowedTable | SessionWindowedTable:
+        """Assign rows to event-time windows; ``late_output`` keeps late rows instead of only counting them.
+        Session windows (``dw.Session``) are only aggregated: ``.group_by(...).agg(...)``."""
+        if isinstance(window, SessionWindow):
+            if late_output:
+                raise PlanError("late_output=True is not supported for session windows yet; late rows are counted")
+            return SessionWindowedTable(self.plan, window)
         if not isinstance(window, Window):
-            raise PlanError(f"window() takes dw.Tumble(...) or dw.Slide(...), got {window!r}")
+            raise PlanError(f"window() takes dw.Tumble(...), dw.Slide(...) or dw.Session(...), got {window!r}")
         return WindowedTable(pn.WindowAssign(self.plan, window, late_output))
 
     # -- joins ----------------------------------------------------------------------
@@ -228,19 +252,41 @@ class WindowedTable:
         """One row per window over all rows (a global windowed aggregation)."""
         return GroupedTable(self.plan, ()).agg(**aggs)
 
+    def top_n(self, n: int, by: str | Sequence[str] = (), order: OrderBy = (), rank: str | None = None) -> Table:
+        """Flink's window top-N: the first ``n`` rows per window and ``by`` in ``order``, emitted once
+        when the window closes (an appending result, with window_start/window_end)."""
+        return Table(pn.TopN(self.plan, n, _names(by), _order(order), rank))
+
     def table(self) -> Table:
         """The rows with their window_start/window_end columns (one row per window)."""
         return Table(self.plan)
+
+
+class SessionWindowedTable:
+    """Rows to aggregate per key and session: ``.group_by(...).agg(...)`` (one row per session, with
+    its window_start and window_end, when the watermark passes its end)."""
+
+    __slots__ = ("plan", "window")
+
+    def __init__(self, plan: pn.PlanNode, window: SessionWindow) -> None:
+        self.plan, self.window = plan, window
+
+    def group_by(self, *keys: str | Expr) -> GroupedTable:
+        return GroupedTable(self.plan, _key_names(self.plan, keys), self.window)
+
+    def agg(self, **aggs: Agg) -> Table:
+        """Sessions over all rows, without a key."""
+        return GroupedTable(self.plan, (), self.window).agg(**aggs)
 
 
 class GroupedTable:
     """Grouped rows: of windows (a windowed aggregation that appends) or of the whole stream (an
     updating aggregation)."""
 
-    __slots__ = ("plan", "keys")
+    __slots__ = ("plan", "keys", "session")
 
-    def __init__(self, plan: pn.PlanNode, keys: tuple[str, ...]) -> None:
-        self.plan, self.keys = plan, keys
+    def __init__(self, plan: pn.PlanNode, keys: tuple[str, ...], session: SessionWindow | None = None) -> None:
+        self.plan, self.keys, self.session = plan, keys, session
 
     def agg(self, **aggs: Agg) -> Table:
         calls = []
@@ -248,9 +294,46 @@ class GroupedTable:
             if not isinstance(a, Agg):
                 raise PlanError(f"agg: {name}= must be an aggregate such as dw.sum('x'), got {a!r}")
             calls.append((name, a.call))
+        if self.session is not None:
+            return Table(pn.SessionAggregate(self.plan, self.session, self.keys, tuple(calls)))
         if isinstance(self.plan, pn.WindowAssign):
             return Table(pn.Aggregate(self.plan, self.keys, tuple(calls)))
         return Table(pn.GroupAggregate(self.plan, self.keys, tuple(calls)))
+
+
+OrderBy = str | pn.SortKey | Sequence[str | pn.SortKey]
+
+
+def asc(column: str) -> pn.SortKey:
+    """Ascending order of ``column`` (NULLs first), for ``order=`` of top_n."""
+    return pn.SortKey(column, False)
+
+
+def desc(column: str) -> pn.SortKey:
+    """Descending order of ``column`` (NULLs last), for ``order=`` of top_n."""
+    return pn.SortKey(column, True)
+
+
+def _names(columns: str | Sequence[str]) -> tuple[str, ...]:
+    return (columns,) if isinstance(columns, str) else tuple(columns)
+
+
+def _order(order: OrderBy) -> tuple[pn.SortKey, ...]:
+    keys = [order] if isinstance(order, (str, pn.SortKey)) else list(order)
+    return tuple(pn.SortKey(k) if isinstance(k, str) else k for k in keys)
+
+
+def _over_columns(plan: pn.PlanNode, named: dict[str, Any]) -> tuple[pn.PlanNode, dict[str, Any]]:
+    """Aggregates over windows of rows (``dw.avg(...).over(...)``) become ``Over`` nodes below, one
+    per distinct window, and the columns of the same names refer to their results."""
+    windows: dict[tuple, list[tuple[str, Any]]] = {}
+    for name, value in named.items():
+        if isinstance(value, OverAgg):
+            spec = (_names(value.partition_by), _order(value.order_by), value.preceding)
+            windows.setdefault(spec, []).append((name, value.call))
+    for (by, order, preceding), aggs in windows.items():
+        plan = pn.Over(plan, by, order, preceding, tuple(aggs))
+    return plan, {n: (Expr(Column(n)) if isinstance(v, OverAgg) else v) for n, v in named.items()}
 
 
 def _key_names(plan: pn.PlanNode, keys: tuple[str | Expr, ...]) -> tuple[str, ...]:

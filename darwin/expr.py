@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from darwin.errors import DarwinTypeError
+from darwin.errors import DarwinTypeError, UnsupportedError
 from darwin.plan import exprs as ex
 from darwin.types import DType
 
@@ -25,8 +25,9 @@ IntoExpr = Any  # an Expr, a column name where a column is meant, or a Python li
 def _node(value: IntoExpr) -> ex.ExprNode:
     if isinstance(value, Expr):
         return value.node
-    if isinstance(value, Agg):
-        raise DarwinTypeError(f"aggregate {value.call} can only be used inside agg()")
+    if isinstance(value, (Agg, OverAgg)):
+        raise DarwinTypeError(f"aggregate {value.call} can only be used inside agg(), or with .over(...) "
+                              "as a named column of with_columns/select")
     return ex.literal_of(value)
 
 
@@ -227,6 +228,31 @@ class Agg:
 
     def __repr__(self) -> str:
         return f"Agg({self.call})"
+
+    def over(self, partition_by: Any = (), order_by: Any = (), rows: tuple[int | None, int] = (None, 0)) -> OverAgg:
+        """This aggregate over a window of rows, for ``with_columns``/``select``: per row, over the
+        ``rows[0]`` rows before it in its partition and itself (``ROWS BETWEEN n PRECEDING AND
+        CURRENT ROW``), in ``order_by`` (column names or dw.asc/dw.desc)."""
+        preceding, following = rows
+        if following != 0:
+            raise UnsupportedError(f"over: rows=({preceding}, {following}); only frames ending at the current "
+                                   "row (rows=(n, 0)) are supported")
+        if preceding is None:
+            raise UnsupportedError("over: UNBOUNDED PRECEDING is not supported yet; give a number of rows, "
+                                   "rows=(n, 0)")
+        return OverAgg(self.call, partition_by, order_by, preceding)
+
+
+class OverAgg:
+    """An aggregate over a window of rows (``Agg.over``); the API turns it into a ``pn.Over``."""
+
+    __slots__ = ("call", "partition_by", "order_by", "preceding")
+
+    def __init__(self, call: ex.AggCall, partition_by: Any, order_by: Any, preceding: int) -> None:
+        self.call, self.partition_by, self.order_by, self.preceding = call, partition_by, order_by, preceding
+
+    def __repr__(self) -> str:
+        return f"OverAgg({self.call}, rows {self.preceding} preceding)"
 
 
 def _agg(func: str, arg: IntoExpr | None) -> Agg:

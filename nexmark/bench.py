@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -24,21 +25,46 @@ from nexmark.side_input import write_side_input
 from nexmark.source import source
 
 ENGINES = ("darwin", "spark")
+WARM_UP_EVENTS = 5_000  # the untimed run of each query before the timed one
 SPARK_INSTALL = 'pip install "darwin-stream[spark]"'  # pyspark is an optional dependency (pyproject.toml)
 
 
 @dataclass
 class Measurement:
+    """One query on one engine: a timed run into a discarding sink, and an untimed collect of the final
+    table that is compared with the other engine's.
+
+    ``seconds`` is the timed run (None if it failed, see ``error``); ``cpu_seconds`` the CPU time the
+    Darwin process's threads spent in it (its reader thread overlaps the compiled loop, so it can exceed
+    ``seconds``; None for Spark, whose work is in the JVM); ``output_rows`` what the discarding
+    sink received (an updating result's changes; None for Spark, whose ``noop`` writer counts nothing);
+    ``collect_seconds`` and ``rows`` are the untimed collect (None when not collected); ``cores`` the
+    cores the engine ran on; ``speedup_per_core`` (Darwin rows) Darwin's events/s per core over Spark's.
+    """
+
     query: str
     engine: str
     events: int
-    seconds: float
-    rows: int
-    equal: bool | None = None  # against the other engine, when both ran
+    cores: int
+    seconds: float | None = None
+    cpu_seconds: float | None = None
+    output_rows: int | None = None
+    collect_seconds: float | None = None
+    rows: int | None = None
+    equal: bool | None = None  # against the other engine, when both ran and were collected
+    speedup_per_core: float | None = None
+    error: str | None = None
 
     @property
-    def events_per_second(self) -> float:
+    def events_per_second(self) -> float | None:
+        if self.seconds is None:
+            return None
         return self.events / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def events_per_second_per_core(self) -> float | None:
+        rate = self.events_per_second
+        return None if rate is None else rate / self.cores
 
 
 def check_installed(engines: list[str]) -> None:
@@ -74,16 +100,56 @@ def _write_atomically(table: pa.Table, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def run_darwin(query: str, events: int, seed: int, config: dw.Config) -> tuple[pa.Table, float]:
-    """The result and the seconds of a run; compilation happens in an untimed warm-up on a few events."""
-    QUERIES[query].build(source(events=min(events, 5_000), seed=seed)).collect(config)
+def _discard(query: dw.Table, config: dw.Config) -> int:
+    """Run ``query`` into a discarding sink (its rows decoded to Arrow, counted, dropped); the rows."""
+    hole = dw.sinks.Blackhole()
+    query.sink(hole).run(config)
+    return hole.rows
+
+
+def run_darwin(query: str, events: int, seed: int, config: dw.Config) -> tuple[float, float, int]:
+    """The seconds of a run into a discarding sink, the CPU seconds of the process's threads in them,
+    and the rows the sink received; compilation happens in an untimed warm-up of the same query on a
+    few events."""
+    _discard(QUERIES[query].build(source(events=min(events, WARM_UP_EVENTS), seed=seed)), config)
+    q = QUERIES[query].build(source(events=events, seed=seed))
+    started, cpu = time.perf_counter(), time.process_time()
+    rows = _discard(q, config)
+    return time.perf_counter() - started, time.process_time() - cpu, rows
+
+
+def collect_darwin(query: str, events: int, seed: int, config: dw.Config) -> tuple[pa.Table, float]:
+    """The final table (an updating result's changes applied) and the seconds it took; not a benchmark."""
     q = QUERIES[query].build(source(events=events, seed=seed))
     started = time.perf_counter()
     table = q.collect(config)
     return table, time.perf_counter() - started
 
 
-def run_spark(query: str, paths: dict[str, str]) -> tuple[pa.Table, float]:
+def spark_cores() -> int:
+    """The cores Spark runs on: its session's default parallelism (local[*] is every core)."""
+    from darwin.spark import spark_session
+
+    return int(spark_session("nexmark").sparkContext.defaultParallelism)
+
+
+def run_spark(query: str, paths: dict[str, str], warm_up: dict[str, str]) -> float:
+    """The seconds of a run into Spark's ``noop`` writer (every row computed, none kept), after an untimed
+    run of the same query over the ``warm_up`` files (Spark's code generation and the JVM's JIT)."""
+    from darwin.spark import spark_session
+    from nexmark.spark_queries import QUERIES as SPARK_QUERIES
+    from nexmark.spark_queries import read_streams
+
+    spark = spark_session("nexmark")
+    SPARK_QUERIES[query](read_streams(spark, warm_up)).write.format("noop").mode("overwrite").save()
+    df = SPARK_QUERIES[query](read_streams(spark, paths))
+    started = time.perf_counter()
+    df.write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - started
+
+
+def collect_spark(query: str, paths: dict[str, str]) -> tuple[pa.Table, float]:
+    """Spark's result collected to Arrow, and the seconds it took; not a benchmark."""
     from darwin.spark import spark_session, to_arrow
     from nexmark.spark_queries import QUERIES as SPARK_QUERIES
     from nexmark.spark_queries import read_streams
@@ -92,6 +158,15 @@ def run_spark(query: str, paths: dict[str, str]) -> tuple[pa.Table, float]:
     started = time.perf_counter()
     table = to_arrow(SPARK_QUERIES[query](read_streams(spark, paths)))
     return table, time.perf_counter() - started
+
+
+def spark_twins() -> frozenset[str]:
+    """The queries with a PySpark twin (empty when pyspark is not installed)."""
+    try:
+        from nexmark.spark_queries import QUERIES as SPARK_QUERIES
+    except ImportError:
+        return frozenset()
+    return frozenset(SPARK_QUERIES)
 
 
 def difference(darwin: pa.Table, spark: pa.Table) -> str | None:
@@ -135,36 +210,83 @@ def _like(table: pa.Table, model: pa.Table) -> pa.Table:
 
 
 def save(measurements: list[Measurement], path: Path) -> None:
-    path.write_text(json.dumps([{**asdict(m), "events_per_second": m.events_per_second}
-                                for m in measurements], indent=2))
+    path.write_text(json.dumps([as_json(m) for m in measurements], indent=2))
+
+
+def as_json(m: Measurement) -> dict[str, Any]:
+    return {**asdict(m), "events_per_second": m.events_per_second,
+            "events_per_second_per_core": m.events_per_second_per_core}
+
+
+def expand(queries: list[str]) -> list[str]:
+    """``all`` stands for every query in ``QUERIES``, in its order; each query runs once."""
+    names = [name for q in queries for name in (QUERIES if q == "all" else [q])]
+    return list(dict.fromkeys(names))
 
 
 def run_all(queries: list[str], engines: list[str], events: int, seed: int, config: dw.Config, data_dir: Path,
-            progress: Any) -> tuple[list[Measurement], dict[str, str]]:
-    """Every query on every engine; the measurements and, per query, any difference found."""
+            progress: Any, collect: bool = True) -> tuple[list[Measurement], list[str]]:
+    """Every query on every engine that has it: the measurements, and the problems found (results that
+    differ, runs that failed). A failing run is recorded and the other runs go on."""
     measurements: list[Measurement] = []
-    diffs: dict[str, str] = {}
+    problems: list[str] = []
+    twins = spark_twins()
+    runs = [(q, e) for q in queries for e in engines if e == "darwin" or q in twins]
     with progress:
-        task = progress.add_task("nexmark", total=len(queries) * len(engines))
-        paths = None
+        task = progress.add_task("nexmark", total=len(runs))
+        cores = {"darwin": config.parallelism}
+        if any(e == "spark" for _, e in runs):
+            progress.update(task, description="starting Spark")
+            cores["spark"] = spark_cores()
+        inputs: dict[str, dict[str, str]] = {}
         for query in queries:
-            tables = {}
-            for engine in engines:
+            tables: dict[str, pa.Table] = {}
+            ran: dict[str, Measurement] = {}
+            for engine in (e for q, e in runs if q == query):
                 progress.update(task, description=f"{query} on {engine}")
-                if engine == "darwin":
-                    table, seconds = run_darwin(query, events, seed, config)
-                else:
-                    if paths is None:
-                        progress.update(task, description=f"writing {events:,} events as Parquet for Spark")
-                        paths = parquet_for(events, seed, data_dir)
-                    table, seconds = run_spark(query, paths)
-                tables[engine] = table
-                measurements.append(Measurement(query, engine, events, seconds, table.num_rows))
+                m = ran[engine] = Measurement(query, engine, events, cores[engine])
+                measurements.append(m)
+                try:
+                    if engine == "darwin":
+                        m.seconds, m.cpu_seconds, m.output_rows = run_darwin(query, events, seed, config)
+                    else:
+                        if not inputs:
+                            progress.update(task, description=f"writing {events:,} events as Parquet for Spark")
+                            inputs["run"] = parquet_for(events, seed, data_dir)
+                            inputs["warm_up"] = parquet_for(min(events, WARM_UP_EVENTS), seed, data_dir)
+                        m.seconds = run_spark(query, inputs["run"], inputs["warm_up"])
+                    if collect:
+                        progress.update(task, description=f"{query} on {engine}: collecting (untimed)")
+                        table, m.collect_seconds = (collect_darwin(query, events, seed, config) if engine == "darwin"
+                                                    else collect_spark(query, inputs["run"]))
+                        tables[engine], m.rows = table, table.num_rows
+                except Exception as e:  # noqa: BLE001 -- a benchmark of every query reports a failing one and goes on
+                    m.error = _one_line(e)
+                    problems.append(f"{query} failed on {engine}:\n{_excerpt(e)}")
                 progress.advance(task)
             if len(tables) == 2:
-                diff = difference(tables["darwin"], tables["spark"])
-                for m in measurements[-2:]:
+                compared = QUERIES[query].compared  # where ROW_NUMBER ties decide, what they cannot change
+                diff = difference(*(t if compared is None else t.select(list(compared))
+                                    for t in (tables["darwin"], tables["spark"])))
+                for m in ran.values():
                     m.equal = diff is None
                 if diff is not None:
-                    diffs[query] = diff
-    return measurements, diffs
+                    problems.append(f"{query}: darwin and spark differ\n{diff}")
+            darwin, spark = ran.get("darwin"), ran.get("spark")
+            if darwin and spark:
+                a, b = darwin.events_per_second_per_core, spark.events_per_second_per_core
+                if a is not None and b:
+                    darwin.speedup_per_core = a / b
+    return measurements, problems
+
+
+def _one_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+
+
+def _excerpt(e: BaseException, frames: int = 6, lines: int = 12) -> str:
+    """Where a run failed and the start of the message: Spark's carry whole Java stack traces."""
+    message = "".join(traceback.format_exception_only(e)).strip().splitlines()
+    more = [f"... ({len(message) - lines} more lines)"] if len(message) > lines else []
+    return "".join(traceback.format_tb(e.__traceback__, limit=-frames)) + "\n".join(message[:lines] + more)

@@ -6,13 +6,18 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table as RichTable
 
 from darwin.cli import parse_count
+
+if TYPE_CHECKING:
+    from nexmark.bench import Measurement
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console()
@@ -53,7 +58,7 @@ def generate(events: str = typer.Option(..., help="number of events, e.g. 10M"),
 
 
 @app.command()
-def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q2 q12 (see `nexmark list`)"),
+def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q2 q12, or all (see `nexmark list`)"),
         events: str = typer.Option("1M", help="number of events, e.g. 10M"),
         engine: str = typer.Option("darwin,spark", help="comma-separated: darwin, spark"),
         seed: int = typer.Option(0),
@@ -65,9 +70,12 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
         parallelism: int = typer.Option(1),
         batch_size: int = typer.Option(65_536),
         data_dir: Path = typer.Option(DATA_DIR, file_okay=False, help="where Spark's Parquet input is cached"),
+        collect: bool = typer.Option(True, help="collect each result (untimed) and compare the engines'; "
+                                                "--no-collect only times the runs"),
         json_out: Path = typer.Option(None, "--json", dir_okay=False, help="write the measurements to this file")) \
         -> None:
-    """Run queries on each engine over the same events; print a table; exit 1 if results differ."""
+    """Time queries on each engine into a discarding sink, compare their collected results, print a table;
+    exit 1 if results differ or a run fails."""
     from darwin.codegen.target import ensure_target
 
     with _usage_errors():
@@ -77,10 +85,10 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
     from nexmark.queries import QUERIES
 
     engines = [e.strip() for e in engine.split(",") if e.strip()]
-    unknown = [e for e in engines if e not in bench.ENGINES] + [q for q in queries if q not in QUERIES]
+    unknown = [e for e in engines if e not in bench.ENGINES] + [q for q in queries if q not in QUERIES and q != "all"]
     if unknown:
         raise typer.BadParameter(f"unknown engine or query: {unknown}; engines {list(bench.ENGINES)}, "
-                                 f"queries {sorted(QUERIES)}")
+                                 f"queries {sorted(QUERIES)} or all")
     n = parse_count(events)
     with _usage_errors():
         bench.check_installed(engines)  # before any work: a missing pyspark is otherwise found mid-run
@@ -88,13 +96,14 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
             state_path = data_dir / f"state-{state}"
         config = dw.Config(mode=mode, target=target, state=state, parallelism=parallelism, batch_size=batch_size,
                            state_path=state_path)
-    measurements, diffs = bench.run_all(queries, engines, n, seed, config, data_dir, _progress())
-    _print(measurements)
+    measurements, problems = bench.run_all(bench.expand(queries), engines, n, seed, config, data_dir, _progress(),
+                                           collect)
+    console.print(result_table(measurements, n, seed))
     if json_out:
         bench.save(measurements, json_out)
-    for query, diff in diffs.items():
-        console.print(f"[red]{query}: darwin and spark differ[/red]\n{diff}")
-    if diffs:
+    for problem in problems:
+        console.print(problem, style="red", markup=False, highlight=False)
+    if problems:
         raise typer.Exit(1)
 
 
@@ -113,26 +122,82 @@ def _progress() -> Progress:
     return Progress(console=console, transient=True)
 
 
-def _print(measurements: list) -> None:  # type: ignore[type-arg]
-    table = RichTable("query", "engine", "events", "seconds", "events/s", "speed-up over spark", "output rows",
-                      "equal", title="Nexmark")
-    spark = {m.query: m for m in measurements if m.engine == "spark"}
+def count(n: float | None) -> str:
+    """``524``, ``59.0K``, ``25.4M``: at most five characters; '-' for nothing."""
+    if n is None:
+        return "-"
+    for unit, size in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= size * 0.9995:
+            scaled = n / size
+            return f"{scaled:.0f}{unit}" if abs(scaled) >= 99.95 else f"{scaled:.1f}{unit}"
+    return f"{n:.0f}" if float(n).is_integer() or abs(n) >= 99.95 else f"{n:.3g}"
+
+
+def seconds(s: float | None) -> str:
+    """``4.2ms``, ``42ms``, ``0.43s``, ``1.2s``, ``123s``, ``20.5m``, ``1.5h``: at most six characters."""
+    if s is None:
+        return "-"
+    if s < 0.00995:
+        return f"{s * 1000:.1f}ms"
+    if s < 0.0995:
+        return f"{s * 1000:.0f}ms"
+    if s < 0.995:
+        return f"{s:.2f}s"
+    if s < 99.95:
+        return f"{s:.1f}s"
+    if s < 999.5:
+        return f"{s:.0f}s"
+    return f"{s / 60:.1f}m" if s < 5997 else f"{s / 3600:.1f}h"
+
+
+def ratio(x: float | None) -> str:
+    """``0.97x``, ``3.5x``, ``135x``."""
+    if x is None:
+        return "-"
+    if x < 0.995:
+        return f"{x:.2f}x"
+    return f"{x:.1f}x" if x < 99.95 else f"{x:.0f}x"
+
+
+def result_table(measurements: list[Measurement], events: int, seed: int) -> RichTable:
+    """The measurements as a table that fits an 80-column terminal: figures in human units, the legend
+    in the caption."""
+    cores = {m.engine: m.cores for m in measurements}
+    legend = ["time: the run into a discarding sink (warm-up untimed)",
+              "ev/s/core: events/s per core (" + ", ".join(f"{e} on {c} core{'s' if c != 1 else ''}"
+                                                         for e, c in cores.items()) + ")",
+              "vs spark: darwin over spark per core",
+              "output: rows the sink received (changes, for an updating result)",
+              "collect, rows: the untimed collect, compared for equal"]
+    table = RichTable(title=f"Nexmark, {count(events)} events, seed {seed}", caption="; ".join(legend),
+                      caption_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                      collapse_padding=True)
+    for name in ("query", "engine"):
+        table.add_column(name, no_wrap=True)
+    for name in ("time", "ev/s/core", "vs spark", "output", "collect", "rows"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("equal", no_wrap=True)
     for m in measurements:
-        other = spark.get(m.query)
-        speedup = f"{other.seconds / m.seconds:.1f}x" if other and m.engine != "spark" else "-"
-        equal = "-" if m.equal is None else ("yes" if m.equal else "[red]NO[/red]")
-        table.add_row(m.query, m.engine, f"{m.events:,}", f"{m.seconds:.2f}", f"{m.events_per_second:,.0f}",
-                      speedup, f"{m.rows:,}", equal)
-    console.print(table)
+        if m.error is not None:
+            equal = "[red]error[/red]"
+        else:
+            equal = "-" if m.equal is None else ("yes" if m.equal else "[red]NO[/red]")
+        table.add_row(m.query, m.engine, seconds(m.seconds), count(m.events_per_second_per_core),
+                      ratio(m.speedup_per_core), count(m.output_rows), seconds(m.collect_seconds), count(m.rows),
+                      equal)
+    return table
 
 
 @app.command()
 def plot(measurements: Path = typer.Argument(..., help="a file written by `nexmark run --json`"),
          out: Path = typer.Option(Path("nexmark.png"), help="the chart to write")) -> None:
-    """Events/s per query and engine, on a log scale."""
+    """Events/s per core of every query on every engine, on a log scale."""
     from nexmark.plot import plot_measurements
 
-    plot_measurements(measurements, out)
+    try:
+        plot_measurements(measurements, out)
+    except (OSError, ValueError) as e:
+        raise typer.BadParameter(str(e)) from None
     console.print(f"wrote {out}")
 
 

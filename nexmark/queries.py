@@ -27,6 +27,9 @@ class Query:
     name: str
     description: str
     build: Callable[[NexmarkSources], dw.Table]
+    # where ROW_NUMBER ranks tied rows arbitrarily (Spark) or by arrival (Darwin), the columns the
+    # ties cannot change, which the engines are compared on; None: every column
+    compared: tuple[str, ...] | None = None
 
 
 def q0(s: NexmarkSources) -> dw.Table:
@@ -49,6 +52,40 @@ def q3(s: NexmarkSources) -> dw.Table:
     return auctions.join(persons, left_on="seller", right_on="id").select("name", "city", "state", "id")
 
 
+def _bids_in_lifetime(s: NexmarkSources) -> dw.Table:
+    """Auctions with each bid made while they were open (the 'winning bids' core of q4, q6, q9); the
+    bid's clashing columns are date_time_right and extra_right."""
+    return s.auction.join(s.bid, left_on="id", right_on="auction",
+                          where=col("date_time_right").between(col("date_time"), col("expires")))
+
+
+def q4(s: NexmarkSources) -> dw.Table:
+    """Average winning price per category: an updating aggregation over an updating aggregation."""
+    winning = _bids_in_lifetime(s).group_by("id", "category").agg(final=dw.max("price"))
+    return winning.group_by("category").agg(avg_final=dw.avg("final"))
+
+
+def q5(s: NexmarkSources) -> dw.Table:
+    """Hot items: the auctions with the most bids of each 10 s window sliding every 2 s. The windows'
+    maxima are a tumbling window over the counts' window ends (each end is its own group), which
+    are ahead of the watermark the counts fire with, so no count is late."""
+    counts = (s.bid.window(dw.Slide("10s", "2s", on="date_time")).group_by("auction").agg(num=dw.count())
+              .select("auction", "num", endtime=col("window_end")))
+    maxima = (counts.window(dw.Tumble("2s", on="endtime")).agg(maxn=dw.max("num"))
+              .select("maxn", max_end=col("window_start")))
+    return counts.join(maxima, on=[("endtime", "max_end")], where=col("num") >= col("maxn")).select("auction", "num")
+
+
+def q6(s: NexmarkSources) -> dw.Table:
+    """Average selling price per seller over the current and 10 previous winning bids, in the form of
+    the reference SQL: a top-1 per auction (an updating input) under an OVER window. Ties are broken
+    the same way as in the Spark twin (the earliest of equal highest bids; auctions by id), which
+    the reference SQL leaves open."""
+    winners = _bids_in_lifetime(s).top_n(1, by="id", order=[dw.desc("price"), "date_time_right"])
+    return winners.select("seller", avg_price=dw.avg("price").over(partition_by="seller",
+                                                                   order_by=["date_time_right", "id"], rows=(10, 0)))
+
+
 def q7(s: NexmarkSources) -> dw.Table:
     """Bids at the highest price of their 10 s window: an interval join with the windows' maxima."""
     maxima = (s.bid.window(dw.Tumble("10s", on="date_time")).agg(maxprice=dw.max("price"))
@@ -69,6 +106,20 @@ def q8(s: NexmarkSources) -> dw.Table:
             .select("id", "name", "starttime"))
 
 
+def q9(s: NexmarkSources) -> dw.Table:
+    """Winning bids: each auction with its highest bid (the earliest of equal ones) while it was open."""
+    top = _bids_in_lifetime(s).top_n(1, by="id", order=[dw.desc("price"), "date_time_right"])
+    return top.select("id", "item_name", "description", "initial_bid", "reserve", "date_time", "expires", "seller",
+                      "category", "extra", "auction", "bidder", "price", bid_date_time=col("date_time_right"),
+                      bid_extra=col("extra_right"))
+
+
+def q11(s: NexmarkSources) -> dw.Table:
+    """User sessions: bids per bidder in each session of activity (10 s gap)."""
+    return (s.bid.window(dw.Session("10s", on="date_time")).group_by("bidder").agg(bid_count=dw.count())
+            .select("bidder", "bid_count", starttime=col("window_start"), endtime=col("window_end")))
+
+
 def q12(s: NexmarkSources) -> dw.Table:
     return s.bid.window(dw.Tumble("10s", on="date_time")).group_by("bidder").agg(bid_count=dw.count())
 
@@ -87,6 +138,17 @@ def q14(s: NexmarkSources) -> dw.Table:
     return (s.bid.filter((euro > 1_000_000) & (euro < 50_000_000))
             .select("auction", "bidder", price=euro, bid_time_type=kind, date_time=col("date_time"),
                     extra=col("extra"), c_counts=col("extra").str.count_char("c")))
+
+
+def q18(s: NexmarkSources) -> dw.Table:
+    """The last bid of each bidder on each auction: a deduplication."""
+    return (s.bid.deduplicate(on=["bidder", "auction"], keep="last", order="date_time")
+            .select("auction", "bidder", "price", "channel", "url", "date_time", "extra"))
+
+
+def q19(s: NexmarkSources) -> dw.Table:
+    """The 10 highest bids of each auction: a top-N with its rank."""
+    return s.bid.top_n(10, by="auction", order=dw.desc("price"), rank="rank_number")
 
 
 def q20(s: NexmarkSources) -> dw.Table:
@@ -145,11 +207,23 @@ QUERIES: dict[str, Query] = {q.name: q for q in (
     Query("q1", "currency conversion of bid prices", q1),
     Query("q2", "bids on every 123rd auction", q2),
     Query("q3", "local item suggestion: sellers in OR, ID or CA of category-10 auctions (regular join)", q3),
+    Query("q4", "average winning price per category (join, then aggregation over aggregation; updating)", q4),
+    Query("q5", "hot items: auctions with the most bids per 10 s window sliding every 2 s (window join)", q5),
+    Query("q6", "average winning price of each seller's last 11 auctions (top-1 under an OVER window; updating)",
+          q6),
     Query("q7", "highest bid: bids at the maximum price of their 10 s window (interval join)", q7),
     Query("q8", "new users: people who entered and opened an auction in the same 10 s window", q8),
+    Query("q9", "winning bids: the highest bid of each auction while it was open (join, top-1; updating)", q9,
+          compared=("id", "item_name", "description", "initial_bid", "reserve", "date_time", "expires", "seller",
+                    "category", "extra", "auction", "price", "bid_date_time")),
+    Query("q11", "user sessions: bids per bidder per session window with a 10 s gap", q11),
     Query("q12", "bids per bidder in 10 s event-time tumbling windows", q12),
     Query("q13", "bids enriched from a bounded side input (lookup join)", q13),
     Query("q14", "filtered, converted bids with a time-of-day class and a UDF-like count", q14),
+    Query("q18", "last bid of each bidder on each auction (deduplication; updating)", q18,
+          compared=("auction", "bidder", "date_time")),
+    Query("q19", "the 10 highest bids of each auction with their rank (top-N; updating)", q19,
+          compared=("auction", "price", "rank_number")),
     Query("q20", "bids expanded with their auction, for category-10 auctions (regular join)", q20),
     Query("q21", "channel id from the channel name or the URL (string functions)", q21),
     Query("q22", "URL directories by split_index (string functions)", q22),

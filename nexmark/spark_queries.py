@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from nexmark.queries import CHANNEL_ID, CHANNELS, EURO
@@ -45,6 +45,65 @@ def q3(s: Streams) -> DataFrame:
     a = s["auction"].where(F.col("category") == 10).alias("A")
     p = s["person"].where(F.col("state").isin("OR", "ID", "CA")).alias("P")
     return a.join(p, F.col("A.seller") == F.col("P.id")).select("P.name", "P.city", "P.state", "A.id")
+
+
+def _bids_in_lifetime(s: Streams) -> DataFrame:
+    """Auctions (A) with each bid (B) made while they were open: q4, q6 and q9's core."""
+    a, b = s["auction"].alias("A"), s["bid"].alias("B")
+    return a.join(b, (F.col("A.id") == F.col("B.auction"))
+                  & F.col("B.date_time").between(F.col("A.date_time"), F.col("A.expires")))
+
+
+def q4(s: Streams) -> DataFrame:
+    winning = _bids_in_lifetime(s).groupBy("A.id", "A.category").agg(F.max("B.price").alias("final"))
+    return winning.groupBy("category").agg(F.avg("final").alias("avg_final"))
+
+
+def q5(s: Streams) -> DataFrame:
+    counts = (s["bid"].groupBy(F.window("date_time", "10 seconds", "2 seconds").alias("w"), "auction")
+              .agg(F.count("*").alias("num")).select("auction", "num", F.col("w.start").alias("starttime"),
+                                                     F.col("w.end").alias("endtime")))
+    maxima = counts.groupBy("starttime", "endtime").agg(F.max("num").alias("maxn")).alias("M")
+    c = counts.alias("C")
+    on = (F.col("C.starttime") == F.col("M.starttime")) & (F.col("C.endtime") == F.col("M.endtime")) \
+        & (F.col("C.num") >= F.col("M.maxn"))
+    return c.join(maxima, on).select("C.auction", "C.num")
+
+
+def q11(s: Streams) -> DataFrame:
+    sessions = s["bid"].groupBy("bidder", F.session_window("date_time", "10 seconds").alias("w")).agg(
+        F.count("*").alias("bid_count"))
+    return sessions.select("bidder", "bid_count", F.col("w.start").alias("starttime"), F.col("w.end").alias("endtime"))
+
+
+def _first(df: DataFrame, partition: list[str], order: list[Column], n: int = 1, rank: str = "rank") -> DataFrame:
+    """Rows with ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) <= n, the number as ``rank``."""
+    return df.withColumn(rank, F.row_number().over(Window.partitionBy(*partition).orderBy(*order))) \
+        .where(F.col(rank) <= n)
+
+
+def q9(s: Streams) -> DataFrame:
+    joined = _bids_in_lifetime(s).select(
+        "A.id", "A.item_name", "A.description", "A.initial_bid", "A.reserve", "A.date_time", "A.expires",
+        "A.seller", "A.category", "A.extra", "B.auction", "B.bidder", "B.price",
+        F.col("B.date_time").alias("bid_date_time"), F.col("B.extra").alias("bid_extra"))
+    return _first(joined, ["id"], [F.col("price").desc(), F.col("bid_date_time").asc()]).drop("rank")
+
+
+def q6(s: Streams) -> DataFrame:
+    winners = _first(_bids_in_lifetime(s).select("A.id", "A.seller", "B.price", "B.date_time"), ["id", "seller"],
+                     [F.col("price").desc(), F.col("date_time").asc()])
+    last = Window.partitionBy("seller").orderBy("date_time", "id").rowsBetween(-10, Window.currentRow)
+    return winners.select("seller", F.avg("price").over(last).alias("avg_price"))
+
+
+def q18(s: Streams) -> DataFrame:
+    return _first(s["bid"], ["bidder", "auction"], [F.col("date_time").desc()]).select(
+        "auction", "bidder", "price", "channel", "url", "date_time", "extra")
+
+
+def q19(s: Streams) -> DataFrame:
+    return _first(s["bid"], ["auction"], [F.col("price").desc()], 10, "rank_number")
 
 
 def q7(s: Streams) -> DataFrame:
@@ -146,8 +205,9 @@ def ysb_query(s: Streams) -> DataFrame:
 
 
 QUERIES: dict[str, Callable[[Streams], DataFrame]] = {
-    "q0": q0, "q1": q1, "q2": q2, "q3": q3, "q7": q7, "q8": q8, "q12": q12, "q13": q13, "q14": q14, "q20": q20,
-    "q21": q21, "q22": q22, "q23": q23, "agg": agg, "ysb": ysb_query,
+    "q0": q0, "q1": q1, "q2": q2, "q3": q3, "q4": q4, "q5": q5, "q6": q6, "q7": q7, "q8": q8, "q9": q9, "q11": q11,
+    "q12": q12, "q13": q13, "q14": q14, "q18": q18, "q19": q19, "q20": q20, "q21": q21, "q22": q22, "q23": q23,
+    "agg": agg, "ysb": ysb_query,
 }
 
 

@@ -61,16 +61,16 @@ class UnionPort:
 
 
 @dataclass(frozen=True)
-class GroupAggregatePort:
-    """The changes an updating aggregation emits."""
+class OperatorPort:
+    """The rows a stream operator emits (``OperatorGraph.operators``)."""
 
     operator: int
 
     def describe(self) -> str:
-        return f"changes of group aggregation {self.operator}"
+        return f"output of operator {self.operator}"
 
 
-Port = SourcePort | FiredWindowsPort | JoinPort | UnionPort | GroupAggregatePort
+Port = SourcePort | FiredWindowsPort | JoinPort | UnionPort | OperatorPort
 
 
 @dataclass(frozen=True)
@@ -253,21 +253,26 @@ class JoinOperator:
                 f"{ttl} state={self.state.describe()}")
 
 
+StreamNode = pn.GroupAggregate | pn.SessionAggregate | pn.TopN | pn.Deduplicate | pn.Over
+
+
 @dataclass(frozen=True)
-class GroupAggregateOperator:
-    """An aggregation without a window over the rows pipeline ``input`` emits: the group keys under
-    their names, each aggregate's argument as ``args[i]`` (None for count()), and the change kind
-    if the input updates. Its state: the groups and their aggregates' slots."""
+class StreamOperator:
+    """A stateful operator over the rows pipeline ``input`` emits, run between pipelines: an updating
+    aggregation, a top-N or a deduplication (``node`` says which and what it computes). The input
+    pipeline ends with the columns it reads under their names, the change kind if the input
+    updates, and for an aggregation each argument as ``args[i]`` (None for count())."""
 
     id: int
-    aggregate: pn.GroupAggregate
+    node: StreamNode
     input: int
-    args: tuple[str | None, ...]
+    args: tuple[str | None, ...] = ()
 
     def describe(self) -> str:
-        a = self.aggregate
-        return (f"group aggregation {self.id}: of pipeline {self.input} keys=[{', '.join(a.keys)}] "
-                f"aggs=[{', '.join(f'{n}={c}' for n, c in a.aggs)}] (updating)")
+        from darwin.plan.explain import describe
+
+        updating = " (updating)" if pn.updating(self.node) else ""
+        return f"operator {self.id}: {describe(self.node)} of pipeline {self.input}{updating}"
 
 
 @dataclass(frozen=True)
@@ -282,7 +287,7 @@ class UnionOperator:
 class Stateful:
     """One step of advancing the watermark: an aggregation (by pipeline), a join or a union."""
 
-    kind: str  # "aggregate" | "join" | "union" | "group"
+    kind: str  # "aggregate" | "join" | "union" | "operator"
     id: int
 
 
@@ -307,11 +312,11 @@ class OperatorGraph:
     # per scan: its string columns no operator looks into (``darwin.plan.inspected``), appended to
     # the string pool as they are read instead of interned
     payload: tuple[frozenset[str], ...] = ()
-    group_aggregates: tuple[GroupAggregateOperator, ...] = ()
+    operators: tuple[StreamOperator, ...] = ()
 
     def consumers(self, pipeline: int) -> list[tuple[str, int, int]]:
         """Who reads the rows pipeline ``pipeline`` emits: ("pipeline", id, 0), ("join", id, side),
-        ("group", id, 0)."""
+        ("operator", id, 0)."""
         out: list[tuple[str, int, int]] = []
         for p in self.pipelines:
             if isinstance(p.input, UnionPort) and pipeline in p.input.producers:
@@ -321,12 +326,12 @@ class OperatorGraph:
                 out.append(("join", j.id, 0))
             if j.right == pipeline:
                 out.append(("join", j.id, 1))
-        out += [("group", g.id, 0) for g in self.group_aggregates if g.input == pipeline]
+        out += [("operator", o.id, 0) for o in self.operators if o.input == pipeline]
         return out
 
     def describe(self) -> str:
         lines = [p.describe() for p in self.pipelines] + [j.describe() for j in self.joins]
-        lines += [g.describe() for g in self.group_aggregates]
+        lines += [o.describe() for o in self.operators]
         lines += [f"lookup table {i}: {', '.join(t.columns)} keyed by [{', '.join(t.keys)}]"
                   for i, t in enumerate(self.lookups)]
         lines += [f"source {scan.source.name}: strings only moved, appended uninterned: {', '.join(sorted(moved))}"

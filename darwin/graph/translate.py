@@ -26,7 +26,7 @@ def translate(plan: pn.PlanNode, config: Config) -> op.OperatorGraph:
     payload = tuple(frozenset(f.name for f in scan.schema.fields
                               if f.dtype is DType.STRING and f.name not in inspected[id(scan)]) for scan in t.scans)
     return op.OperatorGraph(tuple(t.pipelines), tuple(t.joins), tuple(t.unions), tuple(t.scans), tuple(t.lookups),
-                            tuple(t.order), output, payload, tuple(t.group_aggregates))
+                            tuple(t.order), output, payload, tuple(t.operators))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +63,7 @@ class _Translator(SharedNodeVisitor[_Chain]):
         self.pipelines: list[op.Pipeline] = []
         self.joins: list[op.JoinOperator] = []
         self.unions: list[op.UnionOperator] = []
-        self.group_aggregates: list[op.GroupAggregateOperator] = []
+        self.operators: list[op.StreamOperator] = []
         self.scans: list[pn.Scan] = []
         self.lookups: list[op.LookupTableSpec] = []
         self.order: list[op.Stateful] = []
@@ -117,21 +117,42 @@ class _Translator(SharedNodeVisitor[_Chain]):
         schema = pn.with_change_kind(node.schema) if updating else node.schema
         return _Chain(op.JoinPort(j.id), schema, (), schema, updating)
 
-    def visit_GroupAggregate(self, node: pn.GroupAggregate) -> _Chain:
+    def visit_GroupAggregate(self, node: pn.GroupAggregate | pn.SessionAggregate) -> _Chain:
         chain = self.visit(node.input)
         args = tuple(None if call.arg is None else f"{ARG_PREFIX}{i}" for i, (_, call) in enumerate(node.aggs))
-        exprs = tuple((k, Column(k)) for k in node.keys) + tuple(
+        read = node.keys + ((node.window.on,) if isinstance(node, pn.SessionAggregate) else ())
+        exprs = tuple((k, Column(k)) for k in dict.fromkeys(read)) + tuple(
             (f"{ARG_PREFIX}{i}", call.arg) for i, (_, call) in enumerate(node.aggs) if call.arg is not None)
         schema = pn.project_schema(exprs, chain.schema)
         if chain.updating:
             exprs += ((pn.CHANGE_KIND, Column(pn.CHANGE_KIND)),)
             schema = pn.with_change_kind(schema)
-        producer = self.close(chain.then(op.ProjectOp(exprs), schema), op.EmitRows())
-        g = op.GroupAggregateOperator(len(self.group_aggregates), node, producer, args)
-        self.group_aggregates.append(g)
-        self.order.append(op.Stateful("group", g.id))
-        out = pn.with_change_kind(node.schema)
-        return _Chain(op.GroupAggregatePort(g.id), out, (), out, True)
+        return self._stream_operator(node, chain.then(op.ProjectOp(exprs), schema), args)
+
+    visit_SessionAggregate = visit_GroupAggregate
+
+    def visit_TopN(self, node: pn.TopN | pn.Deduplicate) -> _Chain:
+        return self._stream_operator(node, self.visit(node.input))
+
+    visit_Deduplicate = visit_TopN
+
+    def visit_Over(self, node: pn.Over) -> _Chain:
+        """Its rows with each aggregate's argument as a column of its own."""
+        chain = self.visit(node.input)
+        args = tuple(None if call.arg is None else f"{ARG_PREFIX}{i}" for i, (_, call) in enumerate(node.aggs))
+        exprs = tuple((c, Column(c)) for c in chain.schema.names) + tuple(
+            (name, call.arg) for name, (_, call) in zip(args, node.aggs) if name is not None and call.arg is not None)
+        return self._stream_operator(node, chain.then(op.ProjectOp(exprs), pn.project_schema(exprs, chain.schema)),
+                                     args)
+
+    def _stream_operator(self, node: op.StreamNode, chain: _Chain, args: tuple[str | None, ...] = ()) -> _Chain:
+        """A stream operator reading ``chain``'s rows, and the open chain of its output."""
+        o = op.StreamOperator(len(self.operators), node, self.close(chain, op.EmitRows()), args)
+        self.operators.append(o)
+        self.order.append(op.Stateful("operator", o.id))
+        updating = pn.updating(node)
+        out = pn.with_change_kind(node.schema) if updating else node.schema
+        return _Chain(op.OperatorPort(o.id), out, (), out, updating)
 
     def visit_Union(self, node: pn.Union) -> _Chain:
         producers = tuple(self.close(self.visit(p), op.EmitRows()) for p in node.parts)

@@ -401,10 +401,30 @@ class Collect(_Unstaged):
 
 
 class Blackhole(_Unstaged):
-    """Drops everything: for runs whose output is consumed elsewhere (``iter_batches``) or measured only."""
+    """Drops everything but the count of rows it received: for runs whose output is consumed elsewhere
+    (``iter_batches``) or only measured (``nexmark run`` times queries into one, as Nexmark's reference
+    runners do). An updating result's rows are its changes.
+
+    Examples
+    --------
+    >>> import pyarrow as pa, darwin as dw
+    >>> hole = dw.sinks.Blackhole()
+    >>> _ = dw.from_arrow(pa.table({"x": [1, 2, 3]})).sink(hole).run()
+    >>> hole.rows
+    3
+    """
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.late_rows = 0
 
     def open(self, result: ResultSpec, resume: dict[str, Any] | None, job: str) -> None:
-        """Nothing to prepare."""
+        """A new run counts from zero."""
+        self.rows = self.late_rows = 0
 
     def write(self, kind: str, batch: pa.RecordBatch) -> None:
-        """Dropped."""
+        """Counted, then dropped."""
+        if kind == "result":
+            self.rows += batch.num_rows
+        else:
+            self.late_rows += batch.num_rows

@@ -27,12 +27,28 @@ class _Describe(PlanVisitor[str]):
     def visit_WindowAssign(self, node: pn.WindowAssign) -> str:
         return f"WindowAssign {node.window}" + (" late_output" if node.late_output else "")
 
-    def visit_Aggregate(self, node: pn.Aggregate | pn.GroupAggregate) -> str:
+    def visit_Aggregate(self, node: pn.AnyAggregate) -> str:
         aggs = ", ".join(f"{n}={c}" for n, c in node.aggs)
         return f"{type(node).__name__} keys=[{', '.join(node.keys)}] aggs=[{aggs}]"
 
     visit_GroupAggregate = visit_Aggregate
 
+    def visit_SessionAggregate(self, node: pn.SessionAggregate) -> str:
+        return f"{self.visit_Aggregate(node)} {node.window}"
+
+    def visit_TopN(self, node: pn.TopN) -> str:
+        rank = f" rank={node.rank}" if node.rank else ""
+        return (f"TopN {node.n} by=[{', '.join(node.partition)}] order=[{', '.join(map(str, node.order))}]{rank}"
+                + (" (per window)" if node.windowed else ""))
+
+    def visit_Over(self, node: pn.Over) -> str:
+        aggs = ", ".join(f"{n}={c}" for n, c in node.aggs)
+        return (f"Over partition_by=[{', '.join(node.partition_by)}] order_by=[{', '.join(map(str, node.order_by))}] "
+                f"rows {node.preceding} preceding aggs=[{aggs}]")
+
+    def visit_Deduplicate(self, node: pn.Deduplicate) -> str:
+        order = "arrival" if node.order is None else node.order
+        return f"Deduplicate on=[{', '.join(node.on)}] keep={node.keep} by {order}"
 
     def visit_Join(self, node: pn.Join) -> str:
         from darwin.plan.temporal import join_timing

@@ -44,10 +44,17 @@ class _Inspects(PlanVisitor[list[set[str]]]):
     def visit_WindowAssign(self, n: pn.WindowAssign, inspected: set[str]) -> list[set[str]]:
         return [(inspected - {pn.WINDOW_START, pn.WINDOW_END}) | {n.window.on}]
 
-    def visit_Aggregate(self, n: pn.Aggregate | pn.GroupAggregate, inspected: set[str]) -> list[set[str]]:
+    def visit_Aggregate(self, n: pn.AnyAggregate, inspected: set[str]) -> list[set[str]]:
         return [pn.aggregate_reads(n)]
 
-    visit_GroupAggregate = visit_Aggregate
+    visit_GroupAggregate = visit_SessionAggregate = visit_Aggregate
+
+    def visit_TopN(self, n: pn.TopN | pn.Deduplicate | pn.Over, inspected: set[str]) -> list[set[str]]:
+        if pn.updating(n.input):  # a retraction compares whole rows
+            return [set(n.input.schema.names)]
+        return [(inspected & set(n.input.schema.names)) | pn.ranking_reads(n)]
+
+    visit_Deduplicate = visit_Over = visit_TopN
 
     def visit_Join(self, n: pn.Join | pn.LookupJoin, inspected: set[str]) -> list[set[str]]:
         return list(pn.join_reads(n, inspected))  # its keys and condition, and what is inspected above

@@ -2,8 +2,10 @@
 
 An upsert sink writes the latest row per key, so it needs one (Flink derives a sink's upsert
 key from the plan the same way). An updating aggregation is keyed by its group keys, a windowed
-one by its window and group keys; filters keep the key, projections keep it while they pass its
-columns through (renamed or not). Joins and unions have no key Darwin can derive: a row of an
+or session one by its window and group keys, a deduplication by its columns, a top-N with a rank
+column by its partition and rank; filters keep the key, projections keep it while they pass its
+columns through (renamed or not), and so do top-N without a rank and OVER windows (rows of their
+input). Joins and unions have no key Darwin can derive: a row of an
 outer join is identified by what the user knows of the data, so they name it (``key=``).
 
 Examples
@@ -51,8 +53,22 @@ class _UniqueKey(PlanVisitor[Key]):
     def visit_Aggregate(self, n: pn.Aggregate) -> Key:
         return (pn.WINDOW_START, pn.WINDOW_END, *n.keys)  # each window fires once per group
 
+    def visit_SessionAggregate(self, n: pn.SessionAggregate) -> Key:
+        return (pn.WINDOW_START, pn.WINDOW_END, *n.keys)  # a key's sessions never overlap
+
     def visit_GroupAggregate(self, n: pn.GroupAggregate) -> Key:
         return n.keys
+
+    def visit_TopN(self, n: pn.TopN) -> Key:
+        if n.rank is not None:  # one row per rank of each partition, as Flink keys a top-N with its rank
+            return (*n.partition, n.rank)
+        return self.visit(n.input)  # a top-N keeps rows of its input
+
+    def visit_Deduplicate(self, n: pn.Deduplicate) -> Key:
+        return n.on
+
+    def visit_Over(self, n: pn.Over) -> Key:
+        return self.visit(n.input)  # a row of its input, with aggregates added
 
     def visit_Join(self, n: pn.Join | pn.LookupJoin) -> Key:
         return None  # a row may match several rows of the other side

@@ -21,7 +21,7 @@ from darwin.errors import DarwinTypeError, PlanError, UnsupportedError
 from darwin.io.source import Source
 from darwin.plan.aggregates import agg_type
 from darwin.plan.exprs import AggCall, ExprNode, columns_of, type_of
-from darwin.plan.window import Window
+from darwin.plan.window import SessionWindow, Window
 from darwin.types import DType, Field, Schema
 
 WINDOW_START, WINDOW_END = "window_start", "window_end"
@@ -171,6 +171,44 @@ class Aggregate(_OneInput):
 
 
 @dataclass(frozen=True)
+class SessionAggregate(_OneInput):
+    """Aggregation per key and session window: one row per session when the watermark passes its
+    end (the last row's time + gap). A row whose own window [t, t + gap] meets an open session of
+    its key joins it, merging every session it bridges; one that meets none and has already ended
+    by the watermark is late."""
+
+    input: PlanNode
+    window: SessionWindow
+    keys: tuple[str, ...]
+    aggs: tuple[tuple[str, AggCall], ...]
+
+    def __post_init__(self) -> None:
+        if not self.aggs:
+            raise PlanError("agg: at least one aggregate is needed, e.g. agg(n=dw.count())")
+        if updating(self.input):
+            raise UnsupportedError(f"a session window aggregation over {_UPDATING} is not supported yet")
+        f = self.input.schema.field(self.window.on, "session window")
+        if f.dtype is not DType.TIMESTAMP:
+            raise DarwinTypeError(f"session window: column {self.window.on!r} is {f.dtype.value}; a window needs "
+                                  "a timestamp column (cast it with col(...).cast('timestamp'))")
+        if len(set(self.keys)) != len(self.keys):
+            raise PlanError(f"group_by: a key is given twice in {list(self.keys)}")
+        _ = self.schema
+
+    @cached_property
+    def schema(self) -> Schema:
+        inp = self.input.schema
+        fields = [Field(WINDOW_START, DType.TIMESTAMP, False), Field(WINDOW_END, DType.TIMESTAMP, False)]
+        for k in self.keys:
+            if k in (WINDOW_START, WINDOW_END):
+                raise PlanError(f"group_by: {k!r} is already part of every windowed group")
+            fields.append(inp.field(k, "group_by"))
+        for name, call in self.aggs:
+            fields.append(Field(name, *agg_type(call, inp, name)))
+        return Schema(tuple(fields), inp.unsupported)
+
+
+@dataclass(frozen=True)
 class GroupAggregate(_OneInput):
     """Group-by without a window: an updating table of one row per group (Flink's GROUP BY on a
     stream). After each input batch, a new group's row is inserted (+I), a changed one updated
@@ -198,6 +236,141 @@ class GroupAggregate(_OneInput):
         return Schema(tuple(fields), inp.unsupported)
 
 
+@dataclass(frozen=True)
+class SortKey:
+    """One key of an order: ascending puts NULLs first, descending last (as Flink and Spark do);
+    NaN is above every number."""
+
+    column: str
+    descending: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.column} {'desc' if self.descending else 'asc'}"
+
+
+RANK_ORDERS = ("first", "last")
+
+
+@dataclass(frozen=True)
+class TopN(_OneInput):
+    """The first ``n`` rows of each partition (rows equal in ``by``) in ``order``, as Flink's
+    ``ROW_NUMBER() OVER (PARTITION BY by ORDER BY order) <= n``; rows tied in ``order`` rank in
+    arrival order. ``rank`` names a column holding each row's position (1..n), if given.
+
+    Over windowed rows (a ``WindowAssign`` input) each window ranks apart and its rows are emitted
+    once, when the window closes: the result appends. Otherwise the result updates as rows enter
+    and leave the top, and an updating input's retracted rows leave it."""
+
+    input: PlanNode
+    n: int
+    by: tuple[str, ...]
+    order: tuple[SortKey, ...]
+    rank: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+            raise PlanError(f"top_n: n must be a positive integer, got {self.n!r}")
+        if not self.order:
+            raise PlanError("top_n: give an order, e.g. order=[dw.desc('price')]")
+        if self.windowed and updating(self.input):
+            raise UnsupportedError(f"a window top-N over {_UPDATING} is not supported yet")
+        _ = self.schema
+
+    @property
+    def windowed(self) -> bool:
+        return isinstance(self.input, WindowAssign)
+
+    @property
+    def partition(self) -> tuple[str, ...]:
+        """What a rank is counted within: the window (if any) and ``by``."""
+        return ((WINDOW_START, WINDOW_END) if self.windowed else ()) + self.by
+
+    @cached_property
+    def schema(self) -> Schema:
+        inp = self.input.schema
+        _check_ranking_columns("top_n", inp, self.by, self.order)
+        if self.rank is None:
+            return inp
+        if self.rank in inp:
+            raise PlanError(f"top_n: rank={self.rank!r} is already a column; choose another name")
+        return Schema(inp.fields + (Field(self.rank, DType.INT64, False),), inp.unsupported)
+
+
+@dataclass(frozen=True)
+class Deduplicate(_OneInput):
+    """One row per distinct ``on``: the first or the last by ``order`` (a column; None: arrival),
+    ties broken by arrival. Keeping the first in arrival order appends (later rows are dropped);
+    otherwise a row that wins replaces the one kept (-U, +U): the result updates."""
+
+    input: PlanNode
+    on: tuple[str, ...]
+    keep: str = "first"
+    order: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.keep not in RANK_ORDERS:
+            raise PlanError(f"deduplicate: keep={self.keep!r}; use 'first' or 'last'")
+        if not self.on:
+            raise PlanError("deduplicate: give the columns that identify a row, e.g. on=['bidder', 'auction']")
+        if updating(self.input):
+            raise UnsupportedError(f"deduplicate: the input is {_UPDATING}; deduplicate an append-only input")
+        _check_ranking_columns("deduplicate", self.input.schema, self.on,
+                               () if self.order is None else (SortKey(self.order),))
+
+    @property
+    def appends(self) -> bool:
+        """Only the first row in arrival order is ever kept: nothing is replaced."""
+        return self.keep == "first" and self.order is None
+
+    @property
+    def schema(self) -> Schema:
+        return self.input.schema
+
+
+@dataclass(frozen=True)
+class Over(_OneInput):
+    """Each row with aggregates over a frame of its partition: the ``preceding`` rows before it and
+    itself (``ROWS BETWEEN preceding PRECEDING AND CURRENT ROW``) in ``order_by``, rows tied in the
+    order by arrival. The result updates: after each batch a partition's rows whose aggregates
+    changed are updated, so a row arriving out of order updates the rows after it, and a
+    retracted row leaves its partition."""
+
+    input: PlanNode
+    partition_by: tuple[str, ...]
+    order_by: tuple[SortKey, ...]
+    preceding: int
+    aggs: tuple[tuple[str, AggCall], ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.preceding, bool) or not isinstance(self.preceding, int) or self.preceding < 0:
+            raise PlanError(f"over: rows=(preceding, 0) takes a preceding count >= 0, got {self.preceding!r}")
+        if not self.order_by:
+            raise PlanError("over: give order_by, e.g. over(partition_by='k', order_by='ts', rows=(10, 0))")
+        _check_ranking_columns("over", self.input.schema, self.partition_by, self.order_by)
+        _ = self.schema
+
+    @cached_property
+    def schema(self) -> Schema:
+        inp = self.input.schema
+        fields = list(inp.fields)
+        for name, call in self.aggs:
+            if name in inp:
+                raise PlanError(f"over: {name}= is already a column; an aggregate over a window adds a new one")
+            fields.append(Field(name, *agg_type(call, inp, name)))
+        return Schema(tuple(fields), inp.unsupported)
+
+
+def _check_ranking_columns(what: str, schema: Schema, by: tuple[str, ...], order: tuple[SortKey, ...]) -> None:
+    if len(set(by)) != len(by):
+        raise PlanError(f"{what}: a column is given twice in {list(by)}")
+    for c in by:
+        schema.field(c, what)
+    for k in order:
+        if not isinstance(k, SortKey):
+            raise PlanError(f"{what}: order takes column names or dw.asc(...)/dw.desc(...), got {k!r}")
+        schema.field(k.column, f"{what} order")
+
+
 def project_schema(exprs: tuple[tuple[str, ExprNode], ...], schema: Schema) -> Schema:
     fields = []
     for name, e in exprs:
@@ -217,7 +390,7 @@ def windowed_schema(schema: Schema) -> Schema:
 
 
 JOIN_KINDS = ("inner", "left", "right", "full")
-_UPDATING = "an updating result (an outer join's, or an aggregation's without a window)"
+_UPDATING = "an updating result (an outer join's, an aggregation's or a top-N's without a window)"
 CHANGE_KIND = "__darwin_change"  # the hidden column of updating streams: a ChangeKind per row
 
 
@@ -376,14 +549,28 @@ class Union:
         return Schema(tuple(Field(f.name, f.dtype, n) for f, n in zip(first.fields, nullable)), first.unsupported)
 
 
-def aggregate_reads(n: Aggregate | GroupAggregate) -> set[str]:
+AnyAggregate = Aggregate | GroupAggregate | SessionAggregate
+
+
+def aggregate_reads(n: AnyAggregate) -> set[str]:
     """The columns an aggregation reads of its input: keys, window (if any) and arguments."""
     uses = set(n.keys)
     if isinstance(n, Aggregate):
         uses |= {n.input.window.on, WINDOW_START, WINDOW_END}
+    if isinstance(n, SessionAggregate):
+        uses.add(n.window.on)
     for _, call in n.aggs:
         uses |= columns_of(call)
     return uses
+
+
+def ranking_reads(n: TopN | Deduplicate | Over) -> set[str]:
+    """The columns a top-N, a deduplication or an OVER aggregation ranks by (and aggregates)."""
+    if isinstance(n, Over):
+        return set(n.partition_by) | {k.column for k in n.order_by} | {c for _, a in n.aggs for c in columns_of(a)}
+    if isinstance(n, TopN):
+        return set(n.partition) | {k.column for k in n.order}
+    return set(n.on) | ({n.order} if n.order is not None else set())
 
 
 def join_reads(n: Join | LookupJoin, outputs: set[str]) -> tuple[set[str], set[str]]:
@@ -427,20 +614,23 @@ def _columns(s: Schema) -> str:
     return "[" + ", ".join(f"{f.name}: {f.dtype.value}" for f in s.fields) + "]"
 
 
-PlanNode = Scan | Filter | Project | WindowAssign | Aggregate | GroupAggregate | Join | LookupJoin | Union
+PlanNode = (Scan | Filter | Project | WindowAssign | Aggregate | SessionAggregate | GroupAggregate | TopN | Deduplicate
+            | Over | Join | LookupJoin | Union)
 
 
 def updating(node: PlanNode) -> bool:
     """Whether ``node`` produces an updating result (rows carry a change kind), not only appends.
 
-    Group aggregations without a window update their groups' rows. Outer regular joins update: a
+    Group aggregations without a window update their groups' rows, and so do a top-N without a
+    window and a deduplication that may replace the row it kept. Outer regular joins update: a
     NULL-padded row is retracted when its match arrives. Interval and window joins emit padded
     rows only when a row can no longer match, so they append.
     """
     from darwin.plan.temporal import join_timing
 
     for n in walk(node):
-        if isinstance(n, GroupAggregate):
+        if isinstance(n, (GroupAggregate, Over)) or (isinstance(n, TopN) and not n.windowed) \
+                or (isinstance(n, Deduplicate) and not n.appends):
             return True
         if isinstance(n, Join) and n.how != "inner" and join_timing(n) is None:
             return True

@@ -240,10 +240,17 @@ class _Needs(PlanVisitor[list[set[str]]]):
             inner |= set(n.input.schema.names)  # late rows keep every input column
         return [inner]
 
-    def visit_Aggregate(self, n: pn.Aggregate | pn.GroupAggregate, needed: set[str]) -> list[set[str]]:
+    def visit_Aggregate(self, n: pn.AnyAggregate, needed: set[str]) -> list[set[str]]:
         return [pn.aggregate_reads(n)]
 
-    visit_GroupAggregate = visit_Aggregate
+    visit_GroupAggregate = visit_SessionAggregate = visit_Aggregate
+
+    def visit_TopN(self, n: pn.TopN | pn.Deduplicate | pn.Over, needed: set[str]) -> list[set[str]]:
+        if pn.updating(n.input):  # a retracted row is told apart from its equals by every column
+            return [set(n.input.schema.names)]
+        return [(needed & set(n.input.schema.names)) | pn.ranking_reads(n)]
+
+    visit_Deduplicate = visit_Over = visit_TopN
 
     def visit_Join(self, n: pn.Join | pn.LookupJoin, needed: set[str]) -> list[set[str]]:
         left, right = n.inputs

@@ -62,3 +62,28 @@ def Tumble(size: Duration, on: str) -> Window:  # noqa: N802 - reads like Flink'
 def Slide(size: Duration, every: Duration, on: str) -> Window:  # noqa: N802
     """Windows of ``size`` starting ``every`` apart; a row falls into size/every windows."""
     return Window(to_millis(size, "Slide size", PlanError), to_millis(every, "Slide every", PlanError), on)
+
+
+@dataclass(frozen=True)
+class SessionWindow:
+    """Windows of activity per key over timestamp column ``on``: a row opens the window
+    [t, t + gap], and windows that meet or overlap merge (as Flink's session windows do), so a
+    session ends ``gap`` after its last row."""
+
+    gap_ms: int
+    on: str
+
+    def __post_init__(self) -> None:
+        if isinstance(self.gap_ms, bool) or not isinstance(self.gap_ms, int) or self.gap_ms <= 0:
+            raise PlanError(f"session gap must be a positive number of ms, got {self.gap_ms!r}")
+        if self.gap_ms > MAX_DURATION_MS:
+            raise PlanError(f"session gap {self.gap_ms}ms is longer than the longest duration Darwin supports, "
+                            f"100 years ({MAX_DURATION_MS}ms)")
+
+    def __str__(self) -> str:
+        return f"session(gap {self.gap_ms}ms on {self.on})"
+
+
+def Session(gap: Duration, on: str) -> SessionWindow:  # noqa: N802
+    """Sessions of rows no more than ``gap`` apart, per key, over timestamp column ``on``."""
+    return SessionWindow(to_millis(gap, "Session gap", PlanError), on)

@@ -32,6 +32,7 @@ from darwin.plan import nodes as pn
 from darwin.plan.aggregates import Accumulator, function
 from darwin.plan.evaluate import Row, compile_expr
 from darwin.plan.exprs import Column
+from darwin.plan.ranking import Ranking, ranking_of
 from darwin.plan.temporal import join_timing
 from darwin.plan.visitor import SharedNodeVisitor
 from darwin.runtime.encoding import to_int64
@@ -58,7 +59,7 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
     root.consumers.append((out, 0))
     ops = [built.results[id(n)][1] for n in pn.walk(plan) if id(n) in built.results]  # a lookup table loads apart
     scans = [op for op in ops if isinstance(op, _Scan)]
-    stateful = [op for op in ops if isinstance(op, (_WindowAggregate, _Join, _Union))]
+    stateful = [op for op in ops if isinstance(op, (_WindowAggregate, _SessionAggregate, _Join, _Union, _Rank))]
     late_schema = pn.late_output_schema(plan)
     late_warning = LateRowsWarning(", ".join(s.node.source.name for s in scans), late_schema is not None)
     schema = _output_schema(plan)
@@ -243,6 +244,17 @@ class _Builder(SharedNodeVisitor[_Operator]):
 
     def visit_GroupAggregate(self, node: pn.GroupAggregate) -> _Operator:
         return _GroupAggregate(node, self.visit(node.input))
+
+    def visit_SessionAggregate(self, node: pn.SessionAggregate) -> _Operator:
+        return _SessionAggregate(node, self.ctx, self.visit(node.input))
+
+    def visit_TopN(self, node: pn.TopN | pn.Deduplicate) -> _Operator:
+        return _Rank(node, self.ctx, self.visit(node.input))
+
+    visit_Deduplicate = visit_TopN
+
+    def visit_Over(self, node: pn.Over) -> _Operator:
+        return _Over(node, self.visit(node.input))
 
     def visit_Union(self, node: pn.Union) -> _Operator:
         return _Union([self.visit(p) for p in node.parts])
@@ -504,6 +516,79 @@ class _WindowAggregate(_Operator):
         self.emit(rows, [old] * len(rows))
 
 
+class _Session:
+    """A session of one key: [start, end] with end = its last row's time + gap, and its rows in
+    arrival order (numbered)."""
+
+    __slots__ = ("start", "end", "rows")
+
+    def __init__(self, start: int, end: int, rows: list[tuple[int, Row]]) -> None:
+        self.start, self.end, self.rows = start, end, rows
+
+
+class _SessionAggregate(_Operator):
+    """Session windows (``pn.SessionAggregate``), merged as rows arrive: a row's window [t, t + gap]
+    takes in every open session of its key it meets. A row meeting none whose window has ended by
+    the operator's watermark before the batch is late. When the watermark reaches a session's end
+    it is aggregated (its rows in arrival order) and emitted, ordered by start, then by the order
+    its key first arrived."""
+
+    def __init__(self, node: pn.SessionAggregate, ctx: _Context, child: _Operator) -> None:
+        super().__init__([child])
+        self.node, self.ctx = node, ctx
+        self.gap = node.window.gap_ms
+        schema = node.input.schema
+        self.keys = [compile_expr(Column(k), schema) for k in node.keys]
+        self.args = [(function(call.func), compile_expr(call.arg, schema) if call.arg is not None else None)
+                     for _, call in node.aggs]
+        self.sessions: dict[tuple, list[_Session]] = {}
+        self.arrival: dict[tuple, int] = {}  # key -> the order it first arrived in
+        self.seq = 0
+
+    def watermark(self) -> int:
+        return self.wm
+
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        on = self.node.window.on
+        for row in rows:
+            t = row[on]
+            key = tuple(_group_key(f(row)) for f in self.keys)
+            self.arrival.setdefault(key, len(self.arrival))
+            if t is None:
+                self.ctx.metrics.add("null_time_rows", 1)
+                continue
+            sessions = self.sessions.setdefault(key, [])
+            met = [s for s in sessions if s.start <= t + self.gap and t <= s.end]
+            if not met and t + self.gap <= self.wm:
+                self.ctx.metrics.add("late_rows", 1)
+                continue
+            merged = _Session(min([t, *(s.start for s in met)]), max([t + self.gap, *(s.end for s in met)]),
+                              sorted([(self.seq, row), *(r for s in met for r in s.rows)], key=lambda r: r[0]))
+            self.seq += 1
+            sessions[:] = [s for s in sessions if s not in met] + [merged]
+
+    def advance(self) -> None:
+        old, self.wm = self.wm, self.inputs[0].watermark()
+        fired = []
+        for key, sessions in self.sessions.items():
+            fired += [(s.start, self.arrival[key], key, s) for s in sessions if s.end <= self.wm]
+            sessions[:] = [s for s in sessions if s.end > self.wm]
+        fired.sort(key=lambda f: (f[0], f[1]))
+        names = [f.name for f in self.node.schema.fields]
+        out = []
+        for start, _, key, session in fired:
+            accs = [agg.accumulator() for agg, _ in self.args]
+            for _, row in session.rows:
+                for acc, (_, f) in zip(accs, self.args):
+                    v = f(row) if f is not None else 1
+                    if v is not None:
+                        acc.add(v)
+            keys = [float("nan") if k is _NAN else k for k in key]
+            out.append(dict(zip(names, [start, session.end, *keys, *(a.result() for a in accs)])))
+        self.ctx.metrics.add("windows_fired", len(fired))
+        self.emit(out, [old] * len(out))
+
+
 class _Group:
     """One group of an updating aggregation: its rows (counting those taken back), accumulators,
     and the row last emitted for it."""
@@ -568,6 +653,197 @@ class _GroupAggregate(_Operator):
                 out.append({**new, pn.CHANGE_KIND: pn.ChangeKind.UPDATE_AFTER if old else INSERT})
             group.emitted = new
         self.emit(out, [self.inputs[0].watermark()] * len(out))
+
+
+class _Ranked:
+    """A row in a top-N's partition: its sort key and arrival number."""
+
+    __slots__ = ("key", "seq", "row")
+
+    def __init__(self, key: tuple, seq: int, row: Row) -> None:
+        self.key, self.seq, self.row = key, seq, row
+
+
+class _Rank(_Operator):
+    """A top-N or a deduplication (``darwin.plan.ranking`` says how rows rank and what is emitted).
+
+    Without a window, after each pushed batch every partition the batch touched (in the order it
+    first touched them) emits the changes of its kept rows. Over windows, rows of a window that
+    closed by the operator's watermark before the batch are late; a window's kept rows are
+    emitted when it closes, ordered as fired windows are."""
+
+    def __init__(self, node: pn.TopN | pn.Deduplicate, ctx: _Context, child: _Operator) -> None:
+        super().__init__([child])
+        self.r, self.ctx = ranking_of(node), ctx
+        self.names = list(node.input.schema.names)
+        self.parts: dict[tuple, list[_Ranked]] = {}
+        self.shown: dict[tuple, list[_Ranked]] = {}  # the kept rows last emitted, per partition
+        self.seq = 0
+
+    def watermark(self) -> int:
+        return self.wm if self.r.windowed else self.inputs[0].watermark()
+
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        r = self.r
+        touched: dict[tuple, None] = {}
+        for row in rows:
+            if r.windowed and row[pn.WINDOW_END] <= self.wm:
+                self.ctx.metrics.add("late_rows", 1)
+                continue
+            part = tuple(_group_key(row[c]) for c in r.partition)
+            entries = self.parts.setdefault(part, [])
+            touched[part] = None
+            values = {n: row[n] for n in self.names}
+            if row.get(pn.CHANGE_KIND, INSERT) in (INSERT, pn.ChangeKind.UPDATE_AFTER):
+                entries.append(_Ranked(_sort_key(values, r.order), self.seq, values))
+                self.seq += 1
+            else:  # the earliest equal row leaves
+                entries.remove(min((e for e in entries if _same_row(e.row, values)), key=lambda e: e.seq))
+        out: Rows = []
+        for part in touched:
+            entries = self.parts[part]
+            entries.sort(key=lambda e: (e.key, -e.seq if r.latest_first else e.seq))
+            if not r.retracting:
+                del entries[r.n:]  # a row below the top never comes back
+            if r.windowed:
+                continue
+            new = entries[:r.n]
+            out += _rank_changes(r, self.shown.get(part, []), new)
+            self.shown[part] = new
+            if not entries:
+                del self.parts[part], self.shown[part]
+        self.emit(out, [self.inputs[0].watermark()] * len(out))
+
+    def advance(self) -> None:
+        if not self.r.windowed:
+            return
+        old, self.wm = self.wm, self.inputs[0].watermark()
+        end = self.r.partition.index(pn.WINDOW_END)
+        fired = sorted((p for p in self.parts if p[end] <= self.wm), key=lambda p: p[end])  # stable: first seen
+        out = [_with_rank(self.r, e.row, i) for p in fired for i, e in enumerate(self.parts.pop(p))]
+        self.emit(out, [old] * len(out))
+
+
+class _Over(_Operator):
+    """Aggregates over windows of rows (``pn.Over``). Rows are added and retracted (the earliest
+    equal one) as in a top-N; then every partition the batch touched, in the order it first touched
+    them, emits: -D for each row that left (in the old order), then in the new order +I for each
+    new row and -U old, +U new for each row whose aggregates changed."""
+
+    def __init__(self, node: pn.Over, child: _Operator) -> None:
+        super().__init__([child])
+        self.node = node
+        schema = node.input.schema
+        self.names = list(schema.names)
+        self.args = [(function(call.func), compile_expr(call.arg, schema) if call.arg is not None else None)
+                     for _, call in node.aggs]
+        self.parts: dict[tuple, list[_Ranked]] = {}
+        self.shown: dict[tuple, dict[int, Row]] = {}  # per partition: arrival number -> the row last emitted
+        self.seq = 0
+
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        node = self.node
+        touched: dict[tuple, None] = {}
+        for row in rows:
+            part = tuple(_group_key(row[c]) for c in node.partition_by)
+            entries = self.parts.setdefault(part, [])
+            touched[part] = None
+            values = {n: row[n] for n in self.names}
+            if row.get(pn.CHANGE_KIND, INSERT) in (INSERT, pn.ChangeKind.UPDATE_AFTER):
+                entries.append(_Ranked(_sort_key(values, node.order_by), self.seq, values))
+                self.seq += 1
+            else:
+                gone = min((e for e in entries if _same_row(e.row, values)), key=lambda e: e.seq)
+                entries.remove(gone)
+        out: Rows = []
+        for part in touched:
+            entries = self.parts[part]
+            entries.sort(key=lambda e: (e.key, e.seq))
+            new = {e.seq: self._result(entries, i) for i, e in enumerate(entries)}
+            old = self.shown.get(part, {})
+            out += [{**row, pn.CHANGE_KIND: DELETE} for seq, row in old.items() if seq not in new]
+            for seq, row in new.items():
+                if seq not in old:
+                    out.append({**row, pn.CHANGE_KIND: INSERT})
+                elif not _same_row(old[seq], row):
+                    out += [{**old[seq], pn.CHANGE_KIND: pn.ChangeKind.UPDATE_BEFORE},
+                            {**row, pn.CHANGE_KIND: pn.ChangeKind.UPDATE_AFTER}]
+            self.shown[part] = new
+            if not entries:
+                del self.parts[part], self.shown[part]
+        self.emit(out, [self.inputs[0].watermark()] * len(out))
+
+    def _result(self, entries: list[_Ranked], i: int) -> Row:
+        accs = [agg.accumulator() for agg, _ in self.args]
+        for e in entries[max(0, i - self.node.preceding):i + 1]:  # oldest first
+            for acc, (_, f) in zip(accs, self.args):
+                v = f(e.row) if f is not None else 1
+                if v is not None:
+                    acc.add(v)
+        return {**entries[i].row, **{name: a.result() for (name, _), a in zip(self.node.aggs, accs)}}
+
+
+def _with_rank(r: Ranking, row: Row, position: int, kind: int | None = None) -> Row:
+    out = dict(row)
+    if r.rank is not None:
+        out[r.rank] = position + 1
+    if kind is not None:
+        out[pn.CHANGE_KIND] = kind
+    return out
+
+
+def _rank_changes(r: Ranking, old: list[_Ranked], new: list[_Ranked]) -> Rows:
+    """What a partition emits when its kept rows go from ``old`` to ``new``."""
+    out: Rows = []
+    if r.by_position:
+        for i in range(max(len(old), len(new))):
+            before, after = old[i] if i < len(old) else None, new[i] if i < len(new) else None
+            if before is not None and after is not None and before.seq == after.seq:
+                continue
+            if before is not None:
+                out.append(_with_rank(r, before.row, i, pn.ChangeKind.UPDATE_BEFORE if after else DELETE))
+            if after is not None:
+                out.append(_with_rank(r, after.row, i, pn.ChangeKind.UPDATE_AFTER if before else INSERT))
+        return out
+    old_seqs, new_seqs = {e.seq for e in old}, {e.seq for e in new}
+    left = [e.row for e in old if e.seq not in new_seqs]
+    came = [e.row for e in new if e.seq not in old_seqs]
+    if not r.updates:
+        return came
+    for i in range(max(len(left), len(came))):
+        if i < len(left):
+            out.append({**left[i], pn.CHANGE_KIND: pn.ChangeKind.UPDATE_BEFORE if i < len(came) else DELETE})
+        if i < len(came):
+            out.append({**came[i], pn.CHANGE_KIND: pn.ChangeKind.UPDATE_AFTER if i < len(left) else INSERT})
+    return out
+
+
+class _Descending:
+    """A value that sorts in reverse."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v: Any) -> None:
+        self.v = v
+
+    def __lt__(self, other: _Descending) -> bool:
+        return bool(other.v < self.v)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and self.v == other.v
+
+
+def _sort_key(row: Row, order: tuple[pn.SortKey, ...]) -> tuple:
+    """Ascending NULLs first, descending NULLs last; NaN above every number (as Spark orders)."""
+    key: list[Any] = []
+    for k in order:
+        v = row[k.column]
+        if v is None:
+            key += [1 if k.descending else 0, 0]
+            continue
+        value = (1, 0.0) if isinstance(v, float) and v != v else (0, v)
+        key += [0 if k.descending else 1, _Descending(value) if k.descending else value]
+    return tuple(key)
 
 
 def _same_row(a: Row | None, b: Row | None) -> bool:

@@ -28,8 +28,8 @@ from darwin.runtime.prefetch import prefetched
 from darwin.runtime.progress import NO_WATERMARK, Metrics, WatermarkClock
 
 if TYPE_CHECKING:
-    from darwin.runtime.group_aggregate import GroupAggregateRunner
     from darwin.runtime.join import JoinRunner
+    from darwin.runtime.stream_operators import StreamRunner
 
 END_OF_INPUT = 2**63 - 1  # the watermark of a source that has ended
 
@@ -124,11 +124,11 @@ class CompiledEngine:
             from darwin.runtime.join import JoinRunner
 
             self.joins = [JoinRunner(j, config, self.pool, self.backend) for j in graph.joins]
-        self.groups: list[GroupAggregateRunner] = []
-        if graph.group_aggregates:
-            from darwin.runtime.group_aggregate import GroupAggregateRunner
+        self.operators: list[StreamRunner] = []
+        if graph.operators:
+            from darwin.runtime.stream_operators import runner_for
 
-            self.groups = [GroupAggregateRunner(g, config) for g in graph.group_aggregates]
+            self.operators = [runner_for(o, config, self.pool) for o in graph.operators]
         self.readers = []
         for i, scan in enumerate(graph.scans):
             readers = [p for p in graph.pipelines if isinstance(p.input, op.SourcePort) and p.input.reader == i]
@@ -171,8 +171,9 @@ class CompiledEngine:
             if runner.kernel is not None:
                 self.metrics.add("kernels_compiled", sum(runner.kernel.stats.cache_misses.values()))
                 self.metrics.add("kernels_from_cache", sum(runner.kernel.stats.cache_hits.values()))
-        for j in self.joins:
-            for name, value in j.counters().items():
+        counted: list[JoinRunner | StreamRunner] = [*self.joins, *self.operators]
+        for stateful in counted:
+            for name, value in stateful.counters().items():
                 self.metrics.add(name, value)
         timed = [r.clock.watermark for r in self.readers if r.scan.time_column is not None]
         self.metrics.set("watermark", min(timed) if timed else NO_WATERMARK)
@@ -197,10 +198,10 @@ class CompiledEngine:
         for kind, target, side in self.consumers[pipeline]:
             if kind == "pipeline":
                 yield from self._push(target, out, self.union_wm[self._union_reading(target)])
-            elif kind == "group":
-                changes = self.groups[target].push(out)
-                if changes is not None:
-                    yield from self._to_port(("group", target), changes, self.groups[target].wm)
+            elif kind == "operator":
+                emitted = self.operators[target].push(out)
+                if emitted is not None:
+                    yield from self._to_port(("operator", target), emitted, self.operators[target].wm)
             else:
                 joined = self.joins[target].push(out, side)
                 if joined is not None:
@@ -232,9 +233,12 @@ class CompiledEngine:
                 padded = join.advance(self._pipeline_watermark(j.left), self._pipeline_watermark(j.right))
                 if padded is not None:
                     yield from self._to_port(("join", step.id), padded, old)
-            elif step.kind == "group":
-                group = self.groups[step.id]
-                group.advance(self._pipeline_watermark(self.graph.group_aggregates[step.id].input))
+            elif step.kind == "operator":
+                operator = self.operators[step.id]
+                old = operator.wm
+                emitted = operator.advance(self._pipeline_watermark(self.graph.operators[step.id].input))
+                if emitted is not None:
+                    yield from self._to_port(("operator", step.id), emitted, old)
             else:
                 union = self.graph.unions[step.id]
                 self.union_wm[step.id] = min(self._pipeline_watermark(p) for p in union.producers)
@@ -249,8 +253,8 @@ class CompiledEngine:
             return self.aggregate_wm[port.producer]
         if isinstance(port, op.JoinPort):
             return self.joins[port.join].wm
-        if isinstance(port, op.GroupAggregatePort):
-            return self.groups[port.operator].wm
+        if isinstance(port, op.OperatorPort):
+            return self.operators[port.operator].wm
         return self.union_wm[self.union_of[port.producers]]
 
     # -- checkpoints ------------------------------------------------------------------------------
@@ -266,15 +270,15 @@ class CompiledEngine:
             body, written = j.snapshot(directory)
             joins.append(body)
             files += written
-        groups = []
-        for g in self.groups:
-            body, written = g.snapshot(directory)
-            groups.append(body)
+        operators = []
+        for o in self.operators:
+            body, written = o.snapshot(directory)
+            operators.append(body)
             files += written
         sources = [{"offset": r.offset, "max_time": r.clock.max_time, "future_rows": r.clock.future_rows,
                     "finished": r.finished} for r in self.readers]
         return {"offset": sum(r.offset for r in self.readers), "sources": sources, "backend": self.backend.name,
-                "runners": runners, "joins": joins, "groups": groups,
+                "runners": runners, "joins": joins, "operators": operators,
                 "aggregate_wm": {str(k): v for k, v in self.aggregate_wm.items()},
                 "union_wm": self.union_wm}, files
 
@@ -284,8 +288,8 @@ class CompiledEngine:
             r.restore(directory, saved, checkpoint_id)
         for j, saved in zip(self.joins, body["joins"]):
             j.restore(directory, saved)
-        for g, saved in zip(self.groups, body.get("groups", [])):
-            g.restore(directory, saved)
+        for o, saved in zip(self.operators, body.get("operators", [])):
+            o.restore(directory, saved)
         for reader, saved in zip(self.readers, body["sources"]):
             reader.offset, reader.finished = int(saved["offset"]), bool(saved["finished"])
             reader.clock.max_time, reader.clock.future_rows = int(saved["max_time"]), int(saved["future_rows"])
@@ -302,8 +306,8 @@ class CompiledEngine:
             r.close()
         for j in self.joins:
             j.close()
-        for g in self.groups:
-            g.close()
+        for o in self.operators:
+            o.close()
         self.backend.close()
 
 
@@ -314,8 +318,8 @@ def _port_key(port: op.Port) -> Any:
         return ("join", port.join)
     if isinstance(port, op.SourcePort):
         return ("source", port.reader)
-    if isinstance(port, op.GroupAggregatePort):
-        return ("group", port.operator)
+    if isinstance(port, op.OperatorPort):
+        return ("operator", port.operator)
     return ("union", port.producers)
 
 

@@ -23,7 +23,7 @@ from darwin.graph import operators as op
 from darwin.plan import nodes as pn
 from darwin.plan.aggregates import NAN_KEY, agg_type, function, keep, kept_extreme
 from darwin.plan.exprs import type_of
-from darwin.runtime.encoding import Column, EncodedBatch
+from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.progress import NO_WATERMARK
 from darwin.types import DType
 
@@ -32,8 +32,10 @@ ADDS = (pn.ChangeKind.INSERT, pn.ChangeKind.UPDATE_AFTER)
 
 
 class GroupAggregateRunner:
-    def __init__(self, g: op.GroupAggregateOperator, config: Config) -> None:
-        self.g, node = g, g.aggregate
+    def __init__(self, g: op.StreamOperator, config: Config, pool: StringPool) -> None:
+        assert isinstance(g.node, pn.GroupAggregate)
+        self.g, self.node = g, g.node
+        node = g.node
         schema = node.input.schema
         self.key_fields = [schema.field(k) for k in node.keys]
         self.width = max(1, sum(1 + f.nullable for f in self.key_fields))
@@ -173,7 +175,7 @@ class GroupAggregateRunner:
         kinds = np.where(which == 0, np.where(has[at], pn.ChangeKind.UPDATE_BEFORE, pn.ChangeKind.DELETE),
                          np.where(had[at], pn.ChangeKind.UPDATE_AFTER, pn.ChangeKind.INSERT)).astype(np.int64)
         columns = self._key_columns(groups[at])
-        for (name, _), (dtype, _), (ov, om), (nv, nm) in zip(self.g.aggregate.aggs, self.out_types, old, new):
+        for (name, _), (dtype, _), (ov, om), (nv, nm) in zip(self.node.aggs, self.out_types, old, new):
             values = np.where(which == 0, ov[at], nv[at]).astype(dtype.numpy)
             valid = None if om is None and nm is None else np.where(which == 0, _valid(om, n)[at], _valid(nm, n)[at])
             columns[name] = Column(values, valid)
@@ -193,9 +195,13 @@ class GroupAggregateRunner:
         return out
 
     # -- event time and checkpoints -------------------------------------------------------------
-    def advance(self, input_wm: int) -> None:
+    def advance(self, input_wm: int) -> EncodedBatch | None:
         """Nothing fires: its watermark is its input's."""
         self.wm = input_wm
+        return None
+
+    def counters(self) -> dict[str, int]:
+        return {}
 
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         name = f"group{self.g.id}.npz"

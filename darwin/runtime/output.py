@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 @dataclass(frozen=True)
@@ -48,19 +50,51 @@ class RunResult:
 
 
 def final_table(changelog: pa.Table, op_column: str = "op") -> pa.Table:
-    """The table a changelog ends in: each -U/-D removes the latest equal row still present."""
-    ops = changelog.column(op_column).to_pylist()
+    """The table a changelog ends in: each -U/-D removes the latest equal row still present (NaN
+    equal to NaN, -0.0 to 0.0, NULL to NULL).
+
+    Equal rows are numbered into groups; within a group, in changelog order, a retraction cancels
+    the latest insert before it not yet cancelled, like a closing bracket its opening one. An
+    insert survives when the running count of its group (inserts minus retractions) never falls
+    below its own count after it.
+    """
     data = changelog.drop_columns([op_column])
-    rows = data.to_pylist()
-    keep = [True] * len(rows)
-    present: dict[tuple, list[int]] = {}
-    for i, (kind, row) in enumerate(zip(ops, rows)):
-        key = tuple(row.values())
-        if kind in ("+I", "+U"):
-            present.setdefault(key, []).append(i)
-        else:
-            keep[i] = False
-            stack = present.get(key)
-            if stack:
-                keep[stack.pop()] = False
+    n = changelog.num_rows
+    if n == 0:
+        return data
+    ops = pc.is_in(changelog.column(op_column), pa.array(["+I", "+U"])).to_numpy(zero_copy_only=False)
+    sign = np.where(ops, 1, -1).astype(np.int64)
+    parts = [bits for column in data.columns for bits in _row_bits(column)]
+    matrix = np.stack(parts, axis=1) if parts else np.zeros((n, 1), np.int64)
+    group = np.unique(matrix, axis=0, return_inverse=True)[1].ravel()
+    order = np.lexsort([np.arange(n), group])  # by group, then changelog order
+    g, s = group[order], sign[order]
+    first = np.r_[True, g[1:] != g[:-1]]
+    count = np.cumsum(s)
+    count -= np.repeat(count[first] - s[first], np.diff(np.r_[np.flatnonzero(first), n]))  # per group
+    big = np.int64(2 * n + 2)  # above any count: groups never mix in the running minimum
+    shifted = count + g * big
+    later_min = np.minimum.accumulate(shifted[::-1])[::-1]  # minimum from here to the group's end
+    after = np.r_[later_min[1:], np.iinfo(np.int64).max]
+    last = np.r_[g[1:] != g[:-1], True]
+    after = np.where(last, np.iinfo(np.int64).max, after)
+    keep = np.zeros(n, np.bool_)
+    keep[order] = (s > 0) & (after >= shifted)
     return data.filter(pa.array(keep, pa.bool_()))
+
+
+def _row_bits(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """A column as int64 components equal exactly where its values are (see ``final_table``)."""
+    array = column.combine_chunks()
+    valid = array.is_valid().to_numpy(zero_copy_only=False)
+    t = array.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_dictionary(t):
+        codes = array.dictionary_encode().indices if not pa.types.is_dictionary(t) else array.indices
+        values = codes.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    elif pa.types.is_floating(t):
+        x = array.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64) + 0.0
+        values = np.where(np.isnan(x), np.int64(0x7FF8000000000000), x.view(np.int64))
+    else:
+        values = array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False) \
+            if not pa.types.is_boolean(t) else array.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int64)
+    return np.where(valid, values, 0), valid.astype(np.int64)

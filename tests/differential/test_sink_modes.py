@@ -63,6 +63,18 @@ def test_an_upsert_snapshot_is_the_final_table(left, batch, state, every):
 
 @SETTINGS
 @given(left=streams("L"), batch=st.integers(1, 8), state=st.sampled_from(STATES), every=EVERY)
+def test_an_upsert_by_a_ranking_or_session_key_is_the_final_table(left, batch, state, every):
+    """Keys of top-N (partition and rank), deduplication and session windows: their rows are
+    retracted before another takes the key, so the snapshot is the final table."""
+    for q in (left.top_n(2, by="k", order=[dw.desc("v")], rank="r"), left.deduplicate("s", keep="last", order="v"),
+              left.window(dw.Session("1s", on="t")).group_by("k").agg(n=dw.count(), total=dw.sum("v"))):
+        got = sink_run(q, lambda d: dw.sinks.Parquet(d, mode="upsert"), batch, state, every,
+                       lambda out: pq.read_table(out / "snapshot.parquet"))
+        assert_table_equal(got, reference(q, batch).table)
+
+
+@SETTINGS
+@given(left=streams("L"), batch=st.integers(1, 8), state=st.sampled_from(STATES), every=EVERY)
 def test_a_csv_upsert_snapshot_is_the_final_table(left, batch, state, every):
     q = left.group_by("s").agg(n=dw.count(), total=dw.sum("v"))
     expected = reference(q, batch).table

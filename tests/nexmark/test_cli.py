@@ -6,25 +6,228 @@ import pytest
 from typer.testing import CliRunner
 
 from darwin.cli import app as darwin_app
+from darwin.runtime import job
 from nexmark.cli import app as nexmark_app
+from nexmark.queries import QUERIES
 
 runner = CliRunner()
-ALL = ["q0", "q1", "q2", "q12", "q14", "q21", "q22", "agg", "ysb"]
 
 
-def test_every_query_agrees_with_spark(tmp_path):
+def fits_80_columns(output):
+    """Every line within 80 characters, and no cell cut short by rich."""
+    assert "…" not in output, output
+    assert all(len(line) <= 80 for line in output.splitlines()), output
+
+
+def test_all_queries_agree_with_spark(tmp_path):
     out = tmp_path / "m.json"
-    result = runner.invoke(nexmark_app, ["run", *ALL, "--events", "20K", "--engine", "darwin,spark",
+    result = runner.invoke(nexmark_app, ["run", "all", "--events", "10K", "--engine", "darwin,spark",
                                          "--data-dir", str(tmp_path / "data"), "--json", str(out)])
     assert result.exit_code == 0, result.output
     rows = json.loads(out.read_text())
-    assert {(r["query"], r["engine"]) for r in rows} == {(q, e) for q in ALL for e in ("darwin", "spark")}
-    assert all(r["equal"] is True for r in rows)
-    assert all(r["rows"] > 0 for r in rows)
+    assert {(r["query"], r["engine"]) for r in rows} == {(q, e) for q in QUERIES for e in ("darwin", "spark")}
+    assert all(r["equal"] is True and r["error"] is None for r in rows)
+    assert all(r["rows"] > 0 and r["seconds"] > 0 and r["collect_seconds"] > 0 for r in rows)
+    from darwin.spark import spark_session
+
+    spark_cores = spark_session().sparkContext.defaultParallelism
+    for r in rows:
+        assert r["cores"] == (1 if r["engine"] == "darwin" else spark_cores)
+        assert r["events_per_second_per_core"] == pytest.approx(r["events"] / r["seconds"] / r["cores"])
+        if r["engine"] == "darwin":  # append-only results: the blackhole received the collected rows
+            assert r["output_rows"] == r["rows"] and r["cpu_seconds"] > 0
+            spark = next(s for s in rows if s["query"] == r["query"] and s["engine"] == "spark")
+            assert r["speedup_per_core"] == pytest.approx(r["events_per_second_per_core"]
+                                                          / spark["events_per_second_per_core"])
+        else:
+            assert r["output_rows"] is None and r["speedup_per_core"] is None and r["cpu_seconds"] is None
+    lines = [line.split() for line in result.output.splitlines()]
+    table = [cells for cells in lines if cells and cells[0] in QUERIES]
+    assert len(table) == 2 * len(QUERIES) and all(cells[-1] == "yes" for cells in table)
+    fits_80_columns(result.output)
     chart = tmp_path / "chart.png"
     result = runner.invoke(nexmark_app, ["plot", str(out), "--out", str(chart)])
     assert result.exit_code == 0, result.output
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_spark_is_timed_into_its_noop_writer_and_a_query_without_a_twin_runs_on_darwin_alone(tmp_path,
+                                                                                             monkeypatch):
+    from pyspark.sql import DataFrameWriter
+
+    from nexmark import bench
+
+    formats = []
+    original = DataFrameWriter.format
+
+    def spy(self, source):
+        formats.append(source)
+        return original(self, source)
+    monkeypatch.setattr(DataFrameWriter, "format", spy)
+    monkeypatch.setattr(bench, "spark_twins", lambda: frozenset({"q1"}))
+    out = tmp_path / "m.json"
+    result = runner.invoke(nexmark_app, ["run", "q1", "q2", "--events", "5K", "--engine", "darwin,spark",
+                                         "--data-dir", str(tmp_path / "data"), "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert formats == ["noop", "noop"]  # q1's warm-up and its timed run; the collect is separate
+    rows = {(r["query"], r["engine"]): r for r in json.loads(out.read_text())}
+    assert set(rows) == {("q1", "darwin"), ("q1", "spark"), ("q2", "darwin")}
+    assert rows["q1", "darwin"]["equal"] is True and rows["q1", "spark"]["equal"] is True
+    assert rows["q2", "darwin"]["equal"] is None and rows["q2", "darwin"]["speedup_per_core"] is None
+    q2 = next(line.split() for line in result.output.splitlines() if line.startswith("q2 "))
+    assert q2[1] == "darwin" and q2[-1] == "-"
+
+
+def test_results_that_differ_are_shown_and_exit_1(tmp_path, monkeypatch):
+    from nexmark import bench
+
+    collect = bench.collect_darwin
+
+    def one_row_short(*args):
+        table, seconds = collect(*args)
+        return table.slice(1), seconds
+    monkeypatch.setattr(bench, "collect_darwin", one_row_short)
+    out = tmp_path / "m.json"
+    result = runner.invoke(nexmark_app, ["run", "q2", "--events", "5K", "--engine", "darwin,spark",
+                                         "--data-dir", str(tmp_path / "data"), "--json", str(out)])
+    assert result.exit_code == 1, result.output
+    assert "q2: darwin and spark differ" in result.output and "row counts differ" in result.output
+    assert [r["equal"] for r in json.loads(out.read_text())] == [False, False]
+    assert [line.split()[-1] for line in result.output.splitlines() if line.startswith("q2 ")] == ["NO", "NO"]
+
+
+def test_darwin_is_timed_into_a_blackhole_after_an_untimed_warm_up_and_collected_apart(monkeypatch):
+    sinks = []
+    original = job.Driver.__init__
+
+    def spy(self, plan, sink, config):
+        sinks.append(type(sink).__name__)
+        original(self, plan, sink, config)
+    monkeypatch.setattr(job.Driver, "__init__", spy)
+    result = runner.invoke(nexmark_app, ["run", "q12", "--events", "5K", "--engine", "darwin"])
+    assert result.exit_code == 0, result.output
+    assert sinks == ["Blackhole", "Blackhole", "Collect"]  # warm-up, timed run, the untimed collect
+    sinks.clear()
+    result = runner.invoke(nexmark_app, ["run", "q12", "--events", "5K", "--engine", "darwin", "--no-collect"])
+    assert result.exit_code == 0, result.output
+    assert sinks == ["Blackhole", "Blackhole"]
+
+
+def test_run_all_on_darwin_alone(tmp_path):
+    out = tmp_path / "m.json"
+    result = runner.invoke(nexmark_app, ["run", "all", "--events", "3K", "--engine", "darwin", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(out.read_text())
+    assert [r["query"] for r in rows] == list(QUERIES)
+    assert all(r["equal"] is None and r["speedup_per_core"] is None and r["rows"] > 0 for r in rows)
+    assert all(r["output_rows"] == r["rows"] for r in rows)  # every Nexmark result appends
+    table = [line.split() for line in result.output.splitlines() if line.split()[:1] and line.split()[0] in QUERIES]
+    assert [cells[0] for cells in table] == list(QUERIES) and all(cells[-1] == "-" for cells in table)
+    fits_80_columns(result.output)
+
+
+def test_no_collect_only_times(tmp_path):
+    out = tmp_path / "m.json"
+    result = runner.invoke(nexmark_app, ["run", "q1", "q12", "--events", "3K", "--engine", "darwin",
+                                         "--no-collect", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(out.read_text())
+    assert all(r["rows"] is None and r["collect_seconds"] is None and r["equal"] is None for r in rows)
+    assert all(r["seconds"] > 0 and r["output_rows"] > 0 for r in rows)
+
+
+def test_a_failing_run_is_reported_and_the_others_still_run(tmp_path, monkeypatch):
+    from nexmark import bench
+
+    run = bench.run_darwin
+
+    def q2_fails(query, *args):
+        if query == "q2":
+            raise RuntimeError("the engine broke\nsecond line")
+        return run(query, *args)
+    monkeypatch.setattr(bench, "run_darwin", q2_fails)
+    out = tmp_path / "m.json"
+    result = runner.invoke(nexmark_app, ["run", "q1", "q2", "q12", "--events", "3K", "--engine", "darwin",
+                                         "--json", str(out)])
+    assert result.exit_code == 1, result.output
+    assert "q2 failed on darwin" in result.output and "the engine broke" in result.output
+    rows = {r["query"]: r for r in json.loads(out.read_text())}
+    assert rows["q2"]["error"] == "RuntimeError: the engine broke" and rows["q2"]["seconds"] is None
+    assert rows["q1"]["error"] is None and rows["q12"]["rows"] > 0
+    q2 = next(line.split() for line in result.output.splitlines() if line.startswith("q2 "))
+    assert q2[-1] == "error"
+
+
+def measurement(query, engine, **fields):
+    from nexmark.bench import Measurement
+
+    return Measurement(query, engine, **{"events": 10_000_000, "cores": 1, **fields})
+
+
+def test_the_result_table_fits_80_columns_with_human_units():
+    import io
+
+    from rich.console import Console
+
+    from nexmark.cli import result_table
+
+    worst = [  # the widest figures each column can hold
+        measurement("q23", "darwin", seconds=5996.0, output_rows=999_949_999, collect_seconds=0.0094,
+                    rows=123_456_789_012, equal=False, speedup_per_core=99.94),
+        measurement("q23", "spark", cores=64, seconds=0.994, collect_seconds=99.94, rows=59_000, equal=False),
+        measurement("ysb", "darwin", seconds=0.394, output_rows=25_400_000, collect_seconds=1.2, rows=100,
+                    equal=True, speedup_per_core=0.9949),
+        measurement("agg", "spark", cores=2, error="Py4JJavaError: the JVM died"),
+    ]
+    buffer = io.StringIO()
+    Console(file=buffer, width=80, color_system=None).print(result_table(worst, 10_000_000, 0))
+    output = buffer.getvalue()
+    fits_80_columns(output)
+    cells = {tuple(line.split()[:2]): line.split() for line in output.splitlines() if line[:3] in ("q23", "ysb", "agg")}
+    assert cells["q23", "darwin"][2:] == ["99.9m", "1.7K", "99.9x", "1.0G", "9.4ms", "123G", "NO"]
+    assert cells["q23", "spark"][2:] == ["0.99s", "157K", "-", "-", "99.9s", "59.0K", "NO"]
+    assert cells["ysb", "darwin"][2:] == ["0.39s", "25.4M", "0.99x", "25.4M", "1.2s", "100", "yes"]
+    assert cells["agg", "spark"][2:] == ["-", "-", "-", "-", "-", "-", "error"]
+
+
+@pytest.mark.parametrize("value, text", [(0, "0"), (999, "999"), (1_000, "1.0K"), (59_000, "59.0K"),
+                                         (99_949, "99.9K"), (99_950, "100K"), (999_499, "999K"), (999_500, "1.0M"),
+                                         (25_400_000, "25.4M"), (1.5e9, "1.5G"), (523.7, "524"), (52.37, "52.4"),
+                                         (None, "-")])
+def test_counts_are_in_human_units(value, text):
+    from nexmark.cli import count
+
+    assert count(value) == text
+
+
+@pytest.mark.parametrize("value, text", [(0.0042, "4.2ms"), (0.042, "42ms"), (0.43, "0.43s"), (1.2, "1.2s"),
+                                         (99.94, "99.9s"), (123.4, "123s"), (1230, "20.5m"), (5400, "90.0m"),
+                                         (7200, "2.0h"), (None, "-")])
+def test_seconds_are_in_human_units(value, text):
+    from nexmark.cli import seconds
+
+    assert seconds(value) == text
+
+
+def test_plot_draws_every_query_from_a_small_json(tmp_path):
+    rows = [{"query": q, "engine": e, "events": 1000, "cores": c, "seconds": s, "rows": 10, "equal": True,
+             "speedup_per_core": x, "events_per_second_per_core": None if s is None else 1000 / s / c}
+            for q in ("q0", "q7", "ysb")
+            for e, c, s, x in (("darwin", 1, 0.01, 25.0), ("spark", 2, 0.5 if q != "q7" else None, None))]
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(rows))
+    chart = tmp_path / "chart.png"
+    result = runner.invoke(nexmark_app, ["plot", str(path), "--out", str(chart)])
+    assert result.exit_code == 0, result.output
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("text, fragment", [("not json", "not JSON"), ("[]", "no measurements"),
+                                            ('[{"query": "q1"}]', "row 0 lacks")])
+def test_plot_refuses_a_file_it_cannot_read(tmp_path, text, fragment):
+    path = tmp_path / "m.json"
+    path.write_text(text)
+    clean_error(runner.invoke(nexmark_app, ["plot", str(path), "--out", str(tmp_path / "c.png")]), fragment)
 
 
 def test_interpreted_mode_passes_through():
@@ -45,15 +248,14 @@ def test_unknown_queries_and_options_are_clear_errors():
     assert result.exit_code != 0
 
 
-JOINS = ["q3", "q7", "q8", "q13", "q20", "q23"]  # checked against Spark in test_spark_join_twins.py
-
-
 def test_list_names_every_query_and_engine():
+    from nexmark.spark_queries import QUERIES as SPARK
+
     result = runner.invoke(nexmark_app, ["list"])
     assert result.exit_code == 0
     listed = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in result.output.splitlines()
               if line.startswith("│") and line.split("│")[1].strip()}
-    assert {q: listed.get(q) for q in ALL + JOINS} == {q: "darwin, spark" for q in ALL + JOINS}
+    assert listed == {q: "darwin, spark" if q in SPARK else "darwin" for q in QUERIES}
 
 
 def test_generate_writes_parquet(tmp_path):

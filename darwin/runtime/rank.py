@@ -1,0 +1,242 @@
+"""Runs a top-N or a deduplication (``pn.TopN``, ``pn.Deduplicate``) over the rows a pipeline emits.
+
+The semantics are the reference interpreter's (``darwin.reference.interpreter._Rank``, and
+``darwin.plan.ranking``); here a batch is ranked at once. The rows of the partitions it touches
+(what the state holds of them, and the batch's) are sorted together by (partition, sort keys,
+arrival) and cut at ``n``; the kept rows of the partitions before and after are compared by
+their arrival numbers, which name rows uniquely.
+
+Over an appending input, a partition only ever needs its first ``n`` rows: they sit in ``n``
+fixed slots per partition, in rank order, so a batch touches only its partitions' slots. Over
+an updating input every row is kept (a retraction may bring a lower row back), in flat arrays.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from darwin.config import Config
+from darwin.graph import operators as op
+from darwin.plan import nodes as pn
+from darwin.plan.ranking import ranking_of
+from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.runtime.group_keys import GroupKeys
+from darwin.runtime.progress import NO_WATERMARK
+from darwin.runtime.rows import ADDS, Rows, first_seen, retracted, sort_rows
+
+
+class RankRunner:
+    def __init__(self, o: op.StreamOperator, config: Config, pool: StringPool) -> None:
+        node = o.node
+        assert isinstance(node, (pn.TopN, pn.Deduplicate))
+        self.r, self.id = ranking_of(node), o.id
+        self.pool = pool
+        schema = node.input.schema
+        self.fields = list(schema.fields)
+        self.types = {f.name: f.dtype for f in self.fields}
+        self.parts = GroupKeys([schema.field(c) for c in self.r.partition])
+        self.wm = NO_WATERMARK
+        self.next_seq = 0
+        self.late_rows = 0
+        n = self.r.n
+        if self.r.retracting:  # every row, flat: its partition, arrival number and values
+            self.part = np.zeros(0, np.int64)
+            self.seq = np.zeros(0, np.int64)
+            self.rows = Rows.empty(self.fields)
+        else:  # n slots per partition, in rank order; an empty slot's arrival number is -1
+            self.seq = np.full(self.parts.capacity * n, -1, np.int64)
+            self.rows = Rows.empty(self.fields, self.parts.capacity * n)
+            self.live = np.zeros(self.parts.capacity, np.bool_)  # windowed: holds rows of an open window
+
+    # -- a batch ----------------------------------------------------------------------------------
+    def push(self, batch: EncodedBatch) -> EncodedBatch | None:
+        r = self.r
+        rows = Rows(self.fields, {f.name: batch.columns[f.name] for f in self.fields}, batch.length)
+        if r.windowed:
+            on_time = batch.columns[pn.WINDOW_END].values > self.wm
+            self.late_rows += int(batch.length - on_time.sum())
+            if not on_time.all():
+                rows = rows.take(np.flatnonzero(on_time))
+        if rows.length == 0:
+            return None
+        ids = self.parts.ids(EncodedBatch(rows.columns, rows.length))
+        self._grow()
+        touched = first_seen(ids)
+        place = np.empty(self.parts.count, np.int64)
+        place[touched] = np.arange(len(touched))
+        adds = np.ones(rows.length, np.bool_)
+        change = batch.columns.get(pn.CHANGE_KIND)
+        if change is not None:
+            adds = np.isin(change.values, ADDS)
+        seq = self.next_seq + np.arange(rows.length, dtype=np.int64)
+        self.next_seq += rows.length
+        held, held_part, held_seq, old_top = self._held(touched, place)
+        added = np.flatnonzero(adds)
+        cand = Rows.concat([held, rows.take(added)])
+        cand_part = np.concatenate([held_part, place[ids[added]]])
+        cand_seq = np.concatenate([held_seq, seq[added]])
+        alive = np.ones(cand.length, np.bool_)
+        if not adds.all():
+            alive[:held.length] = ~retracted(held, held_seq, rows.take(np.flatnonzero(~adds)))
+        ranked, pos = self._rank(cand, cand_part, cand_seq, np.flatnonzero(alive), len(touched))
+        top = pos < r.n
+        new_top = np.full(len(touched) * r.n, -1, np.int64)
+        new_top[cand_part[ranked[top]] * r.n + pos[top]] = ranked[top]
+        self._keep(touched, cand, cand_part, cand_seq, ranked, pos)
+        if r.windowed:
+            self.live[touched] = True
+            return None
+        return self._changes(cand, cand_seq, old_top, new_top, len(touched))
+
+    def _grow(self) -> None:
+        if self.r.retracting:
+            return
+        n, have = self.r.n, len(self.live)
+        if self.parts.capacity > have:
+            self.seq = np.concatenate([self.seq, np.full((self.parts.capacity - have) * n, -1, np.int64)])
+            self.rows = self.rows.resized(self.parts.capacity * n)
+            self.live = np.concatenate([self.live, np.zeros(self.parts.capacity - have, np.bool_)])
+
+    def _held(self, touched: np.ndarray, place: np.ndarray) -> tuple[Rows, np.ndarray, np.ndarray, np.ndarray]:
+        """The rows the state holds of the ``touched`` partitions (their partition as a place in
+        ``touched``, their arrival numbers), and each partition's kept rows as indices into them
+        (``n`` per partition in rank order, -1 for none)."""
+        n = self.r.n
+        if self.r.retracting:
+            at = np.flatnonzero(np.isin(self.part, touched))
+            held, part, seq = self.rows.take(at), place[self.part[at]], self.seq[at]
+            ranked, pos = self._rank(held, part, seq, np.arange(held.length), len(touched))
+            top = np.full(len(touched) * n, -1, np.int64)
+            kept = pos < n
+            top[part[ranked[kept]] * n + pos[kept]] = ranked[kept]
+            return held, part, seq, top
+        slots = (touched[:, None] * n + np.arange(n)).ravel()
+        seq = self.seq[slots]
+        present = np.flatnonzero(seq >= 0)
+        top = np.full(len(slots), -1, np.int64)
+        top[present] = np.arange(len(present))
+        return self.rows.take(slots[present]), present // n, seq[present], top
+
+    def _rank(self, rows: Rows, part: np.ndarray, seq: np.ndarray, among: np.ndarray, parts: int) \
+            -> tuple[np.ndarray, np.ndarray]:
+        return sort_rows(rows, self.types, self.r.order, self.r.latest_first, part, seq, among, parts, self.pool)
+
+    def _keep(self, touched: np.ndarray, cand: Rows, part: np.ndarray, seq: np.ndarray, ranked: np.ndarray,
+              pos: np.ndarray) -> None:
+        """What the state holds of the touched partitions from now on."""
+        n = self.r.n
+        if self.r.retracting:
+            rest = np.flatnonzero(~np.isin(self.part, touched))
+            self.rows = Rows.concat([self.rows.take(rest), cand.take(ranked)])
+            self.part = np.concatenate([self.part[rest], touched[part[ranked]]])
+            self.seq = np.concatenate([self.seq[rest], seq[ranked]])
+            return
+        slots = (touched[:, None] * n + np.arange(n)).ravel()
+        self.seq[slots] = -1
+        kept = ranked[pos < n]
+        at = touched[part[kept]] * n + pos[pos < n]
+        self.seq[at] = seq[kept]
+        self.rows.put(at, cand, kept)
+
+    # -- changes ------------------------------------------------------------------------------------
+    def _changes(self, cand: Rows, seq: np.ndarray, old_top: np.ndarray, new_top: np.ndarray, parts: int) \
+            -> EncodedBatch | None:
+        n = self.r.n
+        old_seq = np.where(old_top >= 0, seq[old_top], -1)
+        new_seq = np.where(new_top >= 0, seq[new_top], -1)
+        if self.r.by_position:
+            changed = old_seq != new_seq
+            emit_old, emit_new = changed & (old_seq >= 0), changed & (new_seq >= 0)
+            take = np.stack([emit_old, emit_new], axis=1).ravel()
+            which = np.tile([0, 1], len(changed))[take]
+            at = np.repeat(np.arange(len(changed)), 2)[take]
+            kinds = np.where(which == 0,
+                             np.where(new_seq[at] >= 0, pn.ChangeKind.UPDATE_BEFORE, pn.ChangeKind.DELETE),
+                             np.where(old_seq[at] >= 0, pn.ChangeKind.UPDATE_AFTER, pn.ChangeKind.INSERT))
+            rows = np.where(which == 0, old_top[at], new_top[at])
+            return self._emit(cand, rows, kinds, at % n + 1)
+        left = ((old_seq >= 0) & ~np.isin(old_seq, new_seq)).reshape(parts, n)
+        came = ((new_seq >= 0) & ~np.isin(new_seq, old_seq)).reshape(parts, n)
+        left_i, came_i = np.cumsum(left, axis=1) - 1, np.cumsum(came, axis=1) - 1
+        n_left, n_came = left.sum(axis=1), came.sum(axis=1)
+        lp, ls = np.nonzero(left)
+        cp, cs = np.nonzero(came)
+        li, ci = left_i[lp, ls], came_i[cp, cs]
+        part = np.concatenate([lp, cp])
+        index = np.concatenate([li, ci])
+        sub = np.concatenate([np.zeros(len(lp), np.int64), np.ones(len(cp), np.int64)])
+        rows = np.concatenate([old_top[lp * n + ls], new_top[cp * n + cs]])
+        kinds = np.concatenate([np.where(li < n_came[lp], pn.ChangeKind.UPDATE_BEFORE, pn.ChangeKind.DELETE),
+                                np.where(ci < n_left[cp], pn.ChangeKind.UPDATE_AFTER, pn.ChangeKind.INSERT)])
+        order = np.lexsort([sub, index, part])
+        return self._emit(cand, rows[order], kinds[order] if self.r.updates else None, None)
+
+    def _emit(self, cand: Rows, rows: np.ndarray, kinds: np.ndarray | None, ranks: np.ndarray | None) \
+            -> EncodedBatch | None:
+        if not len(rows):
+            return None
+        out = dict(cand.take(rows).columns)
+        if self.r.rank is not None:
+            assert ranks is not None
+            out[self.r.rank] = Column(ranks.astype(np.int64), None)
+        if kinds is not None:
+            out[pn.CHANGE_KIND] = Column(kinds.astype(np.int64), None)
+        return EncodedBatch(out, len(rows))
+
+    # -- event time and checkpoints -------------------------------------------------------------
+    def advance(self, input_wm: int) -> EncodedBatch | None:
+        """Over windows: emit and forget the kept rows of every window the watermark closed."""
+        self.wm = input_wm
+        if not self.r.windowed:
+            return None
+        live = np.flatnonzero(self.live[:self.parts.count])
+        ends = self.parts.columns(live)[pn.WINDOW_END].values
+        fired = live[ends <= input_wm]
+        if not len(fired):
+            return None
+        fired = fired[np.lexsort([fired, self.parts.columns(fired)[pn.WINDOW_END].values])]
+        n = self.r.n
+        slots = (fired[:, None] * n + np.arange(n)).ravel()
+        present = slots[self.seq[slots] >= 0]
+        self.seq[slots] = -1
+        self.live[fired] = False
+        return self._emit(self.rows, present, None, present % n + 1)
+
+    def counters(self) -> dict[str, int]:
+        return {"late_rows": self.late_rows}
+
+    def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
+        name = f"operator{self.id}.npz"
+        arrays: dict[str, Any] = {**self.parts.saved(), "seq": self.seq}
+        if self.r.retracting:
+            arrays["part"] = self.part
+        else:
+            arrays["live"] = self.live
+        for i, f in enumerate(self.fields):
+            c = self.rows.columns[f.name]
+            arrays[f"v{i}"] = c.values
+            if c.valid is not None:
+                arrays[f"m{i}"] = c.valid
+        np.savez(directory / name, **arrays)
+        return {"file": name, "wm": self.wm, "next_seq": self.next_seq, "late_rows": self.late_rows,
+                "length": self.rows.length}, [name]
+
+    def restore(self, directory: Path, body: dict[str, Any]) -> None:
+        with np.load(directory / body["file"]) as saved:
+            self.parts.load(saved)
+            self.seq = saved["seq"].copy()
+            columns = {f.name: Column(saved[f"v{i}"].copy(), saved[f"m{i}"].copy() if f"m{i}" in saved else None)
+                       for i, f in enumerate(self.fields)}
+            self.rows = Rows(self.fields, columns, int(body["length"]))
+            if self.r.retracting:
+                self.part = saved["part"].copy()
+            else:
+                self.live = saved["live"].copy()
+        self.wm, self.next_seq, self.late_rows = int(body["wm"]), int(body["next_seq"]), int(body["late_rows"])
+        self._grow()
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,188 @@
+"""Runs a session window aggregation (``pn.SessionAggregate``) over the rows a pipeline emits.
+
+The semantics are the reference interpreter's (``_SessionAggregate``). Rows of open sessions are
+buffered, not folded: sessions are the runs of a key's rows, in time order, no more than ``gap``
+apart, so merging is implied by sorting and needs no bookkeeping. When the watermark may have
+closed a session (it passed the earliest buffered time + gap), the buffer is split into sessions;
+the closed ones are folded by the generated fold kernel of updating aggregations (their rows in
+arrival order, so a float sum adds as the reference does), emitted and dropped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from darwin.codegen.compiler import load_kernel
+from darwin.codegen.group_fold import FoldSlot, generate_fold
+from darwin.config import Config
+from darwin.errors import UnsupportedError
+from darwin.graph import operators as op
+from darwin.plan import nodes as pn
+from darwin.plan.aggregates import agg_type, function
+from darwin.plan.exprs import type_of
+from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.runtime.group_keys import GroupKeys
+from darwin.runtime.progress import NO_WATERMARK
+
+NEVER = np.iinfo(np.int64).max
+
+
+class SessionAggregateRunner:
+    def __init__(self, o: op.StreamOperator, config: Config, pool: StringPool) -> None:
+        node = o.node
+        assert isinstance(node, pn.SessionAggregate)
+        self.node, self.id, self.args = node, o.id, o.args
+        self.gap, self.on = node.window.gap_ms, node.window.on
+        schema = node.input.schema
+        self.keys = GroupKeys([schema.field(k) for k in node.keys])
+        self.slots = []
+        for name, call in node.aggs:
+            fn = function(call.func)
+            if fn.retract("v", "x") is None and fn.name not in ("min", "max"):
+                raise UnsupportedError(f"agg {name}={call}: not supported over session windows yet")
+            arg = None if call.arg is None else type_of(call.arg, schema)
+            self.slots.append(FoldSlot(fn, fn.value_dtype(None if arg is None else arg.dtype), True))
+        self.out_types = [agg_type(call, schema, name) for name, call in node.aggs]
+        self.kernel = load_kernel(generate_fold(tuple(self.slots)), config.cache_dir)
+        self.wm = NO_WATERMARK
+        self.next_seq = 0
+        self.late_rows = self.null_time_rows = self.windows_fired = 0
+        # the buffer: per row its key's id, time, arrival number, and each argument's value and presence;
+        # batches are appended as chunks and joined only when sessions are split (``_joined``)
+        self.kid = np.zeros(0, np.int64)
+        self.time = np.zeros(0, np.int64)
+        self.seq = np.zeros(0, np.int64)
+        self.x = [np.zeros(0, s.value_dtype or np.int64) for s in self.slots]
+        self.present = [np.zeros(0, np.bool_) for _ in self.slots]
+        self.chunks: list[tuple[np.ndarray, ...]] = []
+        self.earliest = NEVER  # the earliest buffered time
+
+    # -- a batch ----------------------------------------------------------------------------------
+    def push(self, batch: EncodedBatch) -> EncodedBatch | None:
+        """Buffer the rows (nothing is emitted before a session closes)."""
+        n = batch.length
+        if n == 0:
+            return None
+        kid = self.keys.ids(batch)  # every row's key arrives, as in the reference, even a late one
+        t = batch.columns[self.on]
+        keep = np.ones(n, np.bool_) if t.valid is None else t.valid.copy()
+        self.null_time_rows += int(n - keep.sum())
+        times = t.values
+        doubtful = np.flatnonzero(keep & (times + self.gap <= self.wm))
+        if len(doubtful):
+            self._joined()
+        for i in doubtful.tolist():  # ended already: kept only if it meets an open session of its key
+            earlier = np.flatnonzero(keep[:i] & (kid[:i] == kid[i]))
+            met = np.any(np.abs(self.time[self.kid == kid[i]] - times[i]) <= self.gap) or \
+                np.any(np.abs(times[earlier] - times[i]) <= self.gap)
+            if not met:
+                keep[i] = False
+                self.late_rows += 1
+        rows = np.flatnonzero(keep)
+        seq = self.next_seq + np.arange(n, dtype=np.int64)
+        self.next_seq += n
+        if not len(rows):
+            return None
+        chunk = [kid[rows], times[rows], seq[rows]]
+        for i, name in enumerate(self.args):
+            if name is None:
+                chunk += [np.zeros(len(rows), np.int64), np.ones(len(rows), np.bool_)]
+            else:
+                c = batch.columns[name]
+                chunk += [c.values[rows].astype(self.x[i].dtype, copy=False),
+                          np.ones(len(rows), np.bool_) if c.valid is None else c.valid[rows]]
+        self.chunks.append(tuple(chunk))
+        self.earliest = min(self.earliest, int(times[rows].min()))
+        return None
+
+    def _joined(self) -> None:
+        """The buffered chunks joined into the buffer's arrays."""
+        if not self.chunks:
+            return
+        columns = [self.kid, self.time, self.seq, *(a for pair in zip(self.x, self.present) for a in pair)]
+        joined = [np.concatenate([mine, *(chunk[j] for chunk in self.chunks)]) for j, mine in enumerate(columns)]
+        self.kid, self.time, self.seq = joined[:3]
+        self.x, self.present = joined[3::2], joined[4::2]
+        self.chunks = []
+
+    # -- sessions closing -------------------------------------------------------------------------
+    def advance(self, input_wm: int) -> EncodedBatch | None:
+        self.wm = input_wm
+        if self.earliest == NEVER or self.earliest + self.gap > input_wm:
+            return None  # no session can have ended: each ends at least gap after its first row
+        self._joined()
+        order = np.lexsort([self.seq, self.time, self.kid])
+        kid, time = self.kid[order], self.time[order]
+        starts = np.r_[True, (kid[1:] != kid[:-1]) | (time[1:] - time[:-1] > self.gap)]
+        session = np.cumsum(starts) - 1
+        first = np.flatnonzero(starts)
+        last = np.r_[first[1:] - 1, len(order) - 1]
+        end = time[last] + self.gap
+        closed = end <= input_wm
+        if not closed.any():
+            return None
+        done = closed[session]  # per sorted row: its session closed
+        rows = order[done]
+        ids = np.searchsorted(np.flatnonzero(closed), session[done])  # closed sessions numbered 0..
+        by_arrival = np.argsort(self.seq[rows], kind="stable")
+        out = self._fold(ids[by_arrival], rows[by_arrival], int(closed.sum()))
+        fired = np.flatnonzero(closed)
+        fired_start, fired_end, fired_kid = time[first[fired]], end[fired], kid[first[fired]]
+        emit = np.lexsort([fired_kid, fired_start])
+        columns = {pn.WINDOW_START: Column(fired_start[emit], None), pn.WINDOW_END: Column(fired_end[emit], None)}
+        columns.update({k: Column(c.values, c.valid) for k, c in self.keys.columns(fired_kid[emit]).items()})
+        for (name, _), (dtype, _), (values, valid) in zip(self.node.aggs, self.out_types, out):
+            columns[name] = Column(values[emit].astype(dtype.numpy), None if valid is None else valid[emit])
+        self._drop(order[~done])
+        self.windows_fired += len(fired)
+        return EncodedBatch(columns, len(fired))
+
+    def _fold(self, ids: np.ndarray, rows: np.ndarray, sessions: int) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        values = [np.zeros(sessions, s.value_dtype or np.int64) for s in self.slots]
+        counts = [np.zeros(sessions, np.int64) for _ in self.slots]
+        args: list[np.ndarray] = []
+        for i in range(len(self.slots)):
+            args += [np.ascontiguousarray(self.x[i][rows]), np.ascontiguousarray(self.present[i][rows]), values[i],
+                     counts[i]]
+        self.kernel(ids, np.ones(len(ids), np.int64), np.zeros(sessions, np.int64), *args)
+        return [s.function.finalize(None if s.value_dtype is None else v, c)
+                for s, v, c in zip(self.slots, values, counts)]
+
+    def _drop(self, kept: np.ndarray) -> None:
+        kept = np.sort(kept)  # buffer order (arrival) is kept
+        self.kid, self.time, self.seq = self.kid[kept], self.time[kept], self.seq[kept]
+        self.x = [x[kept] for x in self.x]
+        self.present = [p[kept] for p in self.present]
+        self.earliest = int(self.time.min()) if len(self.time) else NEVER
+
+    # -- checkpoints -------------------------------------------------------------------------------
+    def counters(self) -> dict[str, int]:
+        return {"late_rows": self.late_rows, "null_time_rows": self.null_time_rows,
+                "windows_fired": self.windows_fired}
+
+    def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
+        name = f"operator{self.id}.npz"
+        self._joined()
+        arrays: dict[str, Any] = {**self.keys.saved(), "kid": self.kid, "time": self.time, "seq": self.seq}
+        for i in range(len(self.slots)):
+            arrays[f"x{i}"], arrays[f"p{i}"] = self.x[i], self.present[i]
+        np.savez(directory / name, **arrays)
+        return {"file": name, "wm": self.wm, "next_seq": self.next_seq, **self.counters()}, [name]
+
+    def restore(self, directory: Path, body: dict[str, Any]) -> None:
+        with np.load(directory / body["file"]) as saved:
+            self.keys.load(saved)
+            self.kid, self.time, self.seq = saved["kid"], saved["time"], saved["seq"]
+            self.x = [saved[f"x{i}"] for i in range(len(self.slots))]
+            self.present = [saved[f"p{i}"] for i in range(len(self.slots))]
+        self.chunks = []
+        self.earliest = int(self.time.min()) if len(self.time) else NEVER
+        self.wm, self.next_seq = int(body["wm"]), int(body["next_seq"])
+        self.late_rows, self.null_time_rows = int(body["late_rows"]), int(body["null_time_rows"])
+        self.windows_fired = int(body["windows_fired"])
+
+    def close(self) -> None:
+        pass
