@@ -180,9 +180,15 @@ class Table:
         return self.execute(config).changelog
 
     def sink(self, sink: Sink) -> SinkQuery:
-        """Send the results to ``sink`` (``dw.sinks.Parquet``, ``dw.sinks.CSV``); ``.run()`` starts it."""
+        """Send the results to ``sink`` (``dw.sinks.Parquet``, ``dw.sinks.CSV``); ``.run()`` starts it.
+
+        A sink that cannot write this result (an updating one to ``mode='append'``, a partition
+        column or upsert key the result lacks) is refused here with a ``SinkError``."""
+        from darwin.runtime.job import result_spec
+
         if not isinstance(sink, Sink):
             raise PlanError(f"sink() takes a sink such as dw.sinks.Parquet(path), got {sink!r}")
+        sink.check(result_spec(self.plan))
         return SinkQuery(self.plan, sink)
 
     def iter_batches(self, config: Config | None = None) -> Iterator[pa.RecordBatch]:

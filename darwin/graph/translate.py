@@ -75,7 +75,8 @@ class _Translator(SharedNodeVisitor[_Chain]):
         return _Chain(op.SourcePort(node, delay, len(self.scans) - 1), node.schema, (), node.schema)
 
     def visit_Filter(self, node: pn.Filter) -> _Chain:
-        return self.visit(node.input).then(op.FilterOp(node.predicate), node.schema)
+        chain = self.visit(node.input)  # an updating input's change kind stays with the rows kept
+        return chain.then(op.FilterOp(node.predicate), chain.schema)
 
     def visit_Project(self, node: pn.Project) -> _Chain:
         chain = self.visit(node.input)

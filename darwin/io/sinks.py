@@ -1,32 +1,37 @@
-"""File sinks (Parquet, CSV) that commit output only when a checkpoint covers it.
+"""Sinks: where a query's results go. File sinks (Parquet, CSV) commit output only when a
+checkpoint covers it, so a crash and restart gives exactly-once output.
 
-Output is staged per epoch (the stretch of input between two checkpoints) in
-``<dir>/_darwin_staging/``. When a checkpoint is taken the epoch's file is closed and
-listed, with its checksum, in the checkpoint's manifest; once the manifest is
-durable the file is renamed to ``<dir>/part-<epoch>.<ext>``. A crash before that
-loses only staged files, which the restarted run writes again; a crash after it
-finds the rename in the manifest and completes it. Readers see complete files
-only, and the parts in name order are the output in order.
+A file sink writes in one of three modes:
 
-A fresh run writes only into an empty (or new) directory, which it marks with its job
-id (``.darwin-sink.json``); a resumed run only into the directory its job marked. Darwin
-deletes nothing there but its own part files. Arrow and Spark readers skip the marker
-and the staging directory (names starting with ``.`` and ``_``).
+- ``append``: the rows as they come, for append-only results (windowed aggregations, inner
+  joins...). Each epoch (the input between two checkpoints) is a file ``part-<epoch>.<ext>``.
+- ``changelog``: every change of the result, its kind (+I, -U, +U, -D) in a column ``op``,
+  as parts like ``append``. The default for an updating result; over an append-only one every
+  row is +I.
+- ``upsert``: the latest row per key (``key=``, or the result's own key: an aggregation's group
+  keys), committed with each checkpoint as one file ``snapshot.<ext>`` that is replaced
+  atomically, so a reader always sees the whole snapshot of the last checkpoint.
+
+``partition_by=[...]`` writes parts into Hive-style directories, ``dt=2015-07-15/hm=10%3A00/``,
+as Spark's ``partitionBy`` does (see ``darwin.io.partitions``); the partition columns are not
+repeated inside the files. How files are staged, committed and owned: ``darwin.io.output_dir``.
 
 Examples
 --------
 >>> import darwin as dw
 >>> dw.sinks.Parquet("out/").describe()
 'parquet out'
+>>> dw.sinks.CSV("out/", partition_by=["dt", "hm"]).describe()
+'csv out partitioned by dt, hm'
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import re
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -35,21 +40,51 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from darwin.errors import RESET_HINT, SinkError
-from darwin.files import crc32_of, ensure_directory, fsync_path, read_job_record, write_atomically
+from darwin.files import crc32_of, fsync_path
+from darwin.io.output_dir import OutputDirectory, read_marker, remove_output
+from darwin.io.partitions import split
+from darwin.io.upsert import Snapshot
+
+__all__ = ["CSV", "CHANGE_COLUMN", "MODES", "Blackhole", "Collect", "FileSink", "Parquet", "ResultSpec", "Sink",
+           "read_marker", "remove_output"]
 
 log = logging.getLogger(__name__)
 
-STAGING = "_darwin_staging"
-MARKER = ".darwin-sink.json"
-PART = re.compile(r"part-\d{6}\.([a-z]+)")  # part-<epoch>.<extension>
+CHANGE_COLUMN = "op"  # an updating result's change kind (+I, -U, +U, -D), in what sinks are given
+MODES = ("append", "changelog", "upsert")
+_INSERT = "+I"
+
+
+def _no_key() -> tuple[str, ...] | None:
+    return None
+
+
+@dataclass(frozen=True)
+class ResultSpec:
+    """What a sink is given to write: the result's schema (an updating result's ends with the
+    change column ``op``), the late rows' schema if the query keeps them, whether the result
+    updates, and ``find_key``, which derives the result's unique key from the plan (None if it
+    has none; called only by sinks that need one)."""
+
+    schema: pa.Schema
+    late_schema: pa.Schema | None = None
+    updating: bool = False
+    find_key: Callable[[], tuple[str, ...] | None] = _no_key
+
+    @property
+    def data_schema(self) -> pa.Schema:
+        """The result's own columns, without the change column."""
+        return self.schema.remove(self.schema.get_field_index(CHANGE_COLUMN)) if self.updating else self.schema
 
 
 @runtime_checkable
 class Sink(Protocol):
     """Where a query's output goes, with two-phase commit around checkpoints."""
 
-    def open(self, schema: pa.Schema, late_schema: pa.Schema | None, resume: dict[str, Any] | None,
-             job: str) -> None:
+    def check(self, result: ResultSpec) -> None:
+        """Refuse (``SinkError``) a result this sink cannot write, before the query runs."""
+
+    def open(self, result: ResultSpec, resume: dict[str, Any] | None, job: str) -> None:
         """Start a run of job ``job``; ``resume`` is what the checkpoint being resumed recorded from ``prepare``."""
 
     def write(self, kind: str, batch: pa.RecordBatch) -> None:
@@ -70,136 +105,225 @@ class Sink(Protocol):
         """Where the sink writes (recorded with the job, for ``darwin reset``)."""
 
 
-class _Target:
-    """One output directory: staged and committed parts of one kind of rows."""
+def _names(value: str | Sequence[str] | None, what: str, sink: str) -> tuple[str, ...] | None:
+    """Column names given as one name or a list; None if not given."""
+    if value is None:
+        return None
+    names = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, (list, tuple)) else None
+    if names is None or not all(isinstance(n, str) and n for n in names):
+        raise SinkError(f"{sink}({what}=...) takes column names, e.g. {what}=['dt', 'hm'], got {value!r}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise SinkError(f"{sink}({what}=...): column(s) {twice} given twice")
+    return names
 
-    def __init__(self, directory: Path, extension: str) -> None:
-        self.directory, self.extension = directory, extension
-        self.staging = directory / STAGING
 
-    def part(self, epoch: int, staged: bool) -> Path:
-        return (self.staging if staged else self.directory) / f"part-{epoch:06d}.{self.extension}"
+@dataclass(frozen=True)
+class _Layout:
+    """How a sink resolved its settings against a result: what a resumed run must write alike."""
 
-    def is_part(self, name: str) -> bool:
-        m = PART.fullmatch(name)
-        return m is not None and m.group(1) == self.extension
+    mode: str
+    key: tuple[str, ...] | None
+    unique: bool  # the key is the result's own (no two rows share it)
+    files: pa.Schema  # of the rows written for results, partition columns included
 
-    def committed(self) -> list[Path]:
-        if not self.directory.is_dir():
-            return []
-        return sorted(p for p in self.directory.iterdir() if self.is_part(p.name))
-
-    def start(self, resume: list[dict[str, Any]] | None, last_epoch: int, job: str) -> None:
-        ensure_directory(self.directory, "output directory", SinkError)
-        owner = read_marker(self.directory)
-        if resume is None:
-            self._claim(job)
-        elif owner != job:
-            raise SinkError(f"output directory {str(self.directory)!r} was not written by the job these checkpoints "
-                            f"belong to; resume with the output directory the job ran with ({RESET_HINT})")
-        for entry in resume or []:
-            self.commit_file(entry)
-        for stale in self.committed():  # committed after a checkpoint that turned out damaged
-            if int(stale.stem.split("-")[1]) > last_epoch:
-                log.warning("removing %s: the checkpoint that committed it is not usable; it is written again",
-                            stale)
-                stale.unlink()
-        self.staging.mkdir(exist_ok=True)
-        for staged in self.staging.iterdir():  # staged by a run that did not reach its checkpoint
-            if self.is_part(staged.name):
-                staged.unlink()
-
-    def _claim(self, job: str) -> None:
-        """A fresh run: the directory must be empty, or hold only what a run that committed nothing left."""
-        if self.committed():
-            raise SinkError(f"output directory {str(self.directory)!r} already holds part files of another run; "
-                            "give an empty directory, or resume that run with its checkpoint_dir "
-                            f"({RESET_HINT})")
-        ours = {MARKER, STAGING} if read_marker(self.directory) is not None else set()
-        others = sorted(p.name for p in self.directory.iterdir() if p.name not in ours)
-        if others:
-            raise SinkError(f"output directory {str(self.directory)!r} is not empty (it holds "
-                            f"{', '.join(map(repr, others[:5]))}{', ...' if len(others) > 5 else ''}); Darwin "
-                            "writes into an empty directory, so its output is never mixed with other files")
-        write_atomically(self.directory / MARKER, json.dumps({"job": job}).encode())
-
-    def commit_file(self, entry: dict[str, Any]) -> None:
-        staged, final = self.staging / entry["name"], self.directory / entry["name"]
-        if staged.exists():
-            if crc32_of(staged) != entry["crc32"]:
-                raise SinkError(f"staged output {str(staged)!r} does not match the checksum its checkpoint "
-                                "recorded; it was changed or damaged")
-            os.replace(staged, final)
-            fsync_path(self.directory)
-        elif not final.exists():
-            raise SinkError(f"output {str(final)!r}, which a checkpoint recorded, is missing from both the "
-                            "staging and the output directory")
+    def record(self, extension: str, partition_by: tuple[str, ...]) -> dict[str, Any]:
+        return {"format": extension, "mode": self.mode, "partition_by": list(partition_by),
+                "key": None if self.key is None else list(self.key)}
 
 
 class FileSink(ABC):
-    """Parquet or CSV parts in ``path``; late rows (``late_output=True``) in ``late_path``."""
+    """Parquet or CSV output in ``path`` (see the module for ``mode``, ``partition_by`` and ``key``);
+    late rows (``late_output=True``) as parts in ``late_path``."""
 
     extension = ""
 
-    def __init__(self, path: str | os.PathLike[str], late_path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], late_path: str | os.PathLike[str] | None = None, *,
+                 mode: str | None = None, partition_by: str | Sequence[str] | None = None,
+                 key: str | Sequence[str] | None = None) -> None:
+        name = type(self).__name__
         self.path = Path(path)
         self.late_path = None if late_path is None else Path(late_path)
         if self.late_path is not None and self.late_path.resolve() == self.path.resolve():
             raise SinkError(f"late rows need a directory of their own, not {str(self.path)!r}")
-        self._targets: dict[str, _Target] = {}
+        if mode is not None and mode not in MODES:
+            raise SinkError(f"{name}(mode={mode!r}): unknown sink mode; use 'append' (rows as they come, for "
+                            "append-only results), 'changelog' (every change, its kind in column 'op') or "
+                            "'upsert' (the latest row per key, a snapshot committed with each checkpoint)")
+        self.mode = mode
+        self.partition_by = _names(partition_by, "partition_by", name) or ()
+        for c in self.partition_by:
+            if c.startswith(("_", ".")):
+                raise SinkError(f"{name}(partition_by=...): column {c!r} starts with {c[0]!r}, and readers (Spark, "
+                                "Arrow) skip directories named so; rename it, e.g. with .select(...)")
+        self.key = _names(key, "key", name)
+        if self.key is not None and mode != "upsert":
+            raise SinkError(f"{name}(key=...) names the columns an upsert is keyed by; it goes with mode='upsert'")
+        if self.partition_by and mode == "upsert":
+            raise SinkError(f"{name}: mode='upsert' writes one snapshot file, replaced at each checkpoint, and "
+                            "cannot be partitioned; drop partition_by, or partition a mode='changelog' sink")
+        self._layout: _Layout | None = None
+        self._dirs: dict[str, OutputDirectory] = {}
         self._schemas: dict[str, pa.Schema] = {}
-        self._writers: dict[str, Any] = {}
-        self._rows: dict[str, int] = {}
+        self._writers: dict[tuple[str, str], Any] = {}  # (kind, file name) -> the epoch's open staged file
+        self._rows: dict[tuple[str, str], int] = {}
+        self._snapshot: Snapshot | None = None
+        self._updating = self._all_inserts = False
         self._epoch = 1
 
     def describe(self) -> str:
-        return f"{self.extension} {self.path}"
+        mode = "" if self.mode is None else f" {self.mode}"
+        by = f" by {', '.join(self.key)}" if self.key else ""
+        parts = f" partitioned by {', '.join(self.partition_by)}" if self.partition_by else ""
+        return f"{self.extension} {self.path}{mode}{by}{parts}"
 
-    def open(self, schema: pa.Schema, late_schema: pa.Schema | None, resume: dict[str, Any] | None,
-             job: str) -> None:
-        targets, schemas = {"result": _Target(self.path, self.extension)}, {"result": schema}
-        if late_schema is not None:
-            if self.late_path is None:
-                raise SinkError(f"the query keeps late rows (late_output=True); give {type(self).__name__}(..., "
-                                "late_path=...) a directory for them")
-            targets["late"] = _Target(self.late_path, self.extension)
-            schemas["late"] = late_schema
-        self._targets, self._schemas = targets, schemas
+    # -- settings against the result ------------------------------------------------------
+    def check(self, result: ResultSpec) -> None:
+        self._resolve(result)
+
+    def _resolve(self, result: ResultSpec) -> _Layout:
+        name = type(self).__name__
+        mode = self.mode or ("changelog" if result.updating else "append")
+        data = result.data_schema
+        if mode == "append" and result.updating:
+            raise SinkError(f"{name}(mode='append') cannot write this result: it is updating (its rows change "
+                            "as input arrives: +I, -U, +U, -D). Use mode='changelog' for every change, or "
+                            "mode='upsert' for the latest row per key")
+        files = data if mode == "upsert" else data.append(pa.field(CHANGE_COLUMN, pa.string(), nullable=False)) \
+            if mode == "changelog" else data
+        for c in self.partition_by:
+            if c not in files.names:
+                raise SinkError(f"{name}(partition_by=...): the result has no column {c!r}; its columns are "
+                                f"{files.names}")
+        if self.partition_by and len(self.partition_by) == len(files.names):
+            raise SinkError(f"{name}(partition_by=...): every column would be a partition column, leaving the "
+                            "files without columns; keep at least one column out of partition_by")
+        if result.late_schema is not None and self.late_path is None:
+            raise SinkError(f"the query keeps late rows (late_output=True); give {name}(..., late_path=...) a "
+                            "directory for them")
+        if mode != "upsert":
+            return _Layout(mode, None, False, files)
+        derived = result.find_key()
+        key = self.key if self.key is not None else derived
+        if key is None:
+            raise SinkError(f"{name}(mode='upsert') needs a key, and this result has none Darwin can derive (an "
+                            "aggregation is keyed by its window and group keys; a join's or a union's rows are "
+                            "not). Name the columns that identify a row: key=['id', ...]")
+        missing = [k for k in key if k not in data.names]
+        if missing:
+            raise SinkError(f"{name}(key=...): the result has no column(s) {missing}; its columns are "
+                            f"{data.names}")
+        return _Layout(mode, key, derived is not None and set(derived) <= set(key), files)
+
+    # -- a run -----------------------------------------------------------------------
+    def open(self, result: ResultSpec, resume: dict[str, Any] | None, job: str) -> None:
+        layout = self._layout = self._resolve(result)
+        record = layout.record(self.extension, self.partition_by)
+        if resume is not None and resume.get("layout", record) != record:
+            raise SinkError(f"the checkpoint being resumed was committed by a sink writing {resume['layout']}; "
+                            f"this sink writes {record}. Resume with the sink the job ran with ({RESET_HINT})")
+        self._updating = result.updating
+        self._all_inserts = layout.mode == "changelog" and not result.updating  # an append-only changelog
+        self._dirs = {"result": OutputDirectory(self.path, self.extension, len(self.partition_by))}
+        self._schemas = {"result": pa.schema([f for f in layout.files if f.name not in self.partition_by])}
+        if result.late_schema is not None:
+            assert self.late_path is not None
+            self._dirs["late"] = OutputDirectory(self.late_path, self.extension)
+            self._schemas["late"] = result.late_schema
+        for d in self._dirs.values():
+            d.claim(resume is not None, job)
+        for kind, entries in ({} if resume is None else resume["files"]).items():
+            for entry in entries:
+                self._dirs[kind].commit_part(entry)
+        if layout.mode == "upsert":
+            assert layout.key is not None
+            self._snapshot = Snapshot(layout.files, layout.key, layout.unique)
+            if resume is not None and "snapshot" in resume:
+                out = self._dirs["result"]
+                out.commit_snapshot(resume["snapshot"], self._write_file)
+                for batch in out.read_version(resume["snapshot"]["version"]).to_batches():
+                    self._snapshot.apply(batch)
         last = 0 if resume is None else int(resume["epoch"])
-        for kind, target in self._targets.items():
-            target.start(None if resume is None else resume["files"].get(kind, []), last, job)
+        for d in self._dirs.values():
+            d.tidy(last)
         self._epoch = last + 1
 
     def write(self, kind: str, batch: pa.RecordBatch) -> None:
-        writer = self._writers.get(kind)
+        if kind == "result" and self._snapshot is not None:
+            ops = None
+            if self._updating:
+                ops = batch.column(CHANGE_COLUMN).to_pylist()
+                batch = batch.drop_columns([CHANGE_COLUMN])
+            self._snapshot.apply(batch, ops)
+            return
+        if kind == "result" and self._all_inserts:
+            batch = batch.append_column(pa.field(CHANGE_COLUMN, pa.string(), nullable=False),
+                                        pa.array([_INSERT] * batch.num_rows, pa.string()))
+        if kind == "result" and self.partition_by:
+            for partition, rows in split(batch, self.partition_by):
+                self._write_part(kind, partition, rows)
+        else:
+            self._write_part(kind, "", batch)
+
+    def _write_part(self, kind: str, partition: str, rows: pa.RecordBatch) -> None:
+        name = self._dirs[kind].part_name(self._epoch, partition)
+        writer = self._writers.get((kind, name))
         if writer is None:
-            path = self._targets[kind].part(self._epoch, staged=True)
-            writer = self._writers[kind] = self._open_writer(path, self._schemas[kind])
-            self._rows[kind] = 0
-        writer.write_batch(batch)
-        self._rows[kind] += batch.num_rows
+            writer = self._writers[kind, name] = self._open_writer(self._dirs[kind].staged(name), self._schemas[kind])
+            self._rows[kind, name] = 0
+        writer.write_batch(rows)
+        self._rows[kind, name] += rows.num_rows
 
     @abstractmethod
     def _open_writer(self, path: Path, schema: pa.Schema) -> Any:
         """A writer with ``write_batch`` and ``close`` for one staged file."""
 
+    def _write_file(self, path: Path, table: pa.Table) -> None:
+        """``table`` as one file of this sink's format."""
+        writer = self._open_writer(path, table.schema)
+        for batch in table.to_batches():
+            writer.write_batch(batch)
+        writer.close()
+
     def prepare(self, epoch: int) -> dict[str, Any]:
         if epoch != self._epoch:
             raise SinkError(f"internal error: sink is in epoch {self._epoch}, asked to prepare {epoch}")
+        assert self._layout is not None, "prepare before open"
         files: dict[str, list[dict[str, Any]]] = {}
-        for kind, writer in self._writers.items():
+        for (kind, name), writer in sorted(self._writers.items()):
             writer.close()
-            staged = self._targets[kind].part(epoch, staged=True)
+            staged = self._dirs[kind].staged(name)
             fsync_path(staged)
-            files[kind] = [{"name": staged.name, "rows": self._rows[kind], "crc32": crc32_of(staged)}]
+            files.setdefault(kind, []).append({"name": name, "rows": self._rows[kind, name],
+                                               "crc32": crc32_of(staged)})
         self._writers.clear()
+        prepared: dict[str, Any] = {"epoch": epoch, "layout": self._layout.record(self.extension, self.partition_by),
+                                    "files": files}
+        if self._snapshot is not None:
+            prepared["snapshot"] = self._stage_snapshot(epoch, self._snapshot.table())
         self._epoch = epoch + 1
-        return {"epoch": epoch, "files": files}
+        return prepared
+
+    def _stage_snapshot(self, epoch: int, table: pa.Table) -> dict[str, Any]:
+        """The epoch's snapshot staged twice: in the sink's format (to be made visible) and as Arrow
+        (kept, so a resume restores it exactly)."""
+        out = self._dirs["result"]
+        visible = out.staged(f"snapshot-{epoch:06d}.{self.extension}")
+        self._write_file(visible, table)
+        kept = out.staged(f"snapshot-{epoch:06d}.arrow")
+        with pa.OSFile(str(kept), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        for f in (visible, kept):
+            fsync_path(f)
+        return {"epoch": epoch, "name": visible.name, "rows": table.num_rows, "crc32": crc32_of(visible),
+                "version": {"name": kept.name, "crc32": crc32_of(kept)}}
 
     def commit(self, prepared: dict[str, Any]) -> None:
         for kind, entries in prepared["files"].items():
             for entry in entries:
-                self._targets[kind].commit_file(entry)
+                self._dirs[kind].commit_part(entry)
+        if "snapshot" in prepared:
+            self._dirs["result"].commit_snapshot(prepared["snapshot"], self._write_file)
 
     def close(self) -> None:
         for writer in self._writers.values():
@@ -207,15 +331,18 @@ class FileSink(ABC):
         self._writers.clear()
 
     def files(self) -> list[Path]:
-        """Committed parts of the results, in order."""
-        return _Target(self.path, self.extension).committed()
+        """What readers see of the results: the committed parts in order, or an upsert's snapshot."""
+        out = OutputDirectory(self.path, self.extension, len(self.partition_by))
+        if self.mode == "upsert":
+            return [out.visible] if out.visible.exists() else []
+        return out.committed()
 
     def directories(self) -> list[Path]:
         return [self.path] + ([] if self.late_path is None else [self.late_path])
 
 
 class Parquet(FileSink):
-    """Results as Parquet files ``part-<epoch>.parquet``; read the directory with ``pyarrow.parquet``."""
+    """Results as Parquet files; read the directory with ``pyarrow.parquet`` or Spark."""
 
     extension = "parquet"
 
@@ -224,7 +351,7 @@ class Parquet(FileSink):
 
 
 class CSV(FileSink):
-    """Results as CSV files ``part-<epoch>.csv``, each with a header row."""
+    """Results as CSV files, each with a header row."""
 
     extension = "csv"
 
@@ -232,29 +359,11 @@ class CSV(FileSink):
         return pacsv.CSVWriter(path, schema)
 
 
-def read_marker(directory: Path) -> str | None:
-    """The job that marked output ``directory`` as its own, or None."""
-    marker = read_job_record(directory / MARKER)
-    return None if marker is None else marker["job"]
-
-
-def remove_output(directory: Path, job: str) -> list[Path]:
-    """Delete what job ``job`` wrote in ``directory``: its parts, staged parts and marker; what was deleted."""
-    if read_marker(directory) != job:
-        return []
-    staging = directory / STAGING
-    removed = [p for d in (directory, staging) if d.is_dir() for p in sorted(d.iterdir()) if PART.fullmatch(p.name)]
-    for p in removed:
-        p.unlink()
-    if staging.is_dir() and not any(staging.iterdir()):
-        staging.rmdir()
-        removed.append(staging)
-    (directory / MARKER).unlink()
-    return [*removed, directory / MARKER]
-
-
 class _Unstaged:
     """A sink whose output is not durable: it commits nothing, so it takes no part in checkpoints."""
+
+    def check(self, result: ResultSpec) -> None:
+        """Any result can be kept or dropped."""
 
     def prepare(self, epoch: int) -> dict[str, Any]:
         return {"epoch": epoch, "files": {}}
@@ -279,9 +388,8 @@ class Collect(_Unstaged):
         self._batches: dict[str, list[pa.RecordBatch]] = {"result": [], "late": []}
         self._schemas: dict[str, pa.Schema | None] = {}
 
-    def open(self, schema: pa.Schema, late_schema: pa.Schema | None, resume: dict[str, Any] | None,
-             job: str) -> None:
-        self._schemas = {"result": schema, "late": late_schema}
+    def open(self, result: ResultSpec, resume: dict[str, Any] | None, job: str) -> None:
+        self._schemas = {"result": result.schema, "late": result.late_schema}
 
     def write(self, kind: str, batch: pa.RecordBatch) -> None:
         self._batches[kind].append(batch)
@@ -310,8 +418,7 @@ class Blackhole(_Unstaged):
         self.rows = 0
         self.late_rows = 0
 
-    def open(self, schema: pa.Schema, late_schema: pa.Schema | None, resume: dict[str, Any] | None,
-             job: str) -> None:
+    def open(self, result: ResultSpec, resume: dict[str, Any] | None, job: str) -> None:
         """A new run counts from zero."""
         self.rows = self.late_rows = 0
 

@@ -30,12 +30,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from darwin.config import Config
-from darwin.errors import RESET_HINT, CheckpointError, ConfigError
+from darwin.errors import RESET_HINT, CheckpointError, ConfigError, PlanError
 from darwin.graph import operators as op
 from darwin.graph.translate import translate
-from darwin.io.sinks import Sink
+from darwin.io.sinks import CHANGE_COLUMN, ResultSpec, Sink
 from darwin.plan import nodes as pn
 from darwin.plan.explain import render
+from darwin.plan.keys import unique_key
 from darwin.plan.rules import optimize
 from darwin.runtime.output import Output
 from darwin.runtime.progress import Metrics
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from darwin.runtime.compiled import CompiledEngine
 
 log = logging.getLogger(__name__)
-CHANGE_COLUMN = "op"  # an updating result's change kind, in what sinks write
+__all__ = ["CHANGE_COLUMN", "Driver", "JobResult", "result_spec", "run_job"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,19 @@ class JobResult:
     metrics: dict[str, Any]
     files: list[Path] = field(default_factory=list)
     resumed_from: int | None = None
+
+
+def result_spec(plan: pn.PlanNode) -> ResultSpec:
+    """What ``plan`` gives a sink: an updating result's rows carry their change kind in column ``op``."""
+    updating = pn.updating(plan)
+    schema = plan.schema.to_arrow()
+    if updating:
+        if CHANGE_COLUMN in schema.names:
+            raise PlanError(f"the result has a column named {CHANGE_COLUMN!r}, which an updating result's changes "
+                            "carry their kind (+I, -U, +U, -D) in; rename it")
+        schema = schema.append(pa.field(CHANGE_COLUMN, pa.string(), nullable=False))
+    late = pn.late_output_schema(plan)
+    return ResultSpec(schema, None if late is None else late.to_arrow(), updating, lambda: unique_key(plan))
 
 
 def run_job(plan: pn.PlanNode, sink: Sink, config: Config) -> JobResult:
@@ -78,11 +92,8 @@ class Driver:
         self.plan, self.sink, self.config, self.every = plan, sink, config, every
         self.metrics = Metrics()
         self.resumed_from: int | None = None
-        late_schema = pn.late_output_schema(plan)
-        self.late_arrow = None if late_schema is None else late_schema.to_arrow()
-        self.updating = pn.updating(plan)
-        schema = plan.schema.to_arrow()
-        self.arrow = schema.append(pa.field(CHANGE_COLUMN, pa.string(), nullable=False)) if self.updating else schema
+        self.result = result_spec(plan)
+        sink.check(self.result)
         self.started = time.perf_counter()
 
     def outputs(self) -> Iterator[Output]:
@@ -102,7 +113,7 @@ class Driver:
         from darwin.reference.interpreter import run as interpret
 
         plan, sink = self.plan, self.sink
-        sink.open(self.arrow, self.late_arrow, None, uuid.uuid4().hex)
+        sink.open(self.result, None, uuid.uuid4().hex)
         try:
             for out in interpret(plan, self.config, self.metrics):
                 out = _labelled(out)
@@ -127,8 +138,7 @@ class Driver:
             if latest is not None:  # counters continue: the metrics are those of the whole job
                 metrics.add("output_rows", latest.body["output_rows"])
                 self.resumed_from = latest.id
-            sink.open(self.arrow, self.late_arrow, None if latest is None else latest.body["sink"],
-                      engine.job)
+            sink.open(self.result, None if latest is None else latest.body["sink"], engine.job)
             if store is not None and latest is None:
                 store.write_job({"job": engine.job, "state": config.state, "state_path": identity["state_path"],
                                  "outputs": [str(d.resolve()) for d in sink.directories()]})

@@ -2,8 +2,9 @@
 
     python kill_job.py BACKEND WORK_DIR QUERY [--plain]
 
-QUERY is ``aggregate`` (a windowed aggregation) or ``join`` (a regular join of two sources).
-Writes committed output to WORK_DIR/out (or WORK_DIR/plain with --plain: no
+QUERY is ``aggregate`` (a windowed aggregation), ``join`` (a regular join of two sources),
+``updating`` (an updating aggregation into an upsert sink) or ``partitioned`` (bids into a
+partitioned sink). Writes committed output to WORK_DIR/out (or WORK_DIR/plain with --plain: no
 checkpoints, memory state) and, when it finishes, WORK_DIR/result.json.
 """
 
@@ -29,13 +30,37 @@ def join() -> dw.Table:
     return s.bid.select("auction", "bidder", "price", "date_time").join(auctions, left_on="auction", right_on="id")
 
 
+def updating() -> dw.Table:
+    """Bids and top price per auction, updated as bids arrive; auctions leave (a filter) and come back."""
+    bids = source(events=1_000_000, seed=7, rate=20_000, max_delay="2s").bid
+    per_auction = bids.group_by("auction").agg(bids=dw.count(), volume=dw.sum("price"), top=dw.max("price"))
+    return per_auction.filter(col("bids") % 4 != 0)
+
+
+def partitioned() -> dw.Table:
+    """Nexmark q10's shape: bids into directories by a key and a time part."""
+    bids = source(events=1_000_000, seed=7, rate=20_000, max_delay="2s").bid
+    return bids.select("auction", "bidder", "price", "date_time", "extra", p=col("auction") % 4,
+                       s=col("date_time").dt.second() // 10)
+
+
+def parquet(out: Path, query: str) -> dw.sinks.Parquet:
+    if query == "updating":
+        return dw.sinks.Parquet(out, mode="upsert")
+    if query == "partitioned":
+        return dw.sinks.Parquet(out, partition_by=["p", "s"])
+    return dw.sinks.Parquet(out)
+
+
 # (query, checkpoint interval): a join's checkpoint copies its kept rows, so it checkpoints less often
-QUERIES = {"aggregate": (aggregate, "3 batches"), "join": (join, "25 batches")}
+QUERIES = {"aggregate": (aggregate, "3 batches"), "join": (join, "25 batches"), "updating": (updating, "10 batches"),
+           "partitioned": (partitioned, "10 batches")}
 
 
 def main() -> None:
     backend, work = sys.argv[1], Path(sys.argv[2])
-    query, interval = QUERIES[sys.argv[3]]
+    name = sys.argv[3]
+    query, interval = QUERIES[name]
     plain = "--plain" in sys.argv
     cache = str(work.parent / "kernels")
     if plain:
@@ -47,7 +72,7 @@ def main() -> None:
         out = work / "out"
     q = query()
     print("ready", flush=True)  # imports done: the parent's random kill delay starts now
-    result = q.sink(dw.sinks.Parquet(out)).run(config)
+    result = q.sink(parquet(out, name)).run(config)
     (work / "result.json").write_text(json.dumps({"resumed_from": result.resumed_from,
                                                   "metrics": result.metrics}))
 

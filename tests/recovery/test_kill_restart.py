@@ -1,6 +1,7 @@
 """SIGKILL a checkpointed job at random moments, restart it until it finishes, on every backend, for a
-windowed aggregation and for a join of two sources: its committed output must equal an uninterrupted
-run's, row for row."""
+windowed aggregation, a join of two sources, an updating aggregation into an upsert sink and bids into
+a partitioned sink: its committed output must equal an uninterrupted run's, row for row (the upsert
+sink's snapshot, the partitioned sink's directories read back in order)."""
 
 import json
 import random
@@ -35,7 +36,7 @@ def wait_for_a_checkpoint(proc: subprocess.Popen, chk: Path) -> None:
         time.sleep(0.01)
 
 
-QUERIES = ("aggregate", "join")
+QUERIES = ("aggregate", "join", "updating", "partitioned")
 
 
 @pytest.fixture(scope="module")
@@ -85,4 +86,8 @@ def test_killed_and_restarted_job_commits_exactly_the_uninterrupted_output(backe
     got = pq.read_table(work / "out")
     assert got.num_rows == expected.num_rows
     assert got.equals(expected)
+    if query == "updating":
+        assert [f.name for f in (work / "out").iterdir() if not f.name.startswith(("_", "."))] == ["snapshot.parquet"]
+    if query == "partitioned":
+        assert len(list((work / "out").glob("p=*/s=*"))) > 4
     assert not list((work / "out" / "_darwin_staging").iterdir())
