@@ -207,8 +207,9 @@ class _Generator:
     def _row_prologue(self, env: Env) -> None:
         b = self.src
         if self.hashed:
-            # room for every window this row can open, else hand back to the runtime to grow
-            wpr = number(self.agg.window.windows_per_row)
+            # room for every entry this row can add (each of its windows, for each row a lookup join
+            # makes of it: the runtime sets the count), else hand back to the runtime to grow
+            wpr = f"ctl[{ctl.ROOM_PER_ROW}]"
             room = f"count + {wpr} > k0.shape[0]" + (f" or meta[1] + {wpr} > uslot.shape[0]" if self.undo else "")
             with b.block(f"if {room}:"):
                 self._stop(ctl.NEEDS_ROOM)

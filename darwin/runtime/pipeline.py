@@ -98,6 +98,7 @@ class PipelineRunner:
         self.ctl[ctl.INPUT_WATERMARK] = input_watermark
         self._bind_lookups()
         per_row = p.rows_per_input * self.fanout
+        self.ctl[ctl.ROOM_PER_ROW] = per_row
         chunk = max(1, OUT_BUFFER_ROWS // per_row) if collect else max(n, 1)
         outs: list[EncodedBatch] = []
         for first in range(0, n, chunk):
@@ -140,7 +141,7 @@ class PipelineRunner:
         elif status == ctl.NEEDS_ROOM:
             state = self.state
             assert state is not None and not isinstance(state, RingState)  # only a hash table's kernel asks
-            state.grow(self._agg.window.windows_per_row)
+            state.grow(int(self.ctl[ctl.ROOM_PER_ROW]))
         elif status == ctl.RING_FULL:  # the watermark closed a window whose slot a new one needs
             drained = list(self.drain(self.watermark))
             if not drained:

@@ -242,3 +242,16 @@ def test_a_lookup_join_runs_on_persistent_state(state, tmp_path):
     side = dw.from_arrow(pa.table({"key": [1, 2], "v": ["a", "b"]}))
     got = stream.join(side.lookup(), on=[("k", "key")]).collect(dw.Config(state=state, state_path=str(tmp_path)))
     assert got.column("v").to_pylist() == ["a", "b"]
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_a_lookup_join_fanning_out_into_a_windowed_aggregation_has_room(state):
+    """One input row becomes 500 rows, each a new group: the hash table grows for all of them
+    (it grew for the row's windows only, and the kernel wrote past its end)."""
+    n = 4_000
+    bids = dw.from_arrow(pa.table({"ts": pa.array([i * 10 for i in range(n)], pa.timestamp("ms")),
+                                   "k": [i % 4 for i in range(n)]}), time="ts")
+    table = dw.from_arrow(pa.table({"key": [i % 4 for i in range(2_000)], "w": list(range(2_000))}))
+    q = bids.join(table.lookup(), on=[("k", "key")]).window(dw.Tumble("1s", on="ts")).group_by("w").agg(
+        n=dw.count())
+    assert_agree(q, 1_000, state)
