@@ -70,6 +70,11 @@ def q5(s: Streams) -> DataFrame:
     return c.join(maxima, on).select("C.auction", "C.num")
 
 
+def q10(s: Streams) -> DataFrame:
+    return s["bid"].select("auction", "bidder", "price", "date_time", "extra", _day("date_time").alias("dt"),
+                           F.date_format("date_time", "HH:mm").alias("hm"))
+
+
 def q11(s: Streams) -> DataFrame:
     sessions = s["bid"].groupBy("bidder", F.session_window("date_time", "10 seconds").alias("w")).agg(
         F.count("*").alias("bid_count"))
@@ -244,9 +249,9 @@ def ysb_query(s: Streams) -> DataFrame:
 
 
 QUERIES: dict[str, Callable[[Streams], DataFrame]] = {
-    "q0": q0, "q1": q1, "q2": q2, "q3": q3, "q4": q4, "q5": q5, "q6": q6, "q7": q7, "q8": q8, "q9": q9, "q11": q11,
-    "q12": q12, "q13": q13, "q14": q14, "q15": q15, "q16": q16, "q17": q17, "q18": q18, "q19": q19, "q20": q20,
-    "q21": q21, "q22": q22, "q23": q23, "agg": agg, "ysb": ysb_query,
+    "q0": q0, "q1": q1, "q2": q2, "q3": q3, "q4": q4, "q5": q5, "q6": q6, "q7": q7, "q8": q8, "q9": q9, "q10": q10,
+    "q11": q11, "q12": q12, "q13": q13, "q14": q14, "q15": q15, "q16": q16, "q17": q17, "q18": q18, "q19": q19,
+    "q20": q20, "q21": q21, "q22": q22, "q23": q23, "agg": agg, "ysb": ysb_query,
 }
 
 
