@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,7 @@ from darwin.plan import nodes as pn
 from darwin.plan.explain import render
 from darwin.plan.keys import unique_key
 from darwin.plan.rules import optimize
-from darwin.runtime.output import Output
+from darwin.runtime.output import Output, net_changes
 from darwin.runtime.progress import Metrics
 from darwin.state.checkpoint import Checkpoint, CheckpointStore
 
@@ -94,6 +95,7 @@ class Driver:
         self.resumed_from: int | None = None
         self.result = result_spec(plan)
         sink.check(self.result)
+        self.held = _Held(config.emit == "on_close" and self.result.updating, self.result)
         self.started = time.perf_counter()
 
     def outputs(self) -> Iterator[Output]:
@@ -115,7 +117,8 @@ class Driver:
         plan, sink = self.plan, self.sink
         sink.open(self.result, None, uuid.uuid4().hex)
         try:
-            for out in interpret(plan, self.config, self.metrics):
+            kept = (out for out in interpret(plan, self.config, self.metrics) if not self.held.keeps(out))
+            for out in chain(kept, self.held.release()):  # what is held leaves at the end
                 out = _labelled(out)
                 _write(sink, out, self.metrics)
                 yield out
@@ -160,17 +163,50 @@ class Driver:
                 metrics.add("checkpoint_seconds", time.perf_counter() - t)
                 epoch += 1
 
-            for out in engine.outputs():
-                if out.kind != "barrier":
+            def written(outs: Iterator[Output]) -> Iterator[Output]:
+                for out in outs:
                     out = _labelled(out)
                     _write(sink, out, metrics)
                     yield out
+
+            for out in engine.outputs():
+                if out.kind != "barrier":
+                    if not self.held.keeps(out):
+                        yield from written(iter([out]))
                 elif due is not None and due.tick():
+                    yield from written(self.held.release())  # what is held leaves with the checkpoint
                     checkpoint(finished=False)
+            yield from written(self.held.release())
             if store is not None:
                 checkpoint(finished=True)
             else:
                 sink.commit(sink.prepare(epoch))
+
+
+class _Held:
+    """An updating result's changes held back (``Config.emit == "on_close"``): added up
+    (``net_changes``) and released at each checkpoint and at the end of the input, so a group
+    changed many times between two checkpoints emits one change."""
+
+    def __init__(self, active: bool, result: ResultSpec) -> None:
+        self.active, self.result = active, result
+        self.batches: list[pa.RecordBatch] = []
+
+    def keeps(self, out: Output) -> bool:
+        """Whether ``out`` is held instead of written now."""
+        if not self.active or out.kind != "result":
+            return False
+        self.batches.append(out.rows)
+        return True
+
+    def release(self) -> Iterator[Output]:
+        if not self.batches:
+            return
+        changes = pa.Table.from_batches(self.batches)
+        self.batches = []
+        net = net_changes(changes, self.result.find_key())
+        if net.num_rows:
+            yield Output("result", net.combine_chunks().to_batches()[0])
 
 
 def _labelled(out: Output) -> Output:
