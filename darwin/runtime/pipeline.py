@@ -98,7 +98,8 @@ class PipelineRunner:
         self.ctl[ctl.INPUT_WATERMARK] = input_watermark
         self._bind_lookups()
         per_row = p.rows_per_input * self.fanout
-        self.ctl[ctl.ROOM_PER_ROW] = per_row
+        # a row may add an entry per window it is in, for each row a lookup join made of it
+        self.ctl[ctl.ROOM_PER_ROW] = per_row * (self._agg.window.windows_per_row if self.state is not None else 1)
         chunk = max(1, OUT_BUFFER_ROWS // per_row) if collect else max(n, 1)
         outs: list[EncodedBatch] = []
         for first in range(0, n, chunk):
