@@ -161,14 +161,7 @@ class Aggregate(_OneInput):
     @cached_property
     def schema(self) -> Schema:
         inp = self.input.schema
-        fields = [inp.field(WINDOW_START), inp.field(WINDOW_END)]
-        for k in self.keys:
-            if k in (WINDOW_START, WINDOW_END):
-                raise PlanError(f"group_by: {k!r} is already part of every windowed group")
-            fields.append(inp.field(k, "group_by"))
-        for name, call in self.aggs:
-            fields.append(Field(name, *agg_type(call, inp, name)))
-        return Schema(tuple(fields), inp.unsupported)
+        return _windowed_groups(inp, (inp.field(WINDOW_START), inp.field(WINDOW_END)), self.keys, self.aggs)
 
 
 @dataclass(frozen=True)
@@ -199,15 +192,21 @@ class SessionAggregate(_OneInput):
 
     @cached_property
     def schema(self) -> Schema:
-        inp = self.input.schema
-        fields = [Field(WINDOW_START, DType.TIMESTAMP, False), Field(WINDOW_END, DType.TIMESTAMP, False)]
-        for k in self.keys:
-            if k in (WINDOW_START, WINDOW_END):
-                raise PlanError(f"group_by: {k!r} is already part of every windowed group")
-            fields.append(inp.field(k, "group_by"))
-        for name, call in self.aggs:
-            fields.append(Field(name, *agg_type(call, inp, name)))
-        return Schema(tuple(fields), inp.unsupported)
+        bounds = (Field(WINDOW_START, DType.TIMESTAMP, False), Field(WINDOW_END, DType.TIMESTAMP, False))
+        return _windowed_groups(self.input.schema, bounds, self.keys, self.aggs)
+
+
+def _windowed_groups(inp: Schema, bounds: tuple[Field, Field], keys: tuple[str, ...],
+                     aggs: tuple[tuple[str, AggCall], ...]) -> Schema:
+    """A windowed aggregation's rows: the window's bounds, the group keys, the aggregates."""
+    fields = list(bounds)
+    for k in keys:
+        if k in (WINDOW_START, WINDOW_END):
+            raise PlanError(f"group_by: {k!r} is already part of every windowed group")
+        fields.append(inp.field(k, "group_by"))
+    for name, call in aggs:
+        fields.append(Field(name, *agg_type(call, inp, name)))
+    return Schema(tuple(fields), inp.unsupported)
 
 
 @dataclass(frozen=True)

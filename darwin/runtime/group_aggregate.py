@@ -26,10 +26,10 @@ from darwin.plan.aggregates import NAN_KEY, agg_type, function, keep, kept_extre
 from darwin.plan.exprs import type_of
 from darwin.runtime.distinct import DistinctSets
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.runtime.group_keys import INITIAL_GROUPS, GroupKeys
 from darwin.runtime.progress import NO_WATERMARK
-from darwin.types import DType
+from darwin.runtime.rows import same_values
 
-INITIAL_GROUPS = 1024
 ADDS = (pn.ChangeKind.INSERT, pn.ChangeKind.UPDATE_AFTER)
 
 
@@ -39,8 +39,7 @@ class GroupAggregateRunner:
         self.g, self.node = g, g.node
         node = g.node
         schema = node.input.schema
-        self.key_fields = [schema.field(k) for k in node.keys]
-        self.width = max(1, sum(1 + f.nullable for f in self.key_fields))
+        self.groups = GroupKeys([schema.field(k) for k in node.keys])
         self.retracting = pn.updating(node.input)
         self.slots: list[FoldSlot] = []
         for _, call in node.aggs:
@@ -59,46 +58,42 @@ class GroupAggregateRunner:
         self.distinct_members = list(shared.values())
         self.distinct = [DistinctSets(len(members), INITIAL_GROUPS) for members in self.distinct_members]
         self.member_of = {i: (d, j) for d, members in enumerate(self.distinct_members) for j, i in enumerate(members)}
-        self.count = 0
         self.wm = NO_WATERMARK
-        self._allocate(INITIAL_GROUPS)
+        self._allocate(self.groups.capacity)
         # values kept per group where a retraction needs them (min/max over an updating input)
         self.kept: dict[int, dict[int, dict[Any, int]]] = {i: {} for i, s in enumerate(self.slots) if not s.folds_value}
 
+    @property
+    def count(self) -> int:
+        return self.groups.count
+
     def _allocate(self, capacity: int) -> None:
-        self.keys = np.zeros((capacity, self.width), dtype=np.int64)
+        """Per group: its rows (counting those taken back), each aggregate's value and count."""
         self.rows = np.zeros(capacity, dtype=np.int64)
         self.values = [np.zeros(capacity, dtype=s.value_dtype or np.int64) for s in self.slots]
         self.counts = [np.zeros(capacity, dtype=np.int64) for _ in self.slots]
-        self.index = np.full(2 * capacity, gi.EMPTY, dtype=np.int64)
         self.seen = np.zeros(capacity, dtype=np.bool_)
 
-    def _grow(self, needed: int) -> None:
-        """Room for ``needed`` groups (the index stays at most half full)."""
-        capacity = len(self.rows)
-        if needed <= capacity:
+    def _fit(self) -> None:
+        """Per-group arrays as long as the group index is (it grows as groups arrive)."""
+        if len(self.rows) >= self.groups.capacity:
             return
-        while capacity < needed:
-            capacity *= 2
-        keys, rows, values, counts = self.keys, self.rows, self.values, self.counts
-        self._allocate(capacity)
-        n = self.count
-        self.keys[:n], self.rows[:n] = keys[:n], rows[:n]
+        rows, values, counts = self.rows, self.values, self.counts
+        self._allocate(self.groups.capacity)
+        n = len(rows)  # the groups before the batch (new ones start at zero)
+        self.rows[:n] = rows
         for mine, old in zip(self.values + self.counts, values + counts):
-            mine[:n] = old[:n]
-        gi.rehash(self.index, self.keys, n)
+            mine[:n] = old
 
     # -- a batch --------------------------------------------------------------------------------
     def push(self, batch: EncodedBatch) -> EncodedBatch | None:
         n = batch.length
         if n == 0:
             return None
-        keys = self._key_rows(batch)
-        self._grow(self.count + n)
+        ids = self.groups.ids(batch)
+        self._fit()
         for sets in self.distinct:
             sets.ensure_groups(len(self.rows))
-        ids = np.empty(n, dtype=np.int64)
-        self.count = gi.assign(self.index, self.keys, self.count, keys, gi.hash_keys(keys), ids)
         touched = gi.touched(ids, self.seen)
         change = batch.columns.get(pn.CHANGE_KIND)
         sign = np.ones(n, dtype=np.int64) if change is None else np.where(np.isin(change.values, ADDS), 1, -1)
@@ -122,19 +117,6 @@ class GroupAggregateRunner:
         self._reset(touched[new_rows == 0])
         new = self._results(touched)
         return self._changes(touched, old_rows > 0, old, new_rows > 0, new)
-
-    def _key_rows(self, batch: EncodedBatch) -> np.ndarray:
-        """Key components as int64: floats as normalised bits, a NULL as a 0 and a validity 0."""
-        keys = np.zeros((batch.length, self.width), dtype=np.int64)
-        pos = 0
-        for f in self.key_fields:
-            c = batch.columns[f.name]
-            v = gi.key_bits(c.values)
-            keys[:, pos] = v if c.valid is None else np.where(c.valid, v, 0)
-            if f.nullable:
-                keys[:, pos + 1] = 1 if c.valid is None else c.valid
-            pos += 1 + f.nullable
-        return keys
 
     def _keep(self, i: int, ids: np.ndarray, sign: np.ndarray, present: np.ndarray, x: np.ndarray) -> None:
         """Fold the values of aggregate ``i`` into the multisets it keeps per group."""
@@ -180,10 +162,8 @@ class GroupAggregateRunner:
             -> EncodedBatch | None:
         n = len(groups)
         same = had & has
-        for (ov, om), (nv, nm) in zip(old, new):
-            ovalid, nvalid = _valid(om, n), _valid(nm, n)
-            equal = (ov == nv) | (np.isnan(ov) & np.isnan(nv)) if ov.dtype.kind == "f" else ov == nv
-            same &= (ovalid == nvalid) & (equal | ~ovalid)
+        for before, after in zip(old, new):
+            same &= same_values(before, after, n)
         emit_old, emit_new = had & ~same, has & ~same
         # each group's -U/-D before its +U/+I, groups in the order the batch first touched them
         take = np.stack([emit_old, emit_new], axis=1).ravel()
@@ -193,25 +173,13 @@ class GroupAggregateRunner:
         at = np.repeat(np.arange(n), 2)[take]
         kinds = np.where(which == 0, np.where(has[at], pn.ChangeKind.UPDATE_BEFORE, pn.ChangeKind.DELETE),
                          np.where(had[at], pn.ChangeKind.UPDATE_AFTER, pn.ChangeKind.INSERT)).astype(np.int64)
-        columns = self._key_columns(groups[at])
+        columns = self.groups.columns(groups[at])
         for (name, _), (dtype, _), (ov, om), (nv, nm) in zip(self.node.aggs, self.out_types, old, new):
             values = np.where(which == 0, ov[at], nv[at]).astype(dtype.numpy)
             valid = None if om is None and nm is None else np.where(which == 0, _valid(om, n)[at], _valid(nm, n)[at])
             columns[name] = Column(values, valid)
         columns[pn.CHANGE_KIND] = Column(kinds, None)
         return EncodedBatch(columns, len(at))
-
-    def _key_columns(self, groups: np.ndarray) -> dict[str, Column]:
-        out: dict[str, Column] = {}
-        pos = 0
-        for f in self.key_fields:
-            raw = self.keys[groups, pos]
-            values = raw.view(np.float64) if f.dtype is DType.FLOAT64 else \
-                raw.astype(np.bool_) if f.dtype is DType.BOOL else raw
-            valid = self.keys[groups, pos + 1].astype(np.bool_) if f.nullable else None
-            out[f.name] = Column(values, valid)
-            pos += 1 + f.nullable
-        return out
 
     # -- event time and checkpoints -------------------------------------------------------------
     def advance(self, input_wm: int) -> EncodedBatch | None:
@@ -225,7 +193,7 @@ class GroupAggregateRunner:
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         name = f"group{self.g.id}.npz"
         n = self.count
-        arrays: dict[str, Any] = {"keys": self.keys[:n], "rows": self.rows[:n]}
+        arrays: dict[str, Any] = {**self.groups.saved(), "rows": self.rows[:n]}
         for i in range(len(self.slots)):
             arrays[f"v{i}"], arrays[f"c{i}"] = self.values[i][:n], self.counts[i][:n]
         for d, sets in enumerate(self.distinct):
@@ -237,19 +205,17 @@ class GroupAggregateRunner:
 
     def restore(self, directory: Path, body: dict[str, Any]) -> None:
         n = int(body["count"])
-        capacity = INITIAL_GROUPS
-        while capacity < n:
-            capacity *= 2
-        self._allocate(capacity)
         with np.load(directory / body["file"]) as saved:
-            self.keys[:n], self.rows[:n] = saved["keys"], saved["rows"]
+            self.groups.load(saved)
+            capacity = self.groups.capacity
+            self._allocate(capacity)
+            self.rows[:n] = saved["rows"]
             for i in range(len(self.slots)):
                 self.values[i][:n], self.counts[i][:n] = saved[f"v{i}"], saved[f"c{i}"]
             for d, sets in enumerate(self.distinct):
                 sets.restore(saved, f"d{d}", n)
                 sets.ensure_groups(capacity)
-        self.count, self.wm = n, int(body["wm"])
-        gi.rehash(self.index, self.keys, n)
+        self.wm = int(body["wm"])
         for i, per_group in json.loads(body["kept"]).items():
             self.kept[int(i)] = {int(g): {(NAN_KEY if k == _NAN_TEXT else k): c for k, c in values}
                                  for g, values in per_group.items()}

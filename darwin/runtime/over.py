@@ -25,7 +25,7 @@ from darwin.plan.exprs import type_of
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.group_keys import GroupKeys
 from darwin.runtime.progress import NO_WATERMARK
-from darwin.runtime.rows import ADDS, Rows, first_seen, retracted, sort_rows
+from darwin.runtime.rows import ADDS, Rows, first_seen, retracted, same_values, sort_rows
 from darwin.types import DType, Field
 
 
@@ -193,9 +193,5 @@ def _equal(a: Rows, b: Rows) -> np.ndarray:
     same = np.ones(a.length, np.bool_)
     for f in a.fields:
         x, y = a.columns[f.name], b.columns[f.name]
-        xv, yv = x.values, y.values
-        equal = (xv == yv) | (np.isnan(xv) & np.isnan(yv)) if xv.dtype.kind == "f" else xv == yv
-        xm = np.ones(a.length, np.bool_) if x.valid is None else x.valid
-        ym = np.ones(a.length, np.bool_) if y.valid is None else y.valid
-        same &= (xm == ym) & (equal | ~xm)
+        same &= same_values((x.values, x.valid), (y.values, y.valid), a.length)
     return same

@@ -127,5 +127,16 @@ def row_bits(c: Column, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.where(valid, key_bits(c.values), 0), valid.astype(np.int64)
 
 
+def same_values(a: tuple[np.ndarray, np.ndarray | None], b: tuple[np.ndarray, np.ndarray | None], n: int) \
+        -> np.ndarray:
+    """Row by row, whether two (values, validity) columns hold the same: NaN equal to NaN, NULL to
+    NULL (an unchanged result is not emitted again)."""
+    (av, am), (bv, bm) = a, b
+    a_valid = np.ones(n, np.bool_) if am is None else am
+    b_valid = np.ones(n, np.bool_) if bm is None else bm
+    equal = (av == bv) | (np.isnan(av) & np.isnan(bv)) if av.dtype.kind == "f" else av == bv
+    return (a_valid == b_valid) & (equal | ~a_valid)
+
+
 def valid_mask(c: Column, n: int) -> np.ndarray:
     return np.ones(n, np.bool_) if c.valid is None else c.valid
