@@ -114,7 +114,7 @@ class SessionAggregateRunner:
         if self.earliest == NEVER or self.earliest + self.gap > input_wm:
             return None  # no session can have ended: each ends at least gap after its first row
         self._joined()
-        order = np.lexsort([self.seq, self.time, self.kid])
+        order = np.lexsort([self.time, self.kid])  # stable: equal times stay in arrival (buffer) order
         kid, time = self.kid[order], self.time[order]
         starts = np.r_[True, (kid[1:] != kid[:-1]) | (time[1:] - time[:-1] > self.gap)]
         session = np.cumsum(starts) - 1
@@ -124,11 +124,12 @@ class SessionAggregateRunner:
         closed = end <= input_wm
         if not closed.any():
             return None
-        done = closed[session]  # per sorted row: its session closed
-        rows = order[done]
-        ids = np.searchsorted(np.flatnonzero(closed), session[done])  # closed sessions numbered 0..
-        by_arrival = np.argsort(self.seq[rows], kind="stable")
-        out = self._fold(ids[by_arrival], rows[by_arrival], int(closed.sum()))
+        of_row = np.empty(len(order), np.int64)
+        of_row[order] = session  # per buffered row (in arrival order): its session
+        done = closed[of_row]
+        rows = np.flatnonzero(done)  # the closed sessions' rows, in arrival order
+        number = np.cumsum(closed) - 1  # closed sessions numbered 0..
+        out = self._fold(number[of_row[rows]], rows, int(closed.sum()))
         fired = np.flatnonzero(closed)
         fired_start, fired_end, fired_kid = time[first[fired]], end[fired], kid[first[fired]]
         emit = np.lexsort([fired_kid, fired_start])
@@ -136,7 +137,7 @@ class SessionAggregateRunner:
         columns.update({k: Column(c.values, c.valid) for k, c in self.keys.columns(fired_kid[emit]).items()})
         for (name, _), (dtype, _), (values, valid) in zip(self.node.aggs, self.out_types, out):
             columns[name] = Column(values[emit].astype(dtype.numpy), None if valid is None else valid[emit])
-        self._drop(order[~done])
+        self._drop(np.flatnonzero(~done))
         self.windows_fired += len(fired)
         return EncodedBatch(columns, len(fired))
 
@@ -152,7 +153,7 @@ class SessionAggregateRunner:
                 for s, v, c in zip(self.slots, values, counts)]
 
     def _drop(self, kept: np.ndarray) -> None:
-        kept = np.sort(kept)  # buffer order (arrival) is kept
+        """Keep the buffered rows ``kept`` (ascending: the buffer stays in arrival order)."""
         self.kid, self.time, self.seq = self.kid[kept], self.time[kept], self.seq[kept]
         self.x = [x[kept] for x in self.x]
         self.present = [p[kept] for p in self.present]
