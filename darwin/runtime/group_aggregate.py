@@ -29,11 +29,12 @@ from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.group_keys import INITIAL_GROUPS, GroupKeys
 from darwin.runtime.progress import NO_WATERMARK
 from darwin.runtime.rows import same_values
+from darwin.runtime.stream_operators import InputTime
 
 ADDS = (pn.ChangeKind.INSERT, pn.ChangeKind.UPDATE_AFTER)
 
 
-class GroupAggregateRunner:
+class GroupAggregateRunner(InputTime):
     def __init__(self, g: op.StreamOperator, config: Config, pool: StringPool) -> None:
         assert isinstance(g.node, pn.GroupAggregate)
         self.g, self.node = g, g.node
@@ -182,14 +183,6 @@ class GroupAggregateRunner:
         return EncodedBatch(columns, len(at))
 
     # -- event time and checkpoints -------------------------------------------------------------
-    def advance(self, input_wm: int) -> EncodedBatch | None:
-        """Nothing fires: its watermark is its input's."""
-        self.wm = input_wm
-        return None
-
-    def counters(self) -> dict[str, int]:
-        return {}
-
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         name = f"group{self.g.id}.npz"
         n = self.count
@@ -219,9 +212,6 @@ class GroupAggregateRunner:
         for i, per_group in json.loads(body["kept"]).items():
             self.kept[int(i)] = {int(g): {(NAN_KEY if k == _NAN_TEXT else k): c for k, c in values}
                                  for g, values in per_group.items()}
-
-    def close(self) -> None:
-        pass
 
 
 def _valid(mask: np.ndarray | None, n: int) -> np.ndarray:

@@ -26,10 +26,11 @@ from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.group_keys import GroupKeys
 from darwin.runtime.progress import NO_WATERMARK
 from darwin.runtime.rows import ADDS, Rows, first_seen, retracted, same_values, sort_rows
+from darwin.runtime.stream_operators import InputTime
 from darwin.types import DType, Field
 
 
-class OverRunner:
+class OverRunner(InputTime):
     def __init__(self, o: op.StreamOperator, config: Config, pool: StringPool) -> None:
         node = o.node
         assert isinstance(node, pn.Over)
@@ -154,13 +155,6 @@ class OverRunner:
         columns[pn.CHANGE_KIND] = Column(kinds[order].astype(np.int64), None)
         return EncodedBatch(columns, len(order))
 
-    def advance(self, input_wm: int) -> EncodedBatch | None:
-        self.wm = input_wm
-        return None
-
-    def counters(self) -> dict[str, int]:
-        return {}
-
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         name = f"operator{self.id}.npz"
         arrays: dict[str, Any] = {**self.parts.saved(), "part": self.part, "seq": self.seq}
@@ -183,9 +177,6 @@ class OverRunner:
                                    for i, f in enumerate(rows.fields)}, n)
                 for p, rows in (("r", self.rows), ("s", self.shown)))
         self.wm, self.next_seq = int(body["wm"]), int(body["next_seq"])
-
-    def close(self) -> None:
-        pass
 
 
 def _equal(a: Rows, b: Rows) -> np.ndarray:

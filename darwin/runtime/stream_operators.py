@@ -33,6 +33,22 @@ class StreamRunner(Protocol):
     def close(self) -> None: ...
 
 
+class InputTime:
+    """For a runner whose watermark is its input's, which fires nothing on time and counts nothing."""
+
+    wm: int
+
+    def advance(self, input_wm: int) -> EncodedBatch | None:
+        self.wm = input_wm
+        return None
+
+    def counters(self) -> dict[str, int]:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
 def runner_for(operator: op.StreamOperator, config: Config, pool: StringPool) -> StreamRunner:
     """The runner of ``operator``; its compiled parts load only when a query needs them."""
     node = operator.node
