@@ -14,15 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from darwin.codegen.compiler import load_kernel
-from darwin.codegen.group_fold import FoldSlot, generate_fold
 from darwin.config import Config
-from darwin.errors import UnsupportedError
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
-from darwin.plan.aggregates import agg_type, function
+from darwin.plan.aggregates import agg_type
 from darwin.plan.exprs import type_of
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.runtime.folds import Folds
 from darwin.runtime.group_keys import GroupKeys
 from darwin.runtime.progress import NO_WATERMARK
 from darwin.runtime.rows import ADDS, Rows, first_seen, retracted, same_values, sort_rows
@@ -39,14 +37,7 @@ class OverRunner(InputTime):
         self.fields = list(schema.fields)
         self.types = {f.name: f.dtype for f in self.fields}
         self.parts = GroupKeys([schema.field(c) for c in node.partition_by])
-        self.slots = []
-        for name, call in node.aggs:
-            fn = function(call.func)
-            if fn.retract("v", "x") is None and fn.name not in ("min", "max"):
-                raise UnsupportedError(f"over: {name}={call} is not supported over a window of rows yet")
-            arg = None if call.input is None else type_of(call.input, schema)
-            self.slots.append(FoldSlot(fn, fn.value_dtype(None if arg is None else arg.dtype), True))
-        self.kernel = load_kernel(generate_fold(tuple(self.slots)), config.cache_dir)
+        self.folds = Folds(node.aggs, schema, config.cache_dir, "over a window of rows")
         self.results = [Field(name, *agg_type(call, schema, name)) for name, call in node.aggs]
         # each argument travels as a column of its own (``op.StreamOperator.args``), held with the row
         self.held_fields = self.fields + [Field(a, type_of(call.input, schema).dtype or DType.INT64, True)
@@ -81,8 +72,7 @@ class OverRunner(InputTime):
         cand_seq = np.concatenate([self.seq[at], seq[added]])
         alive = np.ones(cand.length, np.bool_)
         if not adds.all():
-            alive[:held.length] = ~retracted(held.take(np.arange(held.length)), self.seq[at],
-                                             rows.take(np.flatnonzero(~adds)))
+            alive[:held.length] = ~retracted(held, self.seq[at], rows.take(np.flatnonzero(~adds)))
         ranked, pos = sort_rows(cand, self.types, self.node.order_by, False, part, cand_seq, np.flatnonzero(alive),
                                 len(touched), self.pool)
         new = self._frames(cand, ranked, pos)
@@ -101,22 +91,15 @@ class OverRunner(InputTime):
         frame = np.repeat(np.arange(m), width)  # for each frame member, the row whose frame it is
         offset = np.arange(len(frame)) - np.repeat(np.cumsum(width) - width, width)  # 0 for the oldest
         source = ranked[frame - np.repeat(width - 1, width) + offset]
-        args: list[np.ndarray] = []
-        values = [np.zeros(m, s.value_dtype or np.int64) for s in self.slots]
-        counts = [np.zeros(m, np.int64) for _ in self.slots]
-        for i, name in enumerate(self.args):
+        args = []
+        for name in self.args:
             if name is None:
-                x, present = np.zeros(len(source), np.int64), np.ones(len(source), np.bool_)
+                args.append((np.zeros(len(source), np.int64), np.ones(len(source), np.bool_)))
             else:
                 c = cand.columns[name]
-                x = c.values[source]
-                present = np.ones(len(source), np.bool_) if c.valid is None else c.valid[source]
-            args += [np.ascontiguousarray(x), np.ascontiguousarray(present), values[i], counts[i]]
-        self.kernel(frame, np.ones(len(frame), np.int64), np.zeros(m, np.int64), *args)
-        columns = {}
-        for f, slot, v, n in zip(self.results, self.slots, values, counts):
-            result, valid = slot.function.finalize(None if slot.value_dtype is None else v, n)
-            columns[f.name] = Column(np.asarray(result).astype(f.dtype.numpy), valid)
+                args.append((c.values[source], np.ones(len(source), np.bool_) if c.valid is None else c.valid[source]))
+        columns = {f.name: Column(np.asarray(result).astype(f.dtype.numpy), valid)
+                   for f, (result, valid) in zip(self.results, self.folds.fold(frame, m, args))}
         return Rows(self.results, columns, m)
 
     def _changes(self, cand: Rows, held: int, shown: Rows, part: np.ndarray, alive: np.ndarray,

@@ -15,15 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from darwin.codegen.compiler import load_kernel
-from darwin.codegen.group_fold import FoldSlot, generate_fold
 from darwin.config import Config
-from darwin.errors import UnsupportedError
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
-from darwin.plan.aggregates import agg_type, function
-from darwin.plan.exprs import type_of
+from darwin.plan.aggregates import agg_type
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.runtime.folds import Folds
 from darwin.runtime.group_keys import GroupKeys
 from darwin.runtime.progress import NO_WATERMARK
 
@@ -38,25 +35,16 @@ class SessionAggregateRunner:
         self.gap, self.on = node.window.gap_ms, node.window.on
         schema = node.input.schema
         self.keys = GroupKeys([schema.field(k) for k in node.keys])
-        self.slots = []
-        for name, call in node.aggs:
-            fn = function(call.func)
-            if fn.retract("v", "x") is None and fn.name not in ("min", "max"):
-                raise UnsupportedError(f"agg {name}={call}: not supported over session windows yet")
-            arg = None if call.input is None else type_of(call.input, schema)
-            self.slots.append(FoldSlot(fn, fn.value_dtype(None if arg is None else arg.dtype), True))
+        self.folds = Folds(node.aggs, schema, config.cache_dir, "session window aggregation")
         self.out_types = [agg_type(call, schema, name) for name, call in node.aggs]
-        self.kernel = load_kernel(generate_fold(tuple(self.slots)), config.cache_dir)
         self.wm = NO_WATERMARK
-        self.next_seq = 0
         self.late_rows = self.null_time_rows = self.windows_fired = 0
-        # the buffer: per row its key's id, time, arrival number, and each argument's value and presence;
-        # batches are appended as chunks and joined only when sessions are split (``_joined``)
+        # the buffer, in arrival order: per row its key's id, time, and each argument's value and
+        # presence; batches are appended as chunks and joined only when sessions are split (``_joined``)
         self.kid = np.zeros(0, np.int64)
         self.time = np.zeros(0, np.int64)
-        self.seq = np.zeros(0, np.int64)
-        self.x = [np.zeros(0, s.value_dtype or np.int64) for s in self.slots]
-        self.present = [np.zeros(0, np.bool_) for _ in self.slots]
+        self.x = [np.zeros(0, s.value_dtype or np.int64) for s in self.folds.slots]
+        self.present = [np.zeros(0, np.bool_) for _ in self.folds.slots]
         self.chunks: list[tuple[np.ndarray, ...]] = []
         self.earliest = NEVER  # the earliest buffered time
 
@@ -82,11 +70,9 @@ class SessionAggregateRunner:
                 keep[i] = False
                 self.late_rows += 1
         rows = np.flatnonzero(keep)
-        seq = self.next_seq + np.arange(n, dtype=np.int64)
-        self.next_seq += n
         if not len(rows):
             return None
-        chunk = [kid[rows], times[rows], seq[rows]]
+        chunk = [kid[rows], times[rows]]
         for i, name in enumerate(self.args):
             if name is None:
                 chunk += [np.zeros(len(rows), np.int64), np.ones(len(rows), np.bool_)]
@@ -102,10 +88,10 @@ class SessionAggregateRunner:
         """The buffered chunks joined into the buffer's arrays."""
         if not self.chunks:
             return
-        columns = [self.kid, self.time, self.seq, *(a for pair in zip(self.x, self.present) for a in pair)]
+        columns = [self.kid, self.time, *(a for pair in zip(self.x, self.present) for a in pair)]
         joined = [np.concatenate([mine, *(chunk[j] for chunk in self.chunks)]) for j, mine in enumerate(columns)]
-        self.kid, self.time, self.seq = joined[:3]
-        self.x, self.present = joined[3::2], joined[4::2]
+        self.kid, self.time = joined[:2]
+        self.x, self.present = joined[2::2], joined[3::2]
         self.chunks = []
 
     # -- sessions closing -------------------------------------------------------------------------
@@ -129,7 +115,8 @@ class SessionAggregateRunner:
         done = closed[of_row]
         rows = np.flatnonzero(done)  # the closed sessions' rows, in arrival order
         number = np.cumsum(closed) - 1  # closed sessions numbered 0..
-        out = self._fold(number[of_row[rows]], rows, int(closed.sum()))
+        out = self.folds.fold(number[of_row[rows]], int(closed.sum()),
+                              [(x[rows], present[rows]) for x, present in zip(self.x, self.present)])
         fired = np.flatnonzero(closed)
         fired_start, fired_end, fired_kid = time[first[fired]], end[fired], kid[first[fired]]
         emit = np.lexsort([fired_kid, fired_start])
@@ -141,20 +128,9 @@ class SessionAggregateRunner:
         self.windows_fired += len(fired)
         return EncodedBatch(columns, len(fired))
 
-    def _fold(self, ids: np.ndarray, rows: np.ndarray, sessions: int) -> list[tuple[np.ndarray, np.ndarray | None]]:
-        values = [np.zeros(sessions, s.value_dtype or np.int64) for s in self.slots]
-        counts = [np.zeros(sessions, np.int64) for _ in self.slots]
-        args: list[np.ndarray] = []
-        for i in range(len(self.slots)):
-            args += [np.ascontiguousarray(self.x[i][rows]), np.ascontiguousarray(self.present[i][rows]), values[i],
-                     counts[i]]
-        self.kernel(ids, np.ones(len(ids), np.int64), np.zeros(sessions, np.int64), *args)
-        return [s.function.finalize(None if s.value_dtype is None else v, c)
-                for s, v, c in zip(self.slots, values, counts)]
-
     def _drop(self, kept: np.ndarray) -> None:
         """Keep the buffered rows ``kept`` (ascending: the buffer stays in arrival order)."""
-        self.kid, self.time, self.seq = self.kid[kept], self.time[kept], self.seq[kept]
+        self.kid, self.time = self.kid[kept], self.time[kept]
         self.x = [x[kept] for x in self.x]
         self.present = [p[kept] for p in self.present]
         self.earliest = int(self.time.min()) if len(self.time) else NEVER
@@ -167,21 +143,21 @@ class SessionAggregateRunner:
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         name = f"operator{self.id}.npz"
         self._joined()
-        arrays: dict[str, Any] = {**self.keys.saved(), "kid": self.kid, "time": self.time, "seq": self.seq}
-        for i in range(len(self.slots)):
+        arrays: dict[str, Any] = {**self.keys.saved(), "kid": self.kid, "time": self.time}
+        for i in range(len(self.x)):
             arrays[f"x{i}"], arrays[f"p{i}"] = self.x[i], self.present[i]
         np.savez(directory / name, **arrays)
-        return {"file": name, "wm": self.wm, "next_seq": self.next_seq, **self.counters()}, [name]
+        return {"file": name, "wm": self.wm, **self.counters()}, [name]
 
     def restore(self, directory: Path, body: dict[str, Any]) -> None:
         with np.load(directory / body["file"]) as saved:
             self.keys.load(saved)
-            self.kid, self.time, self.seq = saved["kid"], saved["time"], saved["seq"]
-            self.x = [saved[f"x{i}"] for i in range(len(self.slots))]
-            self.present = [saved[f"p{i}"] for i in range(len(self.slots))]
+            self.kid, self.time = saved["kid"], saved["time"]
+            self.x = [saved[f"x{i}"] for i in range(len(self.folds.slots))]
+            self.present = [saved[f"p{i}"] for i in range(len(self.folds.slots))]
         self.chunks = []
         self.earliest = int(self.time.min()) if len(self.time) else NEVER
-        self.wm, self.next_seq = int(body["wm"]), int(body["next_seq"])
+        self.wm = int(body["wm"])
         self.late_rows, self.null_time_rows = int(body["late_rows"]), int(body["null_time_rows"])
         self.windows_fired = int(body["windows_fired"])
 
