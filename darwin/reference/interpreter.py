@@ -664,6 +664,29 @@ class _Ranked:
         self.key, self.seq, self.row = key, seq, row
 
 
+class _Partitions:
+    """Rows by partition, as a top-N and an OVER aggregation hold them: an added row (+I, +U)
+    joins its partition with its sort key and the next arrival number; a retraction (-U, -D) takes
+    the earliest equal row out."""
+
+    def __init__(self, names: list[str], partition: tuple[str, ...], order: tuple[pn.SortKey, ...]) -> None:
+        self.names, self.partition, self.order = names, partition, order
+        self.rows: dict[tuple, list[_Ranked]] = {}
+        self.seq = 0
+
+    def take(self, row: Row) -> tuple:
+        """Add or retract ``row``; its partition."""
+        part = tuple(_group_key(row[c]) for c in self.partition)
+        entries = self.rows.setdefault(part, [])
+        values = {n: row[n] for n in self.names}
+        if row.get(pn.CHANGE_KIND, INSERT) in (INSERT, pn.ChangeKind.UPDATE_AFTER):
+            entries.append(_Ranked(_sort_key(values, self.order), self.seq, values))
+            self.seq += 1
+        else:
+            entries.remove(min((e for e in entries if _same_row(e.row, values)), key=lambda e: e.seq))
+        return part
+
+
 class _Rank(_Operator):
     """A top-N or a deduplication (``darwin.plan.ranking`` says how rows rank and what is emitted).
 
@@ -675,10 +698,9 @@ class _Rank(_Operator):
     def __init__(self, node: pn.TopN | pn.Deduplicate, ctx: _Context, child: _Operator) -> None:
         super().__init__([child])
         self.r, self.ctx = ranking_of(node), ctx
-        self.names = list(node.input.schema.names)
-        self.parts: dict[tuple, list[_Ranked]] = {}
+        self.held = _Partitions(list(node.input.schema.names), self.r.partition, self.r.order)
+        self.parts = self.held.rows
         self.shown: dict[tuple, list[_Ranked]] = {}  # the kept rows last emitted, per partition
-        self.seq = 0
 
     def watermark(self) -> int:
         return self.wm if self.r.windowed else self.inputs[0].watermark()
@@ -690,15 +712,7 @@ class _Rank(_Operator):
             if r.windowed and row[pn.WINDOW_END] <= self.wm:
                 self.ctx.metrics.add("late_rows", 1)
                 continue
-            part = tuple(_group_key(row[c]) for c in r.partition)
-            entries = self.parts.setdefault(part, [])
-            touched[part] = None
-            values = {n: row[n] for n in self.names}
-            if row.get(pn.CHANGE_KIND, INSERT) in (INSERT, pn.ChangeKind.UPDATE_AFTER):
-                entries.append(_Ranked(_sort_key(values, r.order), self.seq, values))
-                self.seq += 1
-            else:  # the earliest equal row leaves
-                entries.remove(min((e for e in entries if _same_row(e.row, values)), key=lambda e: e.seq))
+            touched[self.held.take(row)] = None
         out: Rows = []
         for part in touched:
             entries = self.parts[part]
@@ -734,27 +748,14 @@ class _Over(_Operator):
         super().__init__([child])
         self.node = node
         schema = node.input.schema
-        self.names = list(schema.names)
         self.args = [(function(call.func), compile_expr(call.input, schema) if call.input is not None else None)
                      for _, call in node.aggs]
-        self.parts: dict[tuple, list[_Ranked]] = {}
+        self.held = _Partitions(list(schema.names), node.partition_by, node.order_by)
+        self.parts = self.held.rows
         self.shown: dict[tuple, dict[int, Row]] = {}  # per partition: arrival number -> the row last emitted
-        self.seq = 0
 
     def push(self, rows: Rows, marks: Marks, port: int) -> None:
-        node = self.node
-        touched: dict[tuple, None] = {}
-        for row in rows:
-            part = tuple(_group_key(row[c]) for c in node.partition_by)
-            entries = self.parts.setdefault(part, [])
-            touched[part] = None
-            values = {n: row[n] for n in self.names}
-            if row.get(pn.CHANGE_KIND, INSERT) in (INSERT, pn.ChangeKind.UPDATE_AFTER):
-                entries.append(_Ranked(_sort_key(values, node.order_by), self.seq, values))
-                self.seq += 1
-            else:
-                gone = min((e for e in entries if _same_row(e.row, values)), key=lambda e: e.seq)
-                entries.remove(gone)
+        touched = dict.fromkeys(self.held.take(row) for row in rows)  # in the order first touched
         out: Rows = []
         for part in touched:
             entries = self.parts[part]
