@@ -150,8 +150,7 @@ class Aggregate(_OneInput):
     def __post_init__(self) -> None:
         if not isinstance(self.input, WindowAssign):
             raise PlanError("agg: a streaming aggregation needs a window; call .window(...) first")
-        if not self.aggs:
-            raise PlanError("agg: at least one aggregate is needed, e.g. agg(n=dw.count())")
+        _need_aggregates(self.aggs)
         if updating(self.input):
             raise UnsupportedError(f"a windowed aggregation over {_UPDATING} "
                                    "is not supported yet")
@@ -177,16 +176,14 @@ class SessionAggregate(_OneInput):
     aggs: tuple[tuple[str, AggCall], ...]
 
     def __post_init__(self) -> None:
-        if not self.aggs:
-            raise PlanError("agg: at least one aggregate is needed, e.g. agg(n=dw.count())")
+        _need_aggregates(self.aggs)
         if updating(self.input):
             raise UnsupportedError(f"a session window aggregation over {_UPDATING} is not supported yet")
         f = self.input.schema.field(self.window.on, "session window")
         if f.dtype is not DType.TIMESTAMP:
             raise DarwinTypeError(f"session window: column {self.window.on!r} is {f.dtype.value}; a window needs "
                                   "a timestamp column (cast it with col(...).cast('timestamp'))")
-        if len(set(self.keys)) != len(self.keys):
-            raise PlanError(f"group_by: a key is given twice in {list(self.keys)}")
+        _distinct_keys(self.keys)
         _refuse_unwindowed(self.aggs, "a session window aggregation")
         _ = self.schema
 
@@ -194,6 +191,16 @@ class SessionAggregate(_OneInput):
     def schema(self) -> Schema:
         bounds = (Field(WINDOW_START, DType.TIMESTAMP, False), Field(WINDOW_END, DType.TIMESTAMP, False))
         return _windowed_groups(self.input.schema, bounds, self.keys, self.aggs)
+
+
+def _need_aggregates(aggs: tuple[tuple[str, AggCall], ...]) -> None:
+    if not aggs:
+        raise PlanError("agg: at least one aggregate is needed, e.g. agg(n=dw.count())")
+
+
+def _distinct_keys(keys: tuple[str, ...]) -> None:
+    if len(set(keys)) != len(keys):
+        raise PlanError(f"group_by: a key is given twice in {list(keys)}")
 
 
 def _windowed_groups(inp: Schema, bounds: tuple[Field, Field], keys: tuple[str, ...],
@@ -220,10 +227,8 @@ class GroupAggregate(_OneInput):
     aggs: tuple[tuple[str, AggCall], ...]
 
     def __post_init__(self) -> None:
-        if not self.aggs:
-            raise PlanError("agg: at least one aggregate is needed, e.g. agg(n=dw.count())")
-        if len(set(self.keys)) != len(self.keys):
-            raise PlanError(f"group_by: a key is given twice in {list(self.keys)}")
+        _need_aggregates(self.aggs)
+        _distinct_keys(self.keys)
         _ = self.schema
 
     @cached_property
