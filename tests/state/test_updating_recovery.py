@@ -10,18 +10,25 @@ import darwin as dw
 from darwin.runtime.output import final_table
 
 
+def _assert_resumes_exactly_once(q, config, out, monkeypatch, crashes, at_least):
+    """Crashed at ``crashes`` and restarted, the Parquet sink holds the uninterrupted changelog (an
+    appending result's rows, without change kinds), of more than ``at_least`` rows."""
+    expected = q.changelog(dw.Config(batch_size=100))
+    result = run_until_done(q, lambda: dw.sinks.Parquet(out), config, monkeypatch, crashes=crashes)
+    assert result.resumed_from is not None
+    written = pq.read_table(out)
+    if "op" not in written.column_names:  # an appending result is written without change kinds
+        expected = expected.drop_columns(["op"])
+    assert written.num_rows == expected.num_rows > at_least
+    assert pa.Table.from_pylist(written.to_pylist(), expected.schema).equals(expected)
+
+
 def test_an_updating_aggregation_resumes_exactly_once(configure, tmp_path, monkeypatch):
     t = dw.from_arrow(bids(), time="ts")
     per_key = t.group_by("k").agg(n=dw.count(), total=dw.sum("v"), high=dw.max("v"))
     q = per_key.group_by("n").agg(keys=dw.count(), mean=dw.avg("total"))  # retracts what the first one updates
     config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="4 batches")
-    expected = q.changelog(dw.Config(batch_size=100))
-    out = tmp_path / "out"
-    result = run_until_done(q, lambda: dw.sinks.Parquet(out), config, monkeypatch, crashes=[9, 6])
-    assert result.resumed_from is not None
-    written = pq.read_table(out)
-    assert written.num_rows == expected.num_rows > 100
-    assert pa.Table.from_pylist(written.to_pylist(), expected.schema).equals(expected)
+    _assert_resumes_exactly_once(q, config, tmp_path / "out", monkeypatch, [9, 6], 100)
 
 
 def test_distinct_counts_resume_exactly_once(configure, tmp_path, monkeypatch):
@@ -37,14 +44,8 @@ def test_distinct_counts_resume_exactly_once(configure, tmp_path, monkeypatch):
                                        busy=dw.count_distinct("k", filter=col("vals") > 3),
                                        lows=dw.count_distinct("low"))
     config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="3 batches")
-    expected = q.changelog(dw.Config(batch_size=100))
-    assert expected.equals(q.changelog(dw.Config(batch_size=100, mode="interpreted")))
-    out = tmp_path / "out"
-    result = run_until_done(q, lambda: dw.sinks.Parquet(out), config, monkeypatch, crashes=[7, 5, 4])
-    assert result.resumed_from is not None
-    written = pq.read_table(out)
-    assert written.num_rows == expected.num_rows > 100
-    assert pa.Table.from_pylist(written.to_pylist(), expected.schema).equals(expected)
+    assert q.changelog(dw.Config(batch_size=100)).equals(q.changelog(dw.Config(batch_size=100, mode="interpreted")))
+    _assert_resumes_exactly_once(q, config, tmp_path / "out", monkeypatch, [7, 5, 4], 100)
 
 
 RANKINGS = {
@@ -63,15 +64,7 @@ def test_a_stream_operator_resumes_exactly_once(name, configure, tmp_path, monke
     checkpoint."""
     q = RANKINGS[name](dw.from_arrow(bids(), time="ts", max_delay="5s"))
     config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="4 batches")
-    expected = q.changelog(dw.Config(batch_size=100))
-    out = tmp_path / "out"
-    result = run_until_done(q, lambda: dw.sinks.Parquet(out), config, monkeypatch, crashes=[9, 6])
-    assert result.resumed_from is not None
-    written = pq.read_table(out)
-    if "op" not in written.column_names:  # an appending result is written without change kinds
-        expected = expected.drop_columns(["op"])
-    assert written.num_rows == expected.num_rows > 50
-    assert pa.Table.from_pylist(written.to_pylist(), expected.schema).equals(expected)
+    _assert_resumes_exactly_once(q, config, tmp_path / "out", monkeypatch, [9, 6], 50)
 
 
 @pytest.mark.parametrize("mode", ["compiled", "interpreted"])

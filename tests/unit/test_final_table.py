@@ -32,10 +32,11 @@ def _row_by_row(rows):
     return [_key(r[:-1]) for r, k in zip(rows, keep) if k]
 
 
-@st.composite
-def changelogs(draw):
-    rows, live = [], []
-    for _ in range(draw(st.integers(0, 40))):
+def _changes(draw, live, most):
+    """Up to ``most`` valid changes to the rows ``live`` (changed in place): retractions of rows
+    standing, additions of drawn ones."""
+    rows = []
+    for _ in range(draw(st.integers(0, most))):
         if live and draw(st.booleans()):
             row = live.pop(draw(st.integers(0, len(live) - 1)))
             rows.append((*row, draw(st.sampled_from(["-U", "-D"]))))
@@ -44,6 +45,11 @@ def changelogs(draw):
             live.append(row)
             rows.append((*row, draw(st.sampled_from(["+I", "+U"]))))
     return rows
+
+
+@st.composite
+def changelogs(draw):
+    return _changes(draw, [], 40)
 
 
 @settings(max_examples=200, deadline=None)
@@ -58,15 +64,7 @@ def test_final_table_matches_the_row_by_row_rule(rows):
 def windows(draw):
     """Changes after a point where the rows ``before`` stood (a flush): they may retract those."""
     before = draw(st.lists(ROWS, max_size=6))
-    live, rows = list(before), []
-    for _ in range(draw(st.integers(0, 30))):
-        if live and draw(st.booleans()):
-            row = live.pop(draw(st.integers(0, len(live) - 1)))
-            rows.append((*row, draw(st.sampled_from(["-U", "-D"]))))
-        else:
-            row = draw(ROWS)
-            live.append(row)
-            rows.append((*row, draw(st.sampled_from(["+I", "+U"]))))
+    rows = _changes(draw, list(before), 30)
     return before, rows
 
 
