@@ -81,11 +81,11 @@ def windowed_sum(t):  # type: ignore[no-untyped-def]
     return t.window(dw.Tumble("60s", on="ts")).group_by("key").agg(total=dw.sum("value"))
 
 
-def run_darwin(path: Path, runs: int, target: str, batch_size: int) -> tuple[pa.Table, float]:
+def run_darwin(path: Path, runs: int, target: str, batch_size: int, workers: int = 1) -> tuple[pa.Table, float]:
     import darwin as dw
 
     q = darwin_query(path)
-    config = dw.Config(target=target, batch_size=batch_size)
+    config = dw.Config(target=target, batch_size=batch_size, parallelism=workers)
     q.collect(config)  # compile (or load from the cache) outside the timed runs
     return _best(lambda: q.collect(config), runs)
 
@@ -180,6 +180,8 @@ def main(records: str = typer.Option("20M", help="records to generate"),
          batch_size: int = typer.Option(1 << 20, help="Darwin batch size"),
          skip_spark: bool = typer.Option(False, help="leave PySpark out"),
          skip_targets: bool = typer.Option(False, help="leave the host/generic child processes out"),
+         parallelism: int = typer.Option(1, help="also run Darwin on this many workers (and with an unordered "
+                                                 "merge of their windows, to price the ordered one)"),
          data_dir: Path = typer.Option(ROOT / ".bench-data", help="where the Parquet file is cached"),
          json_out: Path = typer.Option(None, "--json", help="write the measurements here"),
          only_darwin: bool = typer.Option(False, help="(internal) measure Darwin alone"),
@@ -201,6 +203,17 @@ def main(records: str = typer.Option("20M", help="records to generate"),
 
     tables["darwin"], seconds = run_darwin(path, runs, "host", batch_size)
     results["darwin (compiled, host)"] = n / seconds
+    if parallelism > 1:
+        from darwin.runtime.parallel import KeyedRunner
+
+        tables["darwin parallel"], seconds = run_darwin(path, runs, "host", batch_size, parallelism)
+        results[f"darwin, {parallelism} workers"] = n / seconds
+        KeyedRunner.ordered = False  # the workers' windows concatenated as they come: the merge's cost
+        try:
+            _, seconds = run_darwin(path, runs, "host", batch_size, parallelism)
+        finally:
+            KeyedRunner.ordered = True
+        results[f"darwin, {parallelism} workers, unordered merge"] = n / seconds
     arrays, read_s = _best(lambda: read_arrays(path), runs)
     hand_kernel(*[a[:1000] for a in arrays], keys)  # compile outside the timed runs
     tables["kernel"], kernel_s = _best(lambda: hand_kernel(*arrays, keys), runs)
@@ -235,6 +248,9 @@ def _ratios(r: dict[str, float]) -> dict[str, float]:
            "darwin (incl. Parquet read) / hand kernel (in memory)": d / r["hand kernel, in memory"]}
     if "pyspark local[*]" in r:
         out["darwin / pyspark"] = d / r["pyspark local[*]"]
+    for name in [k for k in r if k.startswith("darwin, ") and "unordered" not in k]:
+        out[f"{name} / 1 worker"] = r[name] / d
+        out[f"{name}: ordered / unordered merge"] = r[name] / r[f"{name}, unordered merge"]
     if "darwin generic (child process)" in r:
         out["host / generic"] = r["darwin host (child process)"] / r["darwin generic (child process)"]
     return out

@@ -54,6 +54,13 @@ def _bad(problem: str, *keys: str) -> _BadKey:
     return _BadKey(f"config key {keys[0]!r}: {problem}", keys)
 
 
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS tells it)."""
+    with contextlib.suppress(AttributeError, OSError):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _default_cache_dir() -> str:
     base = os.environ.get("DARWIN_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "darwin")
@@ -81,7 +88,7 @@ class Config:
     checkpoint_interval: str | None = None  # a duration ("10s") or a count of input batches ("100 batches")
     state_delta_limit: int = 1 << 20  # rocksdb: entries of the in-memory cache before it is written out
     cache_dir: str = field(default_factory=_default_cache_dir)
-    parallelism: int = 1
+    parallelism: int | str = 1  # worker threads; "auto": the cores this process may use
     # a source that has sent no rows for this long stops holding back operators that read several
     # inputs (Flink's withIdleness); None: never
     idle_timeout: str | int | None = None
@@ -94,12 +101,12 @@ class Config:
         self._check_choice("emit", EMIT)
         self._check_choice("target", TARGETS)
         self._check_choice("state", STATE_BACKENDS)
+        if self.parallelism == "auto":
+            object.__setattr__(self, "parallelism", available_cores())
         for name, least in (("batch_size", 1), ("parallelism", 1), ("prefetch", 0), ("state_delta_limit", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise _bad(f"expected an integer >= {least}, got {value!r}", name)
-        if self.parallelism != 1:
-            raise _bad("parallel workers are not built yet; use 1", "parallelism")
         for name in PATH_KEYS:
             # a frozen dataclass: normalising a path (PathLike -> str) needs object.__setattr__
             object.__setattr__(self, name, _path(name, getattr(self, name), optional=name != "cache_dir"))
@@ -134,6 +141,12 @@ class Config:
     @property
     def idle_timeout_ms(self) -> int | None:
         return None if self.idle_timeout is None else _millis(self.idle_timeout, "idle_timeout")
+
+    @property
+    def workers(self) -> int:
+        """Worker threads (``parallelism`` resolved: "auto" became a count when the config was made)."""
+        assert isinstance(self.parallelism, int)
+        return self.parallelism
 
     def replace(self, **changes: Any) -> Config:
         return dataclasses.replace(self, **changes)

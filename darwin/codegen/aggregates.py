@@ -47,13 +47,16 @@ class AggLayout:
     keys: tuple[KeySlot, ...]  # position 0 of the key row is the window start
     accs: tuple[AccSlot, ...]
     value_dtypes: tuple[np.dtype, ...]
+    # value column holding the serial number of the row that created the entry: workers' fired
+    # windows merge by it into the order one thread fires them in (by window, then first seen)
+    first_seen: int | None = None
 
     @property
     def key_width(self) -> int:
         return 1 + sum(1 + (k.valid_position is not None) for k in self.keys)
 
 
-def layout(agg: pn.Aggregate) -> AggLayout:
+def layout(agg: pn.Aggregate, first_seen: bool = False) -> AggLayout:
     schema: Schema = agg.input.input.schema
     keys, pos = [], 1
     for name in agg.keys:
@@ -75,7 +78,8 @@ def layout(agg: pn.Aggregate) -> AggLayout:
         value = None if vdt is None else slot(vdt)
         count = slot(np.int64) if fn.needs_count(nullable) else None
         accs.append(AccSlot(name, call.func, call.input, nullable, value, vdt, count))
-    return AggLayout(tuple(keys), tuple(accs), tuple(dtypes))
+    seen = slot(np.int64) if first_seen else None
+    return AggLayout(tuple(keys), tuple(accs), tuple(dtypes), seen)
 
 
 def finalize(lay: AggLayout, keys: list[np.ndarray], values: list[np.ndarray], size_ms: int) \

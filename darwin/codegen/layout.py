@@ -14,7 +14,8 @@ INPUT_WATERMARK = 8  # a pipeline not reading a source: its input's watermark be
 FORMAT_SITE = 9  # NEEDS_STRING: which strftime format (its index in the kernel's params) ...
 FORMAT_KEY = 10  # ... lacks the string of this time unit
 ROOM_PER_ROW = 11  # entries one input row may add to a hash table: its windows times a lookup join's fan-out
-SIZE = 12  # new slots go last: a checkpoint's shorter ctl restores as a prefix
+ROW_BASE = 12  # a keyed-parallel kernel: the serial number of the batch's first row (first-seen order)
+SIZE = 13  # new slots go last: a checkpoint's shorter ctl restores as a prefix
 
 OK = 0
 NEEDS_ROOM = 1  # the hash table is full: grow it

@@ -61,7 +61,12 @@ class LookupArg:
     part: str
 
 
-KernelArg = ColumnArg | ParamArg | ControlArg | StateArg | LookupArg
+@dataclass(frozen=True)
+class SelectionArg:
+    """The rows of the batch this worker runs (a keyed-parallel kernel walks ``sel[start:n]``)."""
+
+
+KernelArg = ColumnArg | ParamArg | ControlArg | StateArg | LookupArg | SelectionArg
 
 
 @dataclass(frozen=True)

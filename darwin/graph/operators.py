@@ -183,6 +183,30 @@ class WindowAggregateSink:
 
 Sink = EmitRows | WindowAggregateSink
 
+KEY_GROUPS = 128  # keys hash into this many groups (Flink's default max parallelism); workers own whole groups
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """How a pipeline's rows are shared among ``workers`` threads.
+
+    With ``keys`` (input columns that reach the sink's group keys unchanged) each row goes to the
+    worker owning its key group, and each worker keeps the state of its groups: the kernel walks a
+    selection of the batch's rows. Without, the batch is cut into contiguous slices, one per worker,
+    and the slices' output joined in order (a pipeline without state).
+    """
+
+    workers: int
+    keys: tuple[str, ...] = ()
+
+    @property
+    def keyed(self) -> bool:
+        return bool(self.keys)
+
+    def describe(self) -> str:
+        how = f"by key groups of [{', '.join(self.keys)}]" if self.keyed else "in slices"
+        return f"parallel {how}"
+
 
 @dataclass(frozen=True)
 class Pipeline:
@@ -198,6 +222,12 @@ class Pipeline:
     # string functions computed on whole Arrow columns as the batch is read: (input column it becomes,
     # function, arguments, source column); the operators read the first name instead of the call
     computed_inputs: tuple[tuple[str, str, tuple, str], ...] = ()
+    parallel: Parallel | None = None  # None: one thread runs it
+
+    @property
+    def keyed_parallel(self) -> bool:
+        """Whether the kernel walks a selection of rows and keeps per-worker state (``Parallel.keys``)."""
+        return self.parallel is not None and self.parallel.keyed
 
     @property
     def moved_inputs(self) -> frozenset[str]:
@@ -222,6 +252,8 @@ class Pipeline:
         if self.computed_inputs:
             source += " + arrow[" + ", ".join(f"{f}({c})" for _, f, _, c in self.computed_inputs) + "]"
         steps = [source, *(op.describe() for op in self.operators), self.sink.describe()]
+        if self.parallel is not None:
+            steps.append(self.parallel.describe())
         moved = f" (moved as row indices: {', '.join(s for _, s in self.moved_strings)})" \
             if self.moved_strings else ""
         return f"pipeline {self.id}: " + " -> ".join(steps) + moved

@@ -169,8 +169,10 @@ class _Translator(SharedNodeVisitor[_Chain]):
         port = chain.port
         if isinstance(port, op.SourcePort):
             ops, computed, input_schema = _vectorize_string_calls(ops, input_schema)
+        parallel = _parallel(self.config.workers, port, ops, sink)
+        # a ring shared by key group stalls on slots other workers' windows hold: not yet (docs/decisions.md)
         if isinstance(sink, op.WindowAggregateSink) and isinstance(port, op.SourcePort) \
-                and self.config.state_traits.in_memory:
+                and self.config.state_traits.in_memory and parallel is None:
             ring = _ring(sink.aggregate, port, ops)
             if ring is not None:  # a ring keeps no undo log: it lives in DRAM
                 sink = dataclasses.replace(sink, state=op.StateSpec(ring=ring))
@@ -178,7 +180,7 @@ class _Translator(SharedNodeVisitor[_Chain]):
         moved = _moved_strings(input_schema, ops, output_schema) \
             if root_output and isinstance(port, op.SourcePort) else ()
         self.pipelines.append(op.Pipeline(len(self.pipelines), port, input_schema, tuple(ops), sink, output_schema,
-                                          moved, computed))
+                                          moved, computed, parallel))
         return len(self.pipelines) - 1
 
 
@@ -244,6 +246,27 @@ def _moved_strings(schema: pn.Schema, chain: list[op.StatelessOp], output: pn.Sc
                     inspected |= {origin[c] for c in columns_of(e) if c in origin}
             origin = renamed
     return tuple((name, src) for name, src in origin.items() if src not in inspected and name in output)
+
+
+def _parallel(workers: int, port: op.Port, chain: list[op.StatelessOp], sink: op.Sink) -> op.Parallel | None:
+    """How ``workers`` threads share a pipeline, or None for one thread.
+
+    A windowed aggregation is split by key group when each of its keys is an input column carried
+    unchanged to the sink, so a row's owner is known before its kernel runs. A pipeline only
+    emitting rows of a source is cut into slices. Not (yet) split: a source with ``max_future``
+    (its clock is sequential by definition), aggregations keeping late rows, global aggregations,
+    keys a lookup join or an expression makes, and stateless pipelines behind a breaker.
+    """
+    if workers == 1 or (isinstance(port, op.SourcePort) and port.scan.max_future_ms is not None):
+        return None
+    if isinstance(sink, op.EmitRows):
+        return op.Parallel(workers) if isinstance(port, op.SourcePort) and chain else None
+    if sink.late_output or not sink.aggregate.keys or any(isinstance(o, op.LookupJoinOp) for o in chain):
+        return None
+    keys = tuple(_source_column(k, chain) for k in sink.aggregate.keys)
+    if any(k is None for k in keys):
+        return None
+    return op.Parallel(workers, tuple(k for k in keys if k is not None))
 
 
 RING_CELLS = 1 << 24  # slots x domain: beyond this a ring costs more memory than a hash table saves

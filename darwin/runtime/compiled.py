@@ -110,15 +110,18 @@ class CompiledEngine:
     def __init__(self, graph: op.OperatorGraph, config: Config, metrics: Metrics, job: str,
                  fresh: bool = True) -> None:
         ensure_target(config.target)  # before anything compiles: Numba fixes the target then
-        from darwin.runtime.pipeline import PipelineRunner
+        from darwin.runtime.parallel import pipeline_runner
         from darwin.runtime.static_index import StaticIndex
+        from darwin.runtime.workers import WorkerPool
         from darwin.state.backend import backend_for
 
         self.config, self.metrics, self.job, self.graph = config, metrics, job, graph
         self.pool = StringPool()
         self.backend = backend_for(config, job, fresh)
         self.static = [StaticIndex(spec, config, self.pool) for spec in graph.lookups]
-        self.runners = [PipelineRunner(p, config, self.pool, self.backend, self.static) for p in graph.pipelines]
+        self.workers = WorkerPool(config.workers)
+        self.runners = [pipeline_runner(p, config, self.pool, self.backend, self.static, self.workers)
+                        for p in graph.pipelines]
         self.joins: list[JoinRunner] = []
         if graph.joins:  # its compiled building blocks load only for queries that join
             from darwin.runtime.join import JoinRunner
@@ -302,6 +305,7 @@ class CompiledEngine:
             r.after_checkpoint(checkpoint_id)
 
     def close(self) -> None:
+        self.workers.close()
         for r in self.runners:
             r.close()
         for j in self.joins:

@@ -285,7 +285,7 @@ def _identity(plan: pn.PlanNode, graph: op.OperatorGraph, config: Config) -> dic
     (which depends on the data, e.g. a window ring's key domain), and where its state lives."""
     text, layout = render(plan), graph.describe()
     return {"query": _sha256(text), "plan": text, "layout": _sha256(layout), "graph": layout,
-            "state": config.state,
+            "state": config.state, "parallelism": config.workers,
             "state_path": None if config.state_path is None else str(Path(config.state_path).resolve())}
 
 
@@ -310,6 +310,11 @@ def _check_compatible(latest: Checkpoint, identity: dict[str, Any]) -> None:
     if body["state"] != identity["state"]:
         raise CheckpointError(f"{where} holds state of backend {body['state']!r}; this run uses "
                               f"{identity['state']!r}. State cannot move between backends")
+    saved_workers = body.get("parallelism", 1)
+    if saved_workers != identity["parallelism"] and body["state"] != "memory":
+        raise CheckpointError(f"{where} was taken by {saved_workers} workers and this run has "
+                              f"{identity['parallelism']}; state on backend {body['state']!r} moves between workers "
+                              f"only on 'memory'. Resume with parallelism={saved_workers}")
     if body["state_path"] != identity["state_path"]:
         raise CheckpointError(f"{where} keeps its state in state_path {body['state_path']!r}; this run uses "
                               f"{identity['state_path']!r}")

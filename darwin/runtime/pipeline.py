@@ -12,7 +12,7 @@ from darwin.codegen import layout as ctl
 from darwin.codegen.aggregates import AggLayout, finalize
 from darwin.codegen.compiler import load_kernel
 from darwin.codegen.generate import NO_WATERMARK, generate_pipeline
-from darwin.codegen.signature import Buffer, ColumnArg, ControlArg, LookupArg, ParamArg, Part, StateArg
+from darwin.codegen.signature import Buffer, ColumnArg, ControlArg, LookupArg, ParamArg, Part, SelectionArg, StateArg
 from darwin.config import Config
 from darwin.errors import DarwinError, SourceError
 from darwin.graph import operators as op
@@ -25,12 +25,14 @@ from darwin.state.ring import RingState
 from darwin.types import Schema
 
 INT64_MAX = np.iinfo(np.int64).max
+FIRST_SEEN = "__darwin_first_seen"  # a keyed-parallel worker's fired rows: the serial of the row that made each
 OUT_BUFFER_ROWS = 1 << 20  # rows of output buffers a kernel call may fill
 
 
 class PipelineRunner:
     def __init__(self, p: op.Pipeline, config: Config, pool: StringPool, backend: StateBackend,
-                 lookups: Sequence[StaticIndex] = ()) -> None:
+                 lookups: Sequence[StaticIndex] = (), name: str | None = None) -> None:
+        """``name``: of its state (one per worker when several threads share the pipeline)."""
         self.p = p
         self.ctl = np.zeros(ctl.SIZE, dtype=np.int64)
         self.ctl[ctl.MAX_TIME] = NO_WATERMARK
@@ -56,16 +58,23 @@ class PipelineRunner:
             if isinstance(o, op.LookupJoinOp):
                 self.fanout *= max(1, lookups[o.lookup].max_rows_per_key)
         self.sink = p.sink
+        self.selection: np.ndarray | None = None  # the rows of the batch a keyed-parallel worker runs
         self.scratch = np.zeros(1, dtype=np.int64)  # reinterprets a float key's bits inside kernels
         self.state: KeyedState | RingState | None = None
         self.windows_fired = 0
+        self.late_warning: LateRowsWarning | None = None
         if isinstance(p.sink, op.WindowAggregateSink):
-            lay = self._layout
-            name = f"pipeline{p.id}"
-            self.state = (backend.hash_table(name, lay) if p.sink.ring is None
-                          else RingState(name, p.sink.ring, lay.value_dtypes))
+            self.backend = backend
+            self.state = self.new_state(name or f"pipeline{p.id}")
             source = p.input.scan.source.name if isinstance(p.input, op.SourcePort) else p.input.describe()
             self.late_warning = LateRowsWarning(source, p.sink.late_output)
+
+    def new_state(self, name: str) -> KeyedState | RingState:
+        """A table of this aggregation's layout on the run's backend (a ring in DRAM)."""
+        ring = self._agg.ring
+        if ring is None:
+            return self.backend.hash_table(name, self._layout)
+        return RingState(name, ring, self._layout.value_dtypes, self._agg.window.slide_ms)
 
     # an aggregating pipeline's sink and its state layout (it always has a kernel)
     @property
@@ -79,30 +88,35 @@ class PipelineRunner:
         return self.ks.agg_layout
 
     # -- processing ---------------------------------------------------------------------------
-    def process(self, batch: EncodedBatch, input_watermark: int = NO_WATERMARK) \
+    def process(self, batch: EncodedBatch, input_watermark: int = NO_WATERMARK,
+                rows: tuple[int, int] | None = None, selection: np.ndarray | None = None) \
             -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
         """Run the kernel over a batch: emitted rows, late rows, windows fired mid-batch.
 
-        A pipeline that does not read a source judges lateness by ``input_watermark``.
+        A pipeline that does not read a source judges lateness by ``input_watermark``. A worker
+        sharing the pipeline runs the batch's ``rows`` (a slice) or its ``selection`` (row numbers,
+        for a keyed-parallel kernel).
 
         Output buffers hold every row the kernel may write, rows_per_input per input row; so that
         sliding windows cannot make them huge, the batch runs in chunks of at most ``OUT_BUFFER_ROWS``.
         """
-        p, n = self.p, batch.length
+        p = self.p
+        start, n = rows if rows is not None else (0, batch.length if selection is None else len(selection))
+        self.selection = selection
         fired: list[EncodedBatch] = []
         if self.kernel is None:
             return batch, None, fired
         collect = isinstance(self.sink, op.EmitRows)
-        late = _buffers(p.output_schema, n) if self.state is not None and self._agg.late_output else None
+        late = _buffers(p.output_schema, n - start) if self.state is not None and self._agg.late_output else None
         self.ctl[ctl.LATE_OUT_ROWS] = 0
         self.ctl[ctl.INPUT_WATERMARK] = input_watermark
         self._bind_lookups()
         per_row = p.rows_per_input * self.fanout
         # a row may add an entry per window it is in, for each row a lookup join made of it
         self.ctl[ctl.ROOM_PER_ROW] = per_row * (self._agg.window.windows_per_row if self.state is not None else 1)
-        chunk = max(1, OUT_BUFFER_ROWS // per_row) if collect else max(n, 1)
+        chunk = max(1, OUT_BUFFER_ROWS // per_row) if collect else max(n - start, 1)
         outs: list[EncodedBatch] = []
-        for first in range(0, n, chunk):
+        for first in range(start, n, chunk):
             end = min(n, first + chunk)
             out = _buffers(p.output_schema, (end - first) * per_row) if collect else None
             self.ctl[ctl.OUT_ROWS] = 0
@@ -116,7 +130,8 @@ class PipelineRunner:
                 outs.append(_sliced(out, int(self.ctl[ctl.OUT_ROWS])))
         if self.state is not None:
             self.state.end_batch()
-            self.late_warning.update(int(self.ctl[ctl.LATE_ROWS]), self.watermark)
+            if self.late_warning is not None:  # None: a worker's share, whose runner warns for all
+                self.late_warning.update(int(self.ctl[ctl.LATE_ROWS]), self.watermark)
         result = None
         if collect:
             result = outs[0] if len(outs) == 1 else concatenated(outs, p.output_schema)
@@ -179,6 +194,8 @@ class PipelineRunner:
                     args.append(self.params[name])
                 case ControlArg():
                     args.append(self.ctl)
+                case SelectionArg():
+                    args.append(self.selection)
                 case StateArg(name):
                     args.append(self._state_array(name))
                 case LookupArg(lookup, part):
@@ -250,7 +267,11 @@ class PipelineRunner:
             self.windows_fired += len(starts) - int(starts[0] == previous)
             previous = starts[-1]
             columns = finalize(self._layout, keys, values, size)
-            yield EncodedBatch({f.name: Column(*columns[f.name]) for f in schema.fields}, len(keys[0]))
+            fired = {f.name: Column(*columns[f.name]) for f in schema.fields}
+            seen = self._layout.first_seen
+            if seen is not None:  # a worker's windows: merged with the others' by first-seen row
+                fired[FIRST_SEEN] = Column(values[seen], None)
+            yield EncodedBatch(fired, len(keys[0]))
         start = s.min_start()
         self.ctl[ctl.MIN_WINDOW_END] = INT64_MAX if start is None else start + size
 

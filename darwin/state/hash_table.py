@@ -148,6 +148,20 @@ class HashTableState:
         self.meta[0] = count
         rebuild_index(self.index, self.keys, count)
 
+    def entries(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Copies of every entry's key and value columns."""
+        count = self.count
+        return [k[:count].copy() for k in self.keys], [v[:count].copy() for v in self.values]
+
+    def add_entries(self, keys: Sequence[np.ndarray], values: Sequence[np.ndarray]) -> None:
+        """Append entries whose keys the table does not hold (state moving between workers)."""
+        count, n = self.count, len(keys[0])
+        self.grow(n)
+        for a, added in zip(self.keys + self.values, [*keys, *values]):
+            a[count:count + n] = added
+        self.meta[0] = count + n
+        rebuild_index(self.index, self.keys, count + n)
+
     def end_batch(self) -> None:
         """Called after the kernel has been through an input batch."""
 

@@ -23,8 +23,8 @@ EMPTY = EMPTY_SLOT
 class RingState:
     """Held in DRAM on the ``memory`` backend only; the translator bounds its size (``RING_CELLS``)."""
 
-    def __init__(self, name: str, ring: Ring, value_dtypes: Sequence[np.dtype]) -> None:
-        self.name, self.ring = name, ring
+    def __init__(self, name: str, ring: Ring, value_dtypes: Sequence[np.dtype], slide_ms: int) -> None:
+        self.name, self.ring, self.slide_ms = name, ring, slide_ms
         cells = ring.slots * ring.size
         self.ring_start = np.full(ring.slots, EMPTY, dtype=np.int64)
         self.ring_count = np.zeros(ring.slots, dtype=np.int64)
@@ -93,6 +93,36 @@ class RingState:
             self.ring_start[r] = EMPTY
         if len(cells):
             yield keys, values
+
+    def entries(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Every entry's key columns (window start[, key]) and values, without taking them out."""
+        ring = self.ring
+        starts, cells = [], []
+        for r in range(ring.slots):
+            if self.ring_start[r] != EMPTY:
+                d = self.order[r * ring.size: r * ring.size + self.ring_count[r]]
+                starts.append(np.full(len(d), self.ring_start[r], dtype=np.int64))
+                cells.append(r * ring.size + d)
+        cell = np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64)
+        keys = [np.concatenate(starts) if starts else np.zeros(0, dtype=np.int64)]
+        if ring.keyed:
+            keys.append(cell % ring.size + ring.low)
+        return keys, [v[cell] for v in self.values]
+
+    def add_entries(self, keys: Sequence[np.ndarray], values: Sequence[np.ndarray]) -> None:
+        """Put entries the ring does not hold into their cells (state moving between workers)."""
+        ring = self.ring
+        for j in range(len(keys[0])):
+            start = int(keys[0][j])
+            r = (start // self.slide_ms) % ring.slots
+            d = int(keys[1][j]) - ring.low if ring.keyed else 0
+            self.ring_start[r] = start
+            e = r * ring.size + d
+            self.seen[e] = 1
+            self.order[r * ring.size + self.ring_count[r]] = d
+            self.ring_count[r] += 1
+            for v, added in zip(self.values, values):
+                v[e] = added[j]
 
     def min_start(self) -> int | None:
         live = self.ring_start[self.ring_start != EMPTY]

@@ -1,6 +1,6 @@
 """A checkpointed Nexmark job, run as a child process by the SIGKILL tests.
 
-    python kill_job.py BACKEND WORK_DIR QUERY [--plain]
+    python kill_job.py BACKEND WORK_DIR QUERY [--plain] [--parallelism N]
 
 QUERY is ``aggregate`` (a windowed aggregation), ``join`` (a regular join of two sources),
 ``updating`` (an updating aggregation into an upsert sink) or ``partitioned`` (bids into a
@@ -62,13 +62,15 @@ def main() -> None:
     name = sys.argv[3]
     query, interval = QUERIES[name]
     plain = "--plain" in sys.argv
+    workers = int(sys.argv[sys.argv.index("--parallelism") + 1]) if "--parallelism" in sys.argv else 1
     cache = str(work.parent / "kernels")
     if plain:
         config = dw.Config(batch_size=1_000, cache_dir=cache)  # the batches of the checkpointed run
         out = work / "plain"
     else:
         config = dw.Config(state=backend, state_path=str(work / "state"), checkpoint_dir=str(work / "chk"),
-                           checkpoint_interval=interval, batch_size=1_000, state_delta_limit=5_000, cache_dir=cache)
+                           checkpoint_interval=interval, batch_size=1_000, state_delta_limit=5_000, cache_dir=cache,
+                           parallelism=workers)
         out = work / "out"
     q = query()
     print("ready", flush=True)  # imports done: the parent's random kill delay starts now

@@ -58,14 +58,26 @@ def uninterrupted(tmp_path_factory):
 @pytest.mark.parametrize("query", QUERIES)
 @pytest.mark.parametrize("backend", STATE_BACKENDS)
 def test_killed_and_restarted_job_commits_exactly_the_uninterrupted_output(backend, query, tmp_path, uninterrupted):
+    kill_and_restart(backend, query, tmp_path, uninterrupted, ())
+
+
+@pytest.mark.parametrize("query", ["aggregate", "partitioned"])
+@pytest.mark.parametrize("backend", STATE_BACKENDS)
+def test_a_job_on_two_workers_killed_and_restarted_commits_exactly_the_one_thread_output(backend, query, tmp_path,
+                                                                                       uninterrupted):
+    """Its windows partitioned by key group (aggregate) or its batches cut in slices (partitioned)."""
+    kill_and_restart(backend, query, tmp_path, uninterrupted, ("--parallelism", "2"))
+
+
+def kill_and_restart(backend, query, tmp_path, uninterrupted, options) -> None:
     expected = uninterrupted(query)
-    rng = random.Random(f"kill-{backend}-{query}")
+    rng = random.Random(f"kill-{backend}-{query}-{options}")
     work = tmp_path / "job"
     work.mkdir()
     kills, runs = 0, 0
     while True:
         runs += 1
-        proc = start(backend, str(work), query)
+        proc = start(backend, str(work), query, *options)
         if kills < KILLS:
             assert proc.stdout.readline().strip() == "ready", proc.stderr.read()[-3000:]
             wait_for_a_checkpoint(proc, work / "chk")  # after compiling: kills land while it processes

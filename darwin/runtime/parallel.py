@@ -1,0 +1,256 @@
+"""Pipelines several worker threads share (``op.Parallel``), with the interface of ``PipelineRunner``.
+
+A stateless pipeline reading a source runs as slices: each worker runs the kernel over its
+contiguous part of the batch, and the parts' rows are joined in order.
+
+A keyed windowed aggregation runs as partitions: every row goes to the worker owning its key group
+(``darwin.runtime.routing``), each worker keeps the state of its groups and walks its rows in batch
+order. Two things make the result the one a single thread gives, whatever the timing:
+- lateness is judged per row against the batch's event-time progress over *all* rows up to it (a
+  column computed before the workers start), not against what one worker has seen;
+- fired windows are merged, not concatenated: every entry carries the serial number of the row that
+  made it, and the workers' fired rows are ordered by window, then that serial -- the order one
+  thread's table fires them in (by window, then first seen).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from darwin.codegen import layout as ctl
+from darwin.codegen.generate import NO_WATERMARK, PROGRESS_COLUMN
+from darwin.config import Config
+from darwin.errors import CheckpointError
+from darwin.graph import operators as op
+from darwin.plan import nodes as pn
+from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.runtime.pipeline import FIRST_SEEN, PipelineRunner, concatenated
+from darwin.runtime.routing import key_columns, key_groups, owners, split_rows
+from darwin.runtime.static_index import StaticIndex
+from darwin.runtime.workers import WorkerPool
+from darwin.state.backend import StateBackend
+from darwin.state.hash_table import FIRE_CHUNK, HashTableState
+from darwin.state.ring import RingState
+
+COUNTERS = ("late_rows", "null_time_rows", "future_rows")
+
+
+def pipeline_runner(p: op.Pipeline, config: Config, pool: StringPool, backend: StateBackend,
+                    lookups: Sequence[StaticIndex], workers: WorkerPool) -> PipelineRunner | SlicedRunner | KeyedRunner:
+    """The runner of ``p``: one thread's, or one sharing it among the workers as ``p.parallel`` says."""
+    if p.parallel is None:
+        return PipelineRunner(p, config, pool, backend, lookups)
+    if p.parallel.keyed:
+        return KeyedRunner(p, config, pool, backend, lookups, workers)
+    return SlicedRunner(p, config, pool, backend, lookups, workers)
+
+
+class _Shared:
+    """What both kinds have: a replica of the pipeline's runner per worker."""
+
+    def __init__(self, p: op.Pipeline, replicas: list[PipelineRunner], workers: WorkerPool) -> None:
+        self.p, self.replicas, self.workers = p, replicas, workers
+        self.kernel = replicas[0].kernel
+
+    def _counters(self) -> dict[str, int]:
+        totals = {name: 0 for name in COUNTERS}
+        for r in self.replicas:
+            for name, value in r.counters().items():
+                if name in totals:
+                    totals[name] += value
+        return totals
+
+    def after_checkpoint(self, checkpoint_id: int) -> None:
+        for r in self.replicas:
+            r.after_checkpoint(checkpoint_id)
+
+    def close(self) -> None:
+        for r in self.replicas:
+            r.close()
+
+
+class SlicedRunner(_Shared):
+    """A stateless pipeline reading a source: each worker runs a contiguous slice of each batch."""
+
+    def __init__(self, p: op.Pipeline, config: Config, pool: StringPool, backend: StateBackend,
+                 lookups: Sequence[StaticIndex], workers: WorkerPool) -> None:
+        assert p.parallel is not None
+        replicas = [PipelineRunner(p, config, pool, backend, lookups) for _ in range(p.parallel.workers)]
+        super().__init__(p, replicas, workers)
+
+    def process(self, batch: EncodedBatch, input_watermark: int = NO_WATERMARK) \
+            -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
+        n, k = batch.length, len(self.replicas)
+        parts = [partial(r.process, batch, input_watermark, (n * i // k, n * (i + 1) // k))
+                 for i, r in enumerate(self.replicas)]
+        outs = [out for out, _, _ in self.workers.run(parts) if out is not None]
+        return concatenated(outs, self.p.output_schema), None, []
+
+    def drain(self, wm: int, final: bool = False) -> Iterator[EncodedBatch]:
+        return iter(())
+
+    def counters(self) -> dict[str, int]:
+        return {**self._counters(), "windows_fired": 0}
+
+    def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
+        """The replicas' counters added up: the body one thread's runner writes, so either restores it."""
+        return {"ctl": _summed_ctl(self.replicas), "windows_fired": 0}, []
+
+    def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int) -> None:
+        self.replicas[0].restore(directory, body, checkpoint_id)  # the others start from zero
+
+
+class KeyedRunner(_Shared):
+    """A windowed aggregation partitioned by key group among the workers."""
+
+    ordered = True  # False (a benchmark's switch only): workers' windows concatenated, to price the merge
+
+    def __init__(self, p: op.Pipeline, config: Config, pool: StringPool, backend: StateBackend,
+                 lookups: Sequence[StaticIndex], workers: WorkerPool) -> None:
+        assert p.parallel is not None and isinstance(p.sink, op.WindowAggregateSink)
+        n = p.parallel.workers
+        replicas = [PipelineRunner(p, config, pool, backend, lookups, name=f"pipeline{p.id}.w{i}") for i in range(n)]
+        super().__init__(p, replicas, workers)
+        self.sink, self.config = p.sink, config
+        self.owner = owners(n)
+        inp = p.input
+        self.time_column = inp.scan.time_column if isinstance(inp, op.SourcePort) else None
+        self.max_time = NO_WATERMARK  # over every row so far: the event-time progress rows are judged by
+        self.rows_seen = 0  # serial number of the next row
+        self.windows_fired = 0
+        self.late_warning = replicas[0].late_warning
+        for r in replicas:
+            r.late_warning = None
+
+    def process(self, batch: EncodedBatch, input_watermark: int = NO_WATERMARK) \
+            -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
+        assert self.p.parallel is not None
+        if self.time_column is not None:
+            batch = EncodedBatch({**batch.columns, PROGRESS_COLUMN: Column(self._progress(batch), None)},
+                                 batch.length, batch.arrow)
+        groups = key_groups(key_columns([batch.columns[k] for k in self.p.parallel.keys]))
+        rows = split_rows(groups, self.owner, len(self.replicas))
+        for r in self.replicas:
+            r.ctl[ctl.ROW_BASE] = self.rows_seen
+        parts = [partial(r.process, batch, input_watermark, None, selection)
+                 for r, selection in zip(self.replicas, rows)]
+        results = self.workers.run(parts)
+        self.rows_seen += batch.length
+        if self.late_warning is not None:
+            late = sum(int(r.ctl[ctl.LATE_ROWS]) for r in self.replicas)
+            self.late_warning.update(late, NO_WATERMARK if self.max_time == NO_WATERMARK else
+                                     self.max_time - self.replicas[0].p.input.delay_ms)  # type: ignore[union-attr]
+        return None, None, list(self._merged([f for _, _, fired in results for f in fired]))
+
+    def _progress(self, batch: EncodedBatch) -> np.ndarray:
+        """The largest event time up to each row (a null time moves nothing), continuing the last batch's."""
+        assert self.time_column is not None
+        times = batch.columns[self.time_column]
+        values = times.values if times.valid is None else np.where(times.valid, times.values, NO_WATERMARK)
+        progress = np.maximum.accumulate(np.maximum(values.astype(np.int64, copy=False), self.max_time))
+        if len(progress):
+            self.max_time = int(progress[-1])
+        return progress
+
+    def drain(self, wm: int, final: bool = False) -> Iterator[EncodedBatch]:
+        """The windows ending at or before ``wm`` over every worker, in one thread's order."""
+        parts = [partial(_drained, r, wm, final) for r in self.replicas]
+        yield from self._merged([b for fired in self.workers.run(parts) for b in fired])
+
+    def _merged(self, batches: list[EncodedBatch]) -> Iterator[EncodedBatch]:
+        """The workers' fired rows ordered by window, then first-seen row; without that serial."""
+        batches = [b for b in batches if b.length]
+        if not batches:
+            return
+        columns = {name: Column(np.concatenate([b.columns[name].values for b in batches]),
+                                None if batches[0].columns[name].valid is None else
+                                np.concatenate([b.columns[name].valid for b in batches]))  # type: ignore[misc]
+                   for name in batches[0].columns}
+        starts, seen = columns[pn.WINDOW_START].values, columns.pop(FIRST_SEEN).values
+        order = np.lexsort((seen, starts)) if self.ordered else np.arange(len(starts))
+        self.windows_fired += len(np.unique(starts))
+        for first in range(0, len(order), FIRE_CHUNK):
+            taken = order[first:first + FIRE_CHUNK]
+            yield EncodedBatch({name: Column(c.values[taken], None if c.valid is None else c.valid[taken])
+                                for name, c in columns.items()}, len(taken))
+
+    def counters(self) -> dict[str, int]:
+        return {**self._counters(), "windows_fired": self.windows_fired}
+
+    def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
+        bodies, files = [], []
+        for r in self.replicas:
+            body, written = r.snapshot(directory)
+            bodies.append(body)
+            files += written
+        return {"workers": bodies, "max_time": self.max_time, "rows_seen": self.rows_seen,
+                "windows_fired": self.windows_fired}, files
+
+    def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int) -> None:
+        saved = body.get("workers")
+        if saved is None:
+            raise CheckpointError(f"pipeline {self.p.id}'s state was checkpointed by one thread; this run has "
+                                  f"{len(self.replicas)} workers")
+        if len(saved) == len(self.replicas):
+            for r, part in zip(self.replicas, saved):
+                r.restore(directory, part, checkpoint_id)
+        else:
+            self._rescale(directory, saved, checkpoint_id)
+        self.max_time, self.rows_seen = int(body["max_time"]), int(body["rows_seen"])
+        self.windows_fired = int(body["windows_fired"])
+
+    def _rescale(self, directory: Path, saved: list[dict[str, Any]], checkpoint_id: int) -> None:
+        """State checkpointed by another number of workers: every entry goes to the worker owning its
+        key group now. The merge orders fired windows by first-seen row, so no order is lost."""
+        if not self.config.state_traits.in_memory:
+            raise CheckpointError(f"pipeline {self.p.id}'s state was checkpointed by {len(saved)} workers and this "
+                                  f"run has {len(self.replicas)}; state on backend {self.config.state!r} moves "
+                                  f"between workers only on 'memory'. Resume with parallelism={len(saved)}")
+        first = self.replicas[0]
+        keys: list[list[np.ndarray]] = []
+        values: list[list[np.ndarray]] = []
+        for i, part in enumerate(saved):
+            old = first.new_state(f"pipeline{self.p.id}.w{i}")
+            assert isinstance(old, (HashTableState, RingState))  # the memory backend's tables
+            old.restore(directory, part["state"], checkpoint_id)
+            k, v = old.entries()
+            keys.append(k)
+            values.append(v)
+        key_columns_ = [np.concatenate(c) for c in zip(*keys)]
+        value_columns = [np.concatenate(c) for c in zip(*values)]
+        owner = self.owner[key_groups(key_columns_[1:])] if len(key_columns_[0]) else np.zeros(0, np.int64)
+        counters = _summed_ctl_of([np.array(part["ctl"], dtype=np.int64) for part in saved])
+        size = self.sink.window.size_ms
+        for w, r in enumerate(self.replicas):
+            mine = owner == w
+            assert isinstance(r.state, (HashTableState, RingState))
+            r.state.add_entries([c[mine] for c in key_columns_], [c[mine] for c in value_columns])
+            if w == 0:
+                r.ctl[:len(counters)] = counters
+            start = r.state.min_start()
+            r.ctl[ctl.MIN_WINDOW_END] = ctl_max() if start is None else start + size
+
+
+def _drained(runner: PipelineRunner, wm: int, final: bool) -> list[EncodedBatch]:
+    return list(runner.drain(wm, final))
+
+
+def _summed_ctl(replicas: list[PipelineRunner]) -> list[int]:
+    """One thread's ctl: the first replica's, with every count added up over the replicas."""
+    return [int(v) for v in _summed_ctl_of([r.ctl for r in replicas])]
+
+
+def _summed_ctl_of(ctls: list[np.ndarray]) -> np.ndarray:
+    summed = ctls[0].copy()
+    for slot in (ctl.LATE_ROWS, ctl.NULL_TIME_ROWS, ctl.FUTURE_ROWS):
+        summed[slot] = sum(int(c[slot]) for c in ctls)
+    return summed
+
+
+def ctl_max() -> int:
+    return int(np.iinfo(np.int64).max)

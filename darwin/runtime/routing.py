@@ -1,0 +1,81 @@
+"""Key routing: a row's key hashes into one of ``KEY_GROUPS`` groups, and each worker owns a
+contiguous range of groups (as Flink assigns key groups), so any thread routes any row with no
+coordinator, and state kept per group can move to another number of workers.
+
+The hash reads a key as its state stores it (``darwin.codegen.aggregates``): int64 values (a
+float's bits, a bool as 0/1, a null as 0 with a 0/1 validity column), so a state entry routes
+to the same group as the rows that made it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit
+
+from darwin.graph.operators import KEY_GROUPS
+from darwin.runtime.encoding import Column
+
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def owners(workers: int) -> np.ndarray:
+    """The worker owning each key group: contiguous ranges of groups."""
+    return (np.arange(KEY_GROUPS, dtype=np.int64) * workers // KEY_GROUPS).astype(np.int64)
+
+
+def key_columns(columns: Sequence[Column]) -> list[np.ndarray]:
+    """Key columns as int64 arrays the way state stores them (a nullable key adds its validity)."""
+    out = []
+    for c in columns:
+        v = c.values
+        if v.dtype == np.float64:  # one group for 0.0/-0.0 and one for all NaNs, as the state's hash
+            v = np.where(np.isnan(v), np.nan, v + 0.0).view(np.int64)
+        elif v.dtype != np.int64:
+            v = v.astype(np.int64)
+        if c.valid is not None:
+            out += [np.where(c.valid, v, 0), c.valid.astype(np.int64)]
+        else:
+            out.append(v)
+    return out
+
+
+def key_groups(keys: Sequence[np.ndarray]) -> np.ndarray:
+    """Each row's key group, from its key columns (int64, as ``key_columns`` gives them)."""
+    h = np.zeros(len(keys[0]), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for k in keys:
+            h = _mix(h ^ k.view(np.uint64))
+    return (h % np.uint64(KEY_GROUPS)).astype(np.int64)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def split_rows(groups: np.ndarray, owner: np.ndarray, workers: int) -> list[np.ndarray]:
+    """The row numbers each worker owns, in row order."""
+    rows, counts = _split(groups, owner, workers)
+    ends = np.cumsum(counts)
+    return [rows[e - c:e] for e, c in zip(ends, counts)]
+
+
+@njit(cache=True, nogil=True)
+def _split(groups: np.ndarray, owner: np.ndarray, workers: int) -> tuple[np.ndarray, np.ndarray]:
+    """A stable counting sort of row numbers by their owner."""
+    n = groups.shape[0]
+    counts = np.zeros(workers, dtype=np.int64)
+    for i in range(n):
+        counts[owner[groups[i]]] += 1
+    place = np.zeros(workers, dtype=np.int64)
+    for w in range(1, workers):
+        place[w] = place[w - 1] + counts[w - 1]
+    rows = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        w = owner[groups[i]]
+        rows[place[w]] = i
+        place[w] += 1
+    return rows, counts

@@ -1,0 +1,61 @@
+"""The worker threads of a run: compiled kernels release the GIL, so N threads use N cores.
+
+Each batch a pipeline shares is a step: the coordinating thread hands every worker its part and
+waits for all of them, so the order results are merged in never depends on which thread finished
+first. ``inject_delays`` lets tests stall workers at random to check exactly that.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import TypeVar
+
+T = TypeVar("T")
+_delay: Callable[[int], float] | None = None  # seconds worker ``i`` sleeps before its part (tests only)
+
+
+@contextmanager
+def inject_delays(delay: Callable[[int], float]) -> Iterator[None]:
+    """Make each worker sleep ``delay(worker)`` seconds before each part it runs (a test hook)."""
+    global _delay
+    _delay = delay
+    try:
+        yield
+    finally:
+        _delay = None
+
+
+class WorkerPool:
+    """``workers`` threads running one step's parts; the busy time of each is measured."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.busy = [0.0] * workers  # seconds each worker spent in parts
+        self.steps = 0
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="darwin-worker") if workers > 1 else None
+        self.lock = threading.Lock()  # for what workers share and change: the string pool's formats
+
+    def run(self, parts: Sequence[Callable[[], T]]) -> list[T]:
+        """Every part's result, in the parts' order (part i runs on worker i)."""
+        self.steps += 1
+        if self._pool is None or len(parts) == 1:
+            return [self._timed(i, part) for i, part in enumerate(parts)]
+        futures = [self._pool.submit(self._timed, i, part) for i, part in enumerate(parts)]
+        return [f.result() for f in futures]
+
+    def _timed(self, worker: int, part: Callable[[], T]) -> T:
+        if _delay is not None:
+            time.sleep(_delay(worker))
+        started = time.perf_counter()
+        try:
+            return part()
+        finally:
+            self.busy[worker % self.workers] += time.perf_counter() - started
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
