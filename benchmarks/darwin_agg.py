@@ -35,18 +35,25 @@ console = Console()
 
 # ----------------------------------------------------------------------------- data
 
-def data_path(records: int, keys: int, seed: int, rate: int, data_dir: Path) -> Path:
-    """The benchmark's Parquet file, generated once per parameters (written atomically)."""
-    path = data_dir / f"darwin-agg-r{records}-k{keys}-s{seed}-rate{rate}.parquet"
+def data_path(records: int, keys: int, seed: int, rate: int, data_dir: Path, hot: float = 0.0) -> Path:
+    """The benchmark's Parquet file, generated once per parameters (written atomically).
+
+    ``hot``: the share of records on two hot keys (as Nexmark's hot auctions and bidders), the rest
+    uniform over all keys."""
+    skew = f"-hot{hot}" if hot else ""
+    path = data_dir / f"darwin-agg-r{records}-k{keys}-s{seed}-rate{rate}{skew}.parquet"
     if path.exists():
         return path
     data_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     i = np.arange(records, dtype=np.int64)
     ts = i * 1000 // rate  # event time in ms, in order, `rate` records per second
+    key = rng.integers(0, keys, records, dtype=np.int64)
+    if hot:
+        key = np.where(rng.random(records) < hot, rng.integers(0, 2, records, dtype=np.int64), key)
     table = pa.table({
         "ts": pa.array(ts, pa.timestamp("ms")),
-        "key": rng.integers(0, keys, records, dtype=np.int64),
+        "key": key,
         "value": rng.integers(0, 100, records, dtype=np.int64),
         "pad": np.zeros(records, dtype=np.int64),
     })
@@ -81,11 +88,12 @@ def windowed_sum(t):  # type: ignore[no-untyped-def]
     return t.window(dw.Tumble("60s", on="ts")).group_by("key").agg(total=dw.sum("value"))
 
 
-def run_darwin(path: Path, runs: int, target: str, batch_size: int, workers: int = 1) -> tuple[pa.Table, float]:
+def run_darwin(path: Path, runs: int, target: str, batch_size: int, workers: int = 1,
+               pre_aggregate: bool = True) -> tuple[pa.Table, float]:
     import darwin as dw
 
     q = darwin_query(path)
-    config = dw.Config(target=target, batch_size=batch_size, parallelism=workers)
+    config = dw.Config(target=target, batch_size=batch_size, parallelism=workers, pre_aggregate=pre_aggregate)
     q.collect(config)  # compile (or load from the cache) outside the timed runs
     return _best(lambda: q.collect(config), runs)
 
@@ -173,6 +181,7 @@ def first_difference(a: pa.Table, b: pa.Table) -> str | None:
 @app.command()
 def main(records: str = typer.Option("20M", help="records to generate"),
          keys: int = typer.Option(15_000, help="distinct keys"),
+         hot: float = typer.Option(0.0, help="share of records on two hot keys (skew), e.g. 0.9"),
          seed: int = typer.Option(0),
          rate: int = typer.Option(100_000, help="records per second of event time"),
          runs: int = typer.Option(3, help="timed runs per engine (best counts)"),
@@ -196,8 +205,8 @@ def main(records: str = typer.Option("20M", help="records to generate"),
     from darwin.cli import parse_count
 
     n = parse_count(records)
-    path = data_path(n, keys, seed, rate, data_dir)
-    console.print(f"data: {path} ({n:,} records, {keys:,} keys)")
+    path = data_path(n, keys, seed, rate, data_dir, hot)
+    console.print(f"data: {path} ({n:,} records, {keys:,} keys, {hot:.0%} on two hot keys)")
     results: dict[str, float] = {}
     tables: dict[str, pa.Table] = {}
 
@@ -214,6 +223,9 @@ def main(records: str = typer.Option("20M", help="records to generate"),
         finally:
             KeyedRunner.ordered = True
         results[f"darwin, {parallelism} workers, unordered merge"] = n / seconds
+        tables["darwin parallel, routed"], seconds = run_darwin(path, runs, "host", batch_size, parallelism,
+                                                                pre_aggregate=False)
+        results[f"darwin, {parallelism} workers, no pre-aggregation"] = n / seconds
     arrays, read_s = _best(lambda: read_arrays(path), runs)
     hand_kernel(*[a[:1000] for a in arrays], keys)  # compile outside the timed runs
     tables["kernel"], kernel_s = _best(lambda: hand_kernel(*arrays, keys), runs)
@@ -248,9 +260,11 @@ def _ratios(r: dict[str, float]) -> dict[str, float]:
            "darwin (incl. Parquet read) / hand kernel (in memory)": d / r["hand kernel, in memory"]}
     if "pyspark local[*]" in r:
         out["darwin / pyspark"] = d / r["pyspark local[*]"]
-    for name in [k for k in r if k.startswith("darwin, ") and "unordered" not in k]:
+    for name in [k for k in r if k.startswith("darwin, ") and k.endswith(" workers")]:
         out[f"{name} / 1 worker"] = r[name] / d
         out[f"{name}: ordered / unordered merge"] = r[name] / r[f"{name}, unordered merge"]
+        out[f"{name}: local/global / routed rows"] = r[name] / r[f"{name}, no pre-aggregation"]
+        out[f"{name}, no pre-aggregation / 1 worker"] = r[f"{name}, no pre-aggregation"] / d
     if "darwin generic (child process)" in r:
         out["host / generic"] = r["darwin host (child process)"] / r["darwin generic (child process)"]
     return out

@@ -89,6 +89,9 @@ class Config:
     state_delta_limit: int = 1 << 20  # rocksdb: entries of the in-memory cache before it is written out
     cache_dir: str = field(default_factory=_default_cache_dir)
     parallelism: int | str = 1  # worker threads; "auto": the cores this process may use
+    # keyed aggregations on several workers fold each worker's slice first, then merge the partials
+    # where their keys live (Flink's two-phase aggregation), where every aggregate merges exactly
+    pre_aggregate: bool = True
     # a source that has sent no rows for this long stops holding back operators that read several
     # inputs (Flink's withIdleness); None: never
     idle_timeout: str | int | None = None
@@ -107,6 +110,8 @@ class Config:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise _bad(f"expected an integer >= {least}, got {value!r}", name)
+        if not isinstance(self.pre_aggregate, bool):
+            raise _bad(f"expected true or false, got {self.pre_aggregate!r}", "pre_aggregate")
         for name in PATH_KEYS:
             # a frozen dataclass: normalising a path (PathLike -> str) needs object.__setattr__
             object.__setattr__(self, name, _path(name, getattr(self, name), optional=name != "cache_dir"))

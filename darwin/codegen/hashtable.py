@@ -60,6 +60,39 @@ def rebuild_index(index: np.ndarray, keys: list[np.ndarray], count: int) -> None
 
 
 @njit(cache=True, nogil=True)
+def upsert(index: np.ndarray, keys: tuple, count: int, hashes: np.ndarray, new_keys: tuple, entry: np.ndarray,
+           columns: tuple, meta: np.ndarray, logged: np.ndarray, undo_slot: np.ndarray, undo_columns: tuple) -> int:
+    """Find or insert each row of ``new_keys`` (hashed as ``hashes``), its entry id into ``entry``; the
+    new count. Entries are probed as the generated kernels probe them; the table has room for every
+    row. Each entry about to change is first logged, as ``compact`` logs (``columns``: the table's
+    arrays as int64; with ``meta[2]`` = 0 nothing is logged)."""
+    mask = index.shape[0] - 1
+    for i in range(hashes.shape[0]):
+        slot = np.int64(hashes[i] & np.uint64(mask))
+        while True:
+            e = int(index[slot])
+            if e < 0:
+                e = count
+                count += 1
+                _save(e, columns, meta, logged, undo_slot, undo_columns)
+                for j in range(len(keys)):
+                    keys[j][e] = new_keys[j][i]
+                index[slot] = e
+                break
+            same = True
+            for j in range(len(keys)):
+                if keys[j][e] != new_keys[j][i]:
+                    same = False
+                    break
+            if same:
+                _save(e, columns, meta, logged, undo_slot, undo_columns)
+                break
+            slot = (slot + 1) & mask
+        entry[i] = e
+    return count
+
+
+@njit(cache=True, nogil=True)
 def compact(keep: np.ndarray, columns: tuple, count: int, meta: np.ndarray, logged: np.ndarray,
             undo_slot: np.ndarray, undo_columns: tuple) -> int:
     """Move the entries whose ``keep`` is set to the front, in order, and zero the rest; the new count.

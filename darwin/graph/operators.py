@@ -198,6 +198,10 @@ class Parallel:
 
     workers: int
     keys: tuple[str, ...] = ()
+    # each worker first folds a contiguous slice of the batch into partial entries, which then go to
+    # the workers owning their keys (local/global aggregation): a hot key's rows are spread over
+    # every worker instead of all landing on its owner
+    pre_aggregate: bool = False
 
     @property
     def keyed(self) -> bool:
@@ -205,7 +209,7 @@ class Parallel:
 
     def describe(self) -> str:
         how = f"by key groups of [{', '.join(self.keys)}]" if self.keyed else "in slices"
-        return f"parallel {how}"
+        return f"parallel {how}" + (", local/global pre-aggregation" if self.pre_aggregate else "")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.io.source import column_bounds
 from darwin.plan import nodes as pn
+from darwin.plan.aggregates import function
 from darwin.plan.exprs import Column, ExprNode, StringCall, columns_of, type_of
 from darwin.plan.inspected import inspected_columns
 from darwin.plan.rules import map_children
@@ -169,7 +170,7 @@ class _Translator(SharedNodeVisitor[_Chain]):
         port = chain.port
         if isinstance(port, op.SourcePort):
             ops, computed, input_schema = _vectorize_string_calls(ops, input_schema)
-        parallel = _parallel(self.config.workers, port, ops, sink)
+        parallel = _parallel(self.config.workers, port, ops, sink, self.config.pre_aggregate)
         # a ring shared by key group stalls on slots other workers' windows hold: not yet (docs/decisions.md)
         if isinstance(sink, op.WindowAggregateSink) and isinstance(port, op.SourcePort) \
                 and self.config.state_traits.in_memory and parallel is None:
@@ -248,7 +249,8 @@ def _moved_strings(schema: pn.Schema, chain: list[op.StatelessOp], output: pn.Sc
     return tuple((name, src) for name, src in origin.items() if src not in inspected and name in output)
 
 
-def _parallel(workers: int, port: op.Port, chain: list[op.StatelessOp], sink: op.Sink) -> op.Parallel | None:
+def _parallel(workers: int, port: op.Port, chain: list[op.StatelessOp], sink: op.Sink,
+              pre_aggregate: bool = True) -> op.Parallel | None:
     """How ``workers`` threads share a pipeline, or None for one thread.
 
     A windowed aggregation is split by key group when each of its keys is an input column carried
@@ -256,6 +258,9 @@ def _parallel(workers: int, port: op.Port, chain: list[op.StatelessOp], sink: op
     emitting rows of a source is cut into slices. Not (yet) split: a source with ``max_future``
     (its clock is sequential by definition), aggregations keeping late rows, global aggregations,
     keys a lookup join or an expression makes, and stateless pipelines behind a breaker.
+
+    A keyed aggregation pre-aggregates (local/global) when every aggregate merges exactly, so the
+    result cannot depend on how the rows were grouped into partials.
     """
     if workers == 1 or (isinstance(port, op.SourcePort) and port.scan.max_future_ms is not None):
         return None
@@ -266,7 +271,10 @@ def _parallel(workers: int, port: op.Port, chain: list[op.StatelessOp], sink: op
     keys = tuple(_source_column(k, chain) for k in sink.aggregate.keys)
     if any(k is None for k in keys):
         return None
-    return op.Parallel(workers, tuple(k for k in keys if k is not None))
+    schema = sink.aggregate.input.input.schema
+    exact = all(function(call.func).merges_exactly(None if call.input is None else type_of(call.input, schema).dtype)
+                for _, call in sink.aggregate.aggs)
+    return op.Parallel(workers, tuple(k for k in keys if k is not None), pre_aggregate and exact)
 
 
 RING_CELLS = 1 << 24  # slots x domain: beyond this a ring costs more memory than a hash table saves

@@ -71,6 +71,13 @@ class AggregateFunction:
         """The accumulator's value slot: float64 for float arguments, else int64 (timestamps too)."""
         return np.dtype(np.float64 if arg is DType.FLOAT64 else np.int64)
 
+    def merges_exactly(self, arg: DType | None) -> bool:
+        """Whether merging partial states gives, bit for bit, what one fold over the values gives: an
+        integer slot does (wrap-around addition is associative); a float sum rounds by how values are
+        grouped, so pre-aggregating it would make the result depend on the number of workers."""
+        dtype = self.value_dtype(arg)
+        return dtype is None or dtype == np.int64
+
     def needs_count(self, arg_nullable: bool) -> bool:
         """A count tells a group that saw only nulls (the result is NULL) from one that saw values."""
         return arg_nullable

@@ -11,10 +11,18 @@ order. Two things make the result the one a single thread gives, whatever the ti
 - fired windows are merged, not concatenated: every entry carries the serial number of the row that
   made it, and the workers' fired rows are ordered by window, then that serial -- the order one
   thread's table fires them in (by window, then first seen).
+
+Where every aggregate merges exactly, a keyed aggregation may pre-aggregate (local/global): each
+worker folds a contiguous slice of the batch into a table of its own, and the partial entries,
+far fewer than rows when keys repeat, go to the workers owning their keys, which merge them into
+their state. A hot key then costs its owner one entry per slice, not all of its rows. Lateness and
+first-seen serials are judged per row in the slice exactly as the owner would, so both ways give
+the same state; the runner pre-aggregates only while partials are much fewer than rows.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
@@ -35,9 +43,16 @@ from darwin.runtime.static_index import StaticIndex
 from darwin.runtime.workers import WorkerPool
 from darwin.state.backend import StateBackend
 from darwin.state.hash_table import FIRE_CHUNK, HashTableState
+from darwin.state.memory import MemoryBackend
+from darwin.state.merge import merge_partials
 from darwin.state.ring import RingState
 
 COUNTERS = ("late_rows", "null_time_rows", "future_rows")
+COUNTER_SLOTS = (ctl.LATE_ROWS, ctl.NULL_TIME_ROWS, ctl.FUTURE_ROWS)
+# pre-aggregate while a slice's partial entries are at most this share of its rows; after a batch
+# where they were not, route rows directly for this many batches before trying again
+PAYS_OFF = 0.5
+RETRY_AFTER = 16
 
 
 def pipeline_runner(p: op.Pipeline, config: Config, pool: StringPool, backend: StateBackend,
@@ -126,6 +141,14 @@ class KeyedRunner(_Shared):
         self.late_warning = replicas[0].late_warning
         for r in replicas:
             r.late_warning = None
+        # local/global: each worker's slice folds into a table of its own in DRAM, emptied every batch
+        local = dataclasses.replace(p, sink=dataclasses.replace(p.sink, state=op.StateSpec()))
+        self.slices = [PipelineRunner(local, config, pool, MemoryBackend(), lookups, name=f"pipeline{p.id}.slice{i}")
+                       for i in range(n)] if p.parallel.pre_aggregate else []
+        for r in self.slices:
+            r.late_warning = None
+        self.routed_batches = 0  # batches left to route rows directly before pre-aggregating again
+        self.pre_aggregated_batches = 0
 
     def process(self, batch: EncodedBatch, input_watermark: int = NO_WATERMARK) \
             -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
@@ -133,19 +156,55 @@ class KeyedRunner(_Shared):
         if self.time_column is not None:
             batch = EncodedBatch({**batch.columns, PROGRESS_COLUMN: Column(self._progress(batch), None)},
                                  batch.length, batch.arrow)
-        groups = key_groups(key_columns([batch.columns[k] for k in self.p.parallel.keys]))
-        rows = split_rows(groups, self.owner, len(self.replicas))
-        for r in self.replicas:
-            r.ctl[ctl.ROW_BASE] = self.rows_seen
-        parts = [partial(r.process, batch, input_watermark, None, selection)
-                 for r, selection in zip(self.replicas, rows)]
-        results = self.workers.run(parts)
+        if self.slices and not self.routed_batches:
+            self._pre_aggregate(batch, input_watermark)
+        else:
+            self.routed_batches = max(0, self.routed_batches - 1)
+            groups = key_groups(key_columns([batch.columns[k] for k in self.p.parallel.keys]))
+            rows = split_rows(groups, self.owner, len(self.replicas))
+            for r in self.replicas:
+                r.ctl[ctl.ROW_BASE] = self.rows_seen
+            parts = [partial(r.process, batch, input_watermark, None, selection)
+                     for r, selection in zip(self.replicas, rows)]
+            self.workers.run(parts)  # nothing fires mid-batch: a keyed pipeline has no window ring
         self.rows_seen += batch.length
         if self.late_warning is not None:
             late = sum(int(r.ctl[ctl.LATE_ROWS]) for r in self.replicas)
             self.late_warning.update(late, NO_WATERMARK if self.max_time == NO_WATERMARK else
                                      self.max_time - self.replicas[0].p.input.delay_ms)  # type: ignore[union-attr]
-        return None, None, list(self._merged([f for _, _, fired in results for f in fired]))
+        return None, None, []
+
+    def _pre_aggregate(self, batch: EncodedBatch, input_watermark: int) -> None:
+        """Local/global: fold slices into partial entries, then merge each into its key's owner."""
+        n, k = batch.length, len(self.slices)
+        for r in self.slices:
+            r.ctl[ctl.ROW_BASE] = self.rows_seen
+        folds = [partial(_partials, r, batch, input_watermark, np.arange(n * i // k, n * (i + 1) // k))
+                 for i, r in enumerate(self.slices)]
+        partials = self.workers.run(folds)
+        for r, local in zip(self.replicas, self.slices):  # the slices' counts become the workers' own
+            r.ctl[list(COUNTER_SLOTS)] += local.ctl[list(COUNTER_SLOTS)]
+            local.ctl[list(COUNTER_SLOTS)] = 0
+        shares: list[list[tuple[list[np.ndarray], list[np.ndarray]]]] = [[] for _ in self.replicas]
+        for keys, values in partials:  # in slice order: older rows' partials merge first
+            if not len(keys[0]):
+                continue
+            for w, rows in enumerate(split_rows(key_groups(keys[1:]), self.owner, len(self.replicas))):
+                if len(rows):
+                    shares[w].append(([c[rows] for c in keys], [c[rows] for c in values]))
+        self.workers.run([partial(self._merge_into, r, share) for r, share in zip(self.replicas, shares)])
+        if sum(len(keys[0]) for keys, _ in partials) > PAYS_OFF * n:
+            self.routed_batches = RETRY_AFTER
+        self.pre_aggregated_batches += 1
+
+    def _merge_into(self, runner: PipelineRunner, share: list[tuple[list[np.ndarray], list[np.ndarray]]]) -> None:
+        state, lay = runner.state, runner.ks.agg_layout if runner.ks else None
+        assert state is not None and not isinstance(state, RingState) and lay is not None  # no ring when keyed
+        for keys, values in share:
+            merge_partials(state, lay, keys, values, self.config.state_traits.undo_log)
+            end = int(keys[0].min()) + self.sink.window.size_ms
+            runner.ctl[ctl.MIN_WINDOW_END] = min(int(runner.ctl[ctl.MIN_WINDOW_END]), end)
+        state.end_batch()
 
     def _progress(self, batch: EncodedBatch) -> np.ndarray:
         """The largest event time up to each row (a null time moves nothing), continuing the last batch's."""
@@ -180,7 +239,10 @@ class KeyedRunner(_Shared):
                                 for name, c in columns.items()}, len(taken))
 
     def counters(self) -> dict[str, int]:
-        return {**self._counters(), "windows_fired": self.windows_fired}
+        counts = {**self._counters(), "windows_fired": self.windows_fired}
+        if self.slices:  # batches this run pre-aggregated (the rest were routed row by row)
+            counts["pre_aggregated_batches"] = self.pre_aggregated_batches
+        return counts
 
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         bodies, files = [], []
@@ -234,6 +296,18 @@ class KeyedRunner(_Shared):
                 r.ctl[:len(counters)] = counters
             start = r.state.min_start()
             r.ctl[ctl.MIN_WINDOW_END] = ctl_max() if start is None else start + size
+
+
+def _partials(runner: PipelineRunner, batch: EncodedBatch, input_watermark: int, rows: np.ndarray) \
+        -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """A slice of the batch folded into the runner's own table: its entries, taken out."""
+    runner.process(batch, input_watermark, None, rows)
+    state = runner.state
+    assert isinstance(state, HashTableState)  # a slice's table lives on the memory backend
+    entries = state.entries()
+    state.clear()
+    runner.ctl[ctl.MIN_WINDOW_END] = ctl_max()
+    return entries
 
 
 def _drained(runner: PipelineRunner, wm: int, final: bool) -> list[EncodedBatch]:

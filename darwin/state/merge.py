@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from darwin.codegen.aggregates import AggLayout
+from darwin.codegen.hashtable import hash_columns, upsert
+from darwin.state.backend import KeyedState
+from darwin.state.hash_table import NO_LOGGED, NO_SLOTS
 
 
 def combine(lay: AggLayout, old: list[np.ndarray], new: list[np.ndarray]) -> list[np.ndarray]:
@@ -24,3 +29,38 @@ def combine(lay: AggLayout, old: list[np.ndarray], new: list[np.ndarray]) -> lis
     if lay.first_seen is not None:  # the entry was made by the older part's row
         out[lay.first_seen] = old[lay.first_seen]
     return out
+
+
+def merge_partials(state: KeyedState, lay: AggLayout, keys: Sequence[np.ndarray], values: Sequence[np.ndarray],
+                   undo_log: bool) -> None:
+    """Fold partial entries (distinct keys; another table's ``entries()``) into ``state``: a key it
+    lacks becomes a new entry, a key it holds is ``combine``d with it, older part first.
+
+    It goes through the arrays the kernels see, so it works on every backend alike: an mmap table
+    (``undo_log``) logs each entry before changing it, a RocksDB cache merges what is stored later.
+    """
+    n = len(keys[0])
+    if not n:
+        return
+    state.grow(n)
+    meta = state.array("meta")
+    table_keys = tuple(state.array(f"k{j}") for j in range(lay.key_width))
+    table_values = [state.array(f"v{j}") for j in range(len(lay.value_dtypes))]
+    columns = tuple(a.view(np.int64) for a in (*table_keys, *table_values))
+    if undo_log:
+        logged, undo_slot = state.array("logged"), state.array("uslot")
+        undo = tuple(state.array(name).view(np.int64) for name in
+                     [*(f"uk{j}" for j in range(lay.key_width)), *(f"uv{j}" for j in range(len(lay.value_dtypes)))])
+    else:
+        logged, undo_slot, undo = NO_LOGGED, NO_SLOTS, columns
+    before = int(meta[0])
+    entry = np.empty(n, dtype=np.int64)
+    new_keys = tuple(np.ascontiguousarray(k, dtype=np.int64) for k in keys)
+    meta[0] = upsert(state.array("index"), table_keys, before, hash_columns(list(new_keys), n), new_keys, entry,
+                     columns, meta, logged, undo_slot, undo)
+    fresh = entry >= before
+    made, held = entry[fresh], entry[~fresh]
+    merged = combine(lay, [v[held] for v in table_values], [v[~fresh] for v in values])
+    for table, part, combined in zip(table_values, values, merged):
+        table[made] = part[fresh]
+        table[held] = combined

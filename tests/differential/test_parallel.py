@@ -8,6 +8,7 @@ the changelog of an updating result, in order -- and its counters must equal the
 from __future__ import annotations
 
 import random
+from contextlib import contextmanager
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +19,7 @@ from test_joins import streams
 
 import darwin as dw
 from darwin import col
+from darwin.runtime import parallel
 from darwin.runtime.workers import inject_delays
 from darwin.testing import assert_table_equal
 
@@ -37,15 +39,29 @@ def _random_stalls(seed: int):
 
 
 def assert_same_at_every_parallelism(query: dw.Table, batch_size: int, seed: int) -> None:
+    """At 4 workers rows are routed to their keys' owners; at 2 and 8, where the aggregates merge
+    exactly, slices are pre-aggregated too, switching between the two ways at random batches."""
     expected = query.execute(dw.Config(batch_size=batch_size))
     for workers in PARALLELISM:
-        with inject_delays(_random_stalls(seed * 31 + workers)):
-            actual = query.execute(dw.Config(batch_size=batch_size, parallelism=workers))
+        switches = random.Random(seed).random()  # a threshold on partials per row: some batches each way
+        with inject_delays(_random_stalls(seed * 31 + workers)), _pre_aggregation(pays_off=switches):
+            actual = query.execute(dw.Config(batch_size=batch_size, parallelism=workers, pre_aggregate=workers != 4))
         assert_table_equal(sequence(actual), sequence(expected), rel_tol=0.0, check_nullability=True)
         if expected.late is not None:
             assert_table_equal(actual.late, expected.late, rel_tol=0.0)
         for key in COUNTERS:
             assert actual.metrics.get(key) == expected.metrics.get(key), (workers, key)
+
+
+@contextmanager
+def _pre_aggregation(pays_off: float):
+    """Pre-aggregate while partials are at most ``pays_off`` of the rows, else route the next batch."""
+    saved = parallel.PAYS_OFF, parallel.RETRY_AFTER
+    parallel.PAYS_OFF, parallel.RETRY_AFTER = pays_off, 1
+    try:
+        yield
+    finally:
+        parallel.PAYS_OFF, parallel.RETRY_AFTER = saved
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda f: f.__name__)
@@ -97,3 +113,34 @@ def test_the_workers_really_share_keyed_and_stateless_pipelines():
     assert "parallel by key groups of [k]" in windows
     assert "parallel in slices" in t.filter(col("v") > 3).explain(dw.Config(parallelism=2))
     assert "parallel" not in t.filter(col("v") > 3).explain(dw.Config())
+
+
+def test_the_optimizer_pre_aggregates_only_what_merges_exactly():
+    """Counts and integer sums merge bit for bit; a float sum would round by how rows were grouped."""
+    import pyarrow as pa
+
+    t = dw.from_arrow(pa.table({"t": pa.array([1, 2], pa.timestamp("ms")), "k": [1, 2], "v": [3, 4],
+                                "x": [0.5, 1.5]}), time="t")
+    grouped = t.window(dw.Tumble("1s", on="t")).group_by("k")
+    two = dw.Config(parallelism=2)
+    assert "local/global pre-aggregation" in grouped.agg(n=dw.count(), s=dw.sum("v"), m=dw.max("v")).explain(two)
+    assert "local/global" not in grouped.agg(n=dw.count(), s=dw.sum("x")).explain(two)
+    assert "local/global" not in grouped.agg(n=dw.count()).explain(two.replace(pre_aggregate=False))
+
+
+def test_a_hot_key_is_pre_aggregated_and_counted_the_same():
+    """Nearly every row on one key: the slices fold it, so partials stay few and every batch is
+    pre-aggregated; the windows equal the one-thread run's."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(7)
+    n = 20_000
+    keys = np.where(rng.random(n) < 0.9, 7, rng.integers(0, 50, n))
+    t = dw.from_arrow(pa.table({"t": pa.array(np.sort(rng.integers(0, 60_000, n)), pa.timestamp("ms")),
+                                "k": keys, "v": rng.integers(-5, 100, n)}), time="t")
+    query = t.window(dw.Tumble("5s", on="t")).group_by("k").agg(n=dw.count(), s=dw.sum("v"), lo=dw.min("v"))
+    expected = query.execute(dw.Config(batch_size=1000))
+    actual = query.execute(dw.Config(batch_size=1000, parallelism=2))
+    assert_table_equal(actual.table, expected.table, rel_tol=0.0)
+    assert actual.metrics.get("pre_aggregated_batches") == 20
