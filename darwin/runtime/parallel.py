@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from darwin.codegen import layout as ctl
 from darwin.codegen.generate import NO_WATERMARK, PROGRESS_COLUMN
@@ -147,6 +148,7 @@ class KeyedRunner(_Shared):
                        for i in range(n)] if p.parallel.pre_aggregate else []
         for r in self.slices:
             r.late_warning = None
+        self.row_numbers = np.arange(0, dtype=np.int64)  # 0..n-1 for the largest batch yet: slices take views
         self.routed_batches = 0  # batches left to route rows directly before pre-aggregating again
         self.pre_aggregated_batches = 0
 
@@ -179,7 +181,9 @@ class KeyedRunner(_Shared):
         n, k = batch.length, len(self.slices)
         for r in self.slices:
             r.ctl[ctl.ROW_BASE] = self.rows_seen
-        folds = [partial(_partials, r, batch, input_watermark, np.arange(n * i // k, n * (i + 1) // k))
+        if len(self.row_numbers) < n:
+            self.row_numbers = np.arange(n, dtype=np.int64)
+        folds = [partial(_partials, r, batch, input_watermark, self.row_numbers[n * i // k:n * (i + 1) // k])
                  for i, r in enumerate(self.slices)]
         partials = self.workers.run(folds)
         for r, local in zip(self.replicas, self.slices):  # the slices' counts become the workers' own
@@ -210,8 +214,8 @@ class KeyedRunner(_Shared):
         """The largest event time up to each row (a null time moves nothing), continuing the last batch's."""
         assert self.time_column is not None
         times = batch.columns[self.time_column]
-        values = times.values if times.valid is None else np.where(times.valid, times.values, NO_WATERMARK)
-        progress = np.maximum.accumulate(np.maximum(values.astype(np.int64, copy=False), self.max_time))
+        valid = np.ones(0, np.bool_) if times.valid is None else times.valid
+        progress = _running_max(times.values.astype(np.int64, copy=False), valid, self.max_time)
         if len(progress):
             self.max_time = int(progress[-1])
         return progress
@@ -296,6 +300,20 @@ class KeyedRunner(_Shared):
                 r.ctl[:len(counters)] = counters
             start = r.state.min_start()
             r.ctl[ctl.MIN_WINDOW_END] = ctl_max() if start is None else start + size
+
+
+@njit(cache=True, nogil=True)
+def _running_max(values: np.ndarray, valid: np.ndarray, start: int) -> np.ndarray:
+    """``start`` and the values up to each row, their running maximum; rows not ``valid`` (when it is
+    not empty) move nothing. One pass: it runs on the main thread for every batch."""
+    out = np.empty(values.shape[0], dtype=np.int64)
+    top = start
+    checked = valid.shape[0] > 0
+    for i in range(values.shape[0]):
+        if values[i] > top and (not checked or valid[i]):
+            top = values[i]
+        out[i] = top
+    return out
 
 
 def _partials(runner: PipelineRunner, batch: EncodedBatch, input_watermark: int, rows: np.ndarray) \
