@@ -145,6 +145,8 @@ class CompiledEngine:
         self.union_wm = [NO_WATERMARK] * len(graph.unions)
         self.union_of = {u.producers: u.id for u in graph.unions}
         self.consumers = {p.id: graph.consumers(p.id) for p in graph.pipelines}  # looked up per batch
+        self.pipeline_rows = [0] * len(graph.pipelines)  # rows each pipeline was given
+        self.pipeline_seconds = [0.0] * len(graph.pipelines)  # wall time running its batches (firing aside)
 
     @property
     def offset(self) -> int:
@@ -174,6 +176,7 @@ class CompiledEngine:
             if runner.kernel is not None:
                 self.metrics.add("kernels_compiled", sum(runner.kernel.stats.cache_misses.values()))
                 self.metrics.add("kernels_from_cache", sum(runner.kernel.stats.cache_hits.values()))
+        self.metrics.set("pipelines", self._pipeline_metrics())
         counted: list[JoinRunner | StreamRunner] = [*self.joins, *self.operators]
         for stateful in counted:
             for name, value in stateful.counters().items():
@@ -188,7 +191,10 @@ class CompiledEngine:
         its rows are judged by (pipelines reading a source judge per row)."""
         runner = self.runners[pipeline]
         p = runner.p
+        started = time.perf_counter()
         out, late, fired_early = runner.process(batch, mark)
+        self.pipeline_seconds[pipeline] += time.perf_counter() - started
+        self.pipeline_rows[pipeline] += batch.length
         for fired in fired_early:  # windows a full ring had to drain before the batch ended
             yield from self._to_port(("fired", p.id), fired, self.aggregate_wm[p.id])
         if late is not None and late.length:
@@ -209,6 +215,21 @@ class CompiledEngine:
                 joined = self.joins[target].push(out, side)
                 if joined is not None:
                     yield from self._to_port(("join", target), joined, self.joins[target].wm)
+
+    def _pipeline_metrics(self) -> list[dict[str, Any]]:
+        """Per pipeline: rows in, seconds, and on several workers each one's busy seconds and the
+        imbalance (the busiest worker's share over the mean: 1.0 is even, a hot key shows here)."""
+        out = []
+        for runner, rows, seconds in zip(self.runners, self.pipeline_rows, self.pipeline_seconds):
+            entry: dict[str, Any] = {"pipeline": runner.p.id, "rows_in": rows, "seconds": round(seconds, 6),
+                                     "workers": 1 if runner.p.parallel is None else runner.p.parallel.workers}
+            busy = getattr(runner, "worker_busy", None)
+            if busy is not None:
+                entry["worker_busy_seconds"] = [round(b, 6) for b in busy]
+                mean = sum(busy) / len(busy)
+                entry["imbalance"] = round(max(busy) / mean, 3) if mean else 1.0
+            out.append(entry)
+        return out
 
     def _union_reading(self, pipeline: int) -> int:
         port = self.graph.pipelines[pipeline].input

@@ -72,6 +72,7 @@ class _Shared:
     def __init__(self, p: op.Pipeline, replicas: list[PipelineRunner], workers: WorkerPool) -> None:
         self.p, self.replicas, self.workers = p, replicas, workers
         self.kernel = replicas[0].kernel
+        self.worker_busy = [0.0] * len(replicas)  # seconds each worker spent on this pipeline
 
     def _counters(self) -> dict[str, int]:
         totals = {name: 0 for name in COUNTERS}
@@ -104,7 +105,7 @@ class SlicedRunner(_Shared):
         n, k = batch.length, len(self.replicas)
         parts = [partial(r.process, batch, input_watermark, (n * i // k, n * (i + 1) // k))
                  for i, r in enumerate(self.replicas)]
-        outs = [out for out, _, _ in self.workers.run(parts) if out is not None]
+        outs = [out for out, _, _ in self.workers.run(parts, self.worker_busy) if out is not None]
         return concatenated(outs, self.p.output_schema), None, []
 
     def drain(self, wm: int, final: bool = False) -> Iterator[EncodedBatch]:
@@ -168,7 +169,7 @@ class KeyedRunner(_Shared):
                 r.ctl[ctl.ROW_BASE] = self.rows_seen
             parts = [partial(r.process, batch, input_watermark, None, selection)
                      for r, selection in zip(self.replicas, rows)]
-            self.workers.run(parts)  # nothing fires mid-batch: a keyed pipeline has no window ring
+            self.workers.run(parts, self.worker_busy)  # nothing fires mid-batch: a keyed pipeline has no window ring
         self.rows_seen += batch.length
         if self.late_warning is not None:
             late = sum(int(r.ctl[ctl.LATE_ROWS]) for r in self.replicas)
@@ -185,7 +186,7 @@ class KeyedRunner(_Shared):
             self.row_numbers = np.arange(n, dtype=np.int64)
         folds = [partial(_partials, r, batch, input_watermark, self.row_numbers[n * i // k:n * (i + 1) // k])
                  for i, r in enumerate(self.slices)]
-        partials = self.workers.run(folds)
+        partials = self.workers.run(folds, self.worker_busy)
         for r, local in zip(self.replicas, self.slices):  # the slices' counts become the workers' own
             r.ctl[list(COUNTER_SLOTS)] += local.ctl[list(COUNTER_SLOTS)]
             local.ctl[list(COUNTER_SLOTS)] = 0
@@ -196,7 +197,8 @@ class KeyedRunner(_Shared):
             for w, rows in enumerate(split_rows(key_groups(keys[1:]), self.owner, len(self.replicas))):
                 if len(rows):
                     shares[w].append(([c[rows] for c in keys], [c[rows] for c in values]))
-        self.workers.run([partial(self._merge_into, r, share) for r, share in zip(self.replicas, shares)])
+        self.workers.run([partial(self._merge_into, r, share) for r, share in zip(self.replicas, shares)],
+                         self.worker_busy)
         if sum(len(keys[0]) for keys, _ in partials) > PAYS_OFF * n:
             self.routed_batches = RETRY_AFTER
         self.pre_aggregated_batches += 1
@@ -223,7 +225,7 @@ class KeyedRunner(_Shared):
     def drain(self, wm: int, final: bool = False) -> Iterator[EncodedBatch]:
         """The windows ending at or before ``wm`` over every worker, in one thread's order."""
         parts = [partial(_drained, r, wm, final) for r in self.replicas]
-        yield from self._merged([b for fired in self.workers.run(parts) for b in fired])
+        yield from self._merged([b for fired in self.workers.run(parts, self.worker_busy) for b in fired])
 
     def _merged(self, batches: list[EncodedBatch]) -> Iterator[EncodedBatch]:
         """The workers' fired rows ordered by window, then first-seen row; without that serial."""

@@ -39,22 +39,26 @@ class WorkerPool:
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="darwin-worker") if workers > 1 else None
         self.lock = threading.Lock()  # for what workers share and change: the string pool's formats
 
-    def run(self, parts: Sequence[Callable[[], T]]) -> list[T]:
-        """Every part's result, in the parts' order (part i runs on worker i)."""
+    def run(self, parts: Sequence[Callable[[], T]], busy: list[float] | None = None) -> list[T]:
+        """Every part's result, in the parts' order (part i runs on worker i); each part's seconds are
+        also added to ``busy[i]`` (a pipeline's own account), if given."""
         self.steps += 1
         if self._pool is None or len(parts) == 1:
-            return [self._timed(i, part) for i, part in enumerate(parts)]
-        futures = [self._pool.submit(self._timed, i, part) for i, part in enumerate(parts)]
+            return [self._timed(i, part, busy) for i, part in enumerate(parts)]
+        futures = [self._pool.submit(self._timed, i, part, busy) for i, part in enumerate(parts)]
         return [f.result() for f in futures]
 
-    def _timed(self, worker: int, part: Callable[[], T]) -> T:
+    def _timed(self, worker: int, part: Callable[[], T], busy: list[float] | None) -> T:
         if _delay is not None:
             time.sleep(_delay(worker))
         started = time.perf_counter()
         try:
             return part()
         finally:
-            self.busy[worker % self.workers] += time.perf_counter() - started
+            seconds = time.perf_counter() - started
+            self.busy[worker % self.workers] += seconds
+            if busy is not None:
+                busy[worker] += seconds
 
     def close(self) -> None:
         if self._pool is not None:

@@ -144,3 +144,7 @@ def test_a_hot_key_is_pre_aggregated_and_counted_the_same():
     actual = query.execute(dw.Config(batch_size=1000, parallelism=2))
     assert_table_equal(actual.table, expected.table, rel_tol=0.0)
     assert actual.metrics.get("pre_aggregated_batches") == 20
+    [pipeline] = [p for p in actual.metrics["pipelines"] if p["workers"] > 1]  # the aggregation's
+    assert pipeline["rows_in"] == n and pipeline["workers"] == 2 and len(pipeline["worker_busy_seconds"]) == 2
+    assert pipeline["imbalance"] >= 1.0 and pipeline["seconds"] > 0
+    assert all(p["workers"] == 1 for p in expected.metrics["pipelines"])
