@@ -21,7 +21,6 @@ from darwin.api import Table, WindowedTable, desc
 from darwin.errors import DarwinError, SqlError
 from darwin.expr import Expr, col
 from darwin.plan import exprs as ex
-from darwin.plan.exprs import type_of
 from darwin.plan.nodes import WINDOW_END, WINDOW_START, joined_names
 from darwin.plan.window import Session, SessionWindow, Slide, Tumble
 from darwin.sql.dialect import Descriptor, Flink, TableArgument, WindowFunction
@@ -404,10 +403,10 @@ class SelectPlanner:
             if text in replaced:
                 continue
             name = aliases.get(text) or f"$agg{i}"
-            aggs[name], integer_avg = self._aggregate(call, rel)
-            replaced[text] = col(name).cast("int64") if integer_avg else col(name)
-        if not aggs:
-            raise self.error(group, "GROUP BY without an aggregate is not supported; add COUNT(*) or similar")
+            aggs[name] = self._aggregate(call, rel)
+            replaced[text] = col(name)
+        if not aggs:  # GROUP BY only to group: Darwin's aggregations need an aggregate, dropped by the select
+            aggs["$count"] = dx.count()
         table = self._grouped(node, rel, plain, computed, aggs, bounds, group_window)
         for item in node.expressions:  # TUMBLE_START(...) and friends of a group window
             for f in item.find_all(exp.Anonymous):
@@ -461,8 +460,8 @@ class SelectPlanner:
             raise self.error(g, f"{g.kind} group window with {len(intervals)} intervals is not supported")
         return self.planner._located(g, lambda: rel.table.window(window))
 
-    def _aggregate(self, call: exp.Expr, rel: Relation) -> tuple[dx.Agg, bool]:
-        """The aggregate and whether it is AVG of an integer (a BIGINT in Flink: truncated)."""
+    def _aggregate(self, call: exp.Expr, rel: Relation) -> dx.Agg:
+        """The aggregate of ``call``; AVG is a DOUBLE (Flink's AVG of a BIGINT is a BIGINT)."""
         translate = self.translator(rel)
         condition = None
         if isinstance(call, exp.Filter):
@@ -471,22 +470,17 @@ class SelectPlanner:
         arg = call.this
         if isinstance(call, exp.Count):
             if isinstance(arg, exp.Star) or arg is None:
-                return dx.count(filter=condition), False
+                return dx.count(filter=condition)
             if isinstance(arg, exp.Distinct):
                 if len(arg.expressions) != 1:
                     raise self.error(call, "COUNT(DISTINCT ...) of one expression is supported")
-                return dx.count_distinct(translate(arg.expressions[0]), filter=condition), False
-            return dx.count(translate(arg), filter=condition), False
+                return dx.count_distinct(translate(arg.expressions[0]), filter=condition)
+            return dx.count(translate(arg), filter=condition)
         make = AGGREGATES.get(type(call))
         if make is None or isinstance(arg, exp.Distinct):
             raise self.error(call, f"aggregate {call.sql(dialect=Flink)} is not supported; COUNT, COUNT(DISTINCT), "
                                    "SUM, MIN, MAX and AVG are")
-        value = translate(arg)
-        integer = isinstance(call, exp.Avg) and self._type(call, value, rel) is DType.INT64
-        return make(value, filter=condition), integer
-
-    def _type(self, node: exp.Expr, value: Expr, rel: Relation) -> DType | None:
-        return self.planner._located(node, lambda: type_of(value.node, rel.table.plan.schema, "aggregate").dtype)
+        return make(translate(arg), filter=condition)
 
     # -- the select list ---------------------------------------------------------------------
     def select_list(self, rel: Relation, replaced: dict[str, Expr], rank: RankRequest | None) -> Table:
