@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from sqlglot import exp, parser, tokens
 from sqlglot.dialects.dialect import Dialect
+from sqlglot.helper import seq_get
 from sqlglot.tokens import TokenType
 
 WINDOW_FUNCTIONS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
@@ -57,6 +58,12 @@ def _window_function(kind: str) -> Any:
 
 
 class FlinkParser(parser.Parser):
+    FUNCTIONS: ClassVar[dict[str, Any]] = {
+        **parser.Parser.FUNCTIONS,
+        # Flink's third argument is the group to extract, not a position
+        "REGEXP_EXTRACT": lambda args: exp.RegexpExtract(this=seq_get(args, 0), expression=seq_get(args, 1),
+                                                         group=seq_get(args, 2)),
+    }
     FUNCTION_PARSERS: ClassVar[dict[str, Any]] = {
         **parser.Parser.FUNCTION_PARSERS,
         **{name: _window_function(name) for name in WINDOW_FUNCTIONS},
