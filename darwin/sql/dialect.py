@@ -91,8 +91,8 @@ class Flink(Dialect):
     NORMALIZATION_STRATEGY = Dialect.NORMALIZATION_STRATEGY.CASE_SENSITIVE  # type: ignore[attr-defined]
 
     class Tokenizer(tokens.Tokenizer):
-        IDENTIFIERS: ClassVar[list[str]] = ["`"]  # type: ignore[misc]
-        QUOTES: ClassVar[list[str]] = ["'"]  # type: ignore[misc]
+        IDENTIFIERS: ClassVar[list[str | tuple[str, str]]] = ["`"]  # type: ignore[misc]
+        QUOTES: ClassVar[list[tuple[str, str] | str]] = ["'"]  # type: ignore[misc]
         # SESSION is a window function in Flink, not the keyword of SET SESSION
         KEYWORDS: ClassVar[dict[str, TokenType]] = {  # type: ignore[misc]
             k: v for k, v in tokens.Tokenizer.KEYWORDS.items() if k != "SESSION"}

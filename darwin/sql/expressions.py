@@ -15,9 +15,10 @@ from sqlglot import exp
 
 import darwin.expr as dx
 from darwin.expr import Expr, col, lit, when
+from darwin.plan import exprs as ex
+from darwin.plan.exprs import type_of
 from darwin.sql.dialect import Flink
 from darwin.sql.errors import Located
-from darwin.plan.exprs import type_of
 from darwin.types import DType, Schema
 
 TYPES = {  # SQL type -> Darwin type
@@ -192,7 +193,9 @@ class ExpressionTranslator:
         for v in node.expressions:
             if not isinstance(v, (exp.Literal, exp.Boolean)):
                 raise self.where.error(v, "IN (...) takes literal values")
-            values.append(self(v).node.value)  # type: ignore[attr-defined]
+            value = self(v).node
+            assert isinstance(value, ex.Literal)
+            values.append(value.value)
         if node.args.get("query") is not None:
             raise self.where.error(node, "IN (SELECT ...) is not supported")
         return self(node.this).isin(values)
@@ -237,30 +240,35 @@ class ExpressionTranslator:
         return self(n.this).abs()
 
     def visit_RegexpExtract(self, node: exp.RegexpExtract) -> Expr:
-        pattern = self._constant(node.expression, str, "REGEXP_EXTRACT's pattern")
+        pattern = self._text(node.expression, "REGEXP_EXTRACT's pattern")
         group = node.args.get("group")
-        index = 0 if group is None else self._constant(group, int, "REGEXP_EXTRACT's group")
+        index = 0 if group is None else self._integer(group, "REGEXP_EXTRACT's group")
         return self(node.this).str.regexp_extract(pattern, index)
 
     def visit_Anonymous(self, node: exp.Anonymous) -> Expr:
         name = str(node.this).upper()
         args = node.expressions
         if name == "DATE_FORMAT" and len(args) == 2:
-            fmt = java_time_format(self._constant(args[1], str, "DATE_FORMAT's format"), args[1], self.where)
+            fmt = java_time_format(self._text(args[1], "DATE_FORMAT's format"), args[1], self.where)
             return self(args[0]).dt.strftime(fmt)
         if name == "SPLIT_INDEX" and len(args) == 3:
-            return self(args[0]).str.split_index(self._constant(args[1], str, "SPLIT_INDEX's separator"),
-                                                 self._constant(args[2], int, "SPLIT_INDEX's index"))
+            return self(args[0]).str.split_index(self._text(args[1], "SPLIT_INDEX's separator"),
+                                                 self._integer(args[2], "SPLIT_INDEX's index"))
         if name == "CHAR_LENGTH" and len(args) == 1:
             return self(args[0]).str.length()
         if name == "COUNT_CHAR" and len(args) == 2:  # Nexmark's UDF, a Darwin built-in
-            return self(args[0]).str.count_char(self._constant(args[1], str, "COUNT_CHAR's character"))
+            return self(args[0]).str.count_char(self._text(args[1], "COUNT_CHAR's character"))
         if name == "DAYOFWEEK" and len(args) == 1:
             return self(args[0]).dt.day_of_week()
         raise self.where.error(node, f"function {name}({len(args)} arguments) is not supported in Darwin's SQL")
 
-    def _constant(self, node: exp.Expr, kind: type, what: str) -> object:
-        if isinstance(node, exp.Literal) and (node.is_string == (kind is str)):
-            return node.this if kind is str else int(node.this)
-        raise self.where.error(node, f"{what} must be a {'string' if kind is str else 'integer'} literal")
+    def _text(self, node: exp.Expr, what: str) -> str:
+        if isinstance(node, exp.Literal) and node.is_string:
+            return str(node.this)
+        raise self.where.error(node, f"{what} must be a string literal")
+
+    def _integer(self, node: exp.Expr, what: str) -> int:
+        if isinstance(node, exp.Literal) and not node.is_string and node.this.lstrip("-").isdigit():
+            return int(node.this)
+        raise self.where.error(node, f"{what} must be an integer literal")
 

@@ -15,10 +15,10 @@ from sqlglot.errors import ParseError
 
 from darwin.api import Table
 from darwin.config import Config
-from darwin.runtime.job import JobResult
 from darwin.errors import SqlError
 from darwin.expr import col
 from darwin.io.sinks import Sink
+from darwin.runtime.job import JobResult
 from darwin.sql.connectors import TableSpec, connector
 from darwin.sql.dialect import Flink, Watermark
 from darwin.sql.errors import Located
