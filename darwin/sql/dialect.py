@@ -33,7 +33,7 @@ class WindowFunction(exp.Expression):
 
 
 class TableArgument(exp.Expression):
-    """``TABLE name [PARTITION BY col, ...]``: the table a windowing function reads."""
+    """``TABLE name [PARTITION BY col | (col, ...)]``: the table a windowing function reads."""
 
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "partition_by": False}
 
@@ -80,7 +80,11 @@ class FlinkParser(parser.Parser):
     def _parse_window_argument(self) -> exp.Expr | None:
         if self._match(TokenType.TABLE):
             table = self._parse_table_parts()
-            partition = self._match(TokenType.PARTITION_BY) and self._parse_csv(self._parse_column)
+            partition = None  # one column, or several in parentheses: PARTITION BY (a, b)
+            if self._match(TokenType.PARTITION_BY):
+                partition = self._parse_wrapped_csv(self._parse_column) if self._match(TokenType.L_PAREN,
+                                                                                       advance=False) \
+                    else [self._parse_column()]
             return self.expression(TableArgument(this=table, partition_by=partition or None))
         return self._parse_assignment()
 
