@@ -149,7 +149,7 @@ def insert(node: exp.Insert, script: Script, planner: QueryPlanner, where: Locat
                                            f"the table {len(names)}")
     if table.columns != names:  # by position, as SQL does
         table = table.select(**{n: col(c) for n, c in zip(names, table.columns)})
-    sink = connector(spec.options["connector"], spec.name).sink(spec)
+    sink = planner._located(target, lambda: connector(spec.options["connector"], spec.name).sink(spec))
     return Insert(target.name, table, sink)
 
 

@@ -119,12 +119,12 @@ class QueryPlanner:
         return planner
 
     def _located(self, node: exp.Expr, build: Callable[[], Any]) -> Any:
-        """Darwin's own checks (types, columns), reported at ``node``."""
+        """Darwin's own checks (types, columns, connectors), reported at ``node`` unless located already."""
         try:
             return build()
-        except SqlError:
-            raise
         except DarwinError as e:
+            if isinstance(e, SqlError) and str(e).startswith("line "):
+                raise
             raise self.error(node, str(e)) from None
 
     # -- SELECT ----------------------------------------------------------------------------
@@ -153,7 +153,7 @@ class QueryPlanner:
         raise self.error(node, f"{node.sql(dialect=Flink)} is not supported in FROM")
 
     def named_table(self, node: exp.Table) -> Table:
-        table = self.catalog.get(node.name)
+        table = self._located(node, lambda: self.catalog.get(node.name))  # a connector's errors, located here
         if table is None:
             raise self.error(node, f"unknown table {node.name!r}; known: {', '.join(sorted(self.catalog.tables))}"
                                    " (and the tables of CREATE TABLE)")
