@@ -258,6 +258,9 @@ class ExpressionTranslator:
             return self(args[0]).str.length()
         if name == "COUNT_CHAR" and len(args) == 2:  # Nexmark's UDF, a Darwin built-in
             return self(args[0]).str.count_char(self._text(args[1], "COUNT_CHAR's character"))
+        if name == "PROCTIME":
+            raise self.where.error(node, "PROCTIME(): Darwin has no processing time; window or look up by an "
+                                         "event-time column")
         if name == "DAYOFWEEK" and len(args) == 1:
             return self(args[0]).dt.day_of_week()
         raise self.where.error(node, f"function {name}({len(args)} arguments) is not supported in Darwin's SQL")

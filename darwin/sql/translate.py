@@ -22,7 +22,7 @@ from darwin.errors import DarwinError, SqlError
 from darwin.expr import Expr, col
 from darwin.plan import exprs as ex
 from darwin.plan.nodes import WINDOW_END, WINDOW_START, joined_names
-from darwin.plan.window import Session, SessionWindow, Slide, Tumble
+from darwin.plan.window import Session, SessionWindow, Slide, Tumble, Window
 from darwin.sql.dialect import Descriptor, Flink, TableArgument, WindowFunction
 from darwin.sql.errors import Located
 from darwin.sql.expressions import Entry, ExpressionTranslator, Scope, interval_ms
@@ -42,6 +42,17 @@ class Relation:
     windowed: WindowedTable | None = None  # a TUMBLE/HOP table function: grouping by its bounds aggregates it
     session: tuple[Table, SessionWindow, tuple[str, ...]] | None = None  # a SESSION table function
     lookup: bool = False  # FOR SYSTEM_TIME AS OF: the static side of a lookup join
+    bounds: Bounds | None = None  # the window bounds a windowed aggregation's result passes on
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The columns of a windowed aggregation's result that hold its windows' start and end (either
+    may be missing), and the window: grouping by them again is Flink's cascading window."""
+
+    start: str | None
+    end: str | None
+    window: Window
 
 
 def relation(table: Table, qualifier: str | None) -> Relation:
@@ -80,8 +91,16 @@ class Catalog:
 class QueryPlanner:
     """Plans queries over ``catalog``; ``where`` locates errors in the SQL text."""
 
-    def __init__(self, catalog: Catalog, where: Located) -> None:
+    def __init__(self, catalog: Catalog, where: Located, bounds: dict[int, tuple[Any, Bounds]] | None = None) -> None:
         self.catalog, self.where = catalog, where
+        self.bounds = {} if bounds is None else bounds  # id(plan) -> (plan, its window bounds)
+
+    def record_bounds(self, table: Table, bounds: Bounds) -> None:
+        self.bounds[id(table.plan)] = (table.plan, bounds)
+
+    def bounds_of(self, table: Table) -> Bounds | None:
+        found = self.bounds.get(id(table.plan))
+        return found[1] if found is not None and found[0] is table.plan else None
 
     def error(self, node: exp.Expr | None, message: str) -> SqlError:
         return self.where.error(node, message)
@@ -113,7 +132,7 @@ class QueryPlanner:
         with_ = node.args.get("with_") or node.args.get("with")
         if with_ is None:
             return self
-        planner = QueryPlanner(self.catalog.child(), self.where)
+        planner = QueryPlanner(self.catalog.child(), self.where, self.bounds)
         for cte in with_.expressions:
             planner.catalog.tables[cte.alias] = planner.query(cte.this)
         return planner
@@ -136,7 +155,10 @@ class QueryPlanner:
     def from_item(self, node: exp.Expr) -> Relation:
         alias = node.alias or None
         if isinstance(node, exp.Subquery):
-            return relation(self.query(node.this), alias)
+            table = self.query(node.this)
+            rel = relation(table, alias)
+            rel.bounds = self.bounds_of(table)
+            return rel
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) \
                 and str(node.this.this).upper() == "TABLE" and len(node.this.expressions) == 1 \
                 and isinstance(node.this.expressions[0], WindowFunction):
@@ -146,6 +168,7 @@ class QueryPlanner:
                 raise self.error(node, f"{node.sql(dialect=Flink)}: catalogs and databases are not supported")
             table = self.named_table(node)
             rel = relation(table, alias or node.name)
+            rel.bounds = self.bounds_of(table)
             version = node.args.get("version")
             if version is not None:
                 rel.lookup = True
@@ -226,6 +249,7 @@ class SelectPlanner:
     def __init__(self, planner: QueryPlanner, node: exp.Select) -> None:
         self.planner, self.node, self.where = planner, node, planner.where
         self.pool = conjuncts(node.args["where"].this) if node.args.get("where") else []
+        self.window: Window | None = None  # the window of this SELECT's windowed aggregation, if any
 
     def error(self, node: exp.Expr | None, message: str) -> SqlError:
         return self.where.error(node, message)
@@ -380,6 +404,7 @@ class SelectPlanner:
         computed: dict[str, Expr] = {}
         replaced: dict[str, Expr] = {}
         bounds = False
+        cascade: list[str] = []  # the window bounds of a windowed aggregation below, grouped by again
         group_window: tuple[WindowFunction, Any] | None = None
         for g in group.expressions if group is not None else []:
             if isinstance(g, WindowFunction):
@@ -390,6 +415,9 @@ class SelectPlanner:
                 assert isinstance(column, ex.Column)
                 if column.name in (WINDOW_START, WINDOW_END) and (rel.windowed is not None or rel.session):
                     bounds = True
+                    continue
+                if rel.bounds is not None and column.name in (rel.bounds.start, rel.bounds.end):
+                    cascade.append(column.name)
                     continue
                 plain.append(column.name)
                 continue
@@ -407,7 +435,16 @@ class SelectPlanner:
             replaced[text] = col(name)
         if not aggs:  # GROUP BY only to group: Darwin's aggregations need an aggregate, dropped by the select
             aggs["$count"] = dx.count()
-        table = self._grouped(node, rel, plain, computed, aggs, bounds, group_window)
+        if cascade and rel.bounds is not None and not computed:
+            table = self._cascade(node, rel, rel.bounds, plain, aggs)
+            self.window = rel.bounds.window
+        else:
+            plain += cascade
+            table = self._grouped(node, rel, plain, computed, aggs, bounds, group_window)
+            if bounds and rel.windowed is not None:
+                self.window = rel.windowed.plan.window
+            elif group_window is not None and isinstance(group_window[1], WindowedTable):
+                self.window = group_window[1].plan.window
         for item in node.expressions:  # TUMBLE_START(...) and friends of a group window
             for f in item.find_all(exp.Anonymous):
                 bound = GROUP_WINDOW_BOUNDS.get(str(f.this).upper())
@@ -439,6 +476,27 @@ class SelectPlanner:
                                            "compute them in a view below the TUMBLE/HOP")
                 return rel.windowed.group_by(*plain).agg(**aggs)
             return rel.table.group_by(*plain, **computed).agg(**aggs)
+        result: Table = self.planner._located(node, build)
+        return result
+
+    def _cascade(self, node: exp.Expr, rel: Relation, bounds: Bounds, keys: list[str],
+                 aggs: dict[str, dx.Agg]) -> Table:
+        """GROUP BY the window bounds of a windowed aggregation's result (Flink's cascading window):
+        a tumbling window of the slide over the window ends, whose every window holds the rows of
+        one window, with the bounds computed back from its start."""
+        window = bounds.window
+        on = bounds.end or bounds.start
+        assert on is not None
+        start = col(WINDOW_START)
+
+        def build() -> Table:
+            grouped = rel.table.window(Tumble(window.slide_ms, on=on)).group_by(*keys).agg(**aggs)
+            if bounds.end is None:  # only the starts: the tumble over them starts at each start
+                return grouped.with_columns(**{on: start})
+            restored = {bounds.end: start}
+            if bounds.start is not None:
+                restored[bounds.start] = start - window.size_ms
+            return grouped.with_columns(**restored)
         result: Table = self.planner._located(node, build)
         return result
 
@@ -518,11 +576,21 @@ class SelectPlanner:
                 continue
             add(name, translate(value))
         table = self.planner._located(self.node, lambda: rel.table.select(**named))
+        if self.window is not None:
+            self._record_bounds(table, named)
         if rank is None:
             return table
         if numbered is None:
             raise self.error(self.node, f"no ROW_NUMBER() ... AS {rank.alias} in this SELECT")
         return self._top_n(table, named, numbered, rank, translate)
+
+    def _record_bounds(self, table: Table, named: Mapping[str, Any]) -> None:
+        """Which selected columns are the window's bounds, for a cascading window above."""
+        assert self.window is not None
+        names = {v.node.name: n for n, v in named.items() if isinstance(v, Expr) and isinstance(v.node, ex.Column)}
+        start, end = names.get(WINDOW_START), names.get(WINDOW_END)
+        if start is not None or end is not None:
+            self.planner.record_bounds(table, Bounds(start, end, self.window))
 
     def _over(self, window: exp.Window, rel: Relation, translate: ExpressionTranslator) -> Any:
         """``agg(x) OVER (PARTITION BY ... ORDER BY ... ROWS BETWEEN n PRECEDING AND CURRENT ROW)``."""

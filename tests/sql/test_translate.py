@@ -123,6 +123,7 @@ def test_over_aggregate(bids):
     ("SELECT price FROM TABLE(CUMULATE(TABLE bids, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '2' SECOND))",
      r"line 1, column \d+: CUMULATE"),
     ("SELECT price + 'x' AS bad FROM bids", r"line 1, column 8: "),
+    ("SELECT *, PROCTIME() AS p FROM bids", r"line 1, column 11: PROCTIME\(\): Darwin has no processing time"),
 ])
 def test_errors_name_line_and_column(bids, text, match):
     with pytest.raises(SqlError, match=match):
