@@ -339,22 +339,15 @@ class SelectPlanner:
                                    "cross joins are not supported")
         names = joined_names(tuple(left.table.columns), tuple(right.table.columns), "_right")
         scope = Scope(left.scope.entries + [Entry(e.qualifier, e.name, names[e.column]) for e in right.scope.entries])
-        joined = Relation(left.table, scope)  # the schema only matters for typing; set below
-        where = None
         pairs = list(zip(left_keys, right_keys))
-        if right.lookup:
-            result = self.planner._located(node, lambda: left.table.join(right.table.lookup(), on=pairs, how=how))
-        else:
-            result = self.planner._located(node, lambda: left.table.join(right.table, on=pairs, how=how))
-        if rest:
-            joined.table = result
-            where = self._and([self.translator(joined)(c) for c in rest])
-            if right.lookup:
-                result = self.planner._located(node, lambda: left.table.join(right.table.lookup(), on=pairs,
-                                                                              how=how, where=where))
-            else:
-                result = self.planner._located(node, lambda: left.table.join(right.table, on=pairs, how=how,
-                                                                              where=where))
+
+        def joined(where: Expr | None) -> Table:
+            other: Any = right.table.lookup() if right.lookup else right.table
+            return self.planner._located(node, lambda: left.table.join(other, on=pairs, how=how, where=where))
+
+        result = joined(None)
+        if rest:  # the other conditions are over the joined columns: typed against the join without them
+            result = joined(self._and([self.translator(Relation(result, scope))(c) for c in rest]))
         return Relation(result, scope)
 
     def _rank_request(self, sub: exp.Subquery) -> RankRequest | None:
