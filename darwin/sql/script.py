@@ -23,7 +23,8 @@ from darwin.sql.connectors import TableSpec, connector
 from darwin.sql.dialect import Flink, Watermark
 from darwin.sql.errors import Located
 from darwin.sql.expressions import interval_ms, sql_type
-from darwin.sql.translate import Catalog, QueryPlanner
+from darwin.sql.relations import Catalog
+from darwin.sql.translate import QueryPlanner
 
 
 @dataclass(frozen=True)
