@@ -47,6 +47,7 @@ class Scope:
     """The columns a clause can refer to, in order."""
 
     entries: list[Entry] = field(default_factory=list)
+    ungrouped: frozenset[str] = frozenset()  # after GROUP BY: columns neither grouped nor aggregated
 
     def lookup(self, name: str, qualifier: str | None) -> list[Entry]:
         return [e for e in self.entries if e.name == name and (qualifier is None or e.qualifier == qualifier)]
@@ -118,6 +119,9 @@ class ExpressionTranslator:
             raise self.where.error(node, "* is only allowed in the select list and COUNT(*)")
         name, qualifier = node.name, node.table or None
         found = self.scope.lookup(name, qualifier)
+        if not found and name in self.scope.ungrouped:
+            raise self.where.error(node, f"column {node.sql(dialect=Flink)} is neither in GROUP BY nor inside an "
+                                         "aggregate")
         if not found:
             known = sorted({e.name for e in self.scope.entries if qualifier is None or e.qualifier == qualifier})
             raise self.where.error(node, f"unknown column {node.sql(dialect=Flink)}; "

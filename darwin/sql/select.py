@@ -63,8 +63,10 @@ class SelectPlanner:
     def plan(self, rank: RankRequest | None) -> Table:
         node = self.node
         for unsupported in ("order", "limit", "offset", "distinct"):
-            if node.args.get(unsupported):
-                raise self.error(node.args[unsupported] if isinstance(node.args[unsupported], exp.Expr) else node,
+            clause = node.args.get(unsupported)
+            if clause:
+                placed = isinstance(clause, exp.Expr) and self.where.position(clause) is not None
+                raise self.error(clause if placed else node,
                                  f"{unsupported.upper()} is not supported on a stream in Darwin's SQL")
         rel = self.from_clause()
         if self.pool:
@@ -249,7 +251,8 @@ class SelectPlanner:
                         raise self.error(f, f"{f.this} needs a group window in GROUP BY")
                     replaced[f.sql(dialect=Flink)] = col(bound)
         kept = set(table.columns)
-        scope = Scope([e for e in rel.scope.entries if e.column in kept and e.column not in aggs])
+        visible = [e for e in rel.scope.entries if e.column in kept and e.column not in aggs]
+        scope = Scope(visible, frozenset(e.name for e in rel.scope.entries) - {e.name for e in visible})
         return Relation(table, scope), replaced
 
     def _grouped(self, node: exp.Expr, rel: Relation, plain: list[str], computed: dict[str, Expr],

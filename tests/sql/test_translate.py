@@ -123,6 +123,9 @@ def test_over_aggregate(bids):
     ("SELECT price FROM TABLE(CUMULATE(TABLE bids, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '2' SECOND))",
      r"line 1, column \d+: CUMULATE"),
     ("SELECT price + 'x' AS bad FROM bids", r"line 1, column 8: "),
+    ("SELECT auction, price FROM bids GROUP BY auction",
+     r"line 1, column 17: column price is neither in GROUP BY nor inside an aggregate"),
+    ("SELECT DISTINCT auction FROM bids", r"line 1, column \d+: DISTINCT is not supported"),
     ("SELECT *, PROCTIME() AS p FROM bids", r"line 1, column 11: PROCTIME\(\): Darwin has no processing time"),
 ])
 def test_errors_name_line_and_column(bids, text, match):
@@ -140,3 +143,14 @@ def test_session_table_function_and_group_windows(bids):
     tumble = run("SELECT TUMBLE_END(ts, INTERVAL '10' SECOND) AS e, count(*) AS n FROM bids "
                  "GROUP BY TUMBLE(ts, INTERVAL '10' SECOND)", bids=bids)
     assert [r["n"] for r in tumble.to_pylist()] == [3, 2, 1]
+
+
+def test_outer_and_lookup_joins(bids, auctions):
+    left = run("SELECT B.price, A.category FROM bids B LEFT JOIN auctions A ON B.auction = A.id AND A.category = 10 "
+               "WHERE B.price > 12", bids=bids, auctions=auctions)
+    assert sorted_rows(left) == [(15, None), (20, None), (30, 10), (40, None)]
+    side = dw.from_arrow(pa.table({"k": [0, 1], "v": ["even", "odd"]}), name="side")
+    looked = dw.sql("SELECT B.price, S.v FROM bids B JOIN side FOR SYSTEM_TIME AS OF B.ts AS S ON MOD(B.price, 2) "
+                    "= S.k WHERE B.auction = 1", tables={"bids": bids, "side": side})
+    assert any(isinstance(n, pn.LookupJoin) for n in pn.walk(looked.plan))
+    assert sorted_rows(looked.collect()) == [(5, "odd"), (10, "even"), (30, "even")]
