@@ -53,6 +53,7 @@ class SelectPlanner:
         self.planner, self.node, self.where = planner, node, planner.where
         self.pool = conjuncts(node.args["where"].this) if node.args.get("where") else []
         self.window: Window | None = None  # the window of this SELECT's windowed aggregation, if any
+        self.ranked: str | None = None  # the rank column a window top-N added, when the query selects it
 
     def error(self, node: exp.Expr | None, message: str) -> SqlError:
         return self.where.error(node, message)
@@ -69,6 +70,8 @@ class SelectPlanner:
                 raise self.error(clause if placed else node,
                                  f"{unsupported.upper()} is not supported on a stream in Darwin's SQL")
         rel = self.from_clause()
+        if rank is not None and rel.windowed is not None and not self.pool and node.args.get("group") is None:
+            rank = self._window_top_n(rel, rank)
         if self.pool:
             predicate = self._and([self.translator(rel)(c) for c in self.pool])
             rel.table = self.planner._located(self.pool[0], lambda: rel.table.filter(predicate))
@@ -364,6 +367,9 @@ class SelectPlanner:
             name = item.alias if isinstance(item, exp.Alias) else item.name if isinstance(item, exp.Column) \
                 else f"EXPR${i}"
             window = _row_number(item)
+            if window is not None and self.ranked is not None and name == self.ranked:
+                add(name, col(name))  # ranked already, by a window top-N
+                continue
             if window is not None:
                 if rank is None or name != rank.alias:
                     raise self.error(item, "ROW_NUMBER() is only supported as a top-N: filter it in an outer query "
@@ -382,6 +388,38 @@ class SelectPlanner:
         if numbered is None:
             raise self.error(self.node, f"no ROW_NUMBER() ... AS {rank.alias} in this SELECT")
         return self._top_n(table, named, numbered, rank, translate)
+
+    def _window_top_n(self, rel: Relation, rank: RankRequest) -> RankRequest | None:
+        """Flink's window top-N: ROW_NUMBER over a window table function, partitioned by window_start
+        and window_end, is the top-N of each window, emitted once when it closes (an appending
+        result). Ranked here, before the select list; otherwise (other partitions) the request
+        stands and the select list ranks its rows as an updating top-N."""
+        assert rel.windowed is not None
+        item = next(i for i in self.node.expressions if _row_number(i) is not None and i.alias == rank.alias)
+        window = _row_number(item)
+        assert window is not None
+        translate = self.translator(rel)
+        names = [translate(p).node for p in window.args.get("partition_by") or []]
+        order = window.args.get("order")
+        keys = [(translate(o.this).node, bool(o.args.get("desc"))) for o in (order.expressions if order else [])]
+        if not keys or not all(isinstance(n, ex.Column) for n in names + [k for k, _ in keys]):
+            return rank
+        by = [n.name for n in names if isinstance(n, ex.Column)]
+        if WINDOW_START not in by or WINDOW_END not in by:
+            return rank
+        order_by = [desc(k.name) if d else k.name for k, d in keys if isinstance(k, ex.Column)]
+        windowed = rel.windowed
+        rel.table = self.planner._located(window, lambda: windowed.top_n(
+            rank.n, by=[b for b in by if b not in (WINDOW_START, WINDOW_END)], order=order_by,
+            rank=rank.alias if rank.keep_rank else None))
+        if rank.keep_rank:
+            rel.scope.entries.append(Entry(None, rank.alias, rank.alias))
+            self.ranked = rank.alias
+        else:
+            self.node = self.node.copy()
+            self.node.set("expressions", [i for i in self.node.expressions if i is not item and
+                                          not (_row_number(i) is not None and i.alias == rank.alias)])
+        return None
 
     def _record_bounds(self, table: Table, named: Mapping[str, Any]) -> None:
         """Which selected columns are the window's bounds, for a cascading window above."""

@@ -154,3 +154,19 @@ def test_outer_and_lookup_joins(bids, auctions):
                     "= S.k WHERE B.auction = 1", tables={"bids": bids, "side": side})
     assert any(isinstance(n, pn.LookupJoin) for n in pn.walk(looked.plan))
     assert sorted_rows(looked.collect()) == [(5, "odd"), (10, "even"), (30, "even")]
+
+
+def test_window_top_n_ranks_each_window_once(bids):
+    table = dw.sql("SELECT window_start, auction, price, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
+                   "window_start, window_end ORDER BY price DESC) AS rn FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), "
+                   "INTERVAL '10' SECOND))) WHERE rn <= 1", tables={"bids": bids})
+    assert not pn.updating(table.plan)  # the window top-N appends, once per window
+    fluent = bids.window(dw.Tumble("10s", on="ts")).top_n(1, order=dw.desc("price"), rank="rn") \
+        .select("window_start", "auction", "price", "rn")
+    assert sorted_rows(table.collect()) == sorted_rows(fluent.collect())
+    assert [r[1:] for r in sorted_rows(table.collect())] == [(1, 30, 1), (2, 40, 1), (2, 15, 1)]
+    unranked = dw.sql("SELECT auction, price FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, "
+                      "window_end, auction ORDER BY price) AS rn FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), "
+                      "INTERVAL '10' SECOND))) WHERE rn = 1", tables={"bids": bids})
+    assert not pn.updating(unranked.plan)
+    assert sorted_rows(unranked.collect()) == [(1, 5), (1, 10), (2, 15), (2, 20), (2, 40)]
