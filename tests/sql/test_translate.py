@@ -170,3 +170,12 @@ def test_window_top_n_ranks_each_window_once(bids):
                       "INTERVAL '10' SECOND))) WHERE rn = 1", tables={"bids": bids})
     assert not pn.updating(unranked.plan)
     assert sorted_rows(unranked.collect()) == [(1, 5), (1, 10), (2, 15), (2, 20), (2, 40)]
+
+
+def test_hostile_identifiers_and_literals_are_data_not_code():
+    name = "x\"); __import__('os').system('exit 3') #"
+    t = dw.from_arrow(pa.table({name: [1, 2, 3], "s": ["a'b", "c", "a'b"]}))
+    out = dw.sql(f"SELECT `{name}` * 2 AS `{name}!`, s FROM t WHERE s = 'a''b' AND `{name}` > 1",
+                 tables={"t": t}).collect()
+    assert out.column_names == [f"{name}!", "s"]
+    assert out.to_pylist() == [{f"{name}!": 6, "s": "a'b"}]
