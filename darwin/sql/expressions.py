@@ -243,6 +243,39 @@ class ExpressionTranslator:
     def visit_Abs(self, n: exp.Abs) -> Expr:
         return self(n.this).abs()
 
+    def visit_Extract(self, node: exp.Extract) -> Expr:
+        part = str(node.this.this if isinstance(node.this, exp.Var) else node.this).lower()
+        parts = {"year": "year", "month": "month", "day": "day", "hour": "hour", "minute": "minute",
+                 "second": "second", "millisecond": "millisecond", "dow": "day_of_week"}
+        if part not in parts:
+            raise self.where.error(node, f"EXTRACT({part.upper()} ...): one of {', '.join(p.upper() for p in parts)}")
+        return getattr(self(node.expression).dt, parts[part])()
+
+    def visit_Coalesce(self, node: exp.Coalesce) -> Expr:
+        """The first of its arguments that is not NULL."""
+        values = [self(node.this)] + [self(e) for e in node.expressions]
+        builder = when(values[0].is_not_null(), values[0])
+        for v in values[1:-1]:
+            builder = builder.when(v.is_not_null(), v)
+        return builder.otherwise(values[-1])
+
+    def visit_Like(self, node: exp.Like) -> Expr:
+        """LIKE with a literal pattern that is exact, 'prefix%' or '%part%' (no '_', no escapes)."""
+        pattern = self._text(node.expression, "LIKE's pattern")
+        body = pattern.strip("%")
+        if "_" in body or "%" in body or "\\" in pattern:
+            raise self.where.error(node.expression, "LIKE: only 'text', 'prefix%' and '%text%' patterns are supported")
+        value = self(node.this)
+        if pattern.startswith("%") and pattern.endswith("%") and len(pattern) > 1:
+            result = value.str.contains(body)
+        elif pattern.endswith("%"):
+            result = value.str.starts_with(body)
+        elif pattern.startswith("%"):
+            raise self.where.error(node.expression, "LIKE '%suffix' is not supported; 'prefix%' and '%text%' are")
+        else:
+            result = value == body
+        return ~result if node.args.get("negate") else result
+
     def visit_RegexpExtract(self, node: exp.RegexpExtract) -> Expr:
         pattern = self._text(node.expression, "REGEXP_EXTRACT's pattern")
         group = node.args.get("group")

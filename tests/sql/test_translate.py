@@ -179,3 +179,13 @@ def test_hostile_identifiers_and_literals_are_data_not_code():
                  tables={"t": t}).collect()
     assert out.column_names == [f"{name}!", "s"]
     assert out.to_pylist() == [{f"{name}!": 6, "s": "a'b"}]
+
+
+def test_like_coalesce_extract(bids):
+    out = run("SELECT url, url LIKE 'a/%' AS pre, url LIKE '%d1%' AS mid, url NOT LIKE 'q' AS notq, "
+              "EXTRACT(SECOND FROM ts) AS s, COALESCE(REGEXP_EXTRACT(url, 'b/(.)', 1), 'none') AS c "
+              "FROM bids WHERE auction = 2", bids=bids)
+    assert sorted_rows(out) == [("https://h/d1/d2", False, True, True, 12, "none"),
+                                ("q", False, False, False, 2, "none"), ("z", False, False, True, 25, "none")]
+    first = run("SELECT COALESCE(REGEXP_EXTRACT(url, 'b/(.)', 1), url) AS c FROM bids WHERE price = 10", bids=bids)
+    assert first["c"].to_pylist() == ["c"]
