@@ -35,6 +35,7 @@ class TableSpec:
     time_column: str | None = None
     max_delay_ms: int | None = None
     partition_by: tuple[str, ...] = ()
+    proctime: tuple[str, ...] = ()  # `p AS PROCTIME()`: lookup times, not columns (no processing time)
 
     @property
     def names(self) -> list[str]:

@@ -48,6 +48,7 @@ class Scope:
 
     entries: list[Entry] = field(default_factory=list)
     ungrouped: frozenset[str] = frozenset()  # after GROUP BY: columns neither grouped nor aggregated
+    proctime: frozenset[str] = frozenset()  # PROCTIME() attributes: only for FOR SYSTEM_TIME AS OF
 
     def lookup(self, name: str, qualifier: str | None) -> list[Entry]:
         return [e for e in self.entries if e.name == name and (qualifier is None or e.qualifier == qualifier)]
@@ -119,6 +120,9 @@ class ExpressionTranslator:
             raise self.where.error(node, "* is only allowed in the select list and COUNT(*)")
         name, qualifier = node.name, node.table or None
         found = self.scope.lookup(name, qualifier)
+        if not found and name in self.scope.proctime:
+            raise self.where.error(node, f"{node.sql(dialect=Flink)} is PROCTIME(): Darwin has no processing time; "
+                                         "it only says when a FOR SYSTEM_TIME AS OF lookup happens")
         if not found and name in self.scope.ungrouped:
             raise self.where.error(node, f"column {node.sql(dialect=Flink)} is neither in GROUP BY nor inside an "
                                          "aggregate")
@@ -296,8 +300,8 @@ class ExpressionTranslator:
         if name == "COUNT_CHAR" and len(args) == 2:  # Nexmark's UDF, a Darwin built-in
             return self(args[0]).str.count_char(self._text(args[1], "COUNT_CHAR's character"))
         if name == "PROCTIME":
-            raise self.where.error(node, "PROCTIME(): Darwin has no processing time; window or look up by an "
-                                         "event-time column")
+            raise self.where.error(node, "PROCTIME(): Darwin has no processing time; PROCTIME() AS name in a select "
+                                         "list or CREATE TABLE only names the time of a FOR SYSTEM_TIME AS OF lookup")
         if name == "DAYOFWEEK" and len(args) == 1:
             return self(args[0]).dt.day_of_week()
         raise self.where.error(node, f"function {name}({len(args)} arguments) is not supported in Darwin's SQL")

@@ -66,7 +66,10 @@ def plan_script(text: str, tables: Mapping[str, Table] | None = None) -> Script:
         spec = script.specs.get(name)
         if spec is None:
             return None
-        return connector(spec.options.get("connector", ""), name).source(spec)
+        table = connector(spec.options.get("connector", ""), name).source(spec)
+        if spec.proctime:
+            planner.record_proctime(table, frozenset(spec.proctime))
+        return table
 
     script.catalog = Catalog(dict(tables or {}), resolve)
     planner = QueryPlanner(script.catalog, where)
@@ -98,10 +101,17 @@ def table_spec(node: exp.Create, where: Located) -> TableSpec:
         raise where.error(node, "CREATE TABLE needs its columns: CREATE TABLE t (a BIGINT, ...) WITH (...)")
     name = schema.this.name
     columns, time_column, delay = [], None, None
+    proctime: list[str] = []
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
             if item.args.get("kind") is None:
-                raise where.error(item, f"column {item.name!r} needs a type")
+                computed = item.find(exp.ComputedColumnConstraint)
+                if computed is not None and isinstance(computed.this, exp.Anonymous) \
+                        and str(computed.this.this).upper() == "PROCTIME":
+                    proctime.append(item.name)
+                    continue
+                raise where.error(item, f"column {item.name!r} needs a type (computed columns other than "
+                                        "PROCTIME() are not supported)")
             columns.append((item.name, sql_type(item.args["kind"], where)))
         elif isinstance(item, Watermark):
             time_column, delay = item.this.name, watermark_delay(item, where)
@@ -120,7 +130,7 @@ def table_spec(node: exp.Create, where: Located) -> TableSpec:
         raise where.error(node, f"table {name}: say where it is with WITH ('connector' = '...')")
     if time_column is not None and time_column not in dict(columns):
         raise where.error(schema, f"WATERMARK FOR {time_column}: no such column in {name}")
-    return TableSpec(name, tuple(columns), options, time_column, delay, partition)
+    return TableSpec(name, tuple(columns), options, time_column, delay, partition, tuple(proctime))
 
 
 def watermark_delay(node: Watermark, where: Located) -> int:

@@ -14,6 +14,7 @@ from darwin.api import Table, WindowedTable, desc
 from darwin.errors import SqlError
 from darwin.expr import Expr, col
 from darwin.plan import exprs as ex
+from darwin.plan.exprs import type_of
 from darwin.plan.nodes import WINDOW_END, WINDOW_START, joined_names
 from darwin.plan.window import Session, Slide, Tumble, Window
 from darwin.sql.dialect import Flink, WindowFunction
@@ -146,7 +147,10 @@ class SelectPlanner:
             raise self.error(node, "a join needs an equality between a column of each side (ON a.x = b.y); "
                                    "cross joins are not supported")
         names = joined_names(tuple(left.table.columns), tuple(right.table.columns), "_right")
-        scope = Scope(left.scope.entries + [Entry(e.qualifier, e.name, names[e.column]) for e in right.scope.entries])
+        scope = Scope(left.scope.entries + [Entry(e.qualifier, e.name, names[e.column]) for e in right.scope.entries],
+                      proctime=left.scope.proctime | right.scope.proctime)
+        if right.lookup:
+            self._check_as_of(node.this, left)
         pairs = list(zip(left_keys, right_keys))
 
         def joined(where: Expr | None) -> Table:
@@ -157,6 +161,19 @@ class SelectPlanner:
         if rest:  # the other conditions are over the joined columns: typed against the join without them
             result = joined(self._and([self.translator(Relation(result, scope))(c) for c in rest]))
         return Relation(result, scope)
+
+    def _check_as_of(self, table: exp.Expr, left: Relation) -> None:
+        """``FOR SYSTEM_TIME AS OF`` names a PROCTIME() attribute or a time column of the left side.
+        The lookup table is bounded and loaded once, so every time sees the same rows."""
+        version = table.args.get("version")
+        when = version.expression if version is not None else None
+        if not isinstance(when, exp.Column):
+            raise self.error(when or table, "FOR SYSTEM_TIME AS OF takes a column of the left side")
+        if when.name in left.scope.proctime:
+            return
+        value = self.translator(left)(when).node
+        if type_of(value, left.table.plan.schema, "FOR SYSTEM_TIME AS OF").dtype is not DType.TIMESTAMP:
+            raise self.error(when, f"FOR SYSTEM_TIME AS OF {when.sql(dialect=Flink)}: not a time column")
 
     def _rank_request(self, sub: exp.Subquery) -> RankRequest | None:
         inner = sub.this
@@ -347,6 +364,7 @@ class SelectPlanner:
         translate = self.translator(rel, replaced)
         named: dict[str, Any] = {}
         numbered: tuple[str, exp.Window] | None = None
+        proctime: set[str] = set()
 
         def add(name: str, value: Any) -> None:
             unique, k = name, 0
@@ -376,11 +394,18 @@ class SelectPlanner:
                                            "with WHERE rn <= N")
                 numbered = (name, window)
                 continue
+            if isinstance(value, exp.Anonymous) and str(value.this).upper() == "PROCTIME" and not value.expressions:
+                proctime.add(name)  # not a column: Darwin has no processing time (see record_proctime)
+                continue
             if isinstance(value, exp.Window):
                 add(name, self._over(value, rel, translate))
                 continue
             add(name, translate(value))
+        if not named:
+            raise self.error(self.node, "a SELECT needs at least one column besides PROCTIME()")
         table = self.planner._located(self.node, lambda: rel.table.select(**named))
+        if proctime:
+            self.planner.record_proctime(table, frozenset(proctime))
         if self.window is not None:
             self._record_bounds(table, named)
         if rank is None:

@@ -31,6 +31,16 @@ class QueryPlanner:
     def __init__(self, catalog: Catalog, where: Located, bounds: dict[int, tuple[Any, Bounds]] | None = None) -> None:
         self.catalog, self.where = catalog, where
         self.bounds = {} if bounds is None else bounds  # id(plan) -> (plan, its window bounds)
+        self.proctime: dict[int, tuple[Any, frozenset[str]]] = {}  # id(plan) -> (plan, its PROCTIME() names)
+
+    def record_proctime(self, table: Table, names: frozenset[str]) -> None:
+        """``names`` are PROCTIME() attributes of ``table``: not columns (Darwin has no processing
+        time), only what a FOR SYSTEM_TIME AS OF lookup may name."""
+        self.proctime[id(table.plan)] = (table.plan, names)
+
+    def proctime_of(self, table: Table) -> frozenset[str]:
+        found = self.proctime.get(id(table.plan))
+        return found[1] if found is not None and found[0] is table.plan else frozenset()
 
     def record_bounds(self, table: Table, bounds: Bounds) -> None:
         self.bounds[id(table.plan)] = (table.plan, bounds)
@@ -70,6 +80,7 @@ class QueryPlanner:
         if with_ is None:
             return self
         planner = QueryPlanner(self.catalog.child(), self.where, self.bounds)
+        planner.proctime = self.proctime
         for cte in with_.expressions:
             planner.catalog.tables[cte.alias] = planner.query(cte.this)
         return planner
@@ -95,6 +106,7 @@ class QueryPlanner:
             table = self.query(node.this)
             rel = relation(table, alias)
             rel.bounds = self.bounds_of(table)
+            rel.scope.proctime = self.proctime_of(table)
             return rel
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) \
                 and str(node.this.this).upper() == "TABLE" and len(node.this.expressions) == 1 \
@@ -106,6 +118,7 @@ class QueryPlanner:
             table = self.named_table(node)
             rel = relation(table, alias or node.name)
             rel.bounds = self.bounds_of(table)
+            rel.scope.proctime = self.proctime_of(table)
             version = node.args.get("version")
             if version is not None:
                 rel.lookup = True

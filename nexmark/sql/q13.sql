@@ -1,6 +1,5 @@
--- Bids enriched from a bounded side input: a lookup join. The reference looks the table up as of
--- a processing-time column (PROCTIME()); Darwin has event time only, and a static table is the
--- same at every time, so the lookup is as of the bid's time.
+-- Bids enriched from a bounded side input: a lookup join. Darwin has no processing time: PROCTIME()
+-- only says when the lookup happens, and the side input is loaded once, the same at every time.
 CREATE TABLE nexmark_q13 (
     auction  BIGINT,
     bidder  BIGINT,
@@ -18,6 +17,6 @@ SELECT
     B.price,
     B.`dateTime`,
     S.`value`
-FROM bid B
-JOIN side_input FOR SYSTEM_TIME AS OF B.`dateTime` AS S
+FROM (SELECT *, PROCTIME() as p_time FROM bid) B
+JOIN side_input FOR SYSTEM_TIME AS OF B.p_time AS S
 ON mod(B.auction, 10000) = S.`key`;

@@ -121,3 +121,13 @@ def test_declared_type_must_match_the_source(bids_parquet):
                                        "source has int64"):
         dw.sql(f"CREATE TABLE b (price VARCHAR) WITH ('connector' = 'filesystem', 'path' = '{bids_parquet}');\n"
                "SELECT price FROM b")
+
+
+def test_proctime_computed_column_is_a_lookup_time(bids_parquet):
+    side = dw.from_arrow(pa.table({"k": [1, 2], "name": ["one", "two"]}), name="side")
+    out = dw.sql(f"""
+        CREATE TABLE bids (ts TIMESTAMP(3), auction BIGINT, price BIGINT, proc AS PROCTIME())
+        WITH ('connector' = 'filesystem', 'path' = '{bids_parquet}');
+        SELECT B.price, S.name FROM bids AS B JOIN side FOR SYSTEM_TIME AS OF B.proc AS S ON B.auction = S.k
+        WHERE B.price > 25""", tables={"side": side}).collect()
+    assert sorted(tuple(r.values()) for r in out.to_pylist()) == [(30, "one"), (40, "two")]

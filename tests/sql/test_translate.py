@@ -126,7 +126,7 @@ def test_over_aggregate(bids):
     ("SELECT auction, price FROM bids GROUP BY auction",
      r"line 1, column 17: column price is neither in GROUP BY nor inside an aggregate"),
     ("SELECT DISTINCT auction FROM bids", r"line 1, column \d+: DISTINCT is not supported"),
-    ("SELECT *, PROCTIME() AS p FROM bids", r"line 1, column 11: PROCTIME\(\): Darwin has no processing time"),
+    ("SELECT price, PROCTIME() + 1 AS p FROM bids", r"line 1, column 15: PROCTIME\(\): Darwin has no processing"),
 ])
 def test_errors_name_line_and_column(bids, text, match):
     with pytest.raises(SqlError, match=match):
@@ -189,3 +189,15 @@ def test_like_coalesce_extract(bids):
                                 ("q", False, False, False, 2, "none"), ("z", False, False, True, 25, "none")]
     first = run("SELECT COALESCE(REGEXP_EXTRACT(url, 'b/(.)', 1), url) AS c FROM bids WHERE price = 10", bids=bids)
     assert first["c"].to_pylist() == ["c"]
+
+
+def test_proctime_is_only_a_lookup_time(bids):
+    side = dw.from_arrow(pa.table({"k": [0, 1], "v": ["even", "odd"]}), name="side")
+    tables = {"bids": bids, "side": side}
+    looked = dw.sql("SELECT B.price, S.v FROM (SELECT *, PROCTIME() AS pt FROM bids) B JOIN side FOR SYSTEM_TIME "
+                    "AS OF B.pt AS S ON MOD(B.price, 2) = S.k WHERE B.auction = 1", tables=tables)
+    assert sorted_rows(looked.collect()) == [(5, "odd"), (10, "even"), (30, "even")]
+    with pytest.raises(SqlError, match=r"line 1, column 8: pt is PROCTIME\(\): Darwin has no processing time"):
+        dw.sql("SELECT pt FROM (SELECT *, PROCTIME() AS pt FROM bids)", tables=tables)
+    with pytest.raises(SqlError, match=r"line 1, column 56: FOR SYSTEM_TIME AS OF B.price: not a time column"):
+        dw.sql("SELECT S.v FROM bids B JOIN side FOR SYSTEM_TIME AS OF B.price AS S ON B.price = S.k", tables=tables)
