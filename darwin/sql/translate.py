@@ -141,6 +141,9 @@ class QueryPlanner:
             raise self.error(fn, f"{fn.kind}: write {fn.kind}(TABLE t, DESCRIPTOR(time_column), INTERVAL ...)")
         source = self.named_table(args[0].this)
         on = args[1].expressions[0].name
+        if on in self.proctime_of(source):
+            raise self.error(args[1], f"{fn.kind} over PROCTIME() {on!r}: Darwin has no processing time; window on "
+                                      "an event-time column (with a WATERMARK)")
         if on not in source.columns:
             raise self.error(args[1], f"{fn.kind}: {args[0].this.name} has no column {on!r}")
         intervals = [interval_ms(a, self.where) for a in args[2:]]

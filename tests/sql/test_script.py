@@ -131,3 +131,10 @@ def test_proctime_computed_column_is_a_lookup_time(bids_parquet):
         SELECT B.price, S.name FROM bids AS B JOIN side FOR SYSTEM_TIME AS OF B.proc AS S ON B.auction = S.k
         WHERE B.price > 25""", tables={"side": side}).collect()
     assert sorted(tuple(r.values()) for r in out.to_pylist()) == [(30, "one"), (40, "two")]
+
+
+def test_processing_time_windows_are_refused_with_the_reason(bids_parquet):
+    with pytest.raises(SqlError, match=r"line 9, column 68: TUMBLE over PROCTIME\(\) 'p': Darwin has no processing"):
+        dw.sql(ddl(bids_parquet) + """CREATE VIEW B AS SELECT *, PROCTIME() AS p FROM bids;
+        SELECT count(*) AS n FROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(p), INTERVAL '10' SECOND))
+        GROUP BY window_start, window_end""")
