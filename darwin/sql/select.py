@@ -176,6 +176,7 @@ class SelectPlanner:
             raise self.error(when, f"FOR SYSTEM_TIME AS OF {when.sql(dialect=Flink)}: not a time column")
 
     def _rank_request(self, sub: exp.Subquery) -> RankRequest | None:
+        """The top-N asked of a subquery selecting ROW_NUMBER(): its bound, taken out of this WHERE."""
         inner = sub.this
         if not isinstance(inner, exp.Select):
             return None
@@ -185,14 +186,14 @@ class SelectPlanner:
         alias = numbered[0].alias
         if not alias:
             raise self.error(numbered[0], "name ROW_NUMBER() OVER (...) with AS, and filter on it: WHERE rn <= N")
-        for c in self.pool:
-            bound = self._rank_bound(c, alias)
+        items = self.node.expressions
+        selects_rank = any(isinstance(i, exp.Star) or isinstance(i, exp.Column) and isinstance(i.this, exp.Star)
+                           for i in items) or any(c.name == alias for i in items for c in i.find_all(exp.Column))
+        for condition in self.pool:
+            bound = self._rank_bound(condition, alias)
             if bound is not None:
-                self.pool = [p for p in self.pool if p is not c]
-                keep = any(isinstance(i, exp.Star) or (isinstance(i, exp.Column) and isinstance(i.this, exp.Star))
-                           for i in self.node.expressions) or any(
-                    c.name == alias for i in self.node.expressions for c in i.find_all(exp.Column))
-                return RankRequest(alias, bound, keep)
+                self.pool = [p for p in self.pool if p is not condition]
+                return RankRequest(alias, bound, selects_rank)
         raise self.error(numbered[0], f"ROW_NUMBER() is only supported as a top-N: filter it with WHERE {alias} <= N")
 
     @staticmethod
