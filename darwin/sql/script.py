@@ -25,6 +25,7 @@ from darwin.sql.errors import Located
 from darwin.sql.expressions import interval_ms, sql_type
 from darwin.sql.relations import Catalog
 from darwin.sql.translate import QueryPlanner
+from darwin.types import DType
 
 
 @dataclass(frozen=True)
@@ -158,8 +159,18 @@ def insert(node: exp.Insert, script: Script, planner: QueryPlanner, where: Locat
     if len(names) != len(table.columns):
         raise where.error(node.expression, f"INSERT INTO {target.name}: the query has {len(table.columns)} columns, "
                                            f"the table {len(names)}")
-    if table.columns != names:  # by position, as SQL does
-        table = table.select(**{n: col(c) for n, c in zip(names, table.columns)})
+    declared = dict(spec.columns) if columns is None else {n: dict(spec.columns).get(n) for n in names}
+    values, cast = {}, False
+    for name, produced in zip(names, table.plan.schema.fields):  # by position, as SQL does
+        want, value = declared.get(name), col(produced.name)
+        if want is not None and produced.dtype is not None and produced.dtype is not want:
+            if not (want is DType.FLOAT64 and produced.dtype is DType.INT64):  # Flink's implicit widening
+                raise where.error(node.expression, f"INSERT INTO {target.name}: column {name} is {want.value} in "
+                                                   f"the table, the query gives {produced.dtype.value}")
+            value, cast = value.cast(want), True
+        values[name] = value
+    if cast or table.columns != names:
+        table = table.select(**values)
     sink = planner._located(target, lambda: connector(spec.options["connector"], spec.name).sink(spec))
     return Insert(target.name, table, sink)
 

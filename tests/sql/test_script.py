@@ -105,6 +105,8 @@ def test_sql_with_tables_and_views_before_the_query():
      r"line 3, column 13: table o: connector 'filesystem' needs the option 'path'"),
     ("CREATE TABLE o (a BIGINT) WITH ('connector' = 'blackhole');\nINSERT INTO o SELECT auction, price FROM bids;",
      r"line 3, column 22: INSERT INTO o: the query has 2 columns, the table 1"),
+    ("CREATE TABLE o (a VARCHAR) WITH ('connector' = 'blackhole');\nINSERT INTO o SELECT auction FROM bids;",
+     r"line 3, column 22: INSERT INTO o: column a is string in the table, the query gives int64"),
     ("INSERT INTO nowhere SELECT auction FROM bids;", r"line 2, column 13: INSERT INTO nowhere: declare the table"),
     ("CREATE TABLE o (a BIGINT) WITH ('connector' = 'blackhole');\nINSERT INTO o SELECT auction FROM o;",
      r"line 3, column 35: table o: a blackhole table can only be written to"),
@@ -138,3 +140,10 @@ def test_processing_time_windows_are_refused_with_the_reason(bids_parquet):
         dw.sql(ddl(bids_parquet) + """CREATE VIEW B AS SELECT *, PROCTIME() AS p FROM bids;
         SELECT count(*) AS n FROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(p), INTERVAL '10' SECOND))
         GROUP BY window_start, window_end""")
+
+
+def test_insert_widens_integers_to_a_double_column(bids_parquet):
+    script = plan_script(ddl(bids_parquet) + "CREATE TABLE o (p DOUBLE) WITH ('connector' = 'blackhole');\n"
+                                             "INSERT INTO o SELECT price FROM bids WHERE auction = 2;")
+    out = script.inserts[0].table.collect()
+    assert out.schema.field("p").type == pa.float64() and sorted(out["p"].to_pylist()) == [15.0, 20.0, 40.0]
