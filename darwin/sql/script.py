@@ -121,10 +121,11 @@ def table_spec(node: exp.Create, where: Located) -> TableSpec:
     options: dict[str, str] = {}
     partition: tuple[str, ...] = ()
     for prop in node.args["properties"].expressions if node.args.get("properties") else []:
-        if isinstance(prop, exp.Property):
-            options[prop.name] = prop.args["value"].name
-        elif isinstance(prop, exp.PartitionedByProperty):
+        if isinstance(prop, exp.PartitionedByProperty):  # a Property too: first
             partition = tuple(c.name for c in prop.this.expressions)
+        elif isinstance(prop, exp.Property) and isinstance(prop.this, exp.Literal) \
+                and isinstance(prop.args.get("value"), exp.Literal):
+            options[prop.name] = prop.args["value"].name
         else:
             raise where.error(prop, f"{prop.sql(dialect=Flink)} is not supported in CREATE TABLE")
     if "connector" not in options:

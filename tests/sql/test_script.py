@@ -147,3 +147,15 @@ def test_insert_widens_integers_to_a_double_column(bids_parquet):
                                              "INSERT INTO o SELECT price FROM bids WHERE auction = 2;")
     out = script.inserts[0].table.collect()
     assert out.schema.field("p").type == pa.float64() and sorted(out["p"].to_pylist()) == [15.0, 20.0, 40.0]
+
+
+def test_partitioned_filesystem_sink_writes_hive_style_directories(tmp_path, bids_parquet):
+    out = tmp_path / "out"
+    results = dw.sql_job(ddl(bids_parquet) + f"""
+        CREATE TABLE o (price BIGINT, dt STRING, hm STRING) PARTITIONED BY (dt, hm)
+        WITH ('connector' = 'filesystem', 'path' = 'file://{out}', 'format' = 'parquet');
+        INSERT INTO o SELECT price, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH:mm:ss') FROM bids
+        WHERE price >= 30;""")
+    assert sorted(str(p.relative_to(out).parent) for p in results[0].files) == [
+        "dt=1970-01-01/hm=00%3A00%3A01", "dt=1970-01-01/hm=00%3A00%3A12"]
+    assert sorted(read_parts(out)["price"].to_pylist()) == [30, 40]
