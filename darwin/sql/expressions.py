@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 from sqlglot import exp
 
@@ -30,6 +31,7 @@ TYPES = {  # SQL type -> Darwin type
     exp.DataType.Type.TIMESTAMP: DType.TIMESTAMP, exp.DataType.Type.TIMESTAMPLTZ: DType.TIMESTAMP,
 }
 UNITS_MS = {"MILLISECOND": 1, "SECOND": 1_000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000}
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 JAVA_TIME = {"yyyy": "%Y", "yy": "%y", "MM": "%m", "dd": "%d", "HH": "%H", "mm": "%M", "ss": "%S", "DDD": "%j"}
 
 
@@ -76,6 +78,15 @@ def interval_ms(node: exp.Expr, where: Located) -> int:
     except (KeyError, ValueError):
         raise where.error(node, f"interval {node.sql(dialect=Flink)}: give a number and one of "
                                 f"{sorted(UNITS_MS)}") from None
+
+
+def timestamp_ms(node: exp.Literal, where: Located) -> int:
+    """A timestamp literal ('yyyy-MM-dd HH:mm:ss[.fff]', UTC) in ms since the epoch."""
+    try:
+        moment = datetime.fromisoformat(str(node.this)).replace(tzinfo=UTC)
+    except ValueError:
+        raise where.error(node, f"TIMESTAMP '{node.this}': write 'yyyy-MM-dd HH:mm:ss[.fff]'") from None
+    return (moment - EPOCH) // timedelta(milliseconds=1)
 
 
 def java_time_format(pattern: str, node: exp.Expr, where: Located) -> str:
@@ -226,7 +237,10 @@ class ExpressionTranslator:
         return w.otherwise(self(other)) if other is not None else w.end()
 
     def visit_Cast(self, node: exp.Cast) -> Expr:
-        return self(node.this).cast(sql_type(node.to, self.where))
+        target = sql_type(node.to, self.where)
+        if target is DType.TIMESTAMP and isinstance(node.this, exp.Literal) and node.this.is_string:
+            return lit(timestamp_ms(node.this, self.where), "timestamp")  # TIMESTAMP '2015-07-15 00:00:00'
+        return self(node.this).cast(target)
 
     visit_TryCast = visit_Cast
 

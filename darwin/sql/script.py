@@ -62,6 +62,10 @@ def plan_script(text: str, tables: Mapping[str, Table] | None = None) -> Script:
     """Plan every statement of ``text``; ``tables`` are tables the script can read by name."""
     where = Located(text)
     script = Script()
+    for name, table in (tables or {}).items():
+        if not isinstance(table, Table):
+            raise SqlError(f"tables={{{name!r}: ...}}: a table is a dw.Table (from dw.from_arrow, dw.read_parquet, "
+                           f"a query...), got {type(table).__name__}")
 
     def resolve(name: str) -> Table | None:
         spec = script.specs.get(name)

@@ -201,3 +201,16 @@ def test_proctime_is_only_a_lookup_time(bids):
         dw.sql("SELECT pt FROM (SELECT *, PROCTIME() AS pt FROM bids)", tables=tables)
     with pytest.raises(SqlError, match=r"line 1, column 56: FOR SYSTEM_TIME AS OF B.price: not a time column"):
         dw.sql("SELECT S.v FROM bids B JOIN side FOR SYSTEM_TIME AS OF B.price AS S ON B.price = S.k", tables=tables)
+
+
+def test_timestamp_literals_compare_with_time_columns(bids):
+    out = run("SELECT price FROM bids WHERE ts >= TIMESTAMP '1970-01-01 00:00:11' AND ts < TIMESTAMP "
+              "'1970-01-01 00:00:12.5'", bids=bids)
+    assert out["price"].to_pylist() == [5, 40]
+    with pytest.raises(SqlError, match=r"line 1, column 45: TIMESTAMP 'yesterday'"):
+        run("SELECT price FROM bids WHERE ts > TIMESTAMP 'yesterday'", bids=bids)
+
+
+def test_tables_must_be_tables(bids):
+    with pytest.raises(SqlError, match=r"tables=\{'w': ...\}: a table is a dw.Table"):
+        dw.sql("SELECT 1 FROM w", tables={"w": bids.window(dw.Tumble("1s", on="ts"))})
