@@ -159,3 +159,29 @@ def test_partitioned_filesystem_sink_writes_hive_style_directories(tmp_path, bid
     assert sorted(str(p.relative_to(out).parent) for p in results[0].files) == [
         "dt=1970-01-01/hm=00%3A00%3A01", "dt=1970-01-01/hm=00%3A00%3A12"]
     assert sorted(read_parts(out)["price"].to_pylist()) == [30, 40]
+
+
+def test_unregistered_connector_is_loaded_from_its_entry_point(monkeypatch, bids_parquet):
+    from darwin.sql import connectors
+
+    class Parquetish:
+        def source(self, spec):
+            return dw.read_parquet(bids_parquet).select(*spec.names)
+
+        def sink(self, spec):
+            return dw.sinks.Blackhole()
+
+    class EntryPoint:
+        name = "from-entry-point"
+
+        def load(self):
+            return Parquetish()
+
+    asked = []
+    monkeypatch.setattr(connectors, "entry_points", lambda group, name: asked.append((group, name)) or [EntryPoint()])
+    monkeypatch.delitem(connectors._REGISTRY, "from-entry-point", raising=False)
+    out = dw.sql("CREATE TABLE t (price BIGINT) WITH ('connector' = 'from-entry-point');\nSELECT price FROM t "
+                 "WHERE price > 30").collect()
+    assert asked == [("darwin.connectors", "from-entry-point")]
+    assert out["price"].to_pylist() == [40]
+    monkeypatch.delitem(connectors._REGISTRY, "from-entry-point")
