@@ -7,7 +7,7 @@ register theirs with ``register_connector`` or the ``darwin.connectors`` entry p
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Protocol
@@ -18,7 +18,7 @@ import pyarrow.csv as pacsv
 import darwin.api as api
 from darwin.errors import SqlError
 from darwin.io.sinks import CSV, Blackhole, Parquet, Sink
-from darwin.io.source import Source
+from darwin.io.source import Source, column_bounds, read_from
 from darwin.types import DType, Field, Schema
 
 ARROW = {DType.INT64: pa.int64(), DType.FLOAT64: pa.float64(), DType.BOOL: pa.bool_(), DType.STRING: pa.string(),
@@ -102,7 +102,20 @@ class RenamedSource:
                                    for new, old in self.names.items()), source.schema.unsupported)
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
-        for batch in self.inner.batches(tuple(self.names[c] for c in columns), batch_size):
+        return self._renamed(self.inner.batches(tuple(self.names[c] for c in columns), batch_size), columns)
+
+    def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
+        """Seeks if the source does (a restart resumes at its checkpoint's offset)."""
+        return self._renamed(read_from(self.inner, tuple(self.names[c] for c in columns), batch_size, offset),
+                             columns)
+
+    def bounds(self, column: str) -> tuple[int, int] | None:
+        """The source's cheap bounds of an integer column, if it knows them."""
+        return column_bounds(self.inner, self.names[column])
+
+    @staticmethod
+    def _renamed(batches: Iterable[pa.RecordBatch], columns: tuple[str, ...]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
             yield pa.RecordBatch.from_arrays(batch.columns, names=list(columns))
 
 
