@@ -25,11 +25,13 @@ from darwin.config import Config, HardwareInfo
 from darwin.expr import Expr, avg, col, count, count_distinct, lit, max, mean, min, sum, when
 from darwin.io import sinks
 from darwin.plan.window import Session, Slide, Tumble, Window
+from darwin.sql import sql, sql_job  # binds dw.sql to the function, not the darwin.sql package
 from darwin.types import DType
 
 __all__ = [
     "Config", "DType", "Expr", "GroupedTable", "HardwareInfo", "RunResult", "Session", "SinkQuery", "Slide", "Table",
     "Tumble", "Window", "WindowedTable", "asc", "avg", "col", "count", "count_distinct", "desc", "errors", "from_arrow",
-    "from_batches", "lit", "max", "mean", "min", "from_source", "read_parquet", "sinks", "sum", "when",
+    "from_batches", "lit", "max", "mean", "min", "from_source", "read_parquet", "sinks", "sql", "sql_job", "sum",
+    "when",
 ]
 __version__ = "0.1.0"

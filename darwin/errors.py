@@ -18,6 +18,10 @@ class PlanError(DarwinError, ValueError):
     """A query is malformed: unknown column, bad window, unsupported operation."""
 
 
+class SqlError(PlanError):
+    """A SQL statement cannot be parsed or planned; the message names its line and column."""
+
+
 class SchemaError(PlanError):
     """Data does not match the schema a query was built for."""
 

@@ -107,20 +107,33 @@ def _discard(query: dw.Table, config: dw.Config) -> int:
     return hole.rows
 
 
-def run_darwin(query: str, events: int, seed: int, config: dw.Config) -> tuple[float, float, int]:
+def darwin_query(query: str, events: int, seed: int, sql: bool = False) -> dw.Table:
+    """The fluent query, or with ``sql`` the one planned from ``nexmark/sql/<query>.sql`` (its columns in
+    snake_case, as the fluent and Spark queries name them)."""
+    if not sql:
+        return QUERIES[query].build(source(events=events, seed=seed))
+    from nexmark.sql_queries import snake_case, sql_query
+
+    table = sql_query(query, events=events, seed=seed)
+    return table.select(**{snake_case(c): dw.col(c) for c in table.columns})
+
+
+def run_darwin(query: str, events: int, seed: int, config: dw.Config, sql: bool = False) \
+        -> tuple[float, float, int]:
     """The seconds of a run into a discarding sink, the CPU seconds of the process's threads in them,
     and the rows the sink received; compilation happens in an untimed warm-up of the same query on a
     few events."""
-    _discard(QUERIES[query].build(source(events=min(events, WARM_UP_EVENTS), seed=seed)), config)
-    q = QUERIES[query].build(source(events=events, seed=seed))
+    _discard(darwin_query(query, min(events, WARM_UP_EVENTS), seed, sql), config)
+    q = darwin_query(query, events, seed, sql)
     started, cpu = time.perf_counter(), time.process_time()
     rows = _discard(q, config)
     return time.perf_counter() - started, time.process_time() - cpu, rows
 
 
-def collect_darwin(query: str, events: int, seed: int, config: dw.Config) -> tuple[pa.Table, float]:
+def collect_darwin(query: str, events: int, seed: int, config: dw.Config, sql: bool = False) \
+        -> tuple[pa.Table, float]:
     """The final table (an updating result's changes applied) and the seconds it took; not a benchmark."""
-    q = QUERIES[query].build(source(events=events, seed=seed))
+    q = darwin_query(query, events, seed, sql)
     started = time.perf_counter()
     table = q.collect(config)
     return table, time.perf_counter() - started
@@ -225,9 +238,10 @@ def expand(queries: list[str]) -> list[str]:
 
 
 def run_all(queries: list[str], engines: list[str], events: int, seed: int, config: dw.Config, data_dir: Path,
-            progress: Any, collect: bool = True) -> tuple[list[Measurement], list[str]]:
+            progress: Any, collect: bool = True, sql: bool = False) -> tuple[list[Measurement], list[str]]:
     """Every query on every engine that has it: the measurements, and the problems found (results that
-    differ, runs that failed). A failing run is recorded and the other runs go on."""
+    differ, runs that failed). A failing run is recorded and the other runs go on. With ``sql``, Darwin
+    runs each query's Flink SQL (``nexmark/sql``) instead of its fluent definition."""
     measurements: list[Measurement] = []
     problems: list[str] = []
     twins = spark_twins()
@@ -248,7 +262,7 @@ def run_all(queries: list[str], engines: list[str], events: int, seed: int, conf
                 measurements.append(m)
                 try:
                     if engine == "darwin":
-                        m.seconds, m.cpu_seconds, m.output_rows = run_darwin(query, events, seed, config)
+                        m.seconds, m.cpu_seconds, m.output_rows = run_darwin(query, events, seed, config, sql)
                     else:
                         if not inputs:
                             progress.update(task, description=f"writing {events:,} events as Parquet for Spark")
@@ -257,8 +271,9 @@ def run_all(queries: list[str], engines: list[str], events: int, seed: int, conf
                         m.seconds = run_spark(query, inputs["run"], inputs["warm_up"])
                     if collect:
                         progress.update(task, description=f"{query} on {engine}: collecting (untimed)")
-                        table, m.collect_seconds = (collect_darwin(query, events, seed, config) if engine == "darwin"
-                                                    else collect_spark(query, inputs["run"]))
+                        table, m.collect_seconds = (
+                            collect_darwin(query, events, seed, config, sql) if engine == "darwin"
+                            else collect_spark(query, inputs["run"]))
                         tables[engine], m.rows = table, table.num_rows
                 except Exception as e:  # noqa: BLE001 -- a benchmark of every query reports a failing one and goes on
                     m.error = _one_line(e)

@@ -72,7 +72,8 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
         data_dir: Path = typer.Option(DATA_DIR, file_okay=False, help="where Spark's Parquet input is cached"),
         collect: bool = typer.Option(True, help="collect each result (untimed) and compare the engines'; "
                                                 "--no-collect only times the runs"),
-        json_out: Path = typer.Option(None, "--json", dir_okay=False, help="write the measurements to this file")) \
+        json_out: Path = typer.Option(None, "--json", dir_okay=False, help="write the measurements to this file"),
+        sql: bool = typer.Option(False, "--sql", help="Darwin runs each query's Flink SQL (nexmark/sql/qN.sql)")) \
         -> None:
     """Time queries on each engine into a discarding sink, compare their collected results, print a table;
     exit 1 if results differ or a run fails."""
@@ -97,7 +98,7 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
         config = dw.Config(mode=mode, target=target, state=state, parallelism=parallelism, batch_size=batch_size,
                            state_path=state_path)
     measurements, problems = bench.run_all(bench.expand(queries), engines, n, seed, config, data_dir, _progress(),
-                                           collect)
+                                           collect, sql)
     console.print(result_table(measurements, n, seed))
     if json_out:
         bench.save(measurements, json_out)

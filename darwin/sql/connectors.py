@@ -1,0 +1,160 @@
+"""Connectors of ``CREATE TABLE ... WITH ('connector' = '...')``: a registry of named factories.
+
+Darwin registers ``filesystem`` (Parquet or CSV files) and ``blackhole``; other packages
+register theirs with ``register_connector`` or the ``darwin.connectors`` entry point group
+(Nexmark's generator is ``nexmark``), so ``darwin`` never imports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Protocol
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+import darwin.api as api
+from darwin.errors import SqlError
+from darwin.io.sinks import CSV, Blackhole, Parquet, Sink
+from darwin.io.source import Source, column_bounds, read_from
+from darwin.types import DType, Field, Schema
+
+ARROW = {DType.INT64: pa.int64(), DType.FLOAT64: pa.float64(), DType.BOOL: pa.bool_(), DType.STRING: pa.string(),
+         DType.TIMESTAMP: pa.timestamp("ms")}
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A table of CREATE TABLE: its columns as declared, event time, and connector options."""
+
+    name: str
+    columns: tuple[tuple[str, DType], ...]
+    options: Mapping[str, str]
+    time_column: str | None = None
+    max_delay_ms: int | None = None
+    partition_by: tuple[str, ...] = ()
+    proctime: tuple[str, ...] = ()  # `p AS PROCTIME()`: lookup times, not columns (no processing time)
+
+    @property
+    def names(self) -> list[str]:
+        return [n for n, _ in self.columns]
+
+    def option(self, key: str, default: str | None = None) -> str:
+        value = self.options.get(key, default)
+        if value is None:
+            raise SqlError(f"table {self.name}: connector '{self.options.get('connector')}' needs the option "
+                           f"'{key}'")
+        return value
+
+
+class Connector(Protocol):
+    """Builds the source table and the sink of a declared table."""
+
+    def source(self, spec: TableSpec) -> api.Table:
+        ...
+
+    def sink(self, spec: TableSpec) -> Sink:
+        ...
+
+
+_REGISTRY: dict[str, Connector] = {}
+
+
+def register_connector(name: str, connector: Connector) -> None:
+    """Make ``'connector' = name`` build tables with ``connector``."""
+    _REGISTRY[name] = connector
+
+
+def connector(name: str, table: str) -> Connector:
+    if name not in _REGISTRY:
+        for ep in entry_points(group="darwin.connectors", name=name):
+            register_connector(name, ep.load())
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise SqlError(f"table {table}: unknown connector {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def check_columns(spec: TableSpec, schema: Schema, mapping: Mapping[str, str] | None = None) -> None:
+    """Every declared column exists in ``schema`` (under ``mapping``'s name) with the declared type."""
+    for name, dtype in spec.columns:
+        source_name = (mapping or {}).get(name, name)
+        if source_name not in schema:
+            raise SqlError(f"table {spec.name}: column {name!r} is not in the source; it has "
+                           f"{', '.join(schema.names)}")
+        actual = schema.field(source_name).dtype
+        if actual is not dtype:
+            raise SqlError(f"table {spec.name}: column {name!r} is declared {dtype.value} but the source "
+                           f"has {actual.value}")
+
+
+class RenamedSource:
+    """A source whose columns are known by other names (``dateTime`` for ``date_time``)."""
+
+    def __init__(self, source: Source, names: Mapping[str, str]) -> None:
+        self.inner, self.names = source, dict(names)  # new name -> the source's name
+        self.name = source.name
+        fields = source.schema.fields
+        by_name = {f.name: f for f in fields}
+        self.schema = Schema(tuple(Field(new, by_name[old].dtype, by_name[old].nullable)
+                                   for new, old in self.names.items()), source.schema.unsupported)
+
+    def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
+        return self._renamed(self.inner.batches(tuple(self.names[c] for c in columns), batch_size), columns)
+
+    def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
+        """Seeks if the source does (a restart resumes at its checkpoint's offset)."""
+        return self._renamed(read_from(self.inner, tuple(self.names[c] for c in columns), batch_size, offset),
+                             columns)
+
+    def bounds(self, column: str) -> tuple[int, int] | None:
+        """The source's cheap bounds of an integer column, if it knows them."""
+        return column_bounds(self.inner, self.names[column])
+
+    @staticmethod
+    def _renamed(batches: Iterable[pa.RecordBatch], columns: tuple[str, ...]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield pa.RecordBatch.from_arrays(batch.columns, names=list(columns))
+
+
+class Filesystem:
+    """``'connector' = 'filesystem', 'path' = ..., 'format' = 'parquet' | 'csv'``."""
+
+    def source(self, spec: TableSpec) -> api.Table:
+        path, fmt = spec.option("path").removeprefix("file://"), spec.option("format", "parquet")
+        if fmt == "parquet":
+            table = api.read_parquet(path, time=spec.time_column, max_delay=spec.max_delay_ms)
+        elif fmt == "csv":
+            types = {n: ARROW[t] for n, t in spec.columns}
+            data = pacsv.read_csv(path, read_options=pacsv.ReadOptions(column_names=spec.names),
+                                  convert_options=pacsv.ConvertOptions(column_types=types))
+            table = api.from_arrow(data, time=spec.time_column, max_delay=spec.max_delay_ms, name=spec.name)
+        else:
+            raise SqlError(f"table {spec.name}: format {fmt!r} is not supported; use 'parquet' or 'csv'")
+        check_columns(spec, table.plan.schema)
+        return table.select(*spec.names)
+
+    def sink(self, spec: TableSpec) -> Sink:
+        path, fmt = spec.option("path").removeprefix("file://"), spec.option("format", "parquet")
+        partition = list(spec.partition_by) or None
+        if fmt == "parquet":
+            return Parquet(path, partition_by=partition)
+        if fmt == "csv":
+            return CSV(path, partition_by=partition)
+        raise SqlError(f"table {spec.name}: format {fmt!r} is not supported; use 'parquet' or 'csv'")
+
+
+class BlackholeConnector:
+    """``'connector' = 'blackhole'``: a sink that discards its rows (for benchmarks)."""
+
+    def source(self, spec: TableSpec) -> api.Table:
+        raise SqlError(f"table {spec.name}: a blackhole table can only be written to")
+
+    def sink(self, spec: TableSpec) -> Sink:
+        return Blackhole()
+
+
+register_connector("filesystem", Filesystem())
+register_connector("blackhole", BlackholeConnector())

@@ -1,0 +1,104 @@
+"""Flink SQL as a ``sqlglot`` dialect: the generic parser, extended with what Flink adds.
+
+Flink's identifiers are backticked and case-sensitive, its strings single-quoted. On top of
+sqlglot's generic parser this dialect parses the windowing table-valued functions
+(``TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '10' SECOND))``, ``HOP``, ``CUMULATE``,
+``SESSION``), the group window ``SESSION(ts, INTERVAL ...)`` of ``GROUP BY``, and
+``WATERMARK FOR ts AS ...`` in ``CREATE TABLE``. ``FOR SYSTEM_TIME AS OF``, ``FILTER (WHERE ...)``,
+``OVER (...)`` and ``WITH ('k' = 'v')`` are sqlglot's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlglot import exp, parser, tokens
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.helper import seq_get
+from sqlglot.tokens import TokenType
+
+WINDOW_FUNCTIONS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
+
+
+class WindowFunction(exp.Expression):
+    """A windowing function: ``TUMBLE``/``HOP``/``CUMULATE``/``SESSION`` with its arguments (a
+    ``TableArgument``, a ``Descriptor``, intervals); a table-valued function inside ``TABLE(...)``,
+    a group window in ``GROUP BY``."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "expressions": True}
+
+    @property
+    def kind(self) -> str:
+        return str(self.this)
+
+
+class TableArgument(exp.Expression):
+    """``TABLE name [PARTITION BY col | (col, ...)]``: the table a windowing function reads."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "partition_by": False}
+
+
+class Descriptor(exp.Expression):
+    """``DESCRIPTOR(col, ...)``: the columns a windowing function is told to use."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"expressions": True}
+
+
+class Watermark(exp.Expression):
+    """``WATERMARK FOR col AS expr`` of ``CREATE TABLE``."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "expression": True}
+
+
+def _window_function(kind: str) -> Any:
+    def parse(self: FlinkParser) -> WindowFunction:
+        args = self._parse_csv(self._parse_window_argument)
+        return self.expression(WindowFunction(this=kind, expressions=args))
+    return parse
+
+
+class FlinkParser(parser.Parser):
+    FUNCTIONS: ClassVar[dict[str, Any]] = {
+        **parser.Parser.FUNCTIONS,
+        # Flink's third argument is the group to extract, not a position
+        "REGEXP_EXTRACT": lambda args: exp.RegexpExtract(this=seq_get(args, 0), expression=seq_get(args, 1),
+                                                         group=seq_get(args, 2)),
+    }
+    FUNCTION_PARSERS: ClassVar[dict[str, Any]] = {
+        **parser.Parser.FUNCTION_PARSERS,
+        **{name: _window_function(name) for name in WINDOW_FUNCTIONS},
+        "DESCRIPTOR": lambda self: self.expression(Descriptor(expressions=self._parse_csv(self._parse_column))),
+    }
+    CONSTRAINT_PARSERS: ClassVar[dict[str, Any]] = {
+        **parser.Parser.CONSTRAINT_PARSERS,
+        "WATERMARK": lambda self: self.expression(Watermark(
+            this=self._match(TokenType.FOR) and self._parse_column(),
+            expression=self._match(TokenType.ALIAS) and self._parse_disjunction())),
+    }
+    SCHEMA_UNNAMED_CONSTRAINTS: ClassVar[set[str]] = {*parser.Parser.SCHEMA_UNNAMED_CONSTRAINTS, "WATERMARK"}
+
+    def _parse_window_argument(self) -> exp.Expr | None:
+        if self._match(TokenType.TABLE):
+            table = self._parse_table_parts()
+            partition = None  # one column, or several in parentheses: PARTITION BY (a, b)
+            if self._match(TokenType.PARTITION_BY):
+                partition = self._parse_wrapped_csv(self._parse_column) if self._match(TokenType.L_PAREN,
+                                                                                       advance=False) \
+                    else [self._parse_column()]
+            return self.expression(TableArgument(this=table, partition_by=partition or None))
+        return self._parse_assignment()
+
+
+class Flink(Dialect):
+    """Flink SQL: parse with ``sqlglot.parse(text, read=Flink)``."""
+
+    NORMALIZATION_STRATEGY = Dialect.NORMALIZATION_STRATEGY.CASE_SENSITIVE  # type: ignore[attr-defined]
+
+    class Tokenizer(tokens.Tokenizer):
+        IDENTIFIERS: ClassVar[list[str | tuple[str, str]]] = ["`"]  # type: ignore[misc]
+        QUOTES: ClassVar[list[tuple[str, str] | str]] = ["'"]  # type: ignore[misc]
+        # SESSION is a window function in Flink, not the keyword of SET SESSION
+        KEYWORDS: ClassVar[dict[str, TokenType]] = {  # type: ignore[misc]
+            k: v for k, v in tokens.Tokenizer.KEYWORDS.items() if k != "SESSION"}
+
+    Parser = FlinkParser

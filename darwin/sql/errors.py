@@ -1,0 +1,28 @@
+"""Where in the SQL text a problem is: every ``SqlError`` names the line and column."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from darwin.errors import SqlError
+
+
+class Located:
+    """The text being planned, to turn a node's character offset into a line and column."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def position(self, node: exp.Expr | None) -> tuple[int, int] | None:
+        """(line, column), 1-based, of the earliest token of ``node`` the parser placed."""
+        if node is None:
+            return None
+        starts = [n.meta["start"] for n in node.walk() if n.meta and "start" in n.meta]
+        if not starts:
+            return None
+        start = min(starts)
+        return self.text.count("\n", 0, start) + 1, start - (self.text.rfind("\n", 0, start) + 1) + 1
+
+    def error(self, node: exp.Expr | None, message: str) -> SqlError:
+        where = self.position(node)
+        return SqlError(f"line {where[0]}, column {where[1]}: {message}" if where else message)

@@ -1,0 +1,332 @@
+"""SQL scalar expressions to Darwin expressions: a visitor over sqlglot's expression classes.
+
+Each supported class has a ``visit_<Class>`` method; any other raises a ``SqlError`` naming
+the construct, its line and column. Aggregates and group keys are not translated here: the
+SELECT translator computes them first and hands their result columns in as ``replaced``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from sqlglot import exp
+
+import darwin.expr as dx
+from darwin.expr import Expr, col, lit, when
+from darwin.plan import exprs as ex
+from darwin.plan.exprs import type_of
+from darwin.sql.dialect import Flink
+from darwin.sql.errors import Located
+from darwin.types import DType, Schema
+
+TYPES = {  # SQL type -> Darwin type
+    exp.DataType.Type.BIGINT: DType.INT64, exp.DataType.Type.INT: DType.INT64, exp.DataType.Type.SMALLINT: DType.INT64,
+    exp.DataType.Type.TINYINT: DType.INT64, exp.DataType.Type.DOUBLE: DType.FLOAT64,
+    exp.DataType.Type.FLOAT: DType.FLOAT64, exp.DataType.Type.DECIMAL: DType.FLOAT64,
+    exp.DataType.Type.BOOLEAN: DType.BOOL, exp.DataType.Type.VARCHAR: DType.STRING,
+    exp.DataType.Type.TEXT: DType.STRING, exp.DataType.Type.CHAR: DType.STRING,
+    exp.DataType.Type.TIMESTAMP: DType.TIMESTAMP, exp.DataType.Type.TIMESTAMPLTZ: DType.TIMESTAMP,
+}
+UNITS_MS = {"MILLISECOND": 1, "SECOND": 1_000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000}
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+JAVA_TIME = {"yyyy": "%Y", "yy": "%y", "MM": "%m", "dd": "%d", "HH": "%H", "mm": "%M", "ss": "%S", "DDD": "%j"}
+
+
+@dataclass
+class Entry:
+    """A column visible in a scope: its table qualifier, its SQL name, the Darwin column holding it."""
+
+    qualifier: str | None
+    name: str
+    column: str
+
+
+@dataclass
+class Scope:
+    """The columns a clause can refer to, in order."""
+
+    entries: list[Entry] = field(default_factory=list)
+    ungrouped: frozenset[str] = frozenset()  # after GROUP BY: columns neither grouped nor aggregated
+    proctime: frozenset[str] = frozenset()  # PROCTIME() attributes: only for FOR SYSTEM_TIME AS OF
+
+    def lookup(self, name: str, qualifier: str | None) -> list[Entry]:
+        return [e for e in self.entries if e.name == name and (qualifier is None or e.qualifier == qualifier)]
+
+    def qualifiers(self) -> set[str | None]:
+        return {e.qualifier for e in self.entries}
+
+
+def sql_type(node: exp.DataType, where: Located) -> DType:
+    try:
+        return TYPES[node.this]
+    except KeyError:
+        raise where.error(node, f"type {node.sql(dialect=Flink)} is not supported; use BIGINT, DOUBLE, "
+                                "BOOLEAN, VARCHAR/STRING or TIMESTAMP(3)") from None
+
+
+def interval_ms(node: exp.Expr, where: Located) -> int:
+    """An ``INTERVAL 'n' UNIT`` literal in milliseconds."""
+    if not isinstance(node, exp.Interval):
+        raise where.error(node, f"expected an interval such as INTERVAL '10' SECOND, got {node.sql(dialect=Flink)}")
+    unit = str(node.unit.this if node.unit is not None else "").upper().rstrip("S")
+    value = node.this.this if isinstance(node.this, exp.Literal) else None
+    try:
+        return int(float(str(value)) * UNITS_MS[unit])
+    except (KeyError, ValueError):
+        raise where.error(node, f"interval {node.sql(dialect=Flink)}: give a number and one of "
+                                f"{sorted(UNITS_MS)}") from None
+
+
+def timestamp_ms(node: exp.Literal, where: Located) -> int:
+    """A timestamp literal ('yyyy-MM-dd HH:mm:ss[.fff]', UTC) in ms since the epoch."""
+    try:
+        moment = datetime.fromisoformat(str(node.this)).replace(tzinfo=UTC)
+    except ValueError:
+        raise where.error(node, f"TIMESTAMP '{node.this}': write 'yyyy-MM-dd HH:mm:ss[.fff]'") from None
+    return (moment - EPOCH) // timedelta(milliseconds=1)
+
+
+def java_time_format(pattern: str, node: exp.Expr, where: Located) -> str:
+    """Flink's DATE_FORMAT pattern (Java's ``yyyy-MM-dd HH:mm:ss``) as a strftime format."""
+    out = []
+    for run in re.finditer(r"([A-Za-z])\1*|'[^']*'|[^A-Za-z']+", pattern):
+        text = run.group(0)
+        if text.startswith("'"):
+            out.append(text[1:-1].replace("%", "%%"))
+        elif text[0].isalpha():
+            if text not in JAVA_TIME:
+                raise where.error(node, f"DATE_FORMAT: pattern letter {text!r} is not supported; use "
+                                        f"{', '.join(JAVA_TIME)}")
+            out.append(JAVA_TIME[text])
+        else:
+            out.append(text.replace("%", "%%"))
+    return "".join(out)
+
+
+class ExpressionTranslator:
+    """Translates one clause's expressions over ``scope``; ``replaced`` maps the SQL text of
+    aggregates and group keys to the columns that hold their values."""
+
+    def __init__(self, scope: Scope, where: Located, schema: Schema,
+                 replaced: dict[str, Expr] | None = None) -> None:
+        self.scope, self.where, self.schema, self.replaced = scope, where, schema, replaced or {}
+
+    def __call__(self, node: exp.Expr) -> Expr:
+        if self.replaced:
+            hit = self.replaced.get(node.sql(dialect=Flink))
+            if hit is not None:
+                return hit
+        method: Callable[[exp.Expr], Expr] | None = getattr(self, f"visit_{type(node).__name__}", None)
+        if method is None:
+            raise self.where.error(node, f"{type(node).__name__} ({node.sql(dialect=Flink)}) is not supported "
+                                         "in Darwin's SQL")
+        return method(node)
+
+    # -- columns and literals ----------------------------------------------------------
+    def visit_Column(self, node: exp.Column) -> Expr:
+        if isinstance(node.this, exp.Star):
+            raise self.where.error(node, "* is only allowed in the select list and COUNT(*)")
+        name, qualifier = node.name, node.table or None
+        found = self.scope.lookup(name, qualifier)
+        if not found and name in self.scope.proctime:
+            raise self.where.error(node, f"{node.sql(dialect=Flink)} is PROCTIME(): Darwin has no processing time; "
+                                         "it only says when a FOR SYSTEM_TIME AS OF lookup happens")
+        if not found and name in self.scope.ungrouped:
+            raise self.where.error(node, f"column {node.sql(dialect=Flink)} is neither in GROUP BY nor inside an "
+                                         "aggregate")
+        if not found:
+            known = sorted({e.name for e in self.scope.entries if qualifier is None or e.qualifier == qualifier})
+            raise self.where.error(node, f"unknown column {node.sql(dialect=Flink)}; "
+                                         f"columns here: {', '.join(known) or 'none'}")
+        if len({e.column for e in found}) > 1:
+            raise self.where.error(node, f"column {name!r} is ambiguous: it is in "
+                                         f"{', '.join(str(e.qualifier) for e in found)}; qualify it")
+        return col(found[0].column)
+
+    def visit_Literal(self, node: exp.Literal) -> Expr:
+        if node.is_string:
+            return lit(node.this)
+        text = node.this
+        try:
+            return lit(int(text))
+        except ValueError:
+            return lit(float(text))
+
+    def visit_Boolean(self, node: exp.Boolean) -> Expr:
+        return lit(bool(node.this))
+
+    def visit_Null(self, node: exp.Null) -> Expr:
+        return dx.Expr(dx.ex.Literal(None, None))
+
+    def visit_Paren(self, node: exp.Paren) -> Expr:
+        return self(node.this)
+
+    def visit_Interval(self, node: exp.Interval) -> Expr:
+        return lit(interval_ms(node, self.where))  # timestamps are milliseconds: ts - INTERVAL is ts - ms
+
+    # -- operators -----------------------------------------------------------------------
+    def _binary(self, node: exp.Expr, op: Callable[[Expr, Expr], Expr]) -> Expr:
+        return op(self(node.this), self(node.expression))
+
+    def visit_Add(self, n: exp.Add) -> Expr: return self._binary(n, lambda a, b: a + b)
+    def visit_Sub(self, n: exp.Sub) -> Expr: return self._binary(n, lambda a, b: a - b)
+    def visit_Mul(self, n: exp.Mul) -> Expr: return self._binary(n, lambda a, b: a * b)
+    def visit_Mod(self, n: exp.Mod) -> Expr: return self._binary(n, lambda a, b: a % b)
+    def visit_EQ(self, n: exp.EQ) -> Expr: return self._binary(n, lambda a, b: a == b)
+    def visit_NEQ(self, n: exp.NEQ) -> Expr: return self._binary(n, lambda a, b: a != b)
+    def visit_LT(self, n: exp.LT) -> Expr: return self._binary(n, lambda a, b: a < b)
+    def visit_LTE(self, n: exp.LTE) -> Expr: return self._binary(n, lambda a, b: a <= b)
+    def visit_GT(self, n: exp.GT) -> Expr: return self._binary(n, lambda a, b: a > b)
+    def visit_GTE(self, n: exp.GTE) -> Expr: return self._binary(n, lambda a, b: a >= b)
+    def visit_And(self, n: exp.And) -> Expr: return self._binary(n, lambda a, b: a & b)
+    def visit_Or(self, n: exp.Or) -> Expr: return self._binary(n, lambda a, b: a | b)
+
+    def visit_Div(self, node: exp.Div) -> Expr:
+        """Flink divides integers as integers (BIGINT / BIGINT is a BIGINT)."""
+        left, right = self(node.this), self(node.expression)
+        ints = all(type_of(e.node, self.schema, "division").dtype is DType.INT64 for e in (left, right))
+        return left // right if ints else left / right
+
+    def visit_Not(self, node: exp.Not) -> Expr:
+        if isinstance(node.this, exp.Is):
+            return self(node.this.this).is_not_null() if isinstance(node.this.expression, exp.Null) \
+                else ~self(node.this)
+        return ~self(node.this)
+
+    def visit_Neg(self, node: exp.Neg) -> Expr:
+        return -self(node.this)
+
+    def visit_Is(self, node: exp.Is) -> Expr:
+        if not isinstance(node.expression, exp.Null):
+            raise self.where.error(node, "only IS NULL and IS NOT NULL are supported")
+        return self(node.this).is_null()
+
+    def visit_Between(self, node: exp.Between) -> Expr:
+        return self(node.this).between(self(node.args["low"]), self(node.args["high"]))
+
+    def visit_In(self, node: exp.In) -> Expr:
+        values = []
+        for v in node.expressions:
+            if not isinstance(v, (exp.Literal, exp.Boolean)):
+                raise self.where.error(v, "IN (...) takes literal values")
+            value = self(v).node
+            assert isinstance(value, ex.Literal)
+            values.append(value.value)
+        if node.args.get("query") is not None:
+            raise self.where.error(node, "IN (SELECT ...) is not supported")
+        return self(node.this).isin(values)
+
+    def visit_Case(self, node: exp.Case) -> Expr:
+        operand = node.this
+        builder = None
+        for branch in node.args.get("ifs") or []:
+            condition = self(branch.this) if operand is None else self(operand) == self(branch.this)
+            value = self(branch.args["true"])
+            builder = when(condition, value) if builder is None else builder.when(condition, value)
+        if builder is None:
+            raise self.where.error(node, "CASE needs at least one WHEN")
+        default = node.args.get("default")
+        return builder.otherwise(self(default)) if default is not None else builder.end()
+
+    def visit_If(self, node: exp.If) -> Expr:
+        other = node.args.get("false")
+        w = when(self(node.this), self(node.args["true"]))
+        return w.otherwise(self(other)) if other is not None else w.end()
+
+    def visit_Cast(self, node: exp.Cast) -> Expr:
+        target = sql_type(node.to, self.where)
+        if target is DType.TIMESTAMP and isinstance(node.this, exp.Literal) and node.this.is_string:
+            return lit(timestamp_ms(node.this, self.where), "timestamp")  # TIMESTAMP '2015-07-15 00:00:00'
+        return self(node.this).cast(target)
+
+    visit_TryCast = visit_Cast
+
+    # -- functions -----------------------------------------------------------------------
+    def _part(self, node: exp.Expr, part: str) -> Expr:
+        return getattr(self(node.this).dt, part)()
+
+    def visit_Year(self, n: exp.Year) -> Expr: return self._part(n, "year")
+    def visit_Month(self, n: exp.Month) -> Expr: return self._part(n, "month")
+    def visit_Day(self, n: exp.Day) -> Expr: return self._part(n, "day")
+    def visit_Hour(self, n: exp.Hour) -> Expr: return self._part(n, "hour")
+    def visit_Minute(self, n: exp.Minute) -> Expr: return self._part(n, "minute")
+    def visit_Second(self, n: exp.Second) -> Expr: return self._part(n, "second")
+    def visit_Lower(self, n: exp.Lower) -> Expr: return self(n.this).str.lower()
+    def visit_Upper(self, n: exp.Upper) -> Expr: return self(n.this).str.upper()
+    def visit_Length(self, n: exp.Length) -> Expr: return self(n.this).str.length()
+
+    def visit_Abs(self, n: exp.Abs) -> Expr:
+        return self(n.this).abs()
+
+    def visit_Extract(self, node: exp.Extract) -> Expr:
+        part = str(node.this.this if isinstance(node.this, exp.Var) else node.this).lower()
+        parts = {"year": "year", "month": "month", "day": "day", "hour": "hour", "minute": "minute",
+                 "second": "second", "millisecond": "millisecond", "dow": "day_of_week"}
+        if part not in parts:
+            raise self.where.error(node, f"EXTRACT({part.upper()} ...): one of {', '.join(p.upper() for p in parts)}")
+        return getattr(self(node.expression).dt, parts[part])()
+
+    def visit_Coalesce(self, node: exp.Coalesce) -> Expr:
+        """The first of its arguments that is not NULL."""
+        values = [self(node.this)] + [self(e) for e in node.expressions]
+        builder = when(values[0].is_not_null(), values[0])
+        for v in values[1:-1]:
+            builder = builder.when(v.is_not_null(), v)
+        return builder.otherwise(values[-1])
+
+    def visit_Like(self, node: exp.Like) -> Expr:
+        """LIKE with a literal pattern that is exact, 'prefix%' or '%part%' (no '_', no escapes)."""
+        pattern = self._text(node.expression, "LIKE's pattern")
+        body = pattern.strip("%")
+        if "_" in body or "%" in body or "\\" in pattern:
+            raise self.where.error(node.expression, "LIKE: only 'text', 'prefix%' and '%text%' patterns are supported")
+        value = self(node.this)
+        if pattern.startswith("%") and pattern.endswith("%") and len(pattern) > 1:
+            result = value.str.contains(body)
+        elif pattern.endswith("%"):
+            result = value.str.starts_with(body)
+        elif pattern.startswith("%"):
+            raise self.where.error(node.expression, "LIKE '%suffix' is not supported; 'prefix%' and '%text%' are")
+        else:
+            result = value == body
+        return ~result if node.args.get("negate") else result
+
+    def visit_RegexpExtract(self, node: exp.RegexpExtract) -> Expr:
+        pattern = self._text(node.expression, "REGEXP_EXTRACT's pattern")
+        group = node.args.get("group")
+        index = 0 if group is None else self._integer(group, "REGEXP_EXTRACT's group")
+        return self(node.this).str.regexp_extract(pattern, index)
+
+    def visit_Anonymous(self, node: exp.Anonymous) -> Expr:
+        name = str(node.this).upper()
+        args = node.expressions
+        if name == "DATE_FORMAT" and len(args) == 2:
+            fmt = java_time_format(self._text(args[1], "DATE_FORMAT's format"), args[1], self.where)
+            return self(args[0]).dt.strftime(fmt)
+        if name == "SPLIT_INDEX" and len(args) == 3:
+            return self(args[0]).str.split_index(self._text(args[1], "SPLIT_INDEX's separator"),
+                                                 self._integer(args[2], "SPLIT_INDEX's index"))
+        if name == "CHAR_LENGTH" and len(args) == 1:
+            return self(args[0]).str.length()
+        if name == "COUNT_CHAR" and len(args) == 2:  # Nexmark's UDF, a Darwin built-in
+            return self(args[0]).str.count_char(self._text(args[1], "COUNT_CHAR's character"))
+        if name == "PROCTIME":
+            raise self.where.error(node, "PROCTIME(): Darwin has no processing time; PROCTIME() AS name in a select "
+                                         "list or CREATE TABLE only names the time of a FOR SYSTEM_TIME AS OF lookup")
+        if name == "DAYOFWEEK" and len(args) == 1:
+            return self(args[0]).dt.day_of_week()
+        raise self.where.error(node, f"function {name}({len(args)} arguments) is not supported in Darwin's SQL")
+
+    def _text(self, node: exp.Expr, what: str) -> str:
+        if isinstance(node, exp.Literal) and node.is_string:
+            return str(node.this)
+        raise self.where.error(node, f"{what} must be a string literal")
+
+    def _integer(self, node: exp.Expr, what: str) -> int:
+        if isinstance(node, exp.Literal) and not node.is_string and node.this.lstrip("-").isdigit():
+            return int(node.this)
+        raise self.where.error(node, f"{what} must be an integer literal")
+

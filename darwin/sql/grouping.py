@@ -1,0 +1,208 @@
+"""GROUP BY and its aggregates, for a SELECT: windowed (window table functions, group windows,
+cascading windows), session and updating aggregations, and what the clauses after it see."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+import darwin.expr as dx
+from darwin.api import Table, WindowedTable
+from darwin.errors import SqlError
+from darwin.expr import Expr, col
+from darwin.plan import exprs as ex
+from darwin.plan.nodes import WINDOW_END, WINDOW_START
+from darwin.plan.window import Session, Slide, Tumble, Window
+from darwin.sql.dialect import Flink, WindowFunction
+from darwin.sql.errors import Located
+from darwin.sql.expressions import ExpressionTranslator, Scope, interval_ms
+from darwin.sql.relations import Bounds, Relation
+
+if TYPE_CHECKING:
+    from darwin.sql.translate import QueryPlanner
+
+AGGREGATES: dict[type, Callable[..., dx.Agg]] = {exp.Sum: dx.sum, exp.Min: dx.min, exp.Max: dx.max, exp.Avg: dx.avg}
+GROUP_WINDOW_BOUNDS = {f"{kind}_{end}": bound for kind in ("TUMBLE", "HOP", "SESSION")
+                       for end, bound in (("START", WINDOW_START), ("END", WINDOW_END))}
+
+
+def aggregate_calls(node: exp.Expr, out: list[exp.Expr]) -> list[exp.Expr]:
+    """The aggregate calls in ``node`` (with their FILTER), outside OVER windows."""
+    if isinstance(node, exp.Window):
+        return out
+    if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc) or isinstance(node, exp.AggFunc):
+        out.append(node)
+        return out
+    for child in node.iter_expressions():
+        aggregate_calls(child, out)
+    return out
+
+
+class GroupByClause:
+    """The GROUP BY part of ``SelectPlanner``: needs its node, planner and error location."""
+
+    node: exp.Select
+    planner: QueryPlanner
+    where: Located
+    window: Window | None
+
+    def error(self, node: exp.Expr | None, message: str) -> SqlError:
+        return self.where.error(node, message)
+
+    def translator(self, rel: Relation, replaced: dict[str, Expr] | None = None) -> ExpressionTranslator:
+        return ExpressionTranslator(rel.scope, self.where, rel.table.plan.schema, replaced)
+
+    def group_by(self, rel: Relation) -> tuple[Relation, dict[str, Expr]]:
+        node = self.node
+        group = node.args.get("group")
+        calls: list[exp.Expr] = []
+        for item in node.expressions:
+            aggregate_calls(item, calls)
+        if node.args.get("having") is not None:
+            aggregate_calls(node.args["having"], calls)
+        if group is None and not calls:
+            return rel, {}
+        aliases = {i.this.sql(dialect=Flink): i.alias for i in node.expressions if isinstance(i, exp.Alias)}
+        translate = self.translator(rel)
+        plain: list[str] = []
+        computed: dict[str, Expr] = {}
+        replaced: dict[str, Expr] = {}
+        bounds = False
+        cascade: list[str] = []  # the window bounds of a windowed aggregation below, grouped by again
+        group_window: tuple[WindowFunction, Any] | None = None
+        for g in group.expressions if group is not None else []:
+            if isinstance(g, WindowFunction):
+                group_window = (g, self._group_window(g, rel))
+                continue
+            if isinstance(g, exp.Column):
+                column = translate(g).node
+                assert isinstance(column, ex.Column)
+                if column.name in (WINDOW_START, WINDOW_END) and (rel.windowed is not None or rel.session):
+                    bounds = True
+                    continue
+                if rel.bounds is not None and column.name in (rel.bounds.start, rel.bounds.end):
+                    cascade.append(column.name)
+                    continue
+                plain.append(column.name)
+                continue
+            text = g.sql(dialect=Flink)
+            name = aliases.get(text) or f"EXPR${len(computed)}"
+            computed[name] = translate(g)
+            replaced[text] = col(name)
+        aggs: dict[str, dx.Agg] = {}
+        for i, call in enumerate(calls):
+            text = call.sql(dialect=Flink)
+            if text in replaced:
+                continue
+            name = aliases.get(text) or f"$agg{i}"
+            aggs[name] = self._aggregate(call, rel)
+            replaced[text] = col(name)
+        if not aggs:  # GROUP BY only to group: Darwin's aggregations need an aggregate, dropped by the select
+            aggs["$count"] = dx.count()
+        if cascade and rel.bounds is not None and not computed:
+            table = self._cascade(node, rel, rel.bounds, plain, aggs)
+            self.window = rel.bounds.window
+        else:
+            plain += cascade
+            table = self._grouped(node, rel, plain, computed, aggs, bounds, group_window)
+            if bounds and rel.windowed is not None:
+                self.window = rel.windowed.plan.window
+            elif group_window is not None and isinstance(group_window[1], WindowedTable):
+                self.window = group_window[1].plan.window
+        for item in node.expressions:  # TUMBLE_START(...) and friends of a group window
+            for f in item.find_all(exp.Anonymous):
+                bound = GROUP_WINDOW_BOUNDS.get(str(f.this).upper())
+                if bound is not None:
+                    if group_window is None:
+                        raise self.error(f, f"{f.this} needs a group window in GROUP BY")
+                    replaced[f.sql(dialect=Flink)] = col(bound)
+        kept = set(table.columns)
+        visible = [e for e in rel.scope.entries if e.column in kept and e.column not in aggs]
+        scope = Scope(visible, frozenset(e.name for e in rel.scope.entries) - {e.name for e in visible})
+        return Relation(table, scope), replaced
+
+    def _grouped(self, node: exp.Expr, rel: Relation, plain: list[str], computed: dict[str, Expr],
+                 aggs: dict[str, dx.Agg], bounds: bool, group_window: tuple[WindowFunction, Any] | None) -> Table:
+        def build() -> Table:
+            if group_window is not None:
+                windowed = group_window[1]
+                if computed:
+                    raise self.error(group_window[0], "computed group keys with a group window are not supported")
+                return windowed.group_by(*plain).agg(**aggs)
+            if rel.session is not None:
+                source, window, keys = rel.session
+                if not bounds or set(plain) != set(keys):
+                    raise self.error(node, f"a SESSION table function is aggregated by its PARTITION BY columns "
+                                           f"{list(keys)} and window_start, window_end")
+                return source.window(window).group_by(*plain).agg(**aggs)
+            if bounds and rel.windowed is not None:
+                if computed:
+                    raise self.error(node, "computed group keys in a windowed aggregation are not supported; "
+                                           "compute them in a view below the TUMBLE/HOP")
+                return rel.windowed.group_by(*plain).agg(**aggs)
+            return rel.table.group_by(*plain, **computed).agg(**aggs)
+        result: Table = self.planner._located(node, build)
+        return result
+
+    def _cascade(self, node: exp.Expr, rel: Relation, bounds: Bounds, keys: list[str],
+                 aggs: dict[str, dx.Agg]) -> Table:
+        """GROUP BY the window bounds of a windowed aggregation's result (Flink's cascading window):
+        a tumbling window of the slide over the window ends, whose every window holds the rows of
+        one window, with the bounds computed back from its start."""
+        window = bounds.window
+        on = bounds.end or bounds.start
+        assert on is not None
+        start = col(WINDOW_START)
+
+        def build() -> Table:
+            grouped = rel.table.window(Tumble(window.slide_ms, on=on)).group_by(*keys).agg(**aggs)
+            if bounds.end is None:  # only the starts: the tumble over them starts at each start
+                return grouped.with_columns(**{on: start})
+            restored = {bounds.end: start}
+            if bounds.start is not None:
+                restored[bounds.start] = start - window.size_ms
+            return grouped.with_columns(**restored)
+        result: Table = self.planner._located(node, build)
+        return result
+
+    def _group_window(self, g: WindowFunction, rel: Relation) -> Any:
+        """A group window of GROUP BY: ``TUMBLE(ts, size)``, ``HOP(ts, slide, size)``, ``SESSION(ts, gap)``."""
+        args = g.expressions
+        if not args or not isinstance(args[0], exp.Column):
+            raise self.error(g, f"{g.kind} in GROUP BY takes the time column first, e.g. {g.kind}(ts, INTERVAL ...)")
+        on = self.translator(rel)(args[0]).node
+        assert isinstance(on, ex.Column)
+        intervals = [interval_ms(a, self.where) for a in args[1:]]
+        if g.kind == "SESSION" and len(intervals) == 1:
+            window: Any = Session(intervals[0], on=on.name)
+        elif g.kind == "TUMBLE" and len(intervals) == 1:
+            window = Tumble(intervals[0], on=on.name)
+        elif g.kind == "HOP" and len(intervals) == 2:
+            window = Slide(intervals[1], intervals[0], on=on.name)
+        else:
+            raise self.error(g, f"{g.kind} group window with {len(intervals)} intervals is not supported")
+        return self.planner._located(g, lambda: rel.table.window(window))
+
+    def _aggregate(self, call: exp.Expr, rel: Relation) -> dx.Agg:
+        """The aggregate of ``call``; AVG is a DOUBLE (Flink's AVG of a BIGINT is a BIGINT)."""
+        translate = self.translator(rel)
+        condition = None
+        if isinstance(call, exp.Filter):
+            condition = translate(call.expression.this)
+            call = call.this
+        arg = call.this
+        if isinstance(call, exp.Count):
+            if isinstance(arg, exp.Star) or arg is None:
+                return dx.count(filter=condition)
+            if isinstance(arg, exp.Distinct):
+                if len(arg.expressions) != 1:
+                    raise self.error(call, "COUNT(DISTINCT ...) of one expression is supported")
+                return dx.count_distinct(translate(arg.expressions[0]), filter=condition)
+            return dx.count(translate(arg), filter=condition)
+        make = AGGREGATES.get(type(call))
+        if make is None or isinstance(arg, exp.Distinct):
+            raise self.error(call, f"aggregate {call.sql(dialect=Flink)} is not supported; COUNT, COUNT(DISTINCT), "
+                                   "SUM, MIN, MAX and AVG are")
+        return make(translate(arg), filter=condition)

@@ -1,0 +1,78 @@
+"""What the SQL planner works on: relations (a table and the columns SQL can name), the catalog of
+named tables, and what a query passes on to the one around it (window bounds, a top-N request)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from darwin.api import Table, WindowedTable
+from darwin.plan.window import SessionWindow, Window
+from darwin.sql.expressions import Entry, Scope
+
+
+@dataclass
+class Relation:
+    """A FROM item or a join of them: the table, the columns SQL can name, and what it came from."""
+
+    table: Table
+    scope: Scope
+    windowed: WindowedTable | None = None  # a TUMBLE/HOP table function: grouping by its bounds aggregates it
+    session: tuple[Table, SessionWindow, tuple[str, ...]] | None = None  # a SESSION table function
+    lookup: bool = False  # FOR SYSTEM_TIME AS OF: the static side of a lookup join
+    bounds: Bounds | None = None  # the window bounds a windowed aggregation's result passes on
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The columns of a windowed aggregation's result that hold its windows' start and end (either
+    may be missing), and the window: grouping by them again is Flink's cascading window."""
+
+    start: str | None
+    end: str | None
+    window: Window
+
+
+def relation(table: Table, qualifier: str | None) -> Relation:
+    return Relation(table, Scope([Entry(qualifier, n, n) for n in table.columns]))
+
+
+@dataclass
+class RankRequest:
+    """An outer ``WHERE rn <= n`` over a subquery selecting ``ROW_NUMBER() OVER (...) AS rn``."""
+
+    alias: str
+    n: int
+    keep_rank: bool
+
+
+@dataclass
+class Catalog:
+    """Named tables a query can read: views, registered tables, and the tables of CREATE TABLE
+    (built on first use by ``resolve``)."""
+
+    tables: dict[str, Table] = field(default_factory=dict)
+    resolve: Callable[[str], Table | None] = lambda name: None
+
+    def get(self, name: str) -> Table | None:
+        table = self.tables.get(name)
+        if table is None:
+            table = self.resolve(name)
+            if table is not None:
+                self.tables[name] = table
+        return table
+
+    def child(self) -> Catalog:
+        return Catalog(dict(self.tables), self.resolve)
+
+
+def conjuncts(node: exp.Expr | None) -> list[exp.Expr]:
+    if node is None:
+        return []
+    if isinstance(node, exp.Paren):
+        return conjuncts(node.this)
+    if isinstance(node, exp.And):
+        return conjuncts(node.this) + conjuncts(node.expression)
+    return [node]

@@ -1,0 +1,196 @@
+"""SQL scripts: ``CREATE TABLE ... WITH (...)``, ``CREATE VIEW``, ``INSERT INTO`` and queries.
+
+``plan_script`` parses and plans every statement without running anything; ``sql`` returns the
+table of a query, ``sql_job`` runs a script's INSERT INTO statements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from darwin.api import Table
+from darwin.config import Config
+from darwin.errors import SqlError
+from darwin.expr import col
+from darwin.io.sinks import Sink
+from darwin.runtime.job import JobResult
+from darwin.sql.connectors import TableSpec, connector
+from darwin.sql.dialect import Flink, Watermark
+from darwin.sql.errors import Located
+from darwin.sql.expressions import interval_ms, sql_type
+from darwin.sql.relations import Catalog
+from darwin.sql.translate import QueryPlanner
+from darwin.types import DType
+
+
+@dataclass(frozen=True)
+class Insert:
+    """An ``INSERT INTO target SELECT ...``: the query's table (named as the target's columns) and
+    the target's sink."""
+
+    target: str
+    table: Table
+    sink: Sink
+
+
+@dataclass
+class Script:
+    """What a script declares and what it inserts, planned."""
+
+    specs: dict[str, TableSpec] = field(default_factory=dict)
+    catalog: Catalog = field(default_factory=Catalog)
+    inserts: list[Insert] = field(default_factory=list)
+    query: Table | None = None  # the last statement, if it is a query
+
+
+def parse(text: str) -> list[exp.Expr]:
+    """The statements of ``text``, parsed as Flink SQL; a syntax error names its line and column."""
+    try:
+        return [s for s in sqlglot.parse(text, read=Flink) if s is not None]
+    except ParseError as e:
+        first = e.errors[0] if e.errors else {}
+        where = f"line {first.get('line')}, column {first.get('col')}: " if first.get("line") else ""
+        raise SqlError(f"{where}{first.get('description', str(e))}") from None
+
+
+def plan_script(text: str, tables: Mapping[str, Table] | None = None) -> Script:
+    """Plan every statement of ``text``; ``tables`` are tables the script can read by name."""
+    where = Located(text)
+    script = Script()
+    for name, table in (tables or {}).items():
+        if not isinstance(table, Table):
+            raise SqlError(f"tables={{{name!r}: ...}}: a table is a dw.Table (from dw.from_arrow, dw.read_parquet, "
+                           f"a query...), got {type(table).__name__}")
+
+    def resolve(name: str) -> Table | None:
+        spec = script.specs.get(name)
+        if spec is None:
+            return None
+        table = connector(spec.options.get("connector", ""), name).source(spec)
+        if spec.proctime:
+            planner.record_proctime(table, frozenset(spec.proctime))
+        return table
+
+    script.catalog = Catalog(dict(tables or {}), resolve)
+    planner = QueryPlanner(script.catalog, where)
+    for statement in parse(text):
+        script.query = None
+        if isinstance(statement, exp.Create):
+            kind = str(statement.args.get("kind", "")).upper()
+            if kind == "TABLE":
+                spec = table_spec(statement, where)
+                script.specs[spec.name] = spec
+                script.catalog.tables.pop(spec.name, None)
+            elif kind == "VIEW":
+                script.catalog.tables[statement.this.name] = planner.query(statement.expression)
+            else:
+                raise where.error(statement, f"CREATE {kind} is not supported; CREATE TABLE and CREATE VIEW are")
+        elif isinstance(statement, exp.Insert):
+            script.inserts.append(insert(statement, script, planner, where))
+        elif isinstance(statement, (exp.Select, exp.Union, exp.Subquery)):
+            script.query = planner.query(statement)
+        else:
+            raise where.error(statement, f"{type(statement).__name__} statements are not supported; CREATE TABLE, "
+                                         "CREATE VIEW, INSERT INTO and queries are")
+    return script
+
+
+def table_spec(node: exp.Create, where: Located) -> TableSpec:
+    schema = node.this
+    if not isinstance(schema, exp.Schema):
+        raise where.error(node, "CREATE TABLE needs its columns: CREATE TABLE t (a BIGINT, ...) WITH (...)")
+    name = schema.this.name
+    columns, time_column, delay = [], None, None
+    proctime: list[str] = []
+    for item in schema.expressions:
+        if isinstance(item, exp.ColumnDef):
+            if item.args.get("kind") is None:
+                computed = item.find(exp.ComputedColumnConstraint)
+                if computed is not None and isinstance(computed.this, exp.Anonymous) \
+                        and str(computed.this.this).upper() == "PROCTIME":
+                    proctime.append(item.name)
+                    continue
+                raise where.error(item, f"column {item.name!r} needs a type (computed columns other than "
+                                        "PROCTIME() are not supported)")
+            columns.append((item.name, sql_type(item.args["kind"], where)))
+        elif isinstance(item, Watermark):
+            time_column, delay = item.this.name, watermark_delay(item, where)
+        else:
+            raise where.error(item, f"{item.sql(dialect=Flink)} is not supported in CREATE TABLE")
+    options: dict[str, str] = {}
+    partition: tuple[str, ...] = ()
+    for prop in node.args["properties"].expressions if node.args.get("properties") else []:
+        if isinstance(prop, exp.PartitionedByProperty):  # a Property too: first
+            partition = tuple(c.name for c in prop.this.expressions)
+        elif isinstance(prop, exp.Property) and isinstance(prop.this, exp.Literal) \
+                and isinstance(prop.args.get("value"), exp.Literal):
+            options[prop.name] = prop.args["value"].name
+        else:
+            raise where.error(prop, f"{prop.sql(dialect=Flink)} is not supported in CREATE TABLE")
+    if "connector" not in options:
+        raise where.error(node, f"table {name}: say where it is with WITH ('connector' = '...')")
+    if time_column is not None and time_column not in dict(columns):
+        raise where.error(schema, f"WATERMARK FOR {time_column}: no such column in {name}")
+    return TableSpec(name, tuple(columns), options, time_column, delay, partition, tuple(proctime))
+
+
+def watermark_delay(node: Watermark, where: Located) -> int:
+    """``WATERMARK FOR ts AS ts - INTERVAL 'n' UNIT`` (or ``AS ts``): the delay in ms."""
+    e = node.expression
+    if isinstance(e, exp.Column) and e.name == node.this.name:
+        return 0
+    if isinstance(e, exp.Sub) and isinstance(e.this, exp.Column) and e.this.name == node.this.name:
+        return interval_ms(e.expression, where)
+    raise where.error(node, f"WATERMARK FOR {node.this.name} AS {node.this.name} - INTERVAL '...' SECOND is the "
+                            "supported form")
+
+
+def insert(node: exp.Insert, script: Script, planner: QueryPlanner, where: Located) -> Insert:
+    target = node.this
+    columns = None
+    if isinstance(target, exp.Schema):
+        columns = [c.name for c in target.expressions]
+        target = target.this
+    spec = script.specs.get(target.name)
+    if spec is None:
+        raise where.error(target, f"INSERT INTO {target.name}: declare the table first with CREATE TABLE")
+    table = planner.query(node.expression)
+    names = columns or spec.names
+    if len(names) != len(table.columns):
+        raise where.error(node.expression, f"INSERT INTO {target.name}: the query has {len(table.columns)} columns, "
+                                           f"the table {len(names)}")
+    declared = dict(spec.columns) if columns is None else {n: dict(spec.columns).get(n) for n in names}
+    values, cast = {}, False
+    for name, produced in zip(names, table.plan.schema.fields):  # by position, as SQL does
+        want, value = declared.get(name), col(produced.name)
+        if want is not None and produced.dtype is not None and produced.dtype is not want:
+            if not (want is DType.FLOAT64 and produced.dtype is DType.INT64):  # Flink's implicit widening
+                raise where.error(node.expression, f"INSERT INTO {target.name}: column {name} is {want.value} in "
+                                                   f"the table, the query gives {produced.dtype.value}")
+            value, cast = value.cast(want), True
+        values[name] = value
+    if cast or table.columns != names:
+        table = table.select(**values)
+    sink = planner._located(target, lambda: connector(spec.options["connector"], spec.name).sink(spec))
+    return Insert(target.name, table, sink)
+
+
+def sql(text: str, tables: Mapping[str, Table] | None = None) -> Table:
+    """The table of the query ending ``text`` (after any CREATE TABLE/VIEW statements)."""
+    script = plan_script(text, tables)
+    if script.query is None:
+        raise SqlError("sql() needs a query as the last statement; run INSERT INTO scripts with sql_job()")
+    return script.query
+
+
+def sql_job(script: str, tables: Mapping[str, Table] | None = None, config: Config | None = None) -> list[JobResult]:
+    """Run every INSERT INTO of ``script`` into its table's sink; the jobs' results in order."""
+    planned = plan_script(script, tables)
+    if not planned.inserts:
+        raise SqlError("sql_job() found no INSERT INTO statement to run")
+    return [i.table.sink(i.sink).run(config) for i in planned.inserts]

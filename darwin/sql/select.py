@@ -1,0 +1,349 @@
+"""One SELECT planned clause by clause: FROM (relations, joins, window table functions), WHERE,
+GROUP BY (``darwin.sql.grouping``), HAVING, the select list, and the top-N of a ROW_NUMBER filtered
+by the query around it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+import darwin.expr as dx
+from darwin.api import Table, desc
+from darwin.expr import Expr, col
+from darwin.plan import exprs as ex
+from darwin.plan.exprs import type_of
+from darwin.plan.nodes import WINDOW_END, WINDOW_START, joined_names
+from darwin.plan.window import Window
+from darwin.sql.dialect import Flink
+from darwin.sql.expressions import Entry, ExpressionTranslator, Scope
+from darwin.sql.grouping import AGGREGATES, GroupByClause
+from darwin.sql.relations import Bounds, RankRequest, Relation, conjuncts, relation
+from darwin.types import DType
+
+if TYPE_CHECKING:
+    from darwin.sql.translate import QueryPlanner
+
+
+def _row_number(item: exp.Expr) -> exp.Window | None:
+    inner = item.this if isinstance(item, exp.Alias) else item
+    return inner if isinstance(inner, exp.Window) and isinstance(inner.this, exp.RowNumber) else None
+
+
+class SelectPlanner(GroupByClause):
+    """One SELECT, clause by clause."""
+
+    def __init__(self, planner: QueryPlanner, node: exp.Select) -> None:
+        self.planner, self.node, self.where = planner, node, planner.where
+        self.pool = conjuncts(node.args["where"].this) if node.args.get("where") else []
+        self.window: Window | None = None  # the window of this SELECT's windowed aggregation, if any
+        self.ranked: str | None = None  # the rank column a window top-N added, when the query selects it
+
+    def plan(self, rank: RankRequest | None) -> Table:
+        node = self.node
+        for unsupported in ("order", "limit", "offset", "distinct"):
+            clause = node.args.get(unsupported)
+            if clause:
+                placed = isinstance(clause, exp.Expr) and self.where.position(clause) is not None
+                raise self.error(clause if placed else node,
+                                 f"{unsupported.upper()} is not supported on a stream in Darwin's SQL")
+        rel = self.from_clause()
+        if rank is not None and rel.windowed is not None and not self.pool and node.args.get("group") is None:
+            rank = self._window_top_n(rel, rank)
+        if self.pool:
+            predicate = self._and([self.translator(rel)(c) for c in self.pool])
+            rel.table = self.planner._located(self.pool[0], lambda: rel.table.filter(predicate))
+        rel, replaced = self.group_by(rel)
+        having = node.args.get("having")
+        if having is not None:
+            predicate = self.translator(rel, replaced)(having.this)
+            rel.table = self.planner._located(having, lambda: rel.table.filter(predicate))
+        return self.select_list(rel, replaced, rank)
+
+    @staticmethod
+    def _and(parts: list[Expr]) -> Expr:
+        out = parts[0]
+        for p in parts[1:]:
+            out = out & p
+        return out
+
+    # -- FROM and joins --------------------------------------------------------------------
+    def from_clause(self) -> Relation:
+        from_ = self.node.args.get("from_") or self.node.args.get("from")
+        if from_ is None:
+            raise self.error(self.node, "a SELECT needs FROM: Darwin's SQL reads streams and tables")
+        joins = self.node.args.get("joins") or []
+        first = from_.this
+        if not joins and isinstance(first, exp.Subquery):
+            request = self._rank_request(first)
+            if request is not None:
+                return relation(self.planner.query(first.this, request), first.alias or None)
+        rel = self.planner.from_item(first)
+        inner = all(not j.args.get("side") for j in joins)
+        for j in joins:
+            right = self.planner.from_item(j.this)
+            conditions = conjuncts(j.args.get("on"))
+            if j.args.get("using"):
+                raise self.error(j, "JOIN ... USING is not supported; write ON a.x = b.x")
+            if inner:
+                taken = [c for c in self.pool if self._sides(c, rel, right) == {"left", "right"}]
+                self.pool = [c for c in self.pool if not any(c is t for t in taken)]
+                conditions += taken
+            how = str(j.args.get("side") or "inner").lower()
+            rel = self.join(j, rel, right, conditions, how)
+        return rel
+
+    def _sides(self, node: exp.Expr, left: Relation, right: Relation) -> set[str]:
+        """Which sides the columns of ``node`` come from; 'neither' for one neither has."""
+        sides = set()
+        for c in node.find_all(exp.Column):
+            if isinstance(c.this, exp.Star):
+                continue
+            in_left = bool(left.scope.lookup(c.name, c.table or None))
+            in_right = bool(right.scope.lookup(c.name, c.table or None))
+            sides.add("left" if in_left and not in_right else "right" if in_right and not in_left
+                      else "neither" if not in_left else "both")
+        return sides
+
+    def join(self, node: exp.Join, left: Relation, right: Relation, conditions: list[exp.Expr],
+             how: str) -> Relation:
+        left_keys, right_keys, rest = [], [], []
+        for c in conditions:
+            if isinstance(c, exp.EQ):
+                a, b = self._sides(c.this, left, right), self._sides(c.expression, left, right)
+                if a == {"left"} and b == {"right"}:
+                    left_keys.append(self.translator(left)(c.this))
+                    right_keys.append(self.translator(right)(c.expression))
+                    continue
+                if a == {"right"} and b == {"left"}:
+                    left_keys.append(self.translator(left)(c.expression))
+                    right_keys.append(self.translator(right)(c.this))
+                    continue
+            rest.append(c)
+        if not left_keys:
+            raise self.error(node, "a join needs an equality between a column of each side (ON a.x = b.y); "
+                                   "cross joins are not supported")
+        names = joined_names(tuple(left.table.columns), tuple(right.table.columns), "_right")
+        scope = Scope(left.scope.entries + [Entry(e.qualifier, e.name, names[e.column]) for e in right.scope.entries],
+                      proctime=left.scope.proctime | right.scope.proctime)
+        if right.lookup:
+            self._check_as_of(node.this, left)
+        pairs = list(zip(left_keys, right_keys))
+
+        def joined(where: Expr | None) -> Table:
+            other: Any = right.table.lookup() if right.lookup else right.table
+            return self.planner._located(node, lambda: left.table.join(other, on=pairs, how=how, where=where))
+
+        result = joined(None)
+        if rest:  # the other conditions are over the joined columns: typed against the join without them
+            result = joined(self._and([self.translator(Relation(result, scope))(c) for c in rest]))
+        return Relation(result, scope)
+
+    def _check_as_of(self, table: exp.Expr, left: Relation) -> None:
+        """``FOR SYSTEM_TIME AS OF`` names a PROCTIME() attribute or a time column of the left side.
+        The lookup table is bounded and loaded once, so every time sees the same rows."""
+        version = table.args.get("version")
+        when = version.expression if version is not None else None
+        if not isinstance(when, exp.Column):
+            raise self.error(when or table, "FOR SYSTEM_TIME AS OF takes a column of the left side")
+        if when.name in left.scope.proctime:
+            return
+        value = self.translator(left)(when).node
+        if type_of(value, left.table.plan.schema, "FOR SYSTEM_TIME AS OF").dtype is not DType.TIMESTAMP:
+            raise self.error(when, f"FOR SYSTEM_TIME AS OF {when.sql(dialect=Flink)}: not a time column")
+
+    def _rank_request(self, sub: exp.Subquery) -> RankRequest | None:
+        """The top-N asked of a subquery selecting ROW_NUMBER(): its bound, taken out of this WHERE."""
+        inner = sub.this
+        if not isinstance(inner, exp.Select):
+            return None
+        numbered = [item for item in inner.expressions if _row_number(item) is not None]
+        if not numbered:
+            return None
+        alias = numbered[0].alias
+        if not alias:
+            raise self.error(numbered[0], "name ROW_NUMBER() OVER (...) with AS, and filter on it: WHERE rn <= N")
+        items = self.node.expressions
+        selects_rank = any(isinstance(i, exp.Star) or isinstance(i, exp.Column) and isinstance(i.this, exp.Star)
+                           for i in items) or any(c.name == alias for i in items for c in i.find_all(exp.Column))
+        for condition in self.pool:
+            bound = self._rank_bound(condition, alias)
+            if bound is not None:
+                self.pool = [p for p in self.pool if p is not condition]
+                return RankRequest(alias, bound, selects_rank)
+        raise self.error(numbered[0], f"ROW_NUMBER() is only supported as a top-N: filter it with WHERE {alias} <= N")
+
+    @staticmethod
+    def _rank_bound(c: exp.Expr, alias: str) -> int | None:
+        if isinstance(c, (exp.LTE, exp.LT, exp.EQ)) and isinstance(c.this, exp.Column) and c.this.name == alias \
+                and isinstance(c.expression, exp.Literal) and not c.expression.is_string:
+            n = int(c.expression.this)
+            if isinstance(c, exp.EQ) and n != 1:
+                return None
+            return n - 1 if isinstance(c, exp.LT) else n
+        return None
+    # -- the select list ---------------------------------------------------------------------
+    def select_list(self, rel: Relation, replaced: dict[str, Expr], rank: RankRequest | None) -> Table:
+        translate = self.translator(rel, replaced)
+        named: dict[str, Any] = {}
+        numbered: tuple[str, exp.Window] | None = None
+        proctime: set[str] = set()
+
+        def add(name: str, value: Any) -> None:
+            unique, k = name, 0
+            while unique in named:
+                unique, k = f"{name}{k}", k + 1
+            named[unique] = value
+
+        for i, item in enumerate(self.node.expressions):
+            if isinstance(item, exp.Star) or isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+                qualifier = item.table or None if isinstance(item, exp.Column) else None
+                entries = [e for e in rel.scope.entries if qualifier is None or e.qualifier == qualifier]
+                if qualifier is not None and not entries:
+                    raise self.error(item, f"{qualifier}.*: no table {qualifier!r} here")
+                for e in entries:
+                    add(e.name, col(e.column))
+                continue
+            value = item.this if isinstance(item, exp.Alias) else item
+            name = item.alias if isinstance(item, exp.Alias) else item.name if isinstance(item, exp.Column) \
+                else f"EXPR${i}"
+            window = _row_number(item)
+            if window is not None and self.ranked is not None and name == self.ranked:
+                add(name, col(name))  # ranked already, by a window top-N
+                continue
+            if window is not None:
+                if rank is None or name != rank.alias:
+                    raise self.error(item, "ROW_NUMBER() is only supported as a top-N: filter it in an outer query "
+                                           "with WHERE rn <= N")
+                numbered = (name, window)
+                continue
+            if isinstance(value, exp.Anonymous) and str(value.this).upper() == "PROCTIME" and not value.expressions:
+                proctime.add(name)  # not a column: Darwin has no processing time (see record_proctime)
+                continue
+            if isinstance(value, exp.Window):
+                add(name, self._over(value, rel, translate))
+                continue
+            add(name, translate(value))
+        if not named:
+            raise self.error(self.node, "a SELECT needs at least one column besides PROCTIME()")
+        table = self.planner._located(self.node, lambda: rel.table.select(**named))
+        if proctime:
+            self.planner.record_proctime(table, frozenset(proctime))
+        if self.window is not None:
+            self._record_bounds(table, named)
+        if rank is None:
+            return table
+        if numbered is None:
+            raise self.error(self.node, f"no ROW_NUMBER() ... AS {rank.alias} in this SELECT")
+        return self._top_n(table, named, numbered, rank, translate)
+
+    def _window_top_n(self, rel: Relation, rank: RankRequest) -> RankRequest | None:
+        """Flink's window top-N: ROW_NUMBER over a window table function, partitioned by window_start
+        and window_end, is the top-N of each window, emitted once when it closes (an appending
+        result). Ranked here, before the select list; otherwise (other partitions) the request
+        stands and the select list ranks its rows as an updating top-N."""
+        assert rel.windowed is not None
+        item = next(i for i in self.node.expressions if _row_number(i) is not None and i.alias == rank.alias)
+        window = _row_number(item)
+        assert window is not None
+        translate = self.translator(rel)
+        names = [translate(p).node for p in window.args.get("partition_by") or []]
+        order = window.args.get("order")
+        keys = [(translate(o.this).node, bool(o.args.get("desc"))) for o in (order.expressions if order else [])]
+        if not keys or not all(isinstance(n, ex.Column) for n in names + [k for k, _ in keys]):
+            return rank
+        by = [n.name for n in names if isinstance(n, ex.Column)]
+        if WINDOW_START not in by or WINDOW_END not in by:
+            return rank
+        order_by = [desc(k.name) if d else k.name for k, d in keys if isinstance(k, ex.Column)]
+        windowed = rel.windowed
+        rel.table = self.planner._located(window, lambda: windowed.top_n(
+            rank.n, by=[b for b in by if b not in (WINDOW_START, WINDOW_END)], order=order_by,
+            rank=rank.alias if rank.keep_rank else None))
+        if rank.keep_rank:
+            rel.scope.entries.append(Entry(None, rank.alias, rank.alias))
+            self.ranked = rank.alias
+        else:
+            self.node = self.node.copy()
+            self.node.set("expressions", [i for i in self.node.expressions if i is not item and
+                                          not (_row_number(i) is not None and i.alias == rank.alias)])
+        return None
+
+    def _record_bounds(self, table: Table, named: Mapping[str, Any]) -> None:
+        """Which selected columns are the window's bounds, for a cascading window above."""
+        assert self.window is not None
+        names = {v.node.name: n for n, v in named.items() if isinstance(v, Expr) and isinstance(v.node, ex.Column)}
+        start, end = names.get(WINDOW_START), names.get(WINDOW_END)
+        if start is not None or end is not None:
+            self.planner.record_bounds(table, Bounds(start, end, self.window))
+
+    def _over(self, window: exp.Window, rel: Relation, translate: ExpressionTranslator) -> Any:
+        """``agg(x) OVER (PARTITION BY ... ORDER BY ... ROWS BETWEEN n PRECEDING AND CURRENT ROW)``."""
+        call = window.this
+        make = AGGREGATES.get(type(call))
+        if isinstance(call, exp.Count):
+            agg = dx.count() if isinstance(call.this, exp.Star) else dx.count(translate(call.this))
+        elif make is not None:
+            agg = make(translate(call.this))
+        else:
+            raise self.error(window, f"{call.sql(dialect=Flink)} OVER (...) is not supported; COUNT, SUM, MIN, MAX "
+                                     "and AVG are")
+        by = [self._column_name(p, translate) for p in window.args.get("partition_by") or []]
+        order = window.args.get("order")
+        order_by = [desc(self._column_name(o.this, translate)) if o.args.get("desc")
+                    else self._column_name(o.this, translate) for o in (order.expressions if order else [])]
+        spec = window.args.get("spec")
+        if spec is None or str(spec.args.get("kind", "")).upper() != "ROWS" \
+                or str(spec.args.get("end", "")).upper() != "CURRENT ROW":
+            raise self.error(window, "OVER needs ROWS BETWEEN n PRECEDING AND CURRENT ROW")
+        start = spec.args.get("start")
+        if not isinstance(start, exp.Literal):
+            raise self.error(window, "OVER: only a number of PRECEDING rows is supported (not UNBOUNDED)")
+        return self.planner._located(window, lambda: agg.over(partition_by=by, order_by=order_by,
+                                                              rows=(int(start.this), 0)))
+
+    def _column_name(self, node: exp.Expr, translate: ExpressionTranslator) -> str:
+        value = translate(node).node
+        if not isinstance(value, ex.Column):
+            raise self.error(node, "PARTITION BY and ORDER BY of a window take columns")
+        return value.name
+
+    def _top_n(self, table: Table, named: Mapping[str, Any], numbered: tuple[str, exp.Window],
+               rank: RankRequest, translate: ExpressionTranslator) -> Table:
+        """The selected rows ranked by the ROW_NUMBER window: its PARTITION BY and ORDER BY name
+        selected expressions, or hidden columns added for the ranking and dropped after it."""
+        name, window = numbered
+        outputs = {v.node: n for n, v in named.items() if isinstance(v, Expr)}
+        hidden: dict[str, Expr] = {}
+
+        def column_for(node: exp.Expr) -> str:
+            value = translate(node)
+            if value.node in outputs:
+                return outputs[value.node]
+            key = f"$rank{len(hidden)}"
+            hidden[key] = value
+            outputs[value.node] = key
+            return key
+
+        by = [column_for(p) for p in window.args.get("partition_by") or []]
+        order = window.args.get("order")
+        keys = [(column_for(o.this), bool(o.args.get("desc"))) for o in (order.expressions if order else [])]
+        if not keys:
+            raise self.error(window, "ROW_NUMBER() needs ORDER BY")
+        if hidden:
+            table = self.planner._located(window, lambda: table.with_columns(**hidden))
+        schema = table.plan.schema
+        single_time = len(keys) == 1 and schema.field(keys[0][0]).dtype is DType.TIMESTAMP
+        if rank.n == 1 and single_time and not rank.keep_rank:
+            column, descending = keys[0]
+            result = self.planner._located(window, lambda: table.deduplicate(
+                on=by, keep="last" if descending else "first", order=column))
+        else:
+            order_by = [desc(c) if d else c for c, d in keys]
+            result = self.planner._located(window, lambda: table.top_n(
+                rank.n, by=by, order=order_by, rank=name if rank.keep_rank else None))
+        wanted = list(named) + ([name] if rank.keep_rank else [])
+        if result.columns != wanted:
+            result = result.select(*wanted)
+        return result

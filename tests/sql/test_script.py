@@ -1,0 +1,187 @@
+"""Scripts of CREATE TABLE ... WITH (...), CREATE VIEW and INSERT INTO: connectors, jobs, errors."""
+
+from datetime import datetime
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import darwin as dw
+from darwin.errors import SqlError
+from darwin.sql import TableSpec, plan_script, register_connector
+
+ROWS = {"ts": [0, 1_000, 2_000, 11_000, 12_000, 25_000], "auction": [1, 1, 2, 1, 2, 2],
+        "price": [10, 30, 20, 5, 40, 15]}
+
+
+@pytest.fixture
+def bids_parquet(tmp_path):
+    path = tmp_path / "bids.parquet"
+    pq.write_table(pa.table({"ts": pa.array(ROWS["ts"], pa.timestamp("ms")), "auction": ROWS["auction"],
+                             "price": ROWS["price"]}), path)
+    return path
+
+
+def ddl(path, fmt="parquet", name="bids"):
+    return f"""
+    CREATE TABLE {name} (
+        ts TIMESTAMP(3),
+        auction BIGINT,
+        price BIGINT,
+        WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
+    ) WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = '{fmt}');
+    """
+
+
+def read_parts(directory):
+    return pa.concat_tables([pq.read_table(p) for p in sorted(directory.glob("**/*.parquet"))])
+
+
+def test_sql_job_runs_insert_into_a_parquet_table(tmp_path, bids_parquet):
+    out = tmp_path / "out"
+    script = ddl(bids_parquet) + f"""
+    CREATE TABLE totals (wstart TIMESTAMP(3), auction BIGINT, total BIGINT)
+    WITH ('connector' = 'filesystem', 'path' = '{out}', 'format' = 'parquet');
+
+    CREATE VIEW cheap AS SELECT * FROM bids WHERE price < 35;
+
+    INSERT INTO totals
+    SELECT window_start, auction, SUM(price)
+    FROM TABLE(TUMBLE(TABLE cheap, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+    GROUP BY auction, window_start, window_end;
+    """
+    results = dw.sql_job(script)
+    assert len(results) == 1
+    table = read_parts(out)
+    assert table.column_names == ["wstart", "auction", "total"]
+    rows = sorted((r["wstart"], r["auction"], r["total"]) for r in table.to_pylist())
+    assert rows == [(datetime(1970, 1, 1, 0, 0, 0), 1, 40), (datetime(1970, 1, 1, 0, 0, 0), 2, 20),
+                    (datetime(1970, 1, 1, 0, 0, 10), 1, 5), (datetime(1970, 1, 1, 0, 0, 20), 2, 15)]
+
+
+def test_csv_source_reads_declared_types(tmp_path):
+    path = tmp_path / "bids.csv"
+    path.write_text("1970-01-01 00:00:00,1,10\n1970-01-01 00:00:01,2,30\n")
+    out = dw.sql(ddl(path, "csv") + "SELECT auction, price FROM bids WHERE price > 15").collect()
+    assert out.to_pylist() == [{"auction": 2, "price": 30}]
+
+
+def test_registered_connector_and_insert_by_position(bids_parquet):
+    made = []
+
+    class Doubling:
+        def source(self, spec: TableSpec) -> dw.Table:
+            made.append(spec)
+            return dw.read_parquet(bids_parquet, time=spec.time_column).select(
+                "ts", "auction", price=dw.col("price") * 2)
+
+        def sink(self, spec):
+            return dw.sinks.Blackhole()
+
+    register_connector("doubling", Doubling())
+    script = plan_script("""
+        CREATE TABLE d (ts TIMESTAMP(3), auction BIGINT, price BIGINT, WATERMARK FOR ts AS ts)
+        WITH ('connector' = 'doubling', 'x.y' = 'z');
+        CREATE TABLE sink (a BIGINT, p BIGINT) WITH ('connector' = 'doubling');
+        INSERT INTO sink SELECT auction, price FROM d WHERE auction = 2;
+    """)
+    assert made[0].options == {"connector": "doubling", "x.y": "z"}
+    assert made[0].time_column == "ts" and made[0].max_delay_ms == 0
+    insert = script.inserts[0]
+    assert insert.target == "sink" and insert.table.columns == ["a", "p"]
+    assert sorted(insert.table.collect()["p"].to_pylist()) == [30, 40, 80]
+
+
+def test_sql_with_tables_and_views_before_the_query():
+    t = dw.from_arrow(pa.table({"k": [1, 2, 3]}))
+    out = dw.sql("CREATE VIEW v AS SELECT k * 10 AS k10 FROM t;\nSELECT k10 FROM v WHERE k10 > 10", tables={"t": t})
+    assert out.collect()["k10"].to_pylist() == [20, 30]
+
+
+@pytest.mark.parametrize(("tail", "match"), [
+    ("CREATE TABLE o (a BIGINT) WITH ('connector' = 'nowhere');\nINSERT INTO o SELECT auction FROM bids;",
+     r"line 3, column 13: table o: unknown connector 'nowhere'"),
+    ("CREATE TABLE o (a BIGINT) WITH ('connector' = 'filesystem');\nINSERT INTO o SELECT auction FROM bids;",
+     r"line 3, column 13: table o: connector 'filesystem' needs the option 'path'"),
+    ("CREATE TABLE o (a BIGINT) WITH ('connector' = 'blackhole');\nINSERT INTO o SELECT auction, price FROM bids;",
+     r"line 3, column 22: INSERT INTO o: the query has 2 columns, the table 1"),
+    ("CREATE TABLE o (a VARCHAR) WITH ('connector' = 'blackhole');\nINSERT INTO o SELECT auction FROM bids;",
+     r"line 3, column 22: INSERT INTO o: column a is string in the table, the query gives int64"),
+    ("INSERT INTO nowhere SELECT auction FROM bids;", r"line 2, column 13: INSERT INTO nowhere: declare the table"),
+    ("CREATE TABLE o (a BIGINT) WITH ('connector' = 'blackhole');\nINSERT INTO o SELECT auction FROM o;",
+     r"line 3, column 35: table o: a blackhole table can only be written to"),
+])
+def test_script_errors(bids_parquet, tail, match):
+    script = f"CREATE TABLE bids (ts TIMESTAMP(3), auction BIGINT, price BIGINT) WITH ('connector' = " \
+             f"'filesystem', 'path' = '{bids_parquet}');\n" + tail
+    with pytest.raises(SqlError, match=match):
+        dw.sql_job(script)
+
+
+def test_declared_type_must_match_the_source(bids_parquet):
+    with pytest.raises(SqlError, match=r"line 2, column 19: table b: column 'price' is declared string but the "
+                                       "source has int64"):
+        dw.sql(f"CREATE TABLE b (price VARCHAR) WITH ('connector' = 'filesystem', 'path' = '{bids_parquet}');\n"
+               "SELECT price FROM b")
+
+
+def test_proctime_computed_column_is_a_lookup_time(bids_parquet):
+    side = dw.from_arrow(pa.table({"k": [1, 2], "name": ["one", "two"]}), name="side")
+    out = dw.sql(f"""
+        CREATE TABLE bids (ts TIMESTAMP(3), auction BIGINT, price BIGINT, proc AS PROCTIME())
+        WITH ('connector' = 'filesystem', 'path' = '{bids_parquet}');
+        SELECT B.price, S.name FROM bids AS B JOIN side FOR SYSTEM_TIME AS OF B.proc AS S ON B.auction = S.k
+        WHERE B.price > 25""", tables={"side": side}).collect()
+    assert sorted(tuple(r.values()) for r in out.to_pylist()) == [(30, "one"), (40, "two")]
+
+
+def test_processing_time_windows_are_refused_with_the_reason(bids_parquet):
+    with pytest.raises(SqlError, match=r"line 9, column 68: TUMBLE over PROCTIME\(\) 'p': Darwin has no processing"):
+        dw.sql(ddl(bids_parquet) + """CREATE VIEW B AS SELECT *, PROCTIME() AS p FROM bids;
+        SELECT count(*) AS n FROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(p), INTERVAL '10' SECOND))
+        GROUP BY window_start, window_end""")
+
+
+def test_insert_widens_integers_to_a_double_column(bids_parquet):
+    script = plan_script(ddl(bids_parquet) + "CREATE TABLE o (p DOUBLE) WITH ('connector' = 'blackhole');\n"
+                                             "INSERT INTO o SELECT price FROM bids WHERE auction = 2;")
+    out = script.inserts[0].table.collect()
+    assert out.schema.field("p").type == pa.float64() and sorted(out["p"].to_pylist()) == [15.0, 20.0, 40.0]
+
+
+def test_partitioned_filesystem_sink_writes_hive_style_directories(tmp_path, bids_parquet):
+    out = tmp_path / "out"
+    results = dw.sql_job(ddl(bids_parquet) + f"""
+        CREATE TABLE o (price BIGINT, dt STRING, hm STRING) PARTITIONED BY (dt, hm)
+        WITH ('connector' = 'filesystem', 'path' = 'file://{out}', 'format' = 'parquet');
+        INSERT INTO o SELECT price, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH:mm:ss') FROM bids
+        WHERE price >= 30;""")
+    assert sorted(str(p.relative_to(out).parent) for p in results[0].files) == [
+        "dt=1970-01-01/hm=00%3A00%3A01", "dt=1970-01-01/hm=00%3A00%3A12"]
+    assert sorted(read_parts(out)["price"].to_pylist()) == [30, 40]
+
+
+def test_unregistered_connector_is_loaded_from_its_entry_point(monkeypatch, bids_parquet):
+    from darwin.sql import connectors
+
+    class Parquetish:
+        def source(self, spec):
+            return dw.read_parquet(bids_parquet).select(*spec.names)
+
+        def sink(self, spec):
+            return dw.sinks.Blackhole()
+
+    class EntryPoint:
+        name = "from-entry-point"
+
+        def load(self):
+            return Parquetish()
+
+    asked = []
+    monkeypatch.setattr(connectors, "entry_points", lambda group, name: asked.append((group, name)) or [EntryPoint()])
+    monkeypatch.delitem(connectors._REGISTRY, "from-entry-point", raising=False)
+    out = dw.sql("CREATE TABLE t (price BIGINT) WITH ('connector' = 'from-entry-point');\nSELECT price FROM t "
+                 "WHERE price > 30").collect()
+    assert asked == [("darwin.connectors", "from-entry-point")]
+    assert out["price"].to_pylist() == [40]
+    monkeypatch.delitem(connectors._REGISTRY, "from-entry-point")
