@@ -39,19 +39,33 @@ END_OF_INPUT = 2**63 - 1  # the watermark of a source that has ended
 Read = tuple[int, pa.RecordBatch | None, list[EncodedBatch], float]  # rows, batch, encoded, ingested
 
 
-def read_timed(batches: Iterator[pa.RecordBatch], spent: list[float]) -> Iterator[tuple[pa.RecordBatch, float]]:
+class ReadTiming:
+    """How one source's reads went: the seconds spent in them (the source's own work and a paced
+    source's waiting), and how late the last and the latest paced batch was read after it was due."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.lag_ms = 0.0
+        self.max_lag_ms = 0.0
+
+
+def read_timed(batches: Iterator[pa.RecordBatch], timing: ReadTiming) -> Iterator[tuple[pa.RecordBatch, float]]:
     """Each batch with its ingestion time (``time.perf_counter()``): when a paced source made its newest
-    row available, else when the read returned it. The seconds the reads took (the source's own work
-    and a paced source's waiting) are added to ``spent[0]``."""
+    row available, else when the read returned it."""
     while True:
         asked = time.perf_counter()
         batch = next(batches, None)
         now = time.perf_counter()
-        spent[0] += now - asked
+        timing.seconds += now - asked
         if batch is None:
             return
         due = arrival(batch)
-        yield batch, now if due is None else due
+        if due is None:
+            yield batch, now
+            continue
+        timing.lag_ms = (now - due) * 1000.0  # a reader keeping up reads each chunk when it is due
+        timing.max_lag_ms = max(timing.max_lag_ms, timing.lag_ms)
+        yield batch, due
 
 
 class SourceReader:
@@ -67,7 +81,7 @@ class SourceReader:
         self.last_rows = time.monotonic()
         self.idle = False
         self._batches: Iterator[Read] | None = None
-        self.read_seconds = [0.0]  # in the source's reads (its reader thread's, with prefetch)
+        self.timing = ReadTiming()  # of the source's reads (in its reader thread, with prefetch)
 
     def watermark(self) -> int:
         if self.finished:
@@ -81,7 +95,7 @@ class SourceReader:
     def _read(self) -> Iterator[Read]:
         scan, pool = self.scan, self.pool
         batches = read_from(scan.source, scan.columns, self.config.batch_size, self.offset)
-        for batch, ingested in read_timed(iter(batches), self.read_seconds):
+        for batch, ingested in read_timed(iter(batches), self.timing):
             done: dict = {}
             encoded = [encode(batch, p.input_schema, pool, scan.source.name, p.moved_inputs, p.computed_inputs,
                               self.payload, done) for p in self.pipelines]
@@ -216,7 +230,9 @@ class CompiledEngine:
         self.metrics.add("future_rows", sum(r.clock.future_rows for r in self.readers))
         self.metrics.set("run_seconds", time.perf_counter() - started)
         self.metrics.set("input_wait_seconds", waited)  # the loop waiting for input: not busy
-        self.metrics.set("source_seconds", sum(r.read_seconds[0] for r in self.readers))
+        self.metrics.set("source_seconds", sum(r.timing.seconds for r in self.readers))
+        self.metrics.set("source_lag_ms", max((r.timing.lag_ms for r in self.readers), default=0.0))
+        self.metrics.set("source_lag_max_ms", max((r.timing.max_lag_ms for r in self.readers), default=0.0))
 
     def _push(self, pipeline: int, batch: EncodedBatch, mark: int) -> Iterator[Output]:
         """Run ``batch`` through a pipeline and everything downstream of it; ``mark`` is the watermark

@@ -144,3 +144,18 @@ def test_a_window_is_stamped_with_the_batch_that_moved_the_watermark_past_its_en
     assert stamps[1000] == {100.41}
     assert stamps[4000] == {101.0}  # the last window fires at the end of the input: the last batch
     assert len(driver.latency) == 35  # 5 windows of 7 keys, each a result with its latency
+
+
+def test_read_timed_stamps_paced_batches_with_their_arrival_and_measures_the_lag():
+    from darwin.runtime.compiled import ReadTiming, read_timed
+
+    due = time.perf_counter() - 0.5  # read half a second after it was due
+    paced = events(3).to_batches()[0]
+    paced = paced.replace_schema_metadata({ARRIVAL_KEY: repr(due)})
+    plain = events(2).to_batches()[0]
+    timing = ReadTiming()
+    before = time.perf_counter()
+    (a, ingested_a), (b, ingested_b) = read_timed(iter([paced, plain]), timing)
+    assert ingested_a == due and before <= ingested_b <= time.perf_counter()  # unpaced: when it was read
+    assert timing.lag_ms >= 500 and timing.max_lag_ms == timing.lag_ms
+    assert timing.seconds >= 0
