@@ -20,6 +20,7 @@ from darwin.config import Config
 from darwin.durations import to_millis
 from darwin.errors import PlanError
 from darwin.expr import Agg, Expr, IntoExpr, OverAgg, _node
+from darwin.io.paced import Paced
 from darwin.io.sinks import Sink
 from darwin.io.source import Source
 from darwin.io.sources import ArrowSource, BatchSource, ParquetSource
@@ -388,39 +389,45 @@ def _key_nodes(keys: list[Any]) -> tuple[ExprNode, ...]:
     return tuple(out)
 
 
-def _scan(source: Source, time: str | None, max_delay: Any, max_future: Any) -> Table:
-    """The scan node; durations are query parameters, so a bad one is a ``PlanError``."""
+def _scan(source: Source, time: str | None, max_delay: Any, max_future: Any, rate_limit: Any = None) -> Table:
+    """The scan node; durations are query parameters, so a bad one is a ``PlanError``. A
+    ``rate_limit`` (events per second of wall-clock time) paces the source (``darwin.io.paced``)."""
+    if rate_limit is not None:
+        source = Paced(source, rate_limit)
     delay = None if max_delay is None else to_millis(max_delay, "max_delay", PlanError)
     future = None if max_future is None else to_millis(max_future, "max_future", PlanError)
     return Table(pn.Scan(source, source.schema.names, time, delay, future))
 
 
-def from_source(source: Source, time: str | None = None, max_delay: Any = None, max_future: Any = None) -> Table:
+def from_source(source: Source, time: str | None = None, max_delay: Any = None, max_future: Any = None,
+                rate_limit: float | None = None) -> Table:
     """A table over any object implementing ``darwin.io.source.Source`` (your own inputs).
 
     ``max_delay`` bounds out-of-orderness (the watermark trails the largest event time by it);
     ``max_future``, if given, keeps a row more than that ahead of the largest event time seen
     from moving the watermark (it is counted in ``future_rows`` and otherwise processed normally).
+    ``rate_limit``, if given, releases the rows no faster than that many per second of wall-clock
+    time, as a live producer would (for latency measurements, ``execute().metrics``).
     """
     if not isinstance(source, Source):
         raise PlanError(f"from_source() needs a darwin.io.source.Source (name, schema, batches), got {source!r}")
-    return _scan(source, time, max_delay, max_future)
+    return _scan(source, time, max_delay, max_future, rate_limit)
 
 
 def from_arrow(table: pa.Table | pa.RecordBatch, time: str | None = None, max_delay: Any = None,
-               name: str = "arrow", max_future: Any = None) -> Table:
+               name: str = "arrow", max_future: Any = None, rate_limit: float | None = None) -> Table:
     """A table over in-memory Arrow data whose event time is column ``time`` (see ``from_source``)."""
-    return _scan(ArrowSource(table, name), time, max_delay, max_future)
+    return _scan(ArrowSource(table, name), time, max_delay, max_future, rate_limit)
 
 
 def read_parquet(path: str | os.PathLike[str], time: str | None = None, max_delay: Any = None,
-                 max_future: Any = None) -> Table:
+                 max_future: Any = None, rate_limit: float | None = None) -> Table:
     """A table over a Parquet file; only the columns the query uses are read (see ``from_source``)."""
-    return _scan(ParquetSource(path), time, max_delay, max_future)
+    return _scan(ParquetSource(path), time, max_delay, max_future, rate_limit)
 
 
 def from_batches(schema: pa.Schema, batches: Callable[[], Iterable[pa.RecordBatch]], time: str | None = None,
                  max_delay: Any = None, name: str = "batches", non_null: Iterable[str] = (),
-                 max_future: Any = None) -> Table:
+                 max_future: Any = None, rate_limit: float | None = None) -> Table:
     """A table over a replayable factory of record batches (called once per run; see ``from_source``)."""
-    return _scan(BatchSource(schema, batches, name, non_null), time, max_delay, max_future)
+    return _scan(BatchSource(schema, batches, name, non_null), time, max_delay, max_future, rate_limit)

@@ -190,6 +190,59 @@ def result_table(measurements: list[Measurement], events: int, seed: int) -> Ric
 
 
 @app.command()
+def sustain(query: str = typer.Argument(..., help="the query, e.g. ysb or q5 (see `nexmark list`)"),
+            parallelism: int = typer.Option(1),
+            start: str = typer.Option("100K", help="the first rate tried, events per second"),
+            factor: float = typer.Option(2.0, help="each next rate is this many times the last sustained one"),
+            step_seconds: float = typer.Option(20.0, help="wall-clock seconds each rate runs for"),
+            steps: int = typer.Option(8, help="most rates tried before bisecting"),
+            refine: int = typer.Option(2, help="bisections between the last sustained and the first failed rate"),
+            time_scale: float = typer.Option(1.0, help="event time runs this many times as fast as wall-clock time"),
+            seed: int = typer.Option(0),
+            batch_size: int = typer.Option(65_536),
+            json_out: Path = typer.Option(None, "--json", dir_okay=False, help="write every step to this file")) \
+        -> None:
+    """Raise the input rate of paced sources step by step until the query falls behind or its p99 latency
+    keeps growing; report the highest sustainable rate and the latency at it."""
+    import json
+
+    import darwin as dw
+    from nexmark.queries import QUERIES
+    from nexmark.sustain import Step, find_sustainable
+
+    if query not in QUERIES:
+        raise typer.BadParameter(f"unknown query {query!r}; queries {sorted(QUERIES)}")
+    first = parse_count(start)
+    if first <= 0 or factor <= 1 or step_seconds <= 0 or steps < 1 or refine < 0 or time_scale <= 0:
+        raise typer.BadParameter("--start, --step-seconds and --time-scale must be positive, --factor above 1, "
+                                 "--steps at least 1 and --refine at least 0")
+    with _usage_errors():
+        config = dw.Config(parallelism=parallelism, batch_size=batch_size)
+
+    def report(step: Step) -> None:
+        verdict = "sustained" if step.sustained else "[red]behind[/red]"
+        console.print(f"{count(step.rate)} ev/s: {count(step.events)} events in {seconds(step.seconds)}, "
+                      f"p50 {_ms(step.p50_ms)}, p99 {_ms(step.p99_ms)} (halves {_ms(step.p99_first_half_ms)} / "
+                      f"{_ms(step.p99_second_half_ms)}), read lag {_ms(step.lag_ms)}: {verdict}")
+
+    best, tried = find_sustainable(query, config, first, factor, step_seconds, steps, refine, seed, time_scale,
+                                   report)
+    if json_out:
+        json_out.write_text(json.dumps({"query": query, "parallelism": parallelism,
+                                        "sustainable_rate": None if best is None else best.rate,
+                                        "steps": [s.as_json() for s in tried]}, indent=2))
+    if best is None:
+        console.print(f"{query} at parallelism {parallelism}: not even {count(first)} events/s was sustained")
+    else:
+        console.print(f"{query} at parallelism {parallelism}: highest sustainable rate {count(best.rate)} events/s "
+                      f"({best.rate:,.0f}), p99 latency {_ms(best.p99_ms)}, p50 {_ms(best.p50_ms)}")
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}ms" if value < 99.95 else f"{value:,.0f}ms"
+
+
+@app.command()
 def plot(measurements: Path = typer.Argument(..., help="a file written by `nexmark run --json`"),
          out: Path = typer.Option(Path("nexmark.png"), help="the chart to write")) -> None:
     """Events/s per core of every query on every engine, on a log scale."""

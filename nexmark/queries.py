@@ -245,14 +245,43 @@ def agg(s: NexmarkSources) -> dw.Table:
     return s.bid.window(dw.Tumble("60s", on="date_time")).group_by("auction").agg(total=dw.sum("price"))
 
 
+def _campaigns(s: NexmarkSources) -> dw.Table:
+    """YSB's static table ad -> campaign."""
+    pairs = ysb.campaigns(s.config.seed)
+    return dw.from_arrow(pa.table({"ad_id": [a for a, _ in pairs], "campaign_id": [c for _, c in pairs]}),
+                         name="ysb.campaigns")
+
+
+def _per_campaign(s: NexmarkSources, event_type: str, name: str) -> dw.Table:
+    """Ad events of one type counted per campaign in 10 s tumbling windows (ad -> campaign: a lookup join)."""
+    events = s.ads.filter(col("event_type") == event_type).select("ad_id", "event_time")
+    return (events.join(_campaigns(s).lookup(), on=[("ad_id", "ad_id")]).select("campaign_id", "event_time")
+            .window(dw.Tumble("10s", on="event_time")).group_by("campaign_id").agg(**{name: dw.count()}))
+
+
 def ysb_query(s: NexmarkSources) -> dw.Table:
     """YSB: views per campaign in 10 s tumbling windows; ad -> campaign is a lookup join with a static table."""
-    pairs = ysb.campaigns(s.config.seed)
-    campaigns = dw.from_arrow(pa.table({"ad_id": [a for a, _ in pairs], "campaign_id": [c for _, c in pairs]}),
-                              name="ysb.campaigns")
-    views = s.ads.filter(col("event_type") == "view").select("ad_id", "event_time")
-    return (views.join(campaigns.lookup(), on=[("ad_id", "ad_id")]).select("campaign_id", "event_time")
-            .window(dw.Tumble("10s", on="event_time")).group_by("campaign_id").agg(views=dw.count()))
+    return _per_campaign(s, "view", "views")
+
+
+def ysb_ratio(s: NexmarkSources) -> dw.Table:
+    """YSB* (AIR's variant of YSB): clicks and views per campaign in two 10 s windowed aggregations,
+    joined on campaign and window by a third windowed operator (a window join) into the click/view
+    ratio. A campaign window with no clicks or no views has no ratio and gives no row (inner join)."""
+    def counts(event_type: str, name: str) -> dw.Table:
+        return _per_campaign(s, event_type, name).select("campaign_id", name, starttime=col("window_start"),
+                                                         endtime=col("window_end"))
+
+    clicks, views = counts("click", "clicks"), counts("view", "views")
+    joined = clicks.join(views, on=[("campaign_id", "campaign_id"), ("starttime", "starttime"),
+                                    ("endtime", "endtime")])
+    return joined.select("campaign_id", "starttime", "clicks", "views", ratio=col("clicks") / col("views"))
+
+
+def swa(s: NexmarkSources) -> dw.Table:
+    """SWA, sliding-window aggregation: bids per auction in 10 s windows sliding every 1 s (each bid
+    counts in ten windows)."""
+    return s.bid.window(dw.Slide("10s", "1s", on="date_time")).group_by("auction").agg(bids=dw.count())
 
 
 QUERIES: dict[str, Query] = {q.name: q for q in (
@@ -288,6 +317,8 @@ QUERIES: dict[str, Query] = {q.name: q for q in (
     Query("q23", "bids with their bidder and every auction the bidder sells (three-way regular join)", q23),
     Query("agg", "Darwin micro-benchmark shape: 60 s tumbling sum of price per auction", agg),
     Query("ysb", "Yahoo Streaming Benchmark: views per campaign per 10 s (lookup join ad -> campaign)", ysb_query),
+    Query("ysb-ratio", "YSB*: click/view ratio per campaign per 10 s (two windowed counts, window join)", ysb_ratio),
+    Query("swa", "sliding-window aggregation: bids per auction in 10 s windows sliding every 1 s", swa),
 )}
 
 

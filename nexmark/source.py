@@ -30,26 +30,36 @@ class NexmarkStream:
 
 
 class NexmarkSources:
-    """The Nexmark streams, q13's bounded side input, and YSB ad events of the same size, seed and rate."""
+    """The Nexmark streams, q13's bounded side input, and YSB ad events of the same size, seed and rate.
 
-    def __init__(self, config: GeneratorConfig, max_delay: Any = "0s") -> None:
-        self.config = config
+    ``rate_limit`` (events per second of wall-clock time) paces the streams: each Nexmark stream gets
+    its share of the events (person 1 : auction 3 : bid 46, as the generator interleaves them), the
+    YSB ad events all of it.
+    """
+
+    def __init__(self, config: GeneratorConfig, max_delay: Any = "0s", rate_limit: float | None = None) -> None:
+        self.config, self.rate_limit = config, rate_limit
         self.person = self._table("person", max_delay)
         self.auction = self._table("auction", max_delay)
         self.bid = self._table("bid", max_delay)
         c = config
         self.ads = dw.from_batches(ysb.SCHEMA, lambda: ysb.generate(c.events, c.seed, c.first_event_rate),
                                    time="event_time", max_delay=max_delay, name="ysb.ads",
-                                   non_null=ysb.SCHEMA.names)
+                                   non_null=ysb.SCHEMA.names, rate_limit=rate_limit)
         self.side_input = dw.from_arrow(side_input_table(), name="nexmark.side_input")
 
     def _table(self, stream: str, max_delay: Any) -> dw.Table:
-        return dw.from_source(NexmarkStream(self.config, stream), TIME_COLUMN, max_delay)
+        c = self.config
+        share = {"person": c.person_proportion, "auction": c.auction_proportion, "bid": c.bid_proportion}
+        rate = None if self.rate_limit is None else \
+            self.rate_limit * share[stream] / (c.person_proportion + c.auction_proportion + c.bid_proportion)
+        return dw.from_source(NexmarkStream(self.config, stream), TIME_COLUMN, max_delay, rate_limit=rate)
 
 
-def source(events: int, seed: int = 0, rate: int | None = None, max_delay: Any = "0s", **options: Any) \
-        -> NexmarkSources:
-    """The three Nexmark streams of ``events`` events; ``rate`` is events per second of event time."""
+def source(events: int, seed: int = 0, rate: int | None = None, max_delay: Any = "0s",
+           rate_limit: float | None = None, **options: Any) -> NexmarkSources:
+    """The three Nexmark streams of ``events`` events; ``rate`` is events per second of event time,
+    ``rate_limit`` events per second of wall-clock time (unpaced when None)."""
     if rate is not None:
         options["first_event_rate"] = rate
-    return NexmarkSources(GeneratorConfig(events=events, seed=seed, **options), max_delay)
+    return NexmarkSources(GeneratorConfig(events=events, seed=seed, **options), max_delay, rate_limit)

@@ -248,10 +248,34 @@ def ysb_query(s: Streams) -> DataFrame:
                      F.count(F.lit(1)).alias("views"))
 
 
+def _per_campaign(s: Streams, event_type: str, name: str) -> DataFrame:
+    events = s["ads"].where(F.col("event_type") == event_type).join(F.broadcast(s["campaigns"]), "ad_id")
+    return _windowed(events.withColumnRenamed("event_time", "date_time"), "10 seconds", ["campaign_id"],
+                     F.count(F.lit(1)).alias(name))
+
+
+def ysb_ratio(s: Streams) -> DataFrame:
+    """YSB*: clicks and views per campaign and 10 s window, joined on both into their ratio."""
+    c, v = _per_campaign(s, "click", "clicks").alias("C"), _per_campaign(s, "view", "views").alias("V")
+    on = (F.col("C.campaign_id") == F.col("V.campaign_id")) & (F.col("C.window_start") == F.col("V.window_start")) \
+        & (F.col("C.window_end") == F.col("V.window_end"))
+    return c.join(v, on).select("C.campaign_id", F.col("C.window_start").alias("starttime"), "C.clicks", "V.views",
+                                (F.col("C.clicks") / F.col("V.views")).alias("ratio"))
+
+
+def swa(s: Streams) -> DataFrame:
+    """Bids per auction in 10 s windows sliding every 1 s."""
+    grouped = s["bid"].groupBy(F.window("date_time", "10 seconds", "1 second").alias("w"), "auction").agg(
+        F.count(F.lit(1)).alias("bids"))
+    return grouped.select(F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), "auction",
+                          "bids")
+
+
 QUERIES: dict[str, Callable[[Streams], DataFrame]] = {
     "q0": q0, "q1": q1, "q2": q2, "q3": q3, "q4": q4, "q5": q5, "q6": q6, "q7": q7, "q8": q8, "q9": q9, "q10": q10,
     "q11": q11, "q12": q12, "q13": q13, "q14": q14, "q15": q15, "q16": q16, "q17": q17, "q18": q18, "q19": q19,
     "q20": q20, "q21": q21, "q22": q22, "q23": q23, "agg": agg, "ysb": ysb_query,
+    "ysb-ratio": ysb_ratio, "swa": swa,
 }
 
 

@@ -5,6 +5,9 @@ next batch comes from the unfinished source with the smallest watermark (ties: p
 runs through every pipeline and join it reaches; then every stateful operator, inputs first,
 takes its new watermark (the minimum of its inputs') and fires windows or frees join rows.
 A source that has sent nothing for ``idle_timeout`` stops holding the others back.
+
+Every result is stamped with the ingestion time of the input batch whose processing emitted it
+(for windows: the batch that moved the watermark past their end), which latency is measured from.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import pyarrow as pa
 from darwin.codegen.target import ensure_target
 from darwin.config import Config
 from darwin.graph import operators as op
+from darwin.io.paced import arrival
 from darwin.io.source import read_from
 from darwin.runtime.dictionary import load_dictionary, save_dictionary
 from darwin.runtime.encoding import EncodedBatch, StringPool, decode, encode, to_int64
@@ -32,6 +36,36 @@ if TYPE_CHECKING:
     from darwin.runtime.stream_operators import StreamRunner
 
 END_OF_INPUT = 2**63 - 1  # the watermark of a source that has ended
+Read = tuple[int, pa.RecordBatch | None, list[EncodedBatch], float]  # rows, batch, encoded, ingested
+
+
+class ReadTiming:
+    """How one source's reads went: the seconds spent in them (the source's own work and a paced
+    source's waiting), and how late the last and the latest paced batch was read after it was due."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.lag_ms = 0.0
+        self.max_lag_ms = 0.0
+
+
+def read_timed(batches: Iterator[pa.RecordBatch], timing: ReadTiming) -> Iterator[tuple[pa.RecordBatch, float]]:
+    """Each batch with its ingestion time (``time.perf_counter()``): when a paced source made its newest
+    row available, else when the read returned it."""
+    while True:
+        asked = time.perf_counter()
+        batch = next(batches, None)
+        now = time.perf_counter()
+        timing.seconds += now - asked
+        if batch is None:
+            return
+        due = arrival(batch)
+        if due is None:
+            yield batch, now
+            continue
+        timing.lag_ms = (now - due) * 1000.0  # a reader keeping up reads each chunk when it is due
+        timing.max_lag_ms = max(timing.max_lag_ms, timing.lag_ms)
+        yield batch, due
 
 
 class SourceReader:
@@ -46,7 +80,8 @@ class SourceReader:
         self.finished = False
         self.last_rows = time.monotonic()
         self.idle = False
-        self._batches: Iterator[tuple[int, pa.RecordBatch | None, list[EncodedBatch]]] | None = None
+        self._batches: Iterator[Read] | None = None
+        self.timing = ReadTiming()  # of the source's reads (in its reader thread, with prefetch)
 
     def watermark(self) -> int:
         if self.finished:
@@ -57,23 +92,25 @@ class SourceReader:
         """What it holds the operators reading it back to: nothing while it is idle."""
         return END_OF_INPUT if self.idle else self.watermark()
 
-    def _read(self) -> Iterator[tuple[int, pa.RecordBatch | None, list[EncodedBatch]]]:
+    def _read(self) -> Iterator[Read]:
         scan, pool = self.scan, self.pool
-        for batch in read_from(scan.source, scan.columns, self.config.batch_size, self.offset):
+        batches = read_from(scan.source, scan.columns, self.config.batch_size, self.offset)
+        for batch, ingested in read_timed(iter(batches), self.timing):
             done: dict = {}
             encoded = [encode(batch, p.input_schema, pool, scan.source.name, p.moved_inputs, p.computed_inputs,
                               self.payload, done) for p in self.pipelines]
-            yield batch.num_rows, batch, encoded
+            yield batch.num_rows, batch, encoded, ingested
 
-    def next(self) -> tuple[pa.RecordBatch, list[EncodedBatch]] | None:
-        """The next batch (encoded once for each pipeline reading it), or None at the end."""
+    def next(self) -> tuple[pa.RecordBatch, list[EncodedBatch], float] | None:
+        """The next batch (encoded once for each pipeline reading it) and its ingestion time, or None
+        at the end."""
         if self._batches is None:
             self._batches = iter(prefetched(self._read, self.config.prefetch))
         item = next(self._batches, None)
         if item is None:
             self.finished = True
             return None
-        n, batch, encoded = item
+        n, batch, encoded, ingested = item
         assert batch is not None
         self.offset += n
         idle_ms = self.config.idle_timeout_ms
@@ -83,7 +120,7 @@ class SourceReader:
             self._observe(batch)
         elif idle_ms is not None and (now - self.last_rows) * 1000 >= idle_ms:
             self.idle = True
-        return batch, encoded
+        return batch, encoded, ingested
 
     def _observe(self, batch: pa.RecordBatch) -> None:
         column = self.scan.time_column
@@ -147,6 +184,7 @@ class CompiledEngine:
         self.consumers = {p.id: graph.consumers(p.id) for p in graph.pipelines}  # looked up per batch
         self.pipeline_rows = [0] * len(graph.pipelines)  # rows each pipeline was given
         self.pipeline_seconds = [0.0] * len(graph.pipelines)  # wall time running its batches (firing aside)
+        self.ingested = time.perf_counter()  # of the last batch read: what results are stamped with
 
     @property
     def offset(self) -> int:
@@ -155,15 +193,24 @@ class CompiledEngine:
 
     # -- running ----------------------------------------------------------------------------------
     def outputs(self) -> Iterator[Output]:
+        """Results stamped with the ingestion time of the batch whose processing emitted them (the
+        last batch read, for what the end of the input fires)."""
+        for out in self._steps():
+            yield out if out.kind != "result" else Output(out.kind, out.batch, self.ingested)
+
+    def _steps(self) -> Iterator[Output]:
         started = time.perf_counter()
+        waited = 0.0
         while True:
             pending = [r for r in self.readers if not r.finished]
             if not pending:
                 break
             reader = min(pending, key=lambda r: r.watermark())  # the first of equals: plan order
+            asked = time.perf_counter()
             item = reader.next()
+            waited += time.perf_counter() - asked
             if item is not None:
-                batch, encoded = item
+                batch, encoded, self.ingested = item
                 self.metrics.add("input_rows", batch.num_rows)
                 for p, e in zip(reader.pipelines, encoded):
                     yield from self._push(p.id, e, NO_WATERMARK)
@@ -185,6 +232,10 @@ class CompiledEngine:
         self.metrics.set("watermark", min(timed) if timed else NO_WATERMARK)
         self.metrics.add("future_rows", sum(r.clock.future_rows for r in self.readers))
         self.metrics.set("run_seconds", time.perf_counter() - started)
+        self.metrics.set("input_wait_seconds", waited)  # the loop waiting for input: not busy
+        self.metrics.set("source_seconds", sum(r.timing.seconds for r in self.readers))
+        self.metrics.set("source_lag_ms", max((r.timing.lag_ms for r in self.readers), default=0.0))
+        self.metrics.set("source_lag_max_ms", max((r.timing.max_lag_ms for r in self.readers), default=0.0))
 
     def _push(self, pipeline: int, batch: EncodedBatch, mark: int) -> Iterator[Output]:
         """Run ``batch`` through a pipeline and everything downstream of it; ``mark`` is the watermark

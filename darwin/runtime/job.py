@@ -39,6 +39,7 @@ from darwin.plan import nodes as pn
 from darwin.plan.explain import render
 from darwin.plan.keys import unique_key
 from darwin.plan.rules import optimize
+from darwin.runtime.latency import Latencies
 from darwin.runtime.output import Output, net_changes
 from darwin.runtime.progress import Metrics
 from darwin.state.checkpoint import Checkpoint, CheckpointStore
@@ -92,6 +93,7 @@ class Driver:
             raise ConfigError("checkpoints are taken by the compiled engine; use mode 'compiled' with checkpoint_dir")
         self.plan, self.sink, self.config, self.every = plan, sink, config, every
         self.metrics = Metrics()
+        self.latency = Latencies()  # of the results the sink took (the compiled engine stamps them)
         self.resumed_from: int | None = None
         self.result = result_spec(plan)
         sink.check(self.result)
@@ -104,6 +106,8 @@ class Driver:
         else:
             yield from self._compiled()
         self.metrics.set("seconds", time.perf_counter() - self.started)
+        for name, value in self.latency.summary().items():
+            self.metrics.set(name, value)
 
     def run(self) -> JobResult:
         """Run to the end of the input: what ran, and what the sink committed."""
@@ -120,7 +124,7 @@ class Driver:
             kept = (out for out in interpret(plan, self.config, self.metrics) if not self.held.keeps(out))
             for out in chain(kept, self.held.release()):  # what is held leaves at the end
                 out = _labelled(out)
-                _write(sink, out, self.metrics)
+                _write(sink, out, self.metrics, self.latency)
                 yield out
             sink.commit(sink.prepare(1))
         finally:
@@ -166,7 +170,7 @@ class Driver:
             def written(outs: Iterator[Output]) -> Iterator[Output]:
                 for out in outs:
                     out = _labelled(out)
-                    _write(sink, out, metrics)
+                    _write(sink, out, metrics, self.latency)
                     yield out
 
             for out in engine.outputs():
@@ -191,22 +195,25 @@ class _Held:
     def __init__(self, active: bool, result: ResultSpec) -> None:
         self.active, self.result = active, result
         self.batches: list[pa.RecordBatch] = []
+        self.ingested: float | None = None  # the latest of the held changes'
 
     def keeps(self, out: Output) -> bool:
         """Whether ``out`` is held instead of written now."""
         if not self.active or out.kind != "result":
             return False
         self.batches.append(out.rows)
+        if out.ingested is not None:
+            self.ingested = out.ingested if self.ingested is None else max(self.ingested, out.ingested)
         return True
 
     def release(self) -> Iterator[Output]:
         if not self.batches:
             return
         changes = pa.Table.from_batches(self.batches)
-        self.batches = []
+        ingested, self.batches, self.ingested = self.ingested, [], None
         net = net_changes(changes, self.result.find_key())
         if net.num_rows:
-            yield Output("result", net.combine_chunks().to_batches()[0])
+            yield Output("result", net.combine_chunks().to_batches()[0], ingested)
 
 
 def _labelled(out: Output) -> Output:
@@ -218,13 +225,15 @@ def _labelled(out: Output) -> Output:
     i = batch.schema.get_field_index(pn.CHANGE_KIND)
     labels = pa.array(pn.ChangeKind.LABELS, pa.string()).take(batch.column(i))
     return Output(out.kind, batch.remove_column(i).append_column(pa.field(CHANGE_COLUMN, pa.string(), nullable=False),
-                                                                 labels))
+                                                                 labels), out.ingested)
 
 
-def _write(sink: Sink, out: Output, metrics: Metrics) -> None:
+def _write(sink: Sink, out: Output, metrics: Metrics, latency: Latencies) -> None:
     if out.kind == "result":
         metrics.add("output_rows", out.rows.num_rows)
     sink.write(out.kind, out.rows)
+    if out.kind == "result" and out.ingested is not None:  # emitted: the sink has it
+        latency.record(out.ingested, time.perf_counter(), out.rows.num_rows)
 
 
 class _Interval:

@@ -13,10 +13,12 @@ import pyarrow.compute as pc
 @dataclass(frozen=True)
 class Output:
     """A batch of query results (``kind`` 'result'), of late input rows ('late'), or a barrier
-    ('barrier', no batch): every input row so far is accounted for and state is consistent."""
+    ('barrier', no batch): every input row so far is accounted for and state is consistent.
+    ``ingested``: the ingestion time (``time.perf_counter()``) results' latency is measured from."""
 
     kind: str
     batch: pa.RecordBatch | None
+    ingested: float | None = None
 
     @property
     def rows(self) -> pa.RecordBatch:
