@@ -145,6 +145,7 @@ class KafkaSource:
         self._positions: dict[int, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._committer: Any = None
+        self._stop = threading.Event()
 
     def __repr__(self) -> str:
         return f"KafkaSource({self.topic!r}, {self.format}, {'bounded' if self.bounded else 'unbounded'})"
@@ -185,6 +186,11 @@ class KafkaSource:
             self._committer.commit(offsets=offsets, asynchronous=True)
         except KafkaException as e:  # monitoring only: the job's position is the checkpoint's
             log.warning("%s: committing offsets to group %r failed: %s", self._where, self.group, e)
+
+    def stop(self) -> None:
+        """End an unbounded read once what has arrived is delivered: the job then finishes as at the end of a
+        bounded input (its final checkpoint included). Callable from any thread."""
+        self._stop.set()
 
     def close(self) -> None:
         if self._committer is not None:
@@ -294,6 +300,10 @@ class KafkaSource:
                     yield batch
                     continue
             got = self._poll(consumer, parts, columns, batch_size, limit)
+            if not got and self._stop.is_set():
+                for s in parts.values():  # what is buffered goes out, whatever the partitions still hold back
+                    s.end = s.read_to
+                continue
             if not got and not self.bounded:
                 yield pa.RecordBatch.from_pylist([], self._schema_of(columns))  # a tick: checkpoints, idleness
 
@@ -303,20 +313,27 @@ class KafkaSource:
         from confluent_kafka import KafkaError, TopicPartition
 
         got = consumer.consume(num_messages=max(batch_size, 1000), timeout=self.poll_timeout_s)
-        by_partition: dict[int, list[Any]] = {}
-        for m in got:
-            error = m.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise SourceError(f"{self._where}: reading partition {m.partition()} failed: {error}")
-            s = parts.get(m.partition())
-            if s is not None and (s.end is None or m.offset() < s.end):
-                by_partition.setdefault(s.id, []).append(m)
-        for p, messages in by_partition.items():
-            s = parts[p]
-            self._receive(s, messages, columns)
-            s.read_to, s.last_seen = messages[-1].offset() + 1, time.monotonic()
+        failed = [m for m in got if m.error() is not None]
+        for m in failed:
+            if m.error().code() != KafkaError._PARTITION_EOF:
+                raise SourceError(f"{self._where}: reading partition {m.partition()} failed: {m.error()}")
+        if failed:
+            got = [m for m in got if m.error() is None]
+        n = len(got)
+        owners = np.fromiter((m.partition() for m in got), np.int64, n)
+        offsets = np.fromiter((m.offset() for m in got), np.int64, n)
+        for p in np.unique(owners).tolist():
+            s = parts.get(p)
+            if s is None:
+                continue
+            rows = np.flatnonzero(owners == p)
+            if s.end is not None:
+                rows = rows[offsets[rows] < s.end]
+            if not len(rows):
+                continue
+            messages = got if len(rows) == n else [got[i] for i in rows.tolist()]
+            self._receive(s, messages, offsets[rows], columns)
+            s.read_to, s.last_seen = int(offsets[rows[-1]]) + 1, time.monotonic()
         for s in parts.values():
             stop = s.buffered() >= limit or s.at_end()
             if stop != s.paused:
@@ -324,15 +341,14 @@ class KafkaSource:
                 s.paused = stop
         return len(got)
 
-    def _receive(self, part: _Partition, messages: list[Any], columns: tuple[str, ...]) -> None:
+    def _receive(self, part: _Partition, messages: list[Any], offsets: np.ndarray, columns: tuple[str, ...]) -> None:
         """``messages`` of one partition as rows of ``columns``, the value decoded in one parser call."""
-        where = f"{self._where} partition {part.id} offsets {messages[0].offset()}-{messages[-1].offset()}"
+        where = f"{self._where} partition {part.id} offsets {offsets[0]}-{offsets[-1]}"
         arrays: dict[str, pa.Array] = {}
         if any(c in self.values.names for c in (*columns, self.time_column)):
             decoded = codecs.decode(self.format, [m.value() for m in messages], self.values, where)
             for n in self.values.names:
                 arrays[n] = decoded.column(n)
-        offsets = np.fromiter((m.offset() for m in messages), np.int64, len(messages))
         stamps = pa.array([m.timestamp()[1] for m in messages], pa.int64())
         wanted = set(columns) | {self.time_column}
         if "timestamp" in wanted:
@@ -410,7 +426,7 @@ def _true_ends(settings: dict[str, Any], topic: str, marks: dict[int, tuple[int,
         consumer.assign([TopicPartition(topic, p, at) for p, at in probe.items()])
         deadline, extra = time.monotonic() + 10, 1  # once every partition answered: one more poll for the rest
         while time.monotonic() < deadline and extra >= 0:
-            for m in consumer.consume(num_messages=100_000, timeout=0.2):
+            for m in consumer.consume(num_messages=100_000, timeout=0.2 if extra else 0.02):
                 p, offset = m.partition(), m.offset()
                 if m.error() is None and p is not None and offset is not None:
                     seen[p] = max(seen.get(p, 0), offset + 1)
