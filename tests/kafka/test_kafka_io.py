@@ -192,3 +192,50 @@ def test_sink_settings_are_checked():
         KafkaSource("t", "127.0.0.1:1", format="csv")
     with pytest.raises(SourceError, match="metadata"):
         KafkaSource("t", "127.0.0.1:1", schema=pa.schema([("offset", pa.int64())]))
+
+
+def test_unbounded_job_reads_what_arrives_until_stopped(broker, topic, tmp_path):
+    import threading
+
+    source, sink = topic(2), topic(1)
+    records = bid_records(4_000, 2)
+    kafka = KafkaSource(source, broker.bootstrap, schema=BIDS, bounded=False, idle_timeout="10s",
+                        poll_timeout="20ms")
+
+    def feed():
+        for i in range(0, len(records), 1_000):  # in four bursts while the job runs
+            produce(broker.bootstrap, source, records[i:i + 1_000])
+            time.sleep(0.3)
+        time.sleep(1.0)
+        kafka.stop()
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    config = dw.Config(batch_size=300, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="200ms")
+    q = windowed_counts(dw.from_source(kafka, time="timestamp", max_delay="0s"))
+    result = q.sink(KafkaSink(sink, broker.bootstrap, guarantee="exactly_once", staging_dir=tmp_path / "stage")).run(
+        config)
+    feeder.join()
+    assert result.metrics["input_rows"] == 4_000 and result.metrics["late_rows"] == 0
+    assert result.metrics["checkpoints"] >= 3
+    assert as_rows(json_values(consume_all(broker.bootstrap, sink))) == as_rows(expected_counts(records))
+
+
+def test_a_finished_job_rerun_over_the_same_topic_adds_nothing(broker, topic, tmp_path):
+    source, sink = topic(2), topic(1)
+    records = bid_records(2_000, 2)
+    produce(broker.bootstrap, source, records)
+    config = dw.Config(batch_size=300, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="2 batches")
+
+    def run():
+        q = windowed_counts(dw.read_kafka(source, broker.bootstrap, BIDS, max_delay="0s"))
+        return q.sink(KafkaSink(sink, broker.bootstrap, guarantee="exactly_once",
+                                staging_dir=tmp_path / "stage")).run(config)
+
+    run()
+    again = run()
+    assert again.resumed_from is not None
+    assert as_rows(json_values(consume_all(broker.bootstrap, sink))) == as_rows(expected_counts(records))
+    produce(broker.bootstrap, source, bid_records(10, 2, start_ms=100_000))
+    with pytest.raises(dw.errors.CheckpointError, match="finished job"):
+        run()
