@@ -115,7 +115,7 @@ def run_case(broker: Tansu, partitions: int, events: int, rate: int, live_second
     windows = len(results(broker.bootstrap, f"out-{tag}", 1.0))
 
     live = KafkaSource(f"live-{tag}", broker.bootstrap, schema=BIDS, bounded=False, idle_timeout="1s",
-                       poll_timeout="20ms")
+                       poll_timeout="20ms", config={"fetch.wait.max.ms": 20})
     n_live = int(rate * live_seconds)
     producer = threading.Thread(target=produce, args=(broker.bootstrap, f"live-{tag}", n_live, partitions, 0, rate))
 

@@ -239,3 +239,11 @@ def test_a_finished_job_rerun_over_the_same_topic_adds_nothing(broker, topic, tm
     produce(broker.bootstrap, source, bid_records(10, 2, start_ms=100_000))
     with pytest.raises(dw.errors.CheckpointError, match="finished job"):
         run()
+
+
+def test_late_rows_are_refused_before_the_query_runs():
+    t = pa.table({"ts": pa.array([1_000], pa.timestamp("ms")), "k": [1]})
+    q = dw.from_arrow(t, time="ts").window(dw.Tumble("1s", on="ts"), late_output=True).group_by("k").agg(
+        n=dw.count())
+    with pytest.raises(SinkError, match="late rows"):
+        q.sink(KafkaSink("t", "127.0.0.1:1")).run()

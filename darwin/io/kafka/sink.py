@@ -80,6 +80,9 @@ class KafkaSink:
             if column is not None and column not in names:
                 raise SinkError(f"{self._where}({what}={column!r}): the result has no such column; its columns are "
                                 f"{names}")
+        if result.late_schema is not None:
+            raise SinkError(f"{self._where}: the query keeps late rows (late_output=True), and a Kafka sink writes "
+                            "results only; drop late_output, or send the results to a file sink with a late_path")
         if self.format == "raw" and len(names) != 1:
             raise SinkError(f"{self._where}(format='raw') writes one text column as the message value; the result "
                             f"has {names}. Select one column, or use format='json'")
