@@ -247,3 +247,28 @@ def test_late_rows_are_refused_before_the_query_runs():
         n=dw.count())
     with pytest.raises(SinkError, match="late rows"):
         q.sink(KafkaSink("t", "127.0.0.1:1")).run()
+
+
+def test_a_publish_killed_halfway_is_completed_once_on_recovery(broker, topic, tmp_path):
+    """A crash after the checkpoint, in the middle of publishing its epoch: the restarted sink re-commits the
+    epoch, and rows the broker already shows (Tansu does not hide aborted transactions) are not sent twice."""
+    from darwin.io.sinks import ResultSpec
+
+    name = topic(2)
+    batch = pa.record_batch({"id": list(range(100)), "s": [f"r{i}" for i in range(100)]})
+    spec = ResultSpec(batch.schema)
+    first = KafkaSink(name, broker.bootstrap, key="id", guarantee="exactly_once", staging_dir=tmp_path)
+    first.open(spec, None, "job-1")
+    first.write("result", batch)
+    prepared = first.prepare(1)  # the checkpoint holding this is durable; then the process dies publishing it
+    (tmp_path / "publishing-000001.json").write_text(json.dumps(first._ends()))
+    first._producer.begin_transaction()
+    first._produce(batch.slice(0, 40), (1, 0))
+    assert first._producer.flush(10) == 0
+    first._producer = None  # dies without committing
+    second = KafkaSink(name, broker.bootstrap, key="id", guarantee="exactly_once", staging_dir=tmp_path)
+    second.open(spec, prepared, "job-1")
+    second.close()
+    got = sorted(v["id"] for v in json_values(consume_all(broker.bootstrap, name)))
+    assert got == list(range(100))
+    assert list(tmp_path.iterdir()) == []

@@ -16,21 +16,24 @@ says it was not (re-commit). A ``read_committed`` consumer sees every row once.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from darwin.errors import SinkError
-from darwin.files import crc32_of, fsync_path
+from darwin.files import crc32_of, fsync_path, write_atomically
 from darwin.io.kafka import codecs
 from darwin.io.sinks import ResultSpec
 
 log = logging.getLogger(__name__)
 
 GUARANTEES = ("at_least_once", "exactly_once")
+_ROW_HEADER = "darwin-row"  # exactly-once: '<transactional id>:<epoch>:<row>' of each message
 _TIMEOUT_S = 30.0
 
 
@@ -113,8 +116,8 @@ class KafkaSink:
             if resume.get("file") is not None and self._published() < last:
                 log.info("%s: re-committing epoch %d after a restart", self._where, last)
                 self.commit(resume)
-        for f in self.staging_dir.glob("epoch-*.arrow"):  # published, or written after the checkpoint resumed
-            f.unlink()
+        for f in [*self.staging_dir.glob("epoch-*.arrow"), *self.staging_dir.glob("publishing-*.json")]:
+            f.unlink()  # published, or written after the checkpoint resumed
 
     def write(self, kind: str, batch: pa.RecordBatch) -> None:
         if kind != "result" or batch.num_rows == 0:
@@ -162,19 +165,62 @@ class KafkaSink:
                             "topic does not hold them; the output cannot be completed")
         if crc32_of(path) != prepared["crc32"]:
             raise SinkError(f"{self._where}: the staged rows of epoch {prepared['epoch']} ({path}) are damaged")
+        epoch = int(prepared["epoch"])
+        started = self.staging_dir / f"publishing-{epoch:06d}.json"
+        done = self._visible(epoch, json.loads(started.read_text())) if started.exists() else set()
         try:
+            if not started.exists():
+                write_atomically(started, json.dumps(self._ends()).encode())
             self._producer.begin_transaction()
             with pa.memory_map(str(path)) as source:
                 reader = pa.ipc.open_file(source)
+                row = 0
                 for i in range(reader.num_record_batches):
-                    self._produce(reader.get_batch(i))
-            marker = [TopicPartition(self.topic, 0, int(prepared["epoch"]))]
+                    batch = reader.get_batch(i)
+                    self._produce(batch, (epoch, row), done)
+                    row += batch.num_rows
+            marker = [TopicPartition(self.topic, 0, epoch)]
             self._producer.send_offsets_to_transaction(marker, self._marker.consumer_group_metadata(), _TIMEOUT_S)
             self._producer.commit_transaction(_TIMEOUT_S)
         except KafkaException as e:
             raise SinkError(f"{self._where}: publishing epoch {prepared['epoch']} failed: {e}") from None
         self._check_errors()
         path.unlink()
+        started.unlink()
+
+    def _ends(self) -> dict[str, int]:
+        """The topic's partitions and their high watermarks: where a publish starts writing."""
+        from confluent_kafka import TopicPartition
+
+        meta = self._marker.list_topics(self.topic, timeout=_TIMEOUT_S).topics[self.topic]
+        return {str(p): self._marker.get_watermark_offsets(TopicPartition(self.topic, p), timeout=_TIMEOUT_S,
+                                                           cached=False)[1] for p in meta.partitions}
+
+    def _visible(self, epoch: int, starts: dict[str, int], quiet_s: float = 1.0) -> set[int]:
+        """Rows of ``epoch`` that a killed publish left readable (by their header): a ``read_committed`` reader
+        sees none on Apache Kafka, where the abort hides them; Tansu shows them, so they are not sent again."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        tag = f"{self._tid}:{epoch}:".encode()
+        reader = Consumer({"bootstrap.servers": self.bootstrap_servers, "group.id": f"darwin-sink-{self._tid}-scan",
+                           "enable.auto.commit": False, "isolation.level": "read_committed"})
+        seen: set[int] = set()
+        try:
+            reader.assign([TopicPartition(self.topic, int(p), int(o)) for p, o in starts.items()])
+            last = time.monotonic()
+            while time.monotonic() - last < quiet_s:
+                for m in reader.consume(10_000, timeout=0.2):
+                    last = time.monotonic()
+                    headers: Any = (m.headers() or []) if m.error() is None else []
+                    for name, value in headers:
+                        if name == _ROW_HEADER and isinstance(value, bytes) and value.startswith(tag):
+                            seen.add(int(value[len(tag):]))
+        finally:
+            reader.close()
+        if seen:
+            log.warning("%s: %d rows of epoch %d were left visible by a publish that did not commit (the broker "
+                        "does not hide aborted transactions); they are not sent again", self._where, len(seen), epoch)
+        return seen
 
     def close(self) -> None:
         if self._writer is not None:
@@ -201,7 +247,10 @@ class KafkaSink:
         committed = self._marker.committed([TopicPartition(self.topic, 0)], timeout=_TIMEOUT_S)
         return max(0, committed[0].offset)
 
-    def _produce(self, batch: pa.RecordBatch) -> None:
+    def _produce(self, batch: pa.RecordBatch, row: tuple[int, int] | None = None, skip: set[int] | None = None) \
+            -> None:
+        """``row``: (epoch, number of the batch's first row in it), written as a header of each message, so a
+        publish repeated after a crash can tell which rows a broker already shows (``skip``)."""
         values = codecs.encode(self.format, batch)
         keys = [None if k is None else str(k).encode() for k in batch.column(self.key).to_pylist()] \
             if self.key is not None else None
@@ -209,6 +258,11 @@ class KafkaSink:
         produce, poll = self._producer.produce, self._producer.poll
         for i, value in enumerate(values):
             extra: dict[str, Any] = {}
+            if row is not None:
+                n = row[1] + i
+                if skip and n in skip:
+                    continue
+                extra["headers"] = [(_ROW_HEADER, f"{self._tid}:{row[0]}:{n}".encode())]
             if keys is not None:
                 extra["key"] = keys[i]
             if stamps is not None and stamps[i] is not None:
