@@ -11,7 +11,9 @@ an Arrow file under ``staging_dir``, and *commit* (after the checkpoint is durab
 them in one Kafka transaction that also commits a marker offset (the epoch) to the group
 ``darwin-sink-<transactional id>``. On recovery, ``init_transactions`` aborts whatever a
 killed run left open, and the checkpoint's epoch is published again only if the marker
-says it was not (re-commit). A ``read_committed`` consumer sees every row once.
+says it was not (re-commit). A ``read_committed`` consumer sees every row once. Brokers that do not
+hide aborted transactions (Tansu) are covered too: each message carries its epoch and row number in a
+header, and a re-commit skips the rows of its epoch that a killed publish left readable.
 """
 
 from __future__ import annotations
