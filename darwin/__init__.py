@@ -19,6 +19,7 @@ from darwin.api import (
                         from_arrow,
                         from_batches,
                         from_source,
+                        read_kafka,
                         read_parquet,
 )
 from darwin.config import Config, HardwareInfo
@@ -31,7 +32,7 @@ from darwin.types import DType
 __all__ = [
     "Config", "DType", "Expr", "GroupedTable", "HardwareInfo", "RunResult", "Session", "SinkQuery", "Slide", "Table",
     "Tumble", "Window", "WindowedTable", "asc", "avg", "col", "count", "count_distinct", "desc", "errors", "from_arrow",
-    "from_batches", "lit", "max", "mean", "min", "from_source", "read_parquet", "sinks", "sql", "sql_job", "sum",
-    "when",
+    "from_batches", "lit", "max", "mean", "min", "from_source", "read_kafka", "read_parquet", "sinks", "sql",
+    "sql_job", "sum", "when",
 ]
 __version__ = "0.1.0"

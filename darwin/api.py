@@ -431,3 +431,17 @@ def from_batches(schema: pa.Schema, batches: Callable[[], Iterable[pa.RecordBatc
                  max_future: Any = None, rate_limit: float | None = None) -> Table:
     """A table over a replayable factory of record batches (called once per run; see ``from_source``)."""
     return _scan(BatchSource(schema, batches, name, non_null), time, max_delay, max_future, rate_limit)
+
+
+def read_kafka(topic: str, bootstrap_servers: str, schema: pa.Schema | None = None, *, format: str = "json",
+               time: str = "timestamp", max_delay: Any = None, max_future: Any = None, **options: Any) -> Table:
+    """A table over a Kafka topic: the value's columns, then key, timestamp, partition, offset and headers.
+
+    ``time`` is the event-time column (the record timestamp by default, or a column of the value);
+    ``options`` go to ``darwin.io.kafka.KafkaSource`` (``bounded``, ``start``, ``group``, ``config``, ...).
+    """
+    from darwin.io.kafka import KafkaSource
+
+    return _scan(KafkaSource(topic, bootstrap_servers, schema=schema, format=format, time_column=time, **options),
+                 time, max_delay, max_future)
+

@@ -45,8 +45,8 @@ from darwin.io.output_dir import OutputDirectory, read_marker, remove_output
 from darwin.io.partitions import split
 from darwin.io.upsert import Snapshot
 
-__all__ = ["CSV", "CHANGE_COLUMN", "MODES", "Blackhole", "Collect", "FileSink", "Parquet", "ResultSpec", "Sink",
-           "read_marker", "remove_output"]
+__all__ = ["CSV", "CHANGE_COLUMN", "MODES", "Blackhole", "Collect", "FileSink", "Kafka", "Parquet", "ResultSpec",
+           "Sink", "read_marker", "remove_output"]
 
 log = logging.getLogger(__name__)
 
@@ -428,3 +428,6 @@ class Blackhole(_Unstaged):
             self.rows += batch.num_rows
         else:
             self.late_rows += batch.num_rows
+
+
+from darwin.io.kafka.sink import KafkaSink as Kafka  # noqa: E402 - it builds on ResultSpec above

@@ -122,6 +122,27 @@ class SourceReader:
             self.idle = True
         return batch, encoded, ingested
 
+    # A source with positions (Kafka: an offset and a watermark per partition) says where it is after
+    # a number of rows; the checkpoint keeps it, a restart hands it back, a durable checkpoint is reported.
+    def position(self) -> dict[str, Any]:
+        at = getattr(self.scan.source, "position_at", None)
+        return {} if at is None else {"position": at(self.offset)}
+
+    def resume(self, position: dict[str, Any] | None) -> None:
+        if position is not None:
+            self.scan.source.resume(position, self.offset)
+
+    def close(self) -> None:
+        """Release what the source holds between reads (a Kafka source's group-commit client)."""
+        close = getattr(self.scan.source, "close", None)
+        if close is not None:
+            close()
+
+    def checkpointed(self, position: dict[str, Any] | None) -> None:
+        done = getattr(self.scan.source, "checkpointed", None)
+        if done is not None and position is not None:
+            done(position)
+
     def _observe(self, batch: pa.RecordBatch) -> None:
         column = self.scan.time_column
         if column is None:
@@ -170,6 +191,7 @@ class CompiledEngine:
 
             self.operators = [runner_for(o, config, self.pool) for o in graph.operators]
         self.readers = []
+        self._positions: list[dict[str, Any] | None] = []  # the sources' positions in the last snapshot
         for i, scan in enumerate(graph.scans):
             readers = [p for p in graph.pipelines if isinstance(p.input, op.SourcePort) and p.input.reader == i]
             delay = readers[0].input.delay_ms if readers else config.max_delay_ms  # type: ignore[union-attr]
@@ -351,7 +373,8 @@ class CompiledEngine:
             operators.append(body)
             files += written
         sources = [{"offset": r.offset, "max_time": r.clock.max_time, "future_rows": r.clock.future_rows,
-                    "finished": r.finished} for r in self.readers]
+                    "finished": r.finished, **r.position()} for r in self.readers]
+        self._positions = [s.get("position") for s in sources]
         return {"offset": sum(r.offset for r in self.readers), "sources": sources, "backend": self.backend.name,
                 "runners": runners, "joins": joins, "operators": operators,
                 "aggregate_wm": {str(k): v for k, v in self.aggregate_wm.items()},
@@ -367,6 +390,7 @@ class CompiledEngine:
             o.restore(directory, saved)
         for reader, saved in zip(self.readers, body["sources"]):
             reader.offset, reader.finished = int(saved["offset"]), bool(saved["finished"])
+            reader.resume(saved.get("position"))
             reader.clock.max_time, reader.clock.future_rows = int(saved["max_time"]), int(saved["future_rows"])
             self.metrics.add("input_rows", reader.offset)
         self.aggregate_wm = {int(k): int(v) for k, v in body["aggregate_wm"].items()}
@@ -375,6 +399,8 @@ class CompiledEngine:
     def after_checkpoint(self, checkpoint_id: int) -> None:
         for r in self.runners:
             r.after_checkpoint(checkpoint_id)
+        for reader, position in zip(self.readers, self._positions):
+            reader.checkpointed(position)
 
     def close(self) -> None:
         self.workers.close()
@@ -384,6 +410,8 @@ class CompiledEngine:
             j.close()
         for o in self.operators:
             o.close()
+        for reader in self.readers:
+            reader.close()
         self.backend.close()
 
 

@@ -1,0 +1,153 @@
+"""Message values to and from Arrow in bulk: one parser call over a batch's concatenated payloads.
+
+confluent-kafka hands messages over one by one; what is done per message here is only taking
+its bytes. Parsing (JSON, CSV) runs in Arrow's C++ readers over the joined payloads, and
+encoding builds each row's text with Arrow compute kernels over whole columns.
+
+Avro is not offered: no well-kept library decodes Avro messages into Arrow in bulk (fastavro
+decodes to Python dicts, row by row).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
+
+from darwin.errors import SinkError, SourceError
+
+FORMATS = ("json", "csv", "raw")
+RAW_COLUMN = "value"  # the one value column of format 'raw': the payload as UTF-8 text
+
+
+def check_format(fmt: str, where: str, error: type[Exception]) -> None:
+    if fmt not in FORMATS:
+        raise error(f"{where}(format={fmt!r}): unknown value format; use 'json' (one object per message), "
+                    "'csv' (one line per message, columns in schema order) or 'raw' (the payload as text in "
+                    f"column {RAW_COLUMN!r})")
+
+
+def value_schema(fmt: str, schema: pa.Schema | None, where: str) -> pa.Schema:
+    """The columns a message's value becomes."""
+    if fmt == "raw":
+        if schema is not None:
+            raise SourceError(f"{where}(format='raw') reads the payload as one text column {RAW_COLUMN!r}; "
+                              "drop schema=, or use format='json' or 'csv' to parse columns out of it")
+        return pa.schema([pa.field(RAW_COLUMN, pa.string())])
+    if schema is None or len(schema) == 0:
+        raise SourceError(f"{where}(format={fmt!r}) needs schema=pyarrow.schema([...]): the columns of a "
+                          "message's value and their types")
+    return schema
+
+
+def decode(fmt: str, payloads: Sequence[bytes | None], schema: pa.Schema, where: str) -> pa.RecordBatch:
+    """The values of ``payloads`` (one message each) as a record batch of ``schema``."""
+    if fmt == "raw":
+        array = pa.array(payloads, pa.binary())
+        try:
+            return pa.record_batch([array.cast(pa.string())], schema=schema)
+        except pa.ArrowInvalid:
+            raise SourceError(f"{where}: a message's value is not UTF-8 text (format='raw')") from None
+    if fmt == "json":
+        data = b"\n".join(b"{}" if p is None else p for p in payloads)  # a null value (tombstone): null columns
+        options = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore",
+                                      newlines_in_values=True)
+        try:
+            table = pajson.read_json(io.BytesIO(data), parse_options=options)
+        except pa.ArrowInvalid as e:
+            raise SourceError(f"{where}: a message's value is not a JSON object of the schema's columns: {e}") \
+                from None
+    else:
+        data = b"\n".join(b"" if p is None else p.rstrip(b"\r\n") for p in payloads)
+        read = pacsv.ReadOptions(column_names=schema.names, block_size=max(1 << 20, len(data) + 1))
+        convert = pacsv.ConvertOptions(column_types=schema, strings_can_be_null=True)
+        try:
+            table = pacsv.read_csv(io.BytesIO(data), read_options=read, convert_options=convert,
+                                   parse_options=pacsv.ParseOptions(newlines_in_values=True,
+                                                                    ignore_empty_lines=False))
+        except pa.ArrowInvalid as e:
+            raise SourceError(f"{where}: a message's value is not a CSV line of the schema's columns: {e}") from None
+    if table.num_rows != len(payloads):
+        raise SourceError(f"{where}: {len(payloads)} messages gave {table.num_rows} {fmt} rows; each message must "
+                          "hold exactly one record")
+    table = table.select(schema.names).cast(schema)
+    return table.combine_chunks().to_batches()[0] if table.num_rows else pa.RecordBatch.from_pylist([], schema)
+
+
+def encode(fmt: str, batch: pa.RecordBatch) -> list[bytes]:
+    """One payload per row of ``batch``."""
+    if fmt == "raw":
+        if batch.num_columns != 1:
+            raise SinkError(f"a KafkaSink with format='raw' writes one text column as the message value; the "
+                            f"result has {batch.schema.names}. Select one column, or use format='json'")
+        return [b"" if v is None else v.encode() for v in _text(batch.column(0)).to_pylist()]
+    if fmt == "csv":
+        return _csv_lines(batch)
+    return _json_lines(batch)
+
+
+def _text(column: pa.Array) -> pa.Array:
+    """Values as text; a timestamp as '2015-07-15 00:00:01.500', which the JSON and CSV readers parse back."""
+    return column.cast(pa.string())
+
+
+_ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"))
+
+
+def _json_literal(column: pa.Array) -> pa.Array:
+    """Each value of ``column`` as a JSON literal (null for nulls)."""
+    t = column.type
+    if pa.types.is_boolean(t):
+        text = pc.if_else(column, "true", "false")
+    elif pa.types.is_integer(t):
+        text = column.cast(pa.string())
+    elif pa.types.is_floating(t):
+        finite = pc.is_finite(column)
+        text = pc.if_else(finite, column.cast(pa.string()), pa.scalar(None, pa.string()))
+    else:
+        text = _text(column)
+        for old, new in _ESCAPES:
+            text = pc.replace_substring(text, old, new)
+        text = pc.binary_join_element_wise('"', text, '"', "")
+    return pc.fill_null(text, "null")
+
+
+def _json_lines(batch: pa.RecordBatch) -> list[bytes]:
+    if batch.num_rows == 0:
+        return []
+    parts: list[pa.Array | str] = []
+    for i, name in enumerate(batch.schema.names):
+        parts.append(("{" if i == 0 else ",") + json.dumps(name) + ":")
+        parts.append(_json_literal(batch.column(i)))
+    parts.append("}")
+    lines = pc.binary_join_element_wise(*parts, "").to_pylist()
+    control = [i for i, line in enumerate(lines) if not line.isprintable()]  # rare: other control characters
+    for i in control:
+        lines[i] = json.dumps(dict(zip(batch.schema.names, batch.slice(i, 1).to_pylist()[0].values())),
+                              default=str, separators=(",", ":"))
+    return [line.encode() for line in lines]
+
+
+def _csv_lines(batch: pa.RecordBatch) -> list[bytes]:
+    if batch.num_rows == 0:
+        return []
+    texts = [_text(c) for c in batch.columns]
+    newlines = any(pa.types.is_string(t.type) and pc.any(pc.match_substring_regex(t, "[\r\n]")).as_py()
+                   for t in texts)
+    if newlines:  # a quoted value spans lines: the lines of the whole batch no longer split per row
+        out = []
+        for row in zip(*(t.to_pylist() for t in texts)):
+            buffer = io.StringIO()
+            csv.writer(buffer, lineterminator="").writerow(["" if v is None else v for v in row])
+            out.append(buffer.getvalue().encode())
+        return out
+    sink = io.BytesIO()
+    pacsv.write_csv(pa.record_batch(texts, names=batch.schema.names), sink,
+                    pacsv.WriteOptions(include_header=False, quoting_style="needed"))
+    return sink.getvalue().rstrip(b"\n").split(b"\n")

@@ -1,0 +1,274 @@
+"""Kafka source and sink against a real Kafka-protocol broker (Tansu): decoding, per-partition event time,
+idleness, offsets in checkpoints, and both sink guarantees."""
+
+import json
+import time
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+from crashes import run_until_done
+from kafka_helpers import consume_all, json_values, produce
+
+import darwin as dw
+from darwin.errors import SinkError, SourceError
+from darwin.io.kafka import KafkaSink, KafkaSource
+
+BIDS = pa.schema([("auction", pa.int64()), ("price", pa.int64()), ("bidder", pa.string())])
+
+
+def bid_records(n, partitions, start_ms=1_000):
+    """(partition, value, key, timestamp) of n bids, spread over partitions by auction."""
+    out = []
+    for i in range(n):
+        auction = i % 13
+        out.append((auction % partitions, json.dumps({"auction": auction, "price": i, "bidder": f"b{i % 5}"}).encode(),
+                    str(auction).encode(), start_ms + i * 10))
+    return out
+
+
+def windowed_counts(table):
+    return table.window(dw.Tumble("1s", on="timestamp")).group_by("auction").agg(n=dw.count(), top=dw.max("price"))
+
+
+def expected_counts(records):
+    rows = [dict(json.loads(v), timestamp=ts) for _, v, _, ts in records]
+    t = pa.table({"auction": [r["auction"] for r in rows], "price": [r["price"] for r in rows],
+                  "timestamp": pa.array([r["timestamp"] for r in rows], pa.timestamp("ms"))})
+    return windowed_counts(dw.from_arrow(t, time="timestamp")).collect()
+
+
+def as_rows(table_or_dicts):
+    """Rows as comparable text; a table's timestamps as the sink writes them ('1970-01-01 00:00:01.000')."""
+    if isinstance(table_or_dicts, pa.Table):
+        t = table_or_dicts
+        t = t.cast(pa.schema([pa.field(f.name, pa.string() if pa.types.is_timestamp(f.type) else f.type)
+                              for f in t.schema]))
+        rows = t.to_pylist()
+    else:
+        rows = table_or_dicts
+    return Counter(json.dumps({k: str(v) for k, v in sorted(r.items())}) for r in rows)
+
+
+def test_round_trip_kafka_to_darwin_to_kafka(broker, topic):
+    source, sink = topic(4), topic(2)
+    records = bid_records(5_000, 4)
+    produce(broker.bootstrap, source, records)
+    q = windowed_counts(dw.read_kafka(source, broker.bootstrap, BIDS, max_delay="0s"))
+    result = q.sink(KafkaSink(sink, broker.bootstrap, key="auction")).run(dw.Config(batch_size=700))
+    out = json_values(consume_all(broker.bootstrap, sink))
+    expected = expected_counts(records)
+    assert result.metrics["input_rows"] == 5_000 and result.metrics["late_rows"] == 0
+    assert as_rows(out) == as_rows(expected)
+    assert len(out) == expected.num_rows > 13
+
+
+def test_metadata_columns_and_headers(broker, topic):
+    name = topic(2)
+    produce(broker.bootstrap, name, [(1, b'{"auction": 7, "price": 1, "bidder": "x"}', b"k7", 5_000, [("h", b"v")]),
+                                     (0, b'{"auction": 8, "price": 2}', None, 6_000)])
+    t = dw.read_kafka(name, broker.bootstrap, BIDS).collect().sort_by("auction")
+    assert t.column("key").to_pylist() == ["k7", None]
+    assert t.column("partition").to_pylist() == [1, 0]
+    assert t.column("offset").to_pylist() == [0, 0]
+    assert t.column("timestamp").cast(pa.int64()).to_pylist() == [5_000, 6_000]
+    assert [None if h is None else json.loads(h) for h in t.column("headers").to_pylist()] == [{"h": "v"}, None]
+    assert t.column("bidder").to_pylist() == ["x", None]
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "raw"])
+def test_value_formats_decode_in_bulk(broker, topic, fmt):
+    name = topic(1)
+    rows = [(i, f"n,{i}" if fmt != "csv" else f'n "{i}"\nline', 1_000 + i) for i in range(300)]
+    if fmt == "json":
+        values = [json.dumps({"id": i, "s": s, "t": "1970-01-01 00:00:01.500"}).encode() for i, s, _ in rows]
+        schema = pa.schema([("id", pa.int64()), ("s", pa.string()), ("t", pa.timestamp("ms"))])
+    elif fmt == "csv":
+        values = [f'{i},"{s.replace(chr(34), chr(34) * 2)}",1970-01-01 00:00:01.500'.encode() for i, s, _ in rows]
+        schema = pa.schema([("id", pa.int64()), ("s", pa.string()), ("t", pa.timestamp("ms"))])
+    else:
+        values = [s.encode() for _, s, _ in rows]
+        schema = None
+    produce(broker.bootstrap, name, [(0, v, None, ts) for v, (_, _, ts) in zip(values, rows)])
+    got = dw.read_kafka(name, broker.bootstrap, schema, format=fmt).collect()
+    assert got.num_rows == 300
+    if fmt == "raw":
+        assert got.column("value").to_pylist() == [s for _, s, _ in rows]
+    else:
+        assert got.column("id").to_pylist() == list(range(300))
+        assert got.column("s").to_pylist() == [s for _, s, _ in rows]
+        assert set(got.column("t").cast(pa.int64()).to_pylist()) == {1_500}
+
+
+def test_a_bad_message_names_its_partition_and_offsets(broker, topic):
+    name = topic(1)
+    produce(broker.bootstrap, name, [(0, b'{"auction": 1}', None, 1_000), (0, b"not json", None, 1_001)])
+    with pytest.raises(SourceError, match=r"partition 0 offsets 0-1.*JSON"):
+        dw.read_kafka(name, broker.bootstrap, BIDS).collect()
+
+
+def test_partitions_keep_their_own_watermarks(broker, topic):
+    """Partition 0 is written to the end before partition 1 starts, over the same event times: read in arrival
+    order, every row of partition 1 would be late. The source serves the partition furthest behind first."""
+    name = topic(2)
+    first = [(0, json.dumps({"auction": 1, "price": i}).encode(), None, 1_000 + i * 10) for i in range(2_000)]
+    second = [(1, json.dumps({"auction": 2, "price": i}).encode(), None, 1_000 + i * 10) for i in range(2_000)]
+    produce(broker.bootstrap, name, first)
+    produce(broker.bootstrap, name, second)
+    source = KafkaSource(name, broker.bootstrap, schema=BIDS)
+    batches = list(source.batches(("partition", "timestamp"), 500))
+    assert [b.num_rows for b in batches] == [500] * 8
+    assert all(set(b.column("partition").to_pylist()) == {0, 1} for b in batches)  # merged, not one after the other
+    times = pa.Table.from_batches(batches).column("timestamp").cast(pa.int64()).to_pylist()
+    assert times == sorted(times)  # neither partition runs ahead of the other
+    result = windowed_counts(dw.from_source(source, time="timestamp", max_delay="0s")).execute(
+        dw.Config(batch_size=500))
+    assert result.metrics["late_rows"] == 0
+    assert result.table.num_rows == 2 * 20 and set(result.table.column("n").to_pylist()) == {100}
+
+
+def test_an_idle_partition_stops_holding_the_others_back(broker, topic):
+    name = topic(2)
+    produce(broker.bootstrap, name, [(0, b'{"auction": 1}', None, 1_000 + i) for i in range(10)])
+    source = KafkaSource(name, broker.bootstrap, schema=BIDS, bounded=False, idle_timeout="800ms")
+    started = time.monotonic()
+    batches = source.batches(("auction", "partition"), 100)
+    first = next(b for b in batches if b.num_rows)
+    waited = time.monotonic() - started
+    batches.close()
+    assert first.column("partition").to_pylist() == [0] * 10
+    assert waited >= 0.8  # partition 1 (nothing delivered: furthest behind) held it back until it was idle
+
+
+def test_offsets_live_in_checkpoints_and_are_committed_to_the_group(broker, topic, tmp_path):
+    from confluent_kafka import Consumer, TopicPartition
+
+    name, out = topic(3), topic(1)
+    records = bid_records(3_000, 3)
+    produce(broker.bootstrap, name, records)
+    config = dw.Config(batch_size=400, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="2 batches")
+    q = windowed_counts(dw.read_kafka(name, broker.bootstrap, BIDS, group="monitor"))
+    q.sink(KafkaSink(out, broker.bootstrap)).run(config)
+    manifest = json.loads(sorted((tmp_path / "chk").glob("chk-*/MANIFEST.json"))[-1].read_text())
+    position = manifest["body"]["engine"]["sources"][0]["position"] if "body" in manifest else \
+        manifest["engine"]["sources"][0]["position"]
+    ends = Counter(p for p, _, _, _ in records)
+    assert {int(p): v["offset"] for p, v in position["partitions"].items()} == dict(ends)
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "monitor"})
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        committed = {tp.partition: tp.offset for tp in c.committed([TopicPartition(name, p) for p in range(3)],
+                                                                   timeout=10)}
+        if committed == dict(ends):
+            break
+        time.sleep(0.2)
+    c.close()
+    assert committed == dict(ends)
+
+
+def test_exactly_once_sink_after_crashes_publishes_every_row_once(broker, topic, tmp_path, monkeypatch):
+    source, sink = topic(2), topic(1)
+    records = bid_records(6_000, 2)
+    produce(broker.bootstrap, source, records)
+    q = windowed_counts(dw.read_kafka(source, broker.bootstrap, BIDS, max_delay="0s"))
+    config = dw.Config(batch_size=500, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="3 batches")
+
+    def kafka_sink():
+        return KafkaSink(sink, broker.bootstrap, guarantee="exactly_once", staging_dir=tmp_path / "stage")
+
+    result = run_until_done(q, kafka_sink, config, monkeypatch, crashes=[4, 5, 2])
+    assert result.resumed_from is not None
+    out = json_values(consume_all(broker.bootstrap, sink))
+    assert as_rows(out) == as_rows(expected_counts(records))
+    assert list((tmp_path / "stage").glob("*.arrow")) == []
+
+
+def test_sink_settings_are_checked():
+    with pytest.raises(SinkError, match="staging_dir"):
+        KafkaSink("t", "127.0.0.1:1", guarantee="exactly_once")
+    with pytest.raises(SinkError, match="guarantee"):
+        KafkaSink("t", "127.0.0.1:1", guarantee="twice")
+    with pytest.raises(SourceError, match="schema"):
+        KafkaSource("t", "127.0.0.1:1", format="csv")
+    with pytest.raises(SourceError, match="metadata"):
+        KafkaSource("t", "127.0.0.1:1", schema=pa.schema([("offset", pa.int64())]))
+
+
+def test_unbounded_job_reads_what_arrives_until_stopped(broker, topic, tmp_path):
+    import threading
+
+    source, sink = topic(2), topic(1)
+    records = bid_records(4_000, 2)
+    kafka = KafkaSource(source, broker.bootstrap, schema=BIDS, bounded=False, idle_timeout="10s",
+                        poll_timeout="20ms")
+
+    def feed():
+        for i in range(0, len(records), 1_000):  # in four bursts while the job runs
+            produce(broker.bootstrap, source, records[i:i + 1_000])
+            time.sleep(0.3)
+        time.sleep(1.0)
+        kafka.stop()
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    config = dw.Config(batch_size=300, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="200ms")
+    q = windowed_counts(dw.from_source(kafka, time="timestamp", max_delay="0s"))
+    result = q.sink(KafkaSink(sink, broker.bootstrap, guarantee="exactly_once", staging_dir=tmp_path / "stage")).run(
+        config)
+    feeder.join()
+    assert result.metrics["input_rows"] == 4_000 and result.metrics["late_rows"] == 0
+    assert result.metrics["checkpoints"] >= 3
+    assert as_rows(json_values(consume_all(broker.bootstrap, sink))) == as_rows(expected_counts(records))
+
+
+def test_a_finished_job_rerun_over_the_same_topic_adds_nothing(broker, topic, tmp_path):
+    source, sink = topic(2), topic(1)
+    records = bid_records(2_000, 2)
+    produce(broker.bootstrap, source, records)
+    config = dw.Config(batch_size=300, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="2 batches")
+
+    def run():
+        q = windowed_counts(dw.read_kafka(source, broker.bootstrap, BIDS, max_delay="0s"))
+        return q.sink(KafkaSink(sink, broker.bootstrap, guarantee="exactly_once",
+                                staging_dir=tmp_path / "stage")).run(config)
+
+    run()
+    again = run()
+    assert again.resumed_from is not None
+    assert as_rows(json_values(consume_all(broker.bootstrap, sink))) == as_rows(expected_counts(records))
+    produce(broker.bootstrap, source, bid_records(10, 2, start_ms=100_000))
+    with pytest.raises(dw.errors.CheckpointError, match="finished job"):
+        run()
+
+
+def test_late_rows_are_refused_before_the_query_runs():
+    t = pa.table({"ts": pa.array([1_000], pa.timestamp("ms")), "k": [1]})
+    q = dw.from_arrow(t, time="ts").window(dw.Tumble("1s", on="ts"), late_output=True).group_by("k").agg(
+        n=dw.count())
+    with pytest.raises(SinkError, match="late rows"):
+        q.sink(KafkaSink("t", "127.0.0.1:1")).run()
+
+
+def test_a_publish_killed_halfway_is_completed_once_on_recovery(broker, topic, tmp_path):
+    """A crash after the checkpoint, in the middle of publishing its epoch: the restarted sink re-commits the
+    epoch, and rows the broker already shows (Tansu does not hide aborted transactions) are not sent twice."""
+    from darwin.io.sinks import ResultSpec
+
+    name = topic(2)
+    batch = pa.record_batch({"id": list(range(100)), "s": [f"r{i}" for i in range(100)]})
+    spec = ResultSpec(batch.schema)
+    first = KafkaSink(name, broker.bootstrap, key="id", guarantee="exactly_once", staging_dir=tmp_path)
+    first.open(spec, None, "job-1")
+    first.write("result", batch)
+    prepared = first.prepare(1)  # the checkpoint holding this is durable; then the process dies publishing it
+    (tmp_path / "publishing-000001.json").write_text(json.dumps(first._ends()))
+    first._producer.begin_transaction()
+    first._produce(batch.slice(0, 40), (1, 0))
+    assert first._producer.flush(10) == 0
+    first._producer = None  # dies without committing
+    second = KafkaSink(name, broker.bootstrap, key="id", guarantee="exactly_once", staging_dir=tmp_path)
+    second.open(spec, prepared, "job-1")
+    second.close()
+    got = sorted(v["id"] for v in json_values(consume_all(broker.bootstrap, name)))
+    assert got == list(range(100))
+    assert list(tmp_path.iterdir()) == []
