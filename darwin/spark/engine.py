@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -22,6 +23,9 @@ from darwin.plan import nodes as pn
 from darwin.runtime.output import Output
 from darwin.runtime.progress import Metrics
 from darwin.types import DType, Schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +73,18 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
         for batch in rows.to_batches():
             if batch.num_rows:
                 yield Output("late", batch)
+
+
+def dataframe(plan: pn.PlanNode, config: Config) -> DataFrame:
+    """The plan's final table as a Spark DataFrame (timestamps as int64 ms), not yet computed: for
+    writing it with Spark's own writers, e.g. the benchmarks' ``noop``."""
+    from darwin.spark.session import spark_session
+    from darwin.spark.sources import HIDDEN
+    from darwin.spark.translate import translate
+
+    check(config)
+    frame, _, _ = translate(spark_session("darwin", config.spark_master, config.spark_conf), plan, config)
+    return frame.df.select(*[c for c in frame.df.columns if c not in HIDDEN])
 
 
 def _input_rows(plan: pn.PlanNode, tables: dict[int, pa.Table]) -> int:
