@@ -113,8 +113,9 @@ def _binary(e: ex.Binary, schema: Schema, result: DType | None) -> Column:
         return F.when(zero, F.lit(None)).otherwise(a / b)
     if op == "floordiv":
         if floats:
-            q = a / b
-            return F.when(zero, F.lit(None)).otherwise(q - F.pmod(q, F.lit(1.0)))
+            q = a / b  # past 2**52 every double is a whole number; floor() gives a bigint below
+            whole = F.when(F.abs(q) < F.lit(2.0**52), F.floor(q).cast("double")).otherwise(q)
+            return F.when(zero, F.lit(None)).otherwise(whole)
         q, r = F.call_function("div", a, b), a % b  # ``div`` truncates toward zero; Python floors
         return F.when(zero, F.lit(None)).otherwise(
             F.when((r != 0) & ((r < 0) != (b < 0)), q - 1).otherwise(q))

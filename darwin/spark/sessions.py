@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from darwin.plan import nodes as pn
-from darwin.plan.aggregates import agg_type, function
+from darwin.plan.aggregates import function
 from darwin.spark.exprs import column, to_spark
 from darwin.spark.sources import BEFORE, SEQ
 
@@ -37,19 +37,21 @@ def sessions(df: DataFrame, node: pn.SessionAggregate) -> DataFrame:
     out_fields = [pa.field(f.name, pa.int64() if f.dtype.value == "timestamp" else f.dtype.arrow)
                   for f in node.schema.fields] + [pa.field(SEQ, pa.int64())]
     out = pa.schema(out_fields)
-    replay = _Replay(node.window.gap_ms, list(node.keys), [(name, call.func, call.input is None) for name, call in args],
-                     out, [agg_type(call, schema, name)[0].value for name, call in node.aggs])
+    replay = _Replay(node.window.gap_ms, list(node.keys),
+                     [(name, call.func, call.input is None) for name, call in args], out)
     keys = [column(k) for k in node.keys]
     grouped = rows.groupBy(*keys) if keys else rows.groupBy()
-    return grouped.applyInArrow(replay, schema=from_arrow_schema(out))
+    def each_key(table: pa.Table) -> pa.Table:  # a plain function: Spark reads its signature
+        return replay(table)
+
+    return grouped.applyInArrow(each_key, schema=from_arrow_schema(out))
 
 
 class _Replay:
     """The per-key replay, picklable (it holds names and numbers only)."""
 
-    def __init__(self, gap: int, keys: list[str], args: list[tuple[str, str, bool]], out: pa.Schema,
-                 types: list[str]) -> None:
-        self.gap, self.keys, self.args, self.out, self.types = gap, keys, args, out, types
+    def __init__(self, gap: int, keys: list[str], args: list[tuple[str, str, bool]], out: pa.Schema) -> None:
+        self.gap, self.keys, self.args, self.out = gap, keys, args, out
 
     def __call__(self, table: pa.Table) -> pa.Table:
         rows = sorted(table.to_pylist(), key=lambda r: r[SEQ])

@@ -106,9 +106,10 @@ def _with_arrival(reader: _Reader, batch: pa.RecordBatch, seq: int) -> pa.Table:
 
 def _concat(reader: _Reader) -> pa.Table:
     schema = arrival_schema(reader.node)
-    if not reader.parts:
+    if not any(t.num_rows for t in reader.parts):
         return schema.empty_table()
-    return pa.concat_tables([t.cast(schema) for t in reader.parts])
+    # one chunk: Spark's createDataFrame loses rows of an Arrow table that has empty chunks
+    return pa.concat_tables([t.cast(schema) for t in reader.parts if t.num_rows]).combine_chunks()
 
 
 def arrival_schema(node: pn.Scan) -> pa.Schema:

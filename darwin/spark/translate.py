@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from darwin.config import Config
 from darwin.errors import UnsupportedError
+from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
 from darwin.plan.aggregates import agg_type
-from darwin.plan import exprs as ex
 from darwin.plan.exprs import AggCall
 from darwin.plan.ranking import Ranking, ranking_of
 from darwin.plan.temporal import join_timing, time_attributes
@@ -45,6 +45,9 @@ class Frame:
     schema: Schema
     arrival: bool  # MARK and BEFORE are exact: rows of one source through stateless operators
     never_late: frozenset[str] = frozenset()  # columns no window can find late
+    # window_start columns of an aggregation's fired windows: a window join never finds them late
+    # (the window had not fired at the join's last watermark, so start + size - 1 is not below it)
+    fired_starts: frozenset[str] = frozenset()
 
     def visible(self) -> list[Column]:
         return [column(n) for n in self.schema.names]
@@ -73,8 +76,10 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         f = self.visit(node.input)
         out = [to_spark(e, node.input.schema).cast(spark_type(t.dtype)).alias(name)
                for (name, e), t in zip(node.exprs, node.schema.fields)]
-        renamed = frozenset(name for name, e in node.exprs if isinstance(e, ex.Column) and e.name in f.never_late)
-        return Frame(f.df.select(*out, *_hidden()), node.schema, f.arrival, renamed)
+        def renamed(names: frozenset[str]) -> frozenset[str]:
+            return frozenset(name for name, e in node.exprs if isinstance(e, ex.Column) and e.name in names)
+        return Frame(f.df.select(*out, *_hidden()), node.schema, f.arrival, renamed(f.never_late),
+                     renamed(f.fired_starts))
 
     def visit_WindowAssign(self, node: pn.WindowAssign) -> Frame:
         f = self.visit(node.input)
@@ -118,7 +123,8 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         keys = [column(pn.WINDOW_START), column(pn.WINDOW_END), *(column(k) for k in node.keys)]
         aggs = _aggregates(node.aggs, assign.input.schema)
         df = rows.groupBy(*keys).agg(*aggs, F.min(SEQ).alias(SEQ))
-        return _stateful(df, node.schema, frozenset({pn.WINDOW_END}))
+        out = _stateful(df, node.schema, frozenset({pn.WINDOW_END}))
+        return replace(out, fired_starts=frozenset({pn.WINDOW_START}))
 
     def visit_GroupAggregate(self, node: pn.GroupAggregate) -> Frame:
         from pyspark.sql import functions as F
@@ -170,7 +176,7 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         order = [_sort(k) for k in node.order_by] + [column(SEQ).asc()]
         frame = Window.partitionBy(*(column(c) for c in node.partition_by)).orderBy(*order).rowsBetween(
             -node.preceding, 0)
-        aggs = [a.over(frame) for a in _aggregates(node.aggs, node.input.schema)]
+        aggs = [raw.over(frame).cast(t).alias(name) for name, raw, t in _raw_aggregates(node.aggs, node.input.schema)]
         df = f.df.select(*f.visible(), *aggs, *_hidden())
         return Frame(df, node.schema, arrival=False)
 
@@ -185,8 +191,9 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         left, right = self.visit(node.left), self.visit(node.right)
         never_late: frozenset[str] = frozenset()
         if timing is not None:
-            left = _drop_late(left, timing.left.time, timing.left.time_shift, node)
-            right = _drop_late(right, timing.right.time, timing.right.time_shift, node)
+            window = timing.kind == "window"
+            left = _drop_late(left, timing.left.time, timing.left.time_shift, node, window)
+            right = _drop_late(right, timing.right.time, timing.right.time_shift, node, window)
             never_late = time_attributes(node)
         df = _join(left, right, node, node.how)
         seq = F.greatest(F.coalesce(column(SEQ), F.lit(0)), F.coalesce(column("__dw_right_seq"), F.lit(0)))
@@ -215,8 +222,10 @@ def _lateness(f: Frame, on: str, node: Any) -> bool:
                            "and watermarks interleave")
 
 
-def _drop_late(f: Frame, time: str, shift: int, node: pn.Join) -> Frame:
+def _drop_late(f: Frame, time: str, shift: int, node: pn.Join, window: bool) -> Frame:
     """A bounded join's side without its late rows (by the side's watermark before their batch)."""
+    if not f.arrival and window and time in f.fired_starts:
+        return f
     if not _lateness(f, time, node):
         return f
     t = column(time)
@@ -240,21 +249,28 @@ def _assign(df: DataFrame, w: Any) -> DataFrame:
 
 
 def _aggregates(aggs: tuple[tuple[str, AggCall], ...], schema: Schema) -> list[Column]:
+    return [raw.cast(t).alias(name) for name, raw, t in _raw_aggregates(aggs, schema)]
+
+
+def _raw_aggregates(aggs: tuple[tuple[str, AggCall], ...], schema: Schema) -> list[tuple[str, Column, str]]:
+    """(name, Spark aggregate, Spark type of Darwin's result) of each aggregate."""
     from pyspark.sql import functions as F
 
     out = []
     for name, call in aggs:
         x = None if call.input is None else to_spark(call.input, schema)
         dtype, _ = agg_type(call, schema, name)
-        if call.func == "count":
-            value = F.count(F.lit(1)) if x is None else F.count(x)
+        if x is None:  # count()
+            value = F.count(F.lit(1))
+        elif call.func == "count":
+            value = F.count(x)
         elif call.func == "count_distinct":
             value = F.count_distinct(x)
         elif call.func == "avg":
-            value = F.avg(x.cast("double"))  # type: ignore[union-attr]
+            value = F.avg(x.cast("double"))
         else:
             value = {"sum": F.sum, "min": F.min, "max": F.max}[call.func](x)
-        out.append(value.cast(spark_type(dtype)).alias(name))
+        out.append((name, value, spark_type(dtype)))
     return out
 
 
