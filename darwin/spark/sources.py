@@ -94,10 +94,16 @@ def _with_arrival(reader: _Reader, batch: pa.RecordBatch, seq: int) -> pa.Table:
         valid = times.is_valid().to_numpy(zero_copy_only=False)
         values = times.fill_null(0).to_numpy(zero_copy_only=False)
         clock = reader.clock
-        for i in range(n):  # the clock's own rule (max_future included), row by row
-            if valid[i]:
-                clock.observe(int(values[i]))
-            marks[i] = clock.watermark
+        if clock.max_future_ms is None and n:  # max time seen so far, vectorized
+            seen = np.maximum.accumulate(np.where(valid, values, NO_WATERMARK).astype(np.int64))
+            seen = np.maximum(seen, clock.max_time)
+            marks[:] = np.where(seen == NO_WATERMARK, NO_WATERMARK, seen - clock.delay_ms)
+            clock.max_time = int(seen[-1])
+        else:
+            for i in range(n):  # the clock's own rule (max_future), row by row
+                if valid[i]:
+                    clock.observe(int(values[i]))
+                marks[i] = clock.watermark
     names = list(node.schema.names) + list(HIDDEN)
     hidden = [pa.array(np.arange(seq, seq + n, dtype=np.int64)), pa.array(marks),
               pa.array(np.full(n, before, np.int64))]
