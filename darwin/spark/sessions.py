@@ -70,6 +70,12 @@ class _Replay:
             met = [s for s in open_ if s[0] <= t + gap and t <= s[1]]
             if not met and t + gap <= wm:
                 continue  # late
+            if len(met) == 1:  # the common case: the row extends its session (rows come in arrival order)
+                s = met[0]
+                s[0], s[1] = min(s[0], t), max(s[1], t + gap)
+                s[3].append(row)
+                open_ = [x for x in open_ if x is not s] + [s]
+                continue
             merged = [min([t, *(s[0] for s in met)]), max([t + gap, *(s[1] for s in met)]),
                       min([row[SEQ], *(s[2] for s in met)]),
                       sorted([row, *(r for s in met for r in s[3])], key=lambda r: r[SEQ])]
