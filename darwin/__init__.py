@@ -26,8 +26,11 @@ from darwin.config import Config, HardwareInfo
 from darwin.expr import Expr, avg, col, count, count_distinct, lit, max, mean, min, sum, when
 from darwin.io import sinks
 from darwin.plan.window import Session, Slide, Tumble, Window
+from darwin.spark.engine import register as _register_spark
 from darwin.sql import sql, sql_job  # binds dw.sql to the function, not the darwin.sql package
 from darwin.types import DType
+
+_register_spark()  # Config(engine="spark"); pyspark is imported only when a query runs there
 
 __all__ = [
     "Config", "DType", "Expr", "GroupedTable", "HardwareInfo", "RunResult", "Session", "SinkQuery", "Slide", "Table",

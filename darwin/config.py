@@ -22,6 +22,7 @@ from darwin.errors import ConfigError
 
 MODES = ("compiled", "interpreted")
 TARGETS = ("host", "generic")
+ENGINES = ("darwin", "spark")  # who runs the plan: Darwin itself, or Spark (darwin.spark.engine)
 EMIT = ("per_batch", "on_close")  # when an updating result's changes leave: after each batch, or at checkpoints
 
 
@@ -98,8 +99,20 @@ class Config:
     # an updating result's changes: after each input batch, or ("on_close") added up and emitted at
     # each checkpoint and at the end of the input, for fewer changes at the cost of latency
     emit: str = "per_batch"
+    engine: str = "darwin"
+    # engine="spark": the Spark master (None: local[*]) and Spark settings (YAML: spark: {master:, conf:})
+    spark_master: str | None = None
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._check_choice("engine", ENGINES)
+        if self.spark_master is not None and (not isinstance(self.spark_master, str) or not self.spark_master):
+            raise _bad(f"expected a Spark master URL such as 'local[*]' or 'spark://host:7077', got "
+                       f"{self.spark_master!r}", "spark_master")
+        if not isinstance(self.spark_conf, Mapping) or not all(isinstance(k, str) for k in self.spark_conf):
+            raise _bad(f"expected a mapping of Spark settings, e.g. {{'spark.executor.memory': '4g'}}, got "
+                       f"{self.spark_conf!r}", "spark_conf")
+        object.__setattr__(self, "spark_conf", {k: str(v) for k, v in self.spark_conf.items()})
         self._check_choice("mode", MODES)
         self._check_choice("emit", EMIT)
         self._check_choice("target", TARGETS)
@@ -181,6 +194,9 @@ class Config:
         lines = lines or {}
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: expected a mapping of config keys, got {type(data).__name__}")
+        if "spark" in data:
+            data = {**data, **_spark_section(data["spark"], where)}
+            del data["spark"]
         known = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(str(k) for k in data if k not in known)
         if unknown:
@@ -198,6 +214,19 @@ class Config:
 
 
 DEFAULT_CHECKPOINT_MS = 10_000
+
+
+def _spark_section(section: Any, where: str) -> dict[str, Any]:
+    """YAML's ``spark: {master: ..., conf: {...}}`` as the keys spark_master and spark_conf."""
+    if not isinstance(section, dict) or not set(section) <= {"master", "conf"}:
+        raise ConfigError(f"{where}: config key 'spark': expected a mapping with 'master' and/or 'conf', "
+                          f"got {section!r}")
+    out: dict[str, Any] = {}
+    if "master" in section:
+        out["spark_master"] = section["master"]
+    if "conf" in section:
+        out["spark_conf"] = section["conf"]
+    return out
 
 
 def _key_lines(node: yaml.Node | None) -> dict[str, int]:

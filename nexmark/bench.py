@@ -24,7 +24,7 @@ from nexmark.queries import QUERIES
 from nexmark.side_input import write_side_input
 from nexmark.source import source
 
-ENGINES = ("darwin", "spark")
+ENGINES = ("darwin", "spark", "darwin-spark")  # darwin-spark: the Darwin query run with engine="spark"
 WARM_UP_EVENTS = 5_000  # the untimed run of each query before the timed one
 SPARK_INSTALL = 'pip install "darwin-stream[spark]"'  # pyspark is an optional dependency (pyproject.toml)
 
@@ -69,7 +69,7 @@ class Measurement:
 
 def check_installed(engines: list[str]) -> None:
     """Refuse an engine whose library is missing before any work, not with an ImportError mid-run."""
-    if "spark" in engines:
+    if "spark" in engines or "darwin-spark" in engines:
         try:
             import pyspark  # noqa: F401
         except ImportError:
@@ -128,6 +128,25 @@ def run_darwin(query: str, events: int, seed: int, config: dw.Config, sql: bool 
     started, cpu = time.perf_counter(), time.process_time()
     rows = _discard(q, config)
     return time.perf_counter() - started, time.process_time() - cpu, rows
+
+
+def on_spark(config: dw.Config) -> dw.Config:
+    """``config`` for Darwin-on-Spark: Darwin's own runtime settings mean nothing there."""
+    return config.replace(engine="spark", parallelism=1, state="memory", state_path=None, checkpoint_dir=None,
+                          checkpoint_interval=None)
+
+
+def run_darwin_spark(query: str, events: int, seed: int, config: dw.Config, sql: bool = False) -> float:
+    """The seconds of the Darwin query run by Spark into Spark's ``noop`` writer (as the twins are timed),
+    reading the generator's events included, after an untimed run on a few events."""
+    from darwin.spark.engine import dataframe
+
+    small = darwin_query(query, min(events, WARM_UP_EVENTS), seed, sql)
+    dataframe(small.plan, on_spark(config)).write.format("noop").mode("overwrite").save()
+    q = darwin_query(query, events, seed, sql)
+    started = time.perf_counter()
+    dataframe(q.plan, on_spark(config)).write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - started
 
 
 def collect_darwin(query: str, events: int, seed: int, config: dw.Config, sql: bool = False) \
@@ -245,13 +264,13 @@ def run_all(queries: list[str], engines: list[str], events: int, seed: int, conf
     measurements: list[Measurement] = []
     problems: list[str] = []
     twins = spark_twins()
-    runs = [(q, e) for q in queries for e in engines if e == "darwin" or q in twins]
+    runs = [(q, e) for q in queries for e in engines if e != "spark" or q in twins]
     with progress:
         task = progress.add_task("nexmark", total=len(runs))
         cores = {"darwin": config.parallelism}
-        if any(e == "spark" for _, e in runs):
+        if any(e != "darwin" for _, e in runs):
             progress.update(task, description="starting Spark")
-            cores["spark"] = spark_cores()
+            cores["spark"] = cores["darwin-spark"] = spark_cores()
         inputs: dict[str, dict[str, str]] = {}
         for query in queries:
             tables: dict[str, pa.Table] = {}
@@ -263,6 +282,8 @@ def run_all(queries: list[str], engines: list[str], events: int, seed: int, conf
                 try:
                     if engine == "darwin":
                         m.seconds, m.cpu_seconds, m.output_rows = run_darwin(query, events, seed, config, sql)
+                    elif engine == "darwin-spark":
+                        m.seconds = run_darwin_spark(query, events, seed, config, sql)
                     else:
                         if not inputs:
                             progress.update(task, description=f"writing {events:,} events as Parquet for Spark")
@@ -271,22 +292,24 @@ def run_all(queries: list[str], engines: list[str], events: int, seed: int, conf
                         m.seconds = run_spark(query, inputs["run"], inputs["warm_up"])
                     if collect:
                         progress.update(task, description=f"{query} on {engine}: collecting (untimed)")
-                        table, m.collect_seconds = (
-                            collect_darwin(query, events, seed, config, sql) if engine == "darwin"
-                            else collect_spark(query, inputs["run"]))
+                        if engine == "spark":
+                            table, m.collect_seconds = collect_spark(query, inputs["run"])
+                        else:
+                            table, m.collect_seconds = collect_darwin(
+                                query, events, seed, config if engine == "darwin" else on_spark(config), sql)
                         tables[engine], m.rows = table, table.num_rows
                 except Exception as e:  # noqa: BLE001 -- a benchmark of every query reports a failing one and goes on
                     m.error = _one_line(e)
                     problems.append(f"{query} failed on {engine}:\n{_excerpt(e)}")
                 progress.advance(task)
-            if len(tables) == 2:
+            if len(tables) >= 2:
                 compared = QUERIES[query].compared  # where ROW_NUMBER ties decide, what they cannot change
-                diff = difference(*(t if compared is None else t.select(list(compared))
-                                    for t in (tables["darwin"], tables["spark"])))
+                first, *others = tables  # each engine against the first (darwin when it ran)
+                diffs = {e: difference(*(t if compared is None else t.select(list(compared))
+                                         for t in (tables[first], tables[e]))) for e in others}
                 for m in ran.values():
-                    m.equal = diff is None
-                if diff is not None:
-                    problems.append(f"{query}: darwin and spark differ\n{diff}")
+                    m.equal = all(d is None for d in diffs.values())
+                problems += [f"{query}: {first} and {e} differ\n{d}" for e, d in diffs.items() if d is not None]
             darwin, spark = ran.get("darwin"), ran.get("spark")
             if darwin and spark:
                 a, b = darwin.events_per_second_per_core, spark.events_per_second_per_core

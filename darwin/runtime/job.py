@@ -21,7 +21,7 @@ import hashlib
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from itertools import chain
@@ -48,7 +48,17 @@ if TYPE_CHECKING:
     from darwin.runtime.compiled import CompiledEngine
 
 log = logging.getLogger(__name__)
-__all__ = ["CHANGE_COLUMN", "Driver", "JobResult", "result_spec", "run_job"]
+__all__ = ["CHANGE_COLUMN", "Driver", "JobResult", "register_engine", "result_spec", "run_job"]
+
+# An engine other than Darwin's own: the outputs of a plan run to the end of its input
+EngineRunner = Callable[[pn.PlanNode, Config, Metrics], Iterator[Output]]
+_ENGINES: dict[str, EngineRunner] = {}
+
+
+def register_engine(name: str, runner: EngineRunner) -> None:
+    """Let ``Config(engine=name)`` run plans with ``runner`` (the layers above register theirs, so this
+    module never imports them)."""
+    _ENGINES[name] = runner
 
 
 @dataclass(frozen=True)
@@ -89,7 +99,7 @@ class Driver:
 
     def __init__(self, plan: pn.PlanNode, sink: Sink, config: Config) -> None:
         every = config.checkpoint_every
-        if every is not None and config.mode != "compiled":
+        if every is not None and config.mode != "compiled" and config.engine == "darwin":
             raise ConfigError("checkpoints are taken by the compiled engine; use mode 'compiled' with checkpoint_dir")
         self.plan, self.sink, self.config, self.every = plan, sink, config, every
         self.metrics = Metrics()
@@ -101,8 +111,15 @@ class Driver:
         self.started = time.perf_counter()
 
     def outputs(self) -> Iterator[Output]:
-        if self.config.mode == "interpreted":
-            yield from self._interpreted()
+        if self.config.engine != "darwin":
+            runner = _ENGINES.get(self.config.engine)
+            if runner is None:
+                raise ConfigError(f"engine {self.config.engine!r} is not available; import darwin to register it")
+            yield from self._external(runner(self.plan, self.config, self.metrics))
+        elif self.config.mode == "interpreted":
+            from darwin.reference.interpreter import run as interpret
+
+            yield from self._external(interpret(self.plan, self.config, self.metrics))
         else:
             yield from self._compiled()
         self.metrics.set("seconds", time.perf_counter() - self.started)
@@ -115,13 +132,13 @@ class Driver:
             pass
         return JobResult(self.metrics.as_dict(), self.sink.files(), self.resumed_from)
 
-    def _interpreted(self) -> Iterator[Output]:
-        from darwin.reference.interpreter import run as interpret
-
-        plan, sink = self.plan, self.sink
+    def _external(self, outputs: Iterator[Output]) -> Iterator[Output]:
+        """Outputs of an engine without checkpoints (the reference interpreter, Spark), into the sink,
+        committed once at the end."""
+        sink = self.sink
         sink.open(self.result, None, uuid.uuid4().hex)
         try:
-            kept = (out for out in interpret(plan, self.config, self.metrics) if not self.held.keeps(out))
+            kept = (out for out in outputs if not self.held.keeps(out))
             for out in chain(kept, self.held.release()):  # what is held leaves at the end
                 out = _labelled(out)
                 _write(sink, out, self.metrics, self.latency)

@@ -1,4 +1,4 @@
-"""Spark: the comparison baseline and, later, the scale-out engine (DESIGN §7)."""
+"""Spark: the hand-written twins' session, and Darwin-on-Spark (``Config(engine="spark")``, DESIGN §7)."""
 
 from darwin.spark.session import spark_session, stop_spark, to_arrow
 

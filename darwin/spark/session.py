@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -12,18 +14,28 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _SESSION: SparkSession | None = None
+_SETTINGS: tuple[str, tuple[tuple[str, str], ...]] | None = None  # the master and conf _SESSION was built with
 
 
-def spark_session(app_name: str = "darwin", master: str | None = None) -> SparkSession:
-    """The process's SparkSession: local[*], quiet, UTC, ANSI off (x/0 is NULL, as in Darwin)."""
-    global _SESSION
+def spark_session(app_name: str = "darwin", master: str | None = None,
+                  conf: Mapping[str, str] | None = None) -> SparkSession:
+    """The process's SparkSession: local[*] unless ``master`` says otherwise, quiet, UTC, ANSI off
+    (x/0 is NULL, as in Darwin), with ``conf`` on top. Asking for another master or conf stops the
+    session and starts one with them (a process has one SparkContext)."""
+    global _SESSION, _SETTINGS
+    if _SESSION is not None and master is None and not conf:
+        return _SESSION  # no wish: whatever session the process has
+    master = master or os.environ.get("DARWIN_SPARK_MASTER", "local[*]")
+    settings = (master, tuple(sorted((conf or {}).items())))
     if _SESSION is not None:
-        return _SESSION
+        if settings == _SETTINGS:
+            return _SESSION
+        stop_spark()
     from pyspark.sql import SparkSession
 
     logging.getLogger("py4j").setLevel(logging.ERROR)
     cores = os.cpu_count() or 2
-    builder = (SparkSession.builder.master(master or os.environ.get("DARWIN_SPARK_MASTER", "local[*]"))
+    builder = (SparkSession.builder.master(master)
                .appName(app_name)
                .config("spark.driver.memory", os.environ.get("DARWIN_SPARK_MEMORY", "8g"))
                .config("spark.driver.maxResultSize", "0")  # comparisons collect whole results
@@ -33,17 +45,22 @@ def spark_session(app_name: str = "darwin", master: str | None = None) -> SparkS
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=error"))
+               .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=error")
+               .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(p for p in sys.path if p)))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     _SESSION = builder.getOrCreate()
+    _SETTINGS = settings
     _SESSION.sparkContext.setLogLevel("ERROR")
     return _SESSION
 
 
 def stop_spark() -> None:
-    global _SESSION
+    global _SESSION, _SETTINGS
     if _SESSION is not None:
         _SESSION.stop()
         _SESSION = None
+        _SETTINGS = None
 
 
 def to_arrow(df: DataFrame) -> pa.Table:

@@ -1,0 +1,113 @@
+"""Darwin-on-Spark: a plan run as a Spark batch job, its answer handed back as Arrow batches.
+
+``darwin.runtime.job`` runs every ``collect``, ``execute``, ``iter_batches`` and ``sink(...).run()``
+through an engine registry; ``register()`` adds this one as ``engine="spark"``, and pyspark is
+imported only when a query runs on it.
+
+Bounded sources become one batch job whose result is the final table of the query (an updating
+result's rows arrive as inserts of the table its changes end in). The settings of Darwin's own
+runtime mean nothing on Spark, and are refused rather than ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from darwin.config import Config
+from darwin.errors import ConfigError
+from darwin.plan import nodes as pn
+from darwin.runtime.output import Output
+from darwin.runtime.progress import Metrics
+from darwin.types import DType, Schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+log = logging.getLogger(__name__)
+
+
+def check(config: Config) -> None:
+    """Refuse what the Spark engine cannot honour, naming the setting."""
+    problems = []
+    if config.mode != "compiled":
+        problems.append(f"mode={config.mode!r} chooses how Darwin runs a query; drop it with engine='spark'")
+    if config.checkpoint_dir:
+        problems.append("checkpoint_dir: bounded sources run as one Spark batch job, which has no checkpoints to "
+                        "resume from; drop checkpoint_dir (the output is committed once, when the job ends)")
+    if config.state != "memory":
+        problems.append(f"state={config.state!r}: Spark keeps its own state; drop state and state_path")
+    if config.workers != 1:
+        problems.append(f"parallelism={config.workers}: Spark's parallelism is its cluster's; set it with "
+                        "spark_conf={'spark.default.parallelism': ...} and drop parallelism")
+    if config.idle_timeout is not None:
+        problems.append("idle_timeout: a batch job reads every source to its end, so no source is ever idle")
+    if problems:
+        raise ConfigError("engine='spark' cannot honour " + "; ".join(problems))
+
+
+def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]:
+    """The plan's result (and its late rows, if a window keeps them) computed by Spark."""
+    from darwin.spark.session import spark_session
+    from darwin.spark.sources import HIDDEN
+    from darwin.spark.translate import translate
+
+    check(config)
+    spark = spark_session("darwin", config.spark_master, config.spark_conf)
+    frame, late, tables = translate(spark, plan, config)
+    metrics.add("input_rows", _input_rows(plan, tables))
+    result = frame.df.select(*[c for c in frame.df.columns if c not in HIDDEN])
+    table = _darwin_table(result.toArrow(), plan.schema)
+    if pn.updating(plan):
+        table = table.append_column(pn.CHANGE_KIND, pa.array([pn.ChangeKind.INSERT] * table.num_rows, pa.int64()))
+    for batch in table.to_batches():
+        if batch.num_rows:
+            yield Output("result", batch)
+    late_schema = pn.late_output_schema(plan)
+    if late is not None and late_schema is not None:
+        rows = _darwin_table(late.toArrow(), late_schema)
+        metrics.add("late_rows", rows.num_rows)
+        for batch in rows.to_batches():
+            if batch.num_rows:
+                yield Output("late", batch)
+
+
+def dataframe(plan: pn.PlanNode, config: Config) -> DataFrame:
+    """The plan's final table as a Spark DataFrame (timestamps as int64 ms), not yet computed: for
+    writing it with Spark's own writers, e.g. the benchmarks' ``noop``."""
+    from darwin.spark.session import spark_session
+    from darwin.spark.sources import HIDDEN
+    from darwin.spark.translate import translate
+
+    check(config)
+    frame, _, _ = translate(spark_session("darwin", config.spark_master, config.spark_conf), plan, config)
+    return frame.df.select(*[c for c in frame.df.columns if c not in HIDDEN])
+
+
+def _input_rows(plan: pn.PlanNode, tables: dict[int, pa.Table]) -> int:
+    """Rows the streams held (a lookup join's table is loaded apart, as in Darwin)."""
+    apart = {id(s) for n in pn.walk(plan) if isinstance(n, pn.LookupJoin) for s in pn.scans(n.table)}
+    return sum(t.num_rows for i, t in tables.items() if i not in apart)
+
+
+def _darwin_table(table: pa.Table, schema: Schema) -> pa.Table:
+    """Spark's Arrow result in Darwin's schema: int64 milliseconds back to timestamps, nullability."""
+    columns = []
+    for f in schema.fields:
+        c = table.column(f.name)
+        if f.dtype is DType.TIMESTAMP:
+            c = c.cast(pa.int64()).cast(pa.timestamp("ms"))
+        else:
+            c = c.cast(f.dtype.arrow)
+        columns.append(c)
+    return pa.Table.from_arrays(columns, schema=schema.to_arrow())
+
+
+def register() -> None:
+    """Make ``Config(engine="spark")`` run queries here."""
+    from darwin.runtime.job import register_engine
+
+    register_engine("spark", run)

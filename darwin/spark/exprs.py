@@ -1,0 +1,230 @@
+"""Darwin expressions as PySpark columns, with Darwin's semantics (``darwin.plan.evaluate``).
+
+Timestamps travel through Spark as int64 milliseconds (as in Darwin), so comparisons, window
+arithmetic and ``timestamp - timestamp`` need no conversion; the engine turns them back into
+timestamps at the end. Where Spark's own operators differ from Darwin's, the translation spells
+Darwin's rule out:
+
+- ``//`` and ``%`` follow Python (floor division, the sign of the divisor), not Java;
+- division and modulo by zero give NULL (also for floats, where Spark would give NULL too);
+- comparisons with NaN are false (``!=`` true), where Spark orders NaN above every number;
+- casts of NaN, infinities or out-of-range floats to integers give NULL, not a saturated value;
+- ``isin`` never matches NaN; int64 arithmetic wraps around (Spark with ANSI mode off does too);
+- ``regexp_extract`` gives NULL where nothing matches (Spark gives ""), and for a group the
+  pattern does not have.
+
+Literals are Spark literals (values, never spliced into SQL text).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from darwin.errors import UnsupportedError
+from darwin.plan import exprs as ex
+from darwin.plan.strings import FUNCTIONS
+from darwin.plan.timeformat import parse
+from darwin.types import DType, Schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+DAY_MS = 86_400_000
+SPARK_TYPES = {DType.INT64: "bigint", DType.TIMESTAMP: "bigint", DType.FLOAT64: "double", DType.BOOL: "boolean",
+               DType.STRING: "string"}
+_PATTERNS = {"Y": "yyyy", "y": "yy", "m": "MM", "d": "dd", "j": "DDD", "H": "HH", "M": "mm", "S": "ss"}
+
+
+def column(name: str) -> Column:
+    """A column by name, whatever characters the name holds."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def spark_type(dtype: DType | None) -> str:
+    return SPARK_TYPES[dtype or DType.INT64]
+
+
+def to_spark(e: ex.ExprNode, schema: Schema) -> Column:
+    """``e`` over a DataFrame whose columns are ``schema``'s (timestamps as int64 ms)."""
+    from pyspark.sql import functions as F
+
+    t = ex.type_of(e, schema)
+    if isinstance(e, ex.Column):
+        return column(e.name)
+    if isinstance(e, ex.Literal):
+        return F.lit(e.value).cast(spark_type(e.dtype))
+    if isinstance(e, ex.Binary):
+        return _binary(e, schema, t.dtype)
+    if isinstance(e, ex.Unary):
+        x = to_spark(e.operand, schema)
+        return {"neg": lambda: -x, "abs": lambda: F.abs(x), "not": lambda: ~x, "is_null": lambda: x.isNull(),
+                "is_not_null": lambda: x.isNotNull()}[e.op]()
+    if isinstance(e, ex.IsIn):
+        return _isin(e, schema)
+    if isinstance(e, ex.Cast):
+        return _cast(to_spark(e.operand, schema), ex.type_of(e.operand, schema).dtype, e.dtype)
+    if isinstance(e, ex.Case):
+        target = spark_type(t.dtype)
+        out = None
+        for cond, value in e.whens:
+            v = to_spark(value, schema).cast(target)
+            out = F.when(to_spark(cond, schema), v) if out is None else out.when(to_spark(cond, schema), v)
+        assert out is not None
+        return out.otherwise(to_spark(e.otherwise, schema).cast(target))
+    if isinstance(e, ex.DatePart):
+        return date_part(e.part, to_spark(e.operand, schema))
+    if isinstance(e, ex.Strftime):
+        return F.date_format(F.timestamp_millis(to_spark(e.operand, schema)), _pattern(e.format))
+    if isinstance(e, ex.StringCall):
+        return _string(e, to_spark(e.operand, schema))
+    raise UnsupportedError(f"the Spark engine has no translation of expression {e}")
+
+
+def _binary(e: ex.Binary, schema: Schema, result: DType | None) -> Column:
+    from pyspark.sql import functions as F
+
+    a, b = to_spark(e.left, schema), to_spark(e.right, schema)
+    lt, rt = ex.type_of(e.left, schema).dtype, ex.type_of(e.right, schema).dtype
+    floats = DType.FLOAT64 in (lt, rt)
+    op = e.op
+    if op == "and":
+        return a & b
+    if op == "or":
+        return a | b
+    if op in ex.COMPARISON:
+        cmp = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[op]
+        if floats:  # Python: NaN compares false with everything, != true; Spark orders NaN above all numbers
+            nan = F.isnan(a.cast("double")) | F.isnan(b.cast("double"))
+            return F.when(nan, F.lit(op == "ne")).otherwise(cmp)
+        return cmp
+    if floats or op == "truediv":
+        a, b = a.cast("double"), b.cast("double")
+    if op == "add":
+        return a + b
+    if op == "sub":
+        return a - b
+    if op == "mul":
+        return a * b
+    zero = b == 0
+    if op == "truediv":
+        return F.when(zero, F.lit(None)).otherwise(a / b)
+    if op == "floordiv":
+        if floats:
+            q = a / b  # past 2**52 every double is a whole number; floor() gives a bigint below
+            whole = F.when(F.abs(q) < F.lit(2.0**52), F.floor(q).cast("double")).otherwise(q)
+            return F.when(zero, F.lit(None)).otherwise(whole)
+        q, r = F.call_function("div", a, b), a % b  # ``div`` truncates toward zero; Python floors
+        return F.when(zero, F.lit(None)).otherwise(
+            F.when((r != 0) & ((r < 0) != (b < 0)), q - 1).otherwise(q))
+    # mod: the sign of the divisor, as in Python
+    r = a % b
+    return F.when(zero, F.lit(None)).otherwise(F.when((r != 0) & ((r < 0) != (b < 0)), r + b).otherwise(r))
+
+
+def _isin(e: ex.IsIn, schema: Schema) -> Column:
+    from pyspark.sql import functions as F
+
+    x = to_spark(e.operand, schema)
+    values = [v.value for v in e.values if v.value is not None and v.value == v.value]
+    has_null = any(v.value is None for v in e.values)
+    otherwise = F.lit(None).cast("boolean") if has_null else F.lit(False)
+    if not values:
+        return F.when(x.isNull(), F.lit(None).cast("boolean")).otherwise(otherwise)
+    return F.when(x.isNull(), F.lit(None).cast("boolean")).when(x.isin(values), F.lit(True)).otherwise(otherwise)
+
+
+def _cast(x: Column, src: DType | None, dst: DType) -> Column:
+    from pyspark.sql import functions as F
+
+    if src == dst or (src, dst) in ((DType.INT64, DType.TIMESTAMP), (DType.TIMESTAMP, DType.INT64)):
+        return x.cast(spark_type(dst))
+    if dst in (DType.INT64, DType.TIMESTAMP):
+        if src is DType.FLOAT64:  # NaN, infinities and values past int64 give NULL (Spark would saturate)
+            bad = F.isnan(x) | (x >= F.lit(2.0**63)) | (x < F.lit(-(2.0**63)))
+            return F.when(bad, F.lit(None).cast("bigint")).otherwise(x.cast("bigint"))
+        return x.cast("bigint")
+    if dst is DType.BOOL:
+        return x != 0
+    if dst is DType.FLOAT64:
+        return x.cast("double")
+    raise UnsupportedError(f"the Spark engine has no cast from {src} to {dst.value}")
+
+
+def date_part(part: str, ms: Column) -> Column:
+    """A part of a timestamp in int64 ms, in UTC, as ``darwin.plan.evaluate.date_part`` defines it."""
+    from pyspark.sql import functions as F
+
+    of_day = F.pmod(ms, F.lit(DAY_MS))
+    if part == "hour":
+        return _div(of_day, 3_600_000)
+    if part == "minute":
+        return F.pmod(_div(of_day, 60_000), F.lit(60))
+    if part == "second":
+        return F.pmod(_div(of_day, 1000), F.lit(60))
+    if part == "millisecond":
+        return F.pmod(of_day, F.lit(1000))
+    if part == "day_of_week":
+        days = _div(ms - of_day, DAY_MS)
+        return F.pmod(days + 3, F.lit(7)) + 1
+    ts = F.timestamp_millis(ms)
+    return {"year": F.year, "month": F.month, "day": F.dayofmonth}[part](ts).cast("bigint")
+
+
+def _div(a: Column, n: int) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.call_function("div", a, F.lit(n))
+
+
+def _pattern(fmt: str) -> str:
+    """A ``dt.strftime`` format as a Spark datetime pattern, literal text quoted."""
+    out = []
+    for kind, value in parse(fmt):
+        out.append(_PATTERNS[value] if kind == "field" else "'" + value.replace("'", "''") + "'")
+    return "".join(out)
+
+
+def _string(e: ex.StringCall, s: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    name, args = e.func, e.args
+    if name not in FUNCTIONS:
+        raise UnsupportedError(f"the Spark engine has no translation of str.{name}()")
+    if name == "lower":
+        return F.lower(s)
+    if name == "upper":
+        return F.upper(s)
+    if name == "length":
+        return F.length(s).cast("bigint")
+    if name == "count_char":
+        return (F.length(s) - F.length(F.replace(s, F.lit(args[0]), F.lit("")))).cast("bigint")
+    if name == "contains":
+        return F.contains(s, F.lit(args[0]))
+    if name == "starts_with":
+        return F.startswith(s, F.lit(args[0]))
+    if name == "regexp_extract":
+        pattern, group = args
+        if group > re.compile(pattern).groups:
+            return F.when(s.isNull(), F.lit(None)).otherwise(F.lit(None)).cast("string")
+        return F.when(F.regexp_like(s, F.lit(pattern)), F.regexp_extract(s, pattern, group)).otherwise(
+            F.lit(None).cast("string"))
+    if name == "split_index":
+        sep, index = args
+        if index < 0:
+            return F.lit(None).cast("string")
+        parts = F.split(s, _literal_regex(sep), -1)
+        return F.get(parts, index)
+    if name == "map":
+        pairs = [F.lit(x) for pair in args[0] for x in pair]
+        if not pairs:
+            return F.lit(None).cast("string")
+        return F.element_at(F.create_map(*pairs), s)
+    raise UnsupportedError(f"the Spark engine has no translation of str.{name}()")
+
+
+def _literal_regex(text: str) -> str:
+    """A Java regular expression matching ``text`` literally."""
+    return "".join("\\" + c if not c.isalnum() else c for c in text) if text else "(?!)"

@@ -1,0 +1,326 @@
+"""A logical plan as PySpark DataFrame operations: one more plan visitor (DESIGN §7).
+
+Bounded sources run as one batch job whose answer is Darwin's *final table*: what ``collect``
+returns. Updating nodes (aggregations without a window, top-N, deduplication, OVER, outer
+joins) are translated into the table their changes end in; every node above an updating one
+reads that table, which is all Darwin's retractions leave of it.
+
+What Darwin decides by arrival order and watermarks comes from the hidden columns of
+``darwin.spark.sources``: ties rank by ``SEQ``; a windowed aggregation drops a row whose windows
+ended by ``MARK``; top-N, session and join operators judge rows by ``BEFORE``. Those columns are
+exact while rows come from one source through stateless operators (``Frame.arrival``). Rows an
+aggregation or a bounded join emits carry *time attributes* that no later window can find late
+(they travel ahead of the watermark that released them: ``Frame.never_late``). Where neither
+holds, the translation refuses the node (``UnsupportedError``) rather than guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from darwin.config import Config
+from darwin.errors import UnsupportedError
+from darwin.plan import exprs as ex
+from darwin.plan import nodes as pn
+from darwin.plan.aggregates import agg_type
+from darwin.plan.exprs import AggCall
+from darwin.plan.ranking import Ranking, ranking_of
+from darwin.plan.temporal import join_timing, time_attributes
+from darwin.plan.visitor import SharedNodeVisitor
+from darwin.spark.exprs import column, spark_type, to_spark
+from darwin.spark.sources import BEFORE, HIDDEN, MARK, SEQ, read_scans, to_dataframe
+from darwin.types import Schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A node's rows in Spark: its visible columns (``schema``) and the hidden ones."""
+
+    df: DataFrame
+    schema: Schema
+    arrival: bool  # MARK and BEFORE are exact: rows of one source through stateless operators
+    never_late: frozenset[str] = frozenset()  # columns no window can find late
+    # window_start columns of an aggregation's fired windows: a window join never finds them late
+    # (the window had not fired at the join's last watermark, so start + size - 1 is not below it)
+    fired_starts: frozenset[str] = frozenset()
+
+    def visible(self) -> list[Column]:
+        return [column(n) for n in self.schema.names]
+
+
+class SparkTranslator(SharedNodeVisitor[Frame]):
+    """Builds the DataFrame of each node; ``late`` holds the late rows a window keeps, if any."""
+
+    translation = "the Spark engine"
+
+    def __init__(self, spark: SparkSession, config: Config, tables: dict[int, pa.Table]) -> None:
+        super().__init__()
+        self.spark, self.config, self.tables = spark, config, tables
+        self.late: DataFrame | None = None
+
+    # -- sources and stateless operators --------------------------------------------------
+    def visit_Scan(self, node: pn.Scan) -> Frame:
+        df = to_dataframe(self.spark, self.tables[id(node)])
+        return Frame(df, node.schema, arrival=True)
+
+    def visit_Filter(self, node: pn.Filter) -> Frame:
+        f = self.visit(node.input)
+        return replace(f, df=f.df.filter(to_spark(node.predicate, node.input.schema)))
+
+    def visit_Project(self, node: pn.Project) -> Frame:
+        f = self.visit(node.input)
+        out = [to_spark(e, node.input.schema).cast(spark_type(t.dtype)).alias(name)
+               for (name, e), t in zip(node.exprs, node.schema.fields)]
+        def renamed(names: frozenset[str]) -> frozenset[str]:
+            return frozenset(name for name, e in node.exprs if isinstance(e, ex.Column) and e.name in names)
+        return Frame(f.df.select(*out, *_hidden()), node.schema, f.arrival, renamed(f.never_late),
+                     renamed(f.fired_starts))
+
+    def visit_WindowAssign(self, node: pn.WindowAssign) -> Frame:
+        f = self.visit(node.input)
+        df = _assign(f.df, node.window)
+        late = f.never_late | ({pn.WINDOW_START, pn.WINDOW_END} if node.window.on in f.never_late else set())
+        return Frame(df.select(*[column(n) for n in node.schema.names], *_hidden()), node.schema, f.arrival,
+                     frozenset(late))
+
+    def visit_LookupJoin(self, node: pn.LookupJoin) -> Frame:
+        """A broadcast join: the table is small and loaded once, the stream's rows keep their arrival."""
+        f, table = self.visit(node.input), self.visit(node.table)
+        df = _join(f, table, node.as_join, node.how, broadcast=True)
+        return replace(f, df=df.select(*[column(n) for n in node.schema.names], *_hidden()), schema=node.schema)
+
+    def visit_Union(self, node: pn.Union) -> Frame:
+        frames = [self.visit(p) for p in node.parts]
+        df = frames[0].df.select(*frames[0].visible(), *_hidden())
+        for f in frames[1:]:
+            df = df.unionByName(f.df.select(*f.visible(), *_hidden()))
+        common = frozenset.intersection(*(f.never_late for f in frames))
+        # a union judges rows by the least of its inputs' watermarks, which depends on how batches
+        # of the inputs interleave: exact only for its inputs' never-late columns
+        return Frame(df, node.schema, arrival=False, never_late=common)
+
+    # -- windows and aggregations -----------------------------------------------------------
+    def visit_Aggregate(self, node: pn.Aggregate) -> Frame:
+        from pyspark.sql import functions as F
+
+        assign = node.input
+        w = assign.window
+        f = self.visit(assign.input)
+        exact = _lateness(f, w.on, node)
+        t = column(w.on)
+        if exact and assign.late_output:
+            last_end = t - F.pmod(t, F.lit(w.slide_ms)) + w.size_ms
+            late = f.df.filter(t.isNotNull() & (last_end <= column(MARK)))
+            self.late = late.select(*f.visible())
+        rows = _assign(f.df, w)
+        if exact:
+            rows = rows.filter(column(pn.WINDOW_END) > column(MARK))
+        keys = [column(pn.WINDOW_START), column(pn.WINDOW_END), *(column(k) for k in node.keys)]
+        aggs = _aggregates(node.aggs, assign.input.schema)
+        df = rows.groupBy(*keys).agg(*aggs, F.min(SEQ).alias(SEQ))
+        out = _stateful(df, node.schema, frozenset({pn.WINDOW_END}))
+        return replace(out, fired_starts=frozenset({pn.WINDOW_START}))
+
+    def visit_GroupAggregate(self, node: pn.GroupAggregate) -> Frame:
+        from pyspark.sql import functions as F
+
+        f = self.visit(node.input)
+        aggs = _aggregates(node.aggs, node.input.schema)
+        df = f.df.groupBy(*(column(k) for k in node.keys)).agg(*aggs, F.min(SEQ).alias(SEQ),
+                                                              F.count(F.lit(1)).alias("__dw_rows"))
+        if not node.keys:  # a global aggregate over no rows has no group (Spark would give one row)
+            df = df.filter(column("__dw_rows") > 0)
+        return _stateful(df, node.schema, frozenset())
+
+    def visit_SessionAggregate(self, node: pn.SessionAggregate) -> Frame:
+        from darwin.spark.sessions import sessions
+
+        f = self.visit(node.input)
+        if not f.arrival:
+            raise UnsupportedError(f"the Spark engine cannot merge the session windows of {_name(node)} over "
+                                   "rows that do not come straight from one source: which sessions a row "
+                                   "merges depends on when Darwin's watermark fired them")
+        df = sessions(f.df, node)
+        return _stateful(df, node.schema, frozenset({pn.WINDOW_END}))
+
+    # -- ranking ------------------------------------------------------------------------------
+    def visit_TopN(self, node: pn.TopN | pn.Deduplicate) -> Frame:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        r = ranking_of(node)
+        f = self.visit(node.input)
+        df = f.df
+        if r.windowed and _lateness(f, pn.WINDOW_END, node):
+            df = df.filter(column(pn.WINDOW_END) > column(BEFORE))
+        position = F.row_number().over(Window.partitionBy(*(column(c) for c in r.partition)).orderBy(*_order(r)))
+        df = df.withColumn("__dw_position", position).filter(column("__dw_position") <= r.n)
+        if r.rank is not None:
+            df = df.withColumn(r.rank, column("__dw_position").cast("bigint"))
+        schema = node.schema
+        late = f.never_late if r.windowed else frozenset()
+        return Frame(df.select(*[column(n) for n in schema.names], *_hidden()), schema, f.arrival and r.windowed
+                     and not pn.updating(node.input), late)
+
+    visit_Deduplicate = visit_TopN
+
+    def visit_Over(self, node: pn.Over) -> Frame:
+        from pyspark.sql import Window
+
+        f = self.visit(node.input)
+        order = [_sort(k) for k in node.order_by] + [column(SEQ).asc()]
+        frame = Window.partitionBy(*(column(c) for c in node.partition_by)).orderBy(*order).rowsBetween(
+            -node.preceding, 0)
+        aggs = [raw.over(frame).cast(t).alias(name) for name, raw, t in _raw_aggregates(node.aggs, node.input.schema)]
+        df = f.df.select(*f.visible(), *aggs, *_hidden())
+        return Frame(df, node.schema, arrival=False)
+
+    # -- joins ----------------------------------------------------------------------------------
+    def visit_Join(self, node: pn.Join) -> Frame:
+        from pyspark.sql import functions as F
+
+        timing = join_timing(node)
+        if timing is None and node.state_ttl_ms is not None:
+            raise UnsupportedError(f"the Spark engine cannot translate {_name(node)} with state_ttl: which rows "
+                                   "left the state depends on when Darwin's watermark moved")
+        left, right = self.visit(node.left), self.visit(node.right)
+        never_late: frozenset[str] = frozenset()
+        if timing is not None:
+            window = timing.kind == "window"
+            left = _drop_late(left, timing.left.time, timing.left.time_shift, node, window)
+            right = _drop_late(right, timing.right.time, timing.right.time_shift, node, window)
+            never_late = time_attributes(node)
+        df = _join(left, right, node, node.how)
+        seq = F.greatest(F.coalesce(column(SEQ), F.lit(0)), F.coalesce(column("__dw_right_seq"), F.lit(0)))
+        df = df.select(*[column(n) for n in node.schema.names], seq.alias(SEQ), F.lit(0).cast("bigint").alias(MARK),
+                       F.lit(0).cast("bigint").alias(BEFORE))
+        return Frame(df, node.schema, arrival=False, never_late=never_late)
+
+
+def _hidden() -> list[Column]:
+    return [column(h) for h in HIDDEN]
+
+
+def _name(node: Any) -> str:
+    return f"plan node {type(node).__name__}"
+
+
+def _lateness(f: Frame, on: str, node: Any) -> bool:
+    """Whether rows of ``f`` must be judged late by their hidden columns (True), or none can be (False)."""
+    if f.arrival:
+        return True
+    if on in f.never_late:
+        return False
+    raise UnsupportedError(f"the Spark engine cannot tell which rows of {_name(node)} are late: its rows on "
+                           f"{on!r} do not come straight from one source (a union, an updating result or another "
+                           "operator's output in between), so their lateness depends on how Darwin's batches "
+                           "and watermarks interleave")
+
+
+def _drop_late(f: Frame, time: str, shift: int, node: pn.Join, window: bool) -> Frame:
+    """A bounded join's side without its late rows (by the side's watermark before their batch)."""
+    if not f.arrival and window and time in f.fired_starts:
+        return f
+    if not _lateness(f, time, node):
+        return f
+    t = column(time)
+    return replace(f, df=f.df.filter(t.isNull() | (t + shift >= column(BEFORE))))
+
+
+def _assign(df: DataFrame, w: Any) -> DataFrame:
+    """Each row with a time once per window holding it (``window_start``, ``window_end``); rows
+    without a time have no window."""
+    from pyspark.sql import functions as F
+
+    t = column(w.on)
+    last = t - F.pmod(t, F.lit(w.slide_ms))
+    first = last - (w.windows_per_row - 1) * w.slide_ms
+    if w.windows_per_row == 1:
+        start = last
+    else:
+        start = F.explode(F.sequence(first, last, F.lit(w.slide_ms).cast("bigint")))
+    out = df.filter(t.isNotNull()).withColumn(pn.WINDOW_START, start)
+    return out.withColumn(pn.WINDOW_END, column(pn.WINDOW_START) + w.size_ms)
+
+
+def _aggregates(aggs: tuple[tuple[str, AggCall], ...], schema: Schema) -> list[Column]:
+    return [raw.cast(t).alias(name) for name, raw, t in _raw_aggregates(aggs, schema)]
+
+
+def _raw_aggregates(aggs: tuple[tuple[str, AggCall], ...], schema: Schema) -> list[tuple[str, Column, str]]:
+    """(name, Spark aggregate, Spark type of Darwin's result) of each aggregate."""
+    from pyspark.sql import functions as F
+
+    out = []
+    for name, call in aggs:
+        x = None if call.input is None else to_spark(call.input, schema)
+        dtype, _ = agg_type(call, schema, name)
+        if x is None:  # count()
+            value = F.count(F.lit(1))
+        elif call.func == "count":
+            value = F.count(x)
+        elif call.func == "count_distinct":
+            value = F.count_distinct(x)
+        elif call.func == "avg":
+            value = F.avg(x.cast("double"))
+        else:
+            value = {"sum": F.sum, "min": F.min, "max": F.max}[call.func](x)
+        out.append((name, value, spark_type(dtype)))
+    return out
+
+
+def _sort(k: pn.SortKey) -> Column:
+    """Ascending puts NULLs first, descending last; NaN is above every number (Spark's order)."""
+    c = column(k.column)
+    return c.desc_nulls_last() if k.descending else c.asc_nulls_first()
+
+
+def _order(r: Ranking) -> list[Column]:
+    seq = column(SEQ).desc() if r.latest_first else column(SEQ).asc()
+    return [_sort(k) for k in r.order] + [seq]
+
+
+def _stateful(df: DataFrame, schema: Schema, never_late: frozenset[str]) -> Frame:
+    """An operator's output rows: the hidden columns other than ``SEQ`` no longer say anything."""
+    from pyspark.sql import functions as F
+
+    zero = F.lit(0).cast("bigint")
+    return Frame(df.select(*[column(n) for n in schema.names], column(SEQ), zero.alias(MARK), zero.alias(BEFORE)),
+                 schema, arrival=False, never_late=never_late)
+
+
+def _join(left: Frame, right: Frame, node: pn.Join, how: str, broadcast: bool = False) -> DataFrame:
+    """``left`` joined with ``right`` on ``node``'s keys and condition; the right side's columns take their
+    output names, its ``SEQ`` becomes ``__dw_right_seq``."""
+    from pyspark.sql import functions as F
+
+    names = node.right_names
+    lkeys = [to_spark(k, node.left.schema).alias(f"__dw_lk{i}") for i, k in enumerate(node.left_keys)]
+    rkeys = [to_spark(k, node.right.schema).alias(f"__dw_rk{i}") for i, k in enumerate(node.right_keys)]
+    ldf = left.df.select(*left.visible(), *_hidden(), *lkeys)
+    rdf = right.df.select(*[column(n).alias(names[n]) for n in node.right.schema.names],
+                          column(SEQ).alias("__dw_right_seq"), *rkeys)
+    if broadcast:
+        rdf = F.broadcast(rdf)
+    cond = None
+    for i in range(len(lkeys)):
+        eq = ldf[f"__dw_lk{i}"] == rdf[f"__dw_rk{i}"]
+        cond = eq if cond is None else cond & eq
+    if node.where is not None:
+        cond = cond & to_spark(node.where, node.schema)  # type: ignore[operator]
+    kind = {"inner": "inner", "left": "left_outer", "right": "right_outer", "full": "full_outer"}[how]
+    return ldf.join(rdf, on=cond, how=kind)
+
+
+def translate(spark: SparkSession, plan: pn.PlanNode, config: Config) \
+        -> tuple[Frame, DataFrame | None, dict[int, pa.Table]]:
+    """The DataFrame of ``plan`` (hidden columns included), that of the late rows it keeps (if any),
+    and the sources' rows as read, by ``id`` of their scan."""
+    tables = read_scans(pn.scans(plan), config)
+    t = SparkTranslator(spark, config, tables)
+    return t.visit(plan), t.late, tables

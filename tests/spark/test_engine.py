@@ -1,0 +1,68 @@
+"""Config(engine='spark'): its settings, what it refuses, and every way of running a query."""
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import darwin as dw
+from darwin import col
+from darwin.errors import ConfigError, UnsupportedError
+from darwin.testing import assert_table_equal
+
+
+def bids():
+    return dw.from_arrow(pa.table({"ts": pa.array([0, 1500, 2500, 500, 12_000], pa.timestamp("ms")),
+                                   "k": [1, 2, 1, 3, 1], "v": [5, 20, 30, None, 50]}), time="ts", name="bids")
+
+
+def test_yaml_spark_section_sets_master_and_conf(tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text("engine: spark\nspark:\n  master: local[2]\n  conf:\n    spark.sql.shuffle.partitions: 3\n")
+    config = dw.Config.from_yaml(path)
+    assert (config.engine, config.spark_master, config.spark_conf) == (
+        "spark", "local[2]", {"spark.sql.shuffle.partitions": "3"})
+
+
+def test_bad_engine_settings_are_config_errors():
+    with pytest.raises(ConfigError, match="engine"):
+        dw.Config(engine="flink")
+    with pytest.raises(ConfigError, match="'spark'"):
+        dw.Config.from_dict({"spark": {"masters": "local"}})
+
+
+@pytest.mark.parametrize("setting, named", [({"parallelism": 2}, "parallelism"), ({"mode": "interpreted"}, "mode"),
+                                            ({"idle_timeout": "1s"}, "idle_timeout")])
+def test_settings_spark_cannot_honour_are_refused(spark, setting, named):
+    with pytest.raises(ConfigError, match=named):
+        bids().collect(dw.Config(engine="spark", **setting))
+
+
+def test_checkpoints_are_refused(spark, tmp_path):
+    q = bids().sink(dw.sinks.Parquet(tmp_path / "out"))
+    with pytest.raises(ConfigError, match="checkpoint_dir"):
+        q.run(dw.Config(engine="spark", checkpoint_dir=str(tmp_path / "ck")))
+
+
+def test_a_window_over_a_union_is_refused_naming_the_node(spark):
+    q = bids().union(bids()).window(dw.Tumble("1s", on="ts")).agg(n=dw.count())
+    with pytest.raises(UnsupportedError, match="plan node Aggregate"):
+        q.collect(dw.Config(engine="spark"))
+
+
+def test_every_way_of_running_goes_through_spark(spark, tmp_path):
+    q = bids().window(dw.Tumble("1s", on="ts")).group_by("k").agg(n=dw.count(), total=dw.sum("v"))
+    expected = q.collect()
+    config = dw.Config(engine="spark")
+    assert_table_equal(q.collect(config), expected, sort=True)
+    assert_table_equal(pa.Table.from_batches(list(q.iter_batches(config))), expected, sort=True)
+    result = q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+    written = pa.concat_tables([pq.read_table(f) for f in result.files])
+    assert_table_equal(written, expected, sort=True)
+    assert result.metrics["input_rows"] == 5
+
+
+def test_an_updating_result_is_its_final_table(spark):
+    q = bids().filter(col("v").is_not_null()).group_by("k").agg(n=dw.count(), top=dw.max("v"))
+    on_spark = q.execute(dw.Config(engine="spark"))
+    assert_table_equal(on_spark.table, q.collect(), sort=True)
+    assert set(on_spark.changelog.column("op").to_pylist()) == {"+I"}

@@ -1,0 +1,123 @@
+"""Every differential shape on three engines: compiled, reference interpreter, Darwin-on-Spark.
+
+Random streams with out-of-order and late rows, NULLs and random batch boundaries (the shapes of
+``tests/streams.py`` and of the differential suites of joins, ranking, sessions, OVER and
+updating aggregations). Few examples each: a Spark job takes about a second.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent.parent))
+sys.path.insert(0, str(Path(__file__).parent.parent / "differential"))
+
+from differential.test_compiled_vs_reference import q_arrow_string_functions, q_moved_strings, q_strings  # noqa: E402
+from differential.test_filtered_aggregates import q_hash, q_ring, with_distinct  # noqa: E402
+from differential.test_joins import streams as two_streams  # noqa: E402
+from engines import assert_three_engines_agree  # noqa: E402
+from streams import JOIN_SHAPES, SHAPES, source, streams  # noqa: E402
+
+import darwin as dw  # noqa: E402
+from darwin import col  # noqa: E402
+
+FEW = settings(max_examples=4, deadline=None, phases=[Phase.explicit, Phase.generate],  # no shrinking: slow on Spark
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+HOW = ("inner", "left", "right", "full")
+
+
+@pytest.mark.parametrize("shape", SHAPES + [q_strings, q_moved_strings, q_arrow_string_functions, q_ring, q_hash],
+                         ids=lambda f: f.__name__)
+@FEW
+@given(data=streams())
+def test_single_stream_shapes(spark, shape, data):
+    table, cuts, delay, batch_size = data
+    assert_three_engines_agree(shape(source(table, cuts, delay)), batch_size)
+
+
+@pytest.mark.parametrize("shape", JOIN_SHAPES, ids=lambda f: f.__name__)
+@FEW
+@given(left=streams(), right=streams())
+def test_join_shapes(spark, shape, left, right):
+    lt, lc, ld, batch_size = left
+    rt, rc, rd, _ = right
+    assert_three_engines_agree(shape(source(lt, lc, ld, name="L"), source(rt, rc, rd, name="R")), batch_size)
+
+
+@FEW
+@given(left=two_streams("L"), right=two_streams("R"), how=st.sampled_from(HOW), batch=st.integers(1, 8))
+def test_joins(spark, left, right, how, batch):
+    assert_three_engines_agree(left.join(right, on=[("k", "k")], how=how, where=col("v") < col("v_right") + 10),
+                               batch)
+    assert_three_engines_agree(left.join(right, on=[("k", "k")], how=how,
+                                         where=col("t_right").between(col("t") - 1000, col("t") + 2000)), batch)
+    assert_three_engines_agree(left.window(dw.Tumble("5s", on="t")).join(right.window(dw.Tumble("5s", on="t")),
+                                                                         on=[("k", "k")], how=how), batch)
+
+
+@FEW
+@given(left=two_streams("L"), right=two_streams("R"), batch=st.integers(1, 8))
+def test_aggregations_over_joins_and_aggregations(spark, left, right, batch):
+    joined = left.join(right, on=[("k", "k")], where=col("t_right").between(col("t"), col("t") + 3000))
+    assert_three_engines_agree(joined.window(dw.Tumble("5s", on="t")).group_by("k").agg(
+        n=dw.count(), total=dw.sum("v_right")), batch)
+    first = left.window(dw.Tumble("2s", on="t")).group_by("k").agg(n=dw.count())
+    assert_three_engines_agree(first.select(end=col("window_end"), n=col("n")).window(dw.Tumble("10s", on="end"))
+                               .agg(total=dw.sum("n"), windows=dw.count()), batch)
+
+
+@FEW
+@given(left=two_streams("L"), right=two_streams("R"), how=st.sampled_from(("inner", "left")), batch=st.integers(1, 8))
+def test_lookup_joins_and_unions(spark, left, right, how, batch):
+    import pyarrow as pa
+
+    side = dw.from_arrow(pa.table({"key": [0, 1, 1, 2], "label": ["zero", "one", "uno", "two"]}), name="side")
+    assert_three_engines_agree(left.join(side.lookup(), on=[(col("k") % 3, "key")], how=how), batch)
+    assert_three_engines_agree(left.union(right).filter(col("v") > 0), batch)
+
+
+ORDERS = st.sampled_from([[dw.desc("v")], ["v"], [dw.desc("v"), "t"], ["s", dw.desc("t")], [dw.desc("k")]])
+
+
+@FEW
+@given(left=two_streams("L"), n=st.integers(1, 4), order=ORDERS, rank=st.sampled_from([None, "rank"]),
+       by=st.sampled_from([["k"], ["s"], []]), batch=st.integers(1, 8))
+def test_top_n(spark, left, n, order, rank, by, batch):
+    assert_three_engines_agree(left.top_n(n, by=by, order=order, rank=rank), batch)
+    assert_three_engines_agree(left.window(dw.Tumble("2s", on="t")).top_n(n, by="k", order=order, rank=rank), batch)
+
+
+@FEW
+@given(left=two_streams("L"), keep=st.sampled_from(["first", "last"]), order=st.sampled_from([None, "v", "t"]),
+       batch=st.integers(1, 8))
+def test_deduplicate(spark, left, keep, order, batch):
+    assert_three_engines_agree(left.deduplicate(on=["k", "s"], keep=keep, order=order), batch)
+
+
+@FEW
+@given(left=two_streams("L"), gap=st.sampled_from(["1s", "3s", "7s"]), batch=st.integers(1, 8))
+def test_sessions(spark, left, gap, batch):
+    assert_three_engines_agree(left.window(dw.Session(gap, on="t")).group_by("k").agg(
+        n=dw.count(), total=dw.sum("v"), last=dw.max("t")), batch)
+
+
+@FEW
+@given(left=two_streams("L"), preceding=st.integers(0, 4), batch=st.integers(1, 8),
+       order=st.sampled_from([["t"], [dw.desc("v"), "t"], ["s"]]))
+def test_over(spark, left, preceding, order, batch):
+    frame = dict(partition_by="k", order_by=order, rows=(preceding, 0))
+    assert_three_engines_agree(left.with_columns(mean=dw.avg("v").over(**frame), n=dw.count().over(**frame),
+                                                 low=dw.min("v").over(**frame)), batch)
+
+
+@FEW
+@given(left=two_streams("L"), right=two_streams("R"), how=st.sampled_from(HOW[1:]), batch=st.integers(1, 8))
+def test_updating_aggregations(spark, left, right, how, batch):
+    assert_three_engines_agree(left.group_by("k").agg(**with_distinct(col("v") > 0)), batch)
+    per_key = left.group_by("k", "s").agg(total=dw.sum("v"), n=dw.count())
+    assert_three_engines_agree(per_key.group_by("s").agg(d=dw.count_distinct("total"), n=dw.count()), batch)
+    joined = left.join(right, on=[("k", "k")], how=how)
+    assert_three_engines_agree(joined.group_by("k").agg(n=dw.count(), total=dw.sum("v_right")), batch)
