@@ -136,4 +136,4 @@ def test_listed_with_both_engines():
     assert result.exit_code == 0
     listed = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in result.output.splitlines()
               if line.startswith("│") and line.split("│")[1].strip()}
-    assert {q: listed.get(q) for q in COLUMNS} == {q: "darwin, spark" for q in COLUMNS}
+    assert {q: listed.get(q) for q in COLUMNS} == {q: "darwin, spark, darwin-spark" for q in COLUMNS}
