@@ -1,6 +1,5 @@
+import pyspark  # noqa: F401 -- the `test` extra installs it: a missing pyspark fails, never skips
 import pytest
-
-pytest.importorskip("pyspark")  # the Spark tests need pyspark (the `test` extra installs it)
 
 
 @pytest.fixture(scope="session")
