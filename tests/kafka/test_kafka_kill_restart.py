@@ -3,36 +3,18 @@ read_committed consumer of the output topic sees every result exactly once."""
 
 import json
 import random
-import signal
-import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
 from kafka_helpers import consume_all, json_values, produce
+from kills import run_with_kills
 
 import darwin as dw
 
 JOB = Path(__file__).with_name("kafka_kill_job.py")
-ROOT = Path(__file__).resolve().parents[2]
 KILLS = 3
 EVENTS = 40_000
-
-
-def start(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(JOB), *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
-def wait_for_a_checkpoint(proc: subprocess.Popen, chk: Path) -> None:
-    before = set(chk.glob("chk-*")) if chk.exists() else set()
-    deadline = time.monotonic() + 300
-    while proc.poll() is None and time.monotonic() < deadline:
-        if chk.exists() and set(chk.glob("chk-*")) - before:
-            return
-        time.sleep(0.01)
 
 
 def expected(records):
@@ -52,23 +34,7 @@ def test_killed_exactly_once_job_publishes_every_result_once(broker, topic, tmp_
     rng = random.Random("kafka-kill")
     work = tmp_path / "job"
     work.mkdir()
-    kills = 0
-    while True:
-        proc = start(broker.bootstrap, source, sink, str(work))
-        if kills < KILLS:
-            assert proc.stdout.readline().strip() == "ready", proc.stderr.read()[-3000:]
-            wait_for_a_checkpoint(proc, work / "chk")
-            deadline = time.monotonic() + rng.uniform(0.0, 1.0)
-            while proc.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.01)
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGKILL)
-                proc.wait()
-                kills += 1
-                continue
-        _, err = proc.communicate(timeout=600)
-        assert proc.returncode == 0, err[-3000:]
-        break
+    kills = run_with_kills(JOB, (broker.bootstrap, source, sink, str(work)), work, rng, KILLS, longest_s=1.0)
     assert kills >= 2, f"the job finished before it could be killed enough ({kills} kills)"
     result = json.loads((work / "result.json").read_text())
     assert result["resumed_from"] is not None
