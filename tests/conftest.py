@@ -4,6 +4,14 @@ import pytest
 import darwin as dw
 
 
+@pytest.fixture(scope="module")
+def spark():
+    """The process's one SparkSession (whatever master the last test left it on), per module."""
+    from darwin.spark import spark_session
+
+    return spark_session("darwin-tests")
+
+
 @pytest.fixture(params=["compiled", "interpreted"])
 def mode(request):
     """Run a test under every execution mode."""

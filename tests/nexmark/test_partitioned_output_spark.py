@@ -14,13 +14,6 @@ from darwin.testing import assert_table_equal
 AWKWARD = ["10:00", "a/b", "../..", "x=y", "100%", "", None, "über", "q?#*[]^{'\"\\", "tab\tnew\nline", ".hidden"]
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from darwin.spark import spark_session
-
-    return spark_session("nexmark-tests")
-
-
 def bids(n: int = 2_000) -> pa.Table:
     start = datetime(2015, 7, 15, 9, 58)
     return pa.table({

@@ -18,13 +18,6 @@ LEVELS = ("total", "rank1", "rank2", "rank3")
 
 
 @pytest.fixture(scope="module")
-def spark():
-    from darwin.spark import spark_session
-
-    return spark_session("nexmark-tests")  # the process's one session, shared with the other Spark tests
-
-
-@pytest.fixture(scope="module")
 def data(tmp_path_factory):
     out = tmp_path_factory.mktemp("nexmark-statistics")
     return {k: str(v) for k, v in write_parquet(GeneratorConfig(events=EVENTS, **OPTIONS), out).items()}

@@ -41,13 +41,6 @@ COLUMNS = {
 
 
 @pytest.fixture(scope="module")
-def spark():
-    from darwin.spark import spark_session
-
-    return spark_session("nexmark-tests")  # the process's one session, shared with the other Spark tests
-
-
-@pytest.fixture(scope="module")
 def data(tmp_path_factory):
     out = tmp_path_factory.mktemp("nexmark-joins")
     paths = {k: str(v) for k, v in write_parquet(GeneratorConfig(events=EVENTS, first_event_rate=RATE), out).items()}

@@ -21,13 +21,6 @@ EPOCH = datetime(1970, 1, 1)
 
 
 @pytest.fixture(scope="module")
-def spark():
-    from darwin.spark import spark_session
-
-    return spark_session("nexmark-tests")  # the process's one session, shared with the other Spark tests
-
-
-@pytest.fixture(scope="module")
 def data(tmp_path_factory):
     out = tmp_path_factory.mktemp("nexmark-workloads")
     paths = {k: str(v) for k, v in write_parquet(GeneratorConfig(events=EVENTS, first_event_rate=RATE), out).items()}
