@@ -141,13 +141,11 @@ class KeyedRunner(_Shared):
         self.rows_seen = 0  # serial number of the next row
         self.windows_fired = 0
         self.late_warning = replicas[0].late_warning
-        for r in replicas:
-            r.late_warning = None
         # local/global: each worker's slice folds into a table of its own in DRAM, emptied every batch
         local = dataclasses.replace(p, sink=dataclasses.replace(p.sink, state=op.StateSpec()))
         self.slices = [PipelineRunner(local, config, pool, MemoryBackend(), lookups, name=f"pipeline{p.id}.slice{i}")
                        for i in range(n)] if p.parallel.pre_aggregate else []
-        for r in self.slices:
+        for r in [*replicas, *self.slices]:  # this runner warns for all of them
             r.late_warning = None
         self.row_numbers = np.arange(0, dtype=np.int64)  # 0..n-1 for the largest batch yet: slices take views
         self.routed_batches = 0  # batches left to route rows directly before pre-aggregating again
@@ -187,9 +185,10 @@ class KeyedRunner(_Shared):
         folds = [partial(_partials, r, batch, input_watermark, self.row_numbers[n * i // k:n * (i + 1) // k])
                  for i, r in enumerate(self.slices)]
         partials = self.workers.run(folds, self.worker_busy)
+        counts = list(COUNTER_SLOTS)
         for r, local in zip(self.replicas, self.slices):  # the slices' counts become the workers' own
-            r.ctl[list(COUNTER_SLOTS)] += local.ctl[list(COUNTER_SLOTS)]
-            local.ctl[list(COUNTER_SLOTS)] = 0
+            r.ctl[counts] += local.ctl[counts]
+            local.ctl[counts] = 0
         shares: list[list[tuple[list[np.ndarray], list[np.ndarray]]]] = [[] for _ in self.replicas]
         for keys, values in partials:  # in slice order: older rows' partials merge first
             if not len(keys[0]):
@@ -341,7 +340,7 @@ def _summed_ctl(replicas: list[PipelineRunner]) -> list[int]:
 
 def _summed_ctl_of(ctls: list[np.ndarray]) -> np.ndarray:
     summed = ctls[0].copy()
-    for slot in (ctl.LATE_ROWS, ctl.NULL_TIME_ROWS, ctl.FUTURE_ROWS):
+    for slot in COUNTER_SLOTS:
         summed[slot] = sum(int(c[slot]) for c in ctls)
     return summed
 
