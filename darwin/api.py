@@ -30,6 +30,7 @@ from darwin.plan.window import SessionWindow, Window
 from darwin.runtime.output import RunResult
 
 if TYPE_CHECKING:
+    from darwin.runtime.control import JobControl
     from darwin.runtime.job import JobResult
 
 
@@ -211,10 +212,12 @@ class SinkQuery:
     def __init__(self, plan: pn.PlanNode, target: Sink) -> None:
         self.plan, self.target = plan, target
 
-    def run(self, config: Config | None = None) -> JobResult:
+    def run(self, config: Config | None = None, control: JobControl | None = None) -> JobResult:
+        """Run to the end of the input, or until ``control.stop()`` (a final checkpoint, then the end;
+        ``JobResult.stopped`` says which). ``control.status()`` reads the job while it runs."""
         from darwin.runtime.job import run_job
 
-        return run_job(self.plan, self.target, config or Config())
+        return run_job(self.plan, self.target, config or Config(), control)
 
 
 class LookupTable:

@@ -132,8 +132,26 @@ class SourceReader:
         if position is not None:
             self.scan.source.resume(position, self.offset)
 
+    def end(self) -> None:
+        """End this input here, as if the source had no more rows (a job stopped with drain)."""
+        self.finished = True
+
+    def lag(self) -> int | None:
+        """Messages the source has and the run has not read yet, where the source tells (Kafka)."""
+        lag = getattr(self.scan.source, "lag", None)
+        if lag is None:
+            return None
+        found = lag()
+        return int(sum(found.values())) if isinstance(found, dict) else int(found)
+
     def close(self) -> None:
-        """Release what the source holds between reads (a Kafka source's group-commit client)."""
+        """Stop reading ahead, and release what the source holds between reads (a Kafka source's
+        group-commit client)."""
+        if self._batches is not None:
+            close_reads = getattr(self._batches, "close", None)
+            if close_reads is not None:  # the read-ahead thread ends with it
+                close_reads()
+            self._batches = None
         close = getattr(self.scan.source, "close", None)
         if close is not None:
             close()
@@ -207,11 +225,39 @@ class CompiledEngine:
         self.pipeline_rows = [0] * len(graph.pipelines)  # rows each pipeline was given
         self.pipeline_seconds = [0.0] * len(graph.pipelines)  # wall time running its batches (firing aside)
         self.ingested = time.perf_counter()  # of the last batch read: what results are stamped with
+        self.stopping: str | None = None  # "savepoint" or "drain" once the run is asked to stop
 
     @property
     def offset(self) -> int:
         """Source rows consumed, over every source."""
         return sum(r.offset for r in self.readers)
+
+    @property
+    def suspended(self) -> bool:
+        """Whether the run ended because it was stopped with its inputs not at their end (its open
+        windows kept in the state, for a restart to go on with)."""
+        return self.stopping == "savepoint"
+
+    def stop(self, drain: bool = False) -> None:
+        """End the run at the next batch boundary; ``drain`` ends every input there first, so open
+        windows fire as at the end of a bounded input."""
+        self.stopping = "drain" if drain else "savepoint"
+
+    def watermark(self) -> int | None:
+        """The smallest watermark of the sources with event time (None before any)."""
+        marks = [r.watermark() for r in self.readers if r.scan.time_column is not None]
+        marks = [m for m in marks if m not in (NO_WATERMARK, END_OF_INPUT)]
+        return min(marks) if marks else None
+
+    def late_rows(self) -> int:
+        """Late rows so far, over every stateful operator (read live; the run's metrics add them up at its end)."""
+        counted: list[Any] = [*self.runners, *self.joins, *self.operators]
+        return sum(int(c.counters().get("late_rows", 0)) for c in counted)
+
+    def consumer_lag(self) -> int | None:
+        """Messages not read yet, over the sources that report it."""
+        lags = [lag for lag in (r.lag() for r in self.readers) if lag is not None]
+        return sum(lags) if lags else None
 
     # -- running ----------------------------------------------------------------------------------
     def outputs(self) -> Iterator[Output]:
@@ -226,6 +272,13 @@ class CompiledEngine:
         while True:
             pending = [r for r in self.readers if not r.finished]
             if not pending:
+                break
+            if self.stopping is not None:
+                if self.stopping == "drain":
+                    for r in pending:
+                        r.end()
+                    yield from self._advance()  # every input at its end: everything fires
+                    yield BARRIER
                 break
             reader = min(pending, key=lambda r: r.watermark())  # the first of equals: plan order
             asked = time.perf_counter()
@@ -245,7 +298,7 @@ class CompiledEngine:
             if runner.kernel is not None:
                 self.metrics.add("kernels_compiled", sum(runner.kernel.stats.cache_misses.values()))
                 self.metrics.add("kernels_from_cache", sum(runner.kernel.stats.cache_hits.values()))
-        self.metrics.set("pipelines", self._pipeline_metrics())
+        self.metrics.set("pipelines", self.pipeline_metrics())
         counted: list[JoinRunner | StreamRunner] = [*self.joins, *self.operators]
         for stateful in counted:
             for name, value in stateful.counters().items():
@@ -289,7 +342,7 @@ class CompiledEngine:
                 if joined is not None:
                     yield from self._to_port(("join", target), joined, self.joins[target].wm)
 
-    def _pipeline_metrics(self) -> list[dict[str, Any]]:
+    def pipeline_metrics(self) -> list[dict[str, Any]]:
         """Per pipeline: rows in, seconds, and on several workers each one's busy seconds and the
         imbalance (the busiest worker's share over the mean: 1.0 is even, a hot key shows here)."""
         out = []

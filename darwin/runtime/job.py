@@ -39,6 +39,7 @@ from darwin.plan import nodes as pn
 from darwin.plan.explain import render
 from darwin.plan.keys import unique_key
 from darwin.plan.rules import optimize
+from darwin.runtime.control import JobControl, JobStatus
 from darwin.runtime.latency import Latencies
 from darwin.runtime.output import Output, net_changes
 from darwin.runtime.progress import Metrics
@@ -68,6 +69,7 @@ class JobResult:
     metrics: dict[str, Any]
     files: list[Path] = field(default_factory=list)
     resumed_from: int | None = None
+    stopped: bool = False  # ended by a stop with its inputs not at their end; a restart goes on
 
 
 def result_spec(plan: pn.PlanNode) -> ResultSpec:
@@ -83,9 +85,10 @@ def result_spec(plan: pn.PlanNode) -> ResultSpec:
     return ResultSpec(schema, None if late is None else late.to_arrow(), updating, lambda: unique_key(plan))
 
 
-def run_job(plan: pn.PlanNode, sink: Sink, config: Config) -> JobResult:
-    """Run ``plan`` into ``sink`` to the end of its input, checkpointing as ``config`` says."""
-    return Driver(plan, sink, config).run()
+def run_job(plan: pn.PlanNode, sink: Sink, config: Config, control: JobControl | None = None) -> JobResult:
+    """Run ``plan`` into ``sink`` to the end of its input, or until ``control`` stops it,
+    checkpointing as ``config`` says."""
+    return Driver(plan, sink, config, control).run()
 
 
 class Driver:
@@ -97,7 +100,7 @@ class Driver:
     after the sink has it, so a caller can consume results as they are produced.
     """
 
-    def __init__(self, plan: pn.PlanNode, sink: Sink, config: Config) -> None:
+    def __init__(self, plan: pn.PlanNode, sink: Sink, config: Config, control: JobControl | None = None) -> None:
         every = config.checkpoint_every
         if every is not None and config.mode != "compiled" and config.engine == "darwin":
             raise ConfigError("checkpoints are taken by the compiled engine; use mode 'compiled' with checkpoint_dir")
@@ -109,7 +112,26 @@ class Driver:
         sink.check(self.result)
         self.held = _Held(config.emit == "on_close" and self.result.updating, self.result)
         self.started = time.perf_counter()
+        self.control = control
+        self.engine: CompiledEngine | None = None  # while the compiled engine runs
+        self.stopped = False
+        self.last_checkpoint: tuple[float, float] | None = None  # (time.time() at its end, seconds it took)
+        if control is not None:
+            control.attach(self.status)
 
+    def status(self) -> JobStatus:
+        """The job now, for a progress display or a metrics endpoint (called from their threads)."""
+        values, engine = self.metrics.values, self.engine
+        done, took = self.last_checkpoint if self.last_checkpoint is not None else (None, None)
+        return JobStatus(
+            input_rows=int(values.get("input_rows", 0)), output_rows=int(values.get("output_rows", 0)),
+            late_rows=engine.late_rows() if engine is not None else int(values.get("late_rows", 0)),
+            watermark_ms=engine.watermark() if engine is not None else None,
+            checkpoints=int(values.get("checkpoints", 0)), last_checkpoint_at=done, last_checkpoint_seconds=took,
+            latency_p99_ms=self.latency.recent_percentile(99, seconds=60.0),
+            consumer_lag=engine.consumer_lag() if engine is not None else None,
+            stopping=self.control is not None and self.control.stop_requested,
+            pipelines=engine.pipeline_metrics() if engine is not None else [])
     def outputs(self) -> Iterator[Output]:
         if self.config.engine != "darwin":
             runner = _ENGINES.get(self.config.engine)
@@ -130,7 +152,10 @@ class Driver:
         """Run to the end of the input: what ran, and what the sink committed."""
         for _ in self.outputs():
             pass
-        return JobResult(self.metrics.as_dict(), self.sink.files(), self.resumed_from)
+        return JobResult(self.metrics.as_dict(), self.sink.files(), self.resumed_from, self.stopped)
+
+    def _stop_asked(self) -> bool:
+        return self.control is not None and self.control.stop_requested
 
     def _external(self, outputs: Iterator[Output]) -> Iterator[Output]:
         """Outputs of an engine without checkpoints (the reference interpreter, Spark), into the sink,
@@ -143,6 +168,9 @@ class Driver:
                 out = _labelled(out)
                 _write(sink, out, self.metrics, self.latency)
                 yield out
+                if self._stop_asked():  # no checkpoints here: what was written is committed
+                    self.stopped = True
+                    break
             sink.commit(sink.prepare(1))
         finally:
             sink.close()
@@ -158,6 +186,7 @@ class Driver:
                 resources.callback(store.lock().close)
             engine, latest = _start(store, graph, identity, config, metrics)
             resources.callback(engine.close)
+            self.engine = engine
             resources.callback(sink.close)
             if latest is not None:  # counters continue: the metrics are those of the whole job
                 metrics.add("output_rows", latest.body["output_rows"])
@@ -180,8 +209,12 @@ class Driver:
                                      "sink": prepared, "output_rows": metrics.values["output_rows"]}, files)
                 engine.after_checkpoint(epoch)
                 sink.commit(prepared)
+                took = time.perf_counter() - t
                 metrics.add("checkpoints", 1)
-                metrics.add("checkpoint_seconds", time.perf_counter() - t)
+                metrics.add("checkpoint_seconds", took)
+                self.last_checkpoint = (time.time(), took)
+                if self.control is not None:
+                    self.control.checkpointed(took)
                 epoch += 1
 
             def written(outs: Iterator[Output]) -> Iterator[Output]:
@@ -194,12 +227,17 @@ class Driver:
                 if out.kind != "barrier":
                     if not self.held.keeps(out):
                         yield from written(iter([out]))
+                    continue
+                if self._stop_asked() and engine.stopping is None:
+                    assert self.control is not None
+                    engine.stop(drain=self.control.drain)  # it ends at its next step
                 elif due is not None and due.tick():
                     yield from written(self.held.release())  # what is held leaves with the checkpoint
                     checkpoint(finished=False)
+            self.stopped = engine.suspended
             yield from written(self.held.release())
             if store is not None:
-                checkpoint(finished=True)
+                checkpoint(finished=not self.stopped)  # a stopped job's checkpoint is resumed over more input
             else:
                 sink.commit(sink.prepare(epoch))
 

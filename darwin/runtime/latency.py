@@ -8,6 +8,8 @@ over rows.
 
 from __future__ import annotations
 
+import bisect
+import time
 from typing import Any
 
 import numpy as np
@@ -32,12 +34,19 @@ class Latencies:
 
     def percentile(self, q: float, first: int = 0, last: int | None = None) -> float | None:
         """The ``q``-th percentile (0-100) of the latency of the rows of batches ``first:last``, in ms."""
+        if last is None:  # the rows list is appended last: its length is what all three lists hold
+            last = len(self.rows)
         millis, rows = np.array(self.millis[first:last]), np.array(self.rows[first:last], dtype=np.int64)
         if not len(rows):
             return None
         order = np.argsort(millis, kind="stable")
         reached = np.cumsum(rows[order])
         return float(millis[order][np.searchsorted(reached, q / 100.0 * reached[-1])])
+
+    def recent_percentile(self, q: float, seconds: float) -> float | None:
+        """The ``q``-th percentile over the results emitted in the last ``seconds`` (a live view)."""
+        first = bisect.bisect_left(self.emitted, time.perf_counter() - seconds)
+        return self.percentile(q, first)
 
     def summary(self) -> dict[str, Any]:
         """``latency_p50_ms``, ``latency_p99_ms``, ``latency_max_ms`` (None without results)."""

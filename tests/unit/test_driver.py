@@ -33,9 +33,9 @@ def test_every_way_of_running_goes_through_the_driver(monkeypatch, tmp_path):
     sinks = []
     original = job.Driver.__init__
 
-    def spy(self, plan, sink, config):
+    def spy(self, plan, sink, config, control=None):
         sinks.append(type(sink).__name__)
-        original(self, plan, sink, config)
+        original(self, plan, sink, config, control)
     monkeypatch.setattr(job.Driver, "__init__", spy)
     q = stream([])
     q.collect()

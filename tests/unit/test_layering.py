@@ -21,7 +21,8 @@ LAYERS = [
     {"darwin.graph"},
     {"darwin.codegen", "darwin.state"},
     {"darwin.runtime", "darwin.reference"},  # the reference interpreter is the runtime's other engine
-    {"darwin.api", "darwin.expr", "darwin.testing", "darwin.sql", "darwin.spark", "darwin.deploy"},
+    {"darwin.api", "darwin.expr", "darwin.testing", "darwin.sql", "darwin.spark", "darwin.deploy",
+     "darwin.monitor"},
     {"darwin", "darwin.cli"},
 ]
 LAYER = {name: i for i, layer in enumerate(LAYERS) for name in layer}
