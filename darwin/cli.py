@@ -73,7 +73,12 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
         show: int = typer.Option(10, min=0, help="result rows to print"),
         out: Path = typer.Option(None, file_okay=False,
                                  help="write the result as Parquet parts here (needed with checkpoints; "
-                                      "a restart with the same checkpoint_dir resumes)")) -> None:
+                                      "a restart with the same checkpoint_dir resumes)"),
+        metrics_port: int = typer.Option(None, min=0, max=65535,
+                                         help="serve Prometheus metrics on 127.0.0.1:PORT while the job runs"),
+        progress: bool = typer.Option(False, help="show rows, rates, watermark lag and checkpoints as it runs"),
+        drain: bool = typer.Option(False, help="on SIGTERM/SIGINT, fire the open windows before the final "
+                                               "checkpoint (the job then counts as finished)")) -> None:
     """The main job: a Nexmark query over the embedded generator, printing its result."""
     with _one_line_errors():
         cfg = _config(config)
@@ -81,6 +86,8 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
         q = _main_job()(query, n, rate)
         if out is None and cfg.checkpoint_dir:
             raise DarwinError("the config takes checkpoints: give --out, the directory the output is committed to")
+        if out is None and (metrics_port is not None or progress or drain):
+            raise DarwinError("--metrics-port, --progress and --drain watch a job writing to a sink: give --out")
         started = time.perf_counter()
         if out is None:
             result = q.execute(cfg)
@@ -90,12 +97,16 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
             import pyarrow.parquet as pq
 
             import darwin as dw
+            from darwin.monitor import run_watched
 
-            job = q.sink(dw.sinks.Parquet(out)).run(cfg)
+            job = run_watched(q.sink(dw.sinks.Parquet(out)), cfg, metrics_port=metrics_port, progress=progress,
+                              drain=drain, console=console)
             table, m = pa.concat_tables([pq.read_table(f, schema=q.schema) for f in job.files]
                                         or [q.schema.empty_table()]), job.metrics
             if job.resumed_from is not None:
                 console.print(f"resumed from checkpoint {job.resumed_from}")
+            if job.stopped:
+                console.print("stopped: the final checkpoint keeps the open windows; run again to go on")
         seconds = time.perf_counter() - started
     title = f"Nexmark {query}: first {min(show, table.num_rows)} of {table.num_rows} rows"
     rows = RichTable(title=title + (f" (committed to {out})" if out else ""))

@@ -3,5 +3,6 @@
 from darwin.monitor.display import ProgressDisplay
 from darwin.monitor.prometheus import serve_metrics
 from darwin.monitor.signals import stop_on_signals
+from darwin.monitor.watch import run_watched
 
-__all__ = ["ProgressDisplay", "serve_metrics", "stop_on_signals"]
+__all__ = ["ProgressDisplay", "run_watched", "serve_metrics", "stop_on_signals"]
