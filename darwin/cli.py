@@ -91,7 +91,7 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
         started = time.perf_counter()
         if out is None:
             result = q.execute(cfg)
-            table, m = result.table, result.metrics
+            table, m, stopped = result.table, result.metrics, False
         else:
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -105,7 +105,8 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
                                         or [q.schema.empty_table()]), job.metrics
             if job.resumed_from is not None:
                 console.print(f"resumed from checkpoint {job.resumed_from}")
-            if job.stopped:
+            stopped = job.stopped
+            if stopped:
                 console.print("stopped: the final checkpoint keeps the open windows; run again to go on")
         seconds = time.perf_counter() - started
     title = f"Nexmark {query}: first {min(show, table.num_rows)} of {table.num_rows} rows"
@@ -115,7 +116,9 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
     for row in table.slice(0, show).to_pylist():
         rows.add_row(*(str(v) for v in row.values()))
     console.print(rows)
-    console.print(f"{n:,} events in {seconds:.2f} s ({n / seconds:,.0f} events/s; mode={cfg.mode}, "
+    count, unit = (m["input_rows"], "input rows") if stopped else (n, "events")
+    console.print(f"{'stopped after ' if stopped else ''}{count:,} {unit} in {seconds:.2f} s "
+                  f"({count / seconds:,.0f} {unit}/s; mode={cfg.mode}, "
                   f"state={cfg.state}); late rows {m['late_rows']}, windows fired {m['windows_fired']}, "
                   f"kernels compiled {m.get('kernels_compiled', 0)}, from cache {m.get('kernels_from_cache', 0)}"
                   + (f", checkpoints {m.get('checkpoints', 0)}" if out else ""))
