@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import TracebackType
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
@@ -26,14 +26,26 @@ class ProgressDisplay:
         self.live = Live(get_renderable=self.render, console=console or Console(stderr=True),
                          refresh_per_second=refresh_per_second, transient=False)
 
-    def render(self) -> Table:
+    def render(self) -> Group:
         status = self.control.status()
         table = Table(show_header=True, header_style="bold", box=None)
         for name in ("rows in", "in/s", "rows out", "out/s", "late", "watermark lag", "checkpoints",
                      "checkpoint age", "consumer lag", "p99 latency"):
             table.add_column(name, justify="right")
-        if status is not None:
-            table.add_row(*self.cells(status))
+        if status is None:
+            return Group(table)
+        table.add_row(*self.cells(status))
+        return Group(table, self.pipelines(status))
+
+    @staticmethod
+    def pipelines(status: JobStatus) -> Table:
+        """Per pipeline: rows given, workers, busy seconds and (on several workers) the imbalance."""
+        table = Table(show_header=True, header_style="dim", box=None)
+        for name in ("pipeline", "rows in", "workers", "busy", "imbalance"):
+            table.add_column(name, justify="right")
+        for p in status.pipelines:
+            table.add_row(str(p["pipeline"]), f"{p['rows_in']:,}", str(p["workers"]), _seconds(p["seconds"]),
+                          f"{p['imbalance']:.2f}" if "imbalance" in p else "-")
         return table
 
     def cells(self, status: JobStatus) -> list[str]:

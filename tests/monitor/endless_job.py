@@ -10,17 +10,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from endless import query  # noqa: E402
+
 import darwin as dw  # noqa: E402
 from darwin.monitor import serve_metrics, stop_on_signals  # noqa: E402
 from darwin.runtime.control import JobControl  # noqa: E402
-from endless import query  # noqa: E402
 
 
 def main(directory: Path) -> None:
     control = JobControl()
     server = serve_metrics(control, 0)
     print(server.port, flush=True)
-    config = dw.Config(checkpoint_dir=str(directory / "checkpoints"), checkpoint_interval="20 batches", batch_size=1_000)
+    config = dw.Config(checkpoint_dir=str(directory / "checkpoints"), checkpoint_interval="20 batches",
+                       batch_size=1_000)
     with stop_on_signals(control):
         result = query().sink(dw.sinks.Parquet(directory / "out")).run(config, control)
     server.close()

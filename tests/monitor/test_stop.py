@@ -114,3 +114,21 @@ def test_sigterm_takes_a_final_checkpoint_and_metrics_are_served(tmp_path: Path)
     want = prefix(drained.metrics["input_rows"]).collect(dw.Config(batch_size=1_000)).sort_by(ORDER)
     got = committed(drained.files)
     assert got.equals(want.select(got.column_names))
+
+
+def test_the_progress_display_shows_the_job_and_its_pipelines(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from darwin.monitor import ProgressDisplay
+
+    control = JobControl()
+    console = Console(record=True, width=200, force_terminal=False)
+    display = ProgressDisplay(control, console)
+    query(stop_after(control, 20)).sink(dw.sinks.Parquet(tmp_path / "out")).run(
+        dw.Config(batch_size=1_000, parallelism=2), control)
+    console.print(display.render())
+    text = console.export_text()
+    status = control.status()
+    assert status is not None and status.input_rows > 0
+    assert f"{status.input_rows:,}" in text and "rows in" in text and "imbalance" in text
+    assert "(stopping)" in text
