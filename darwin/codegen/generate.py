@@ -273,7 +273,7 @@ class _Generator:
             windowed = pn.windowed_schema(schema)
 
             def windows() -> None:
-                with self._windows(t, w) as (start, end):
+                with self._windows(t, w) as (start, end, _):
                     self._operators(rest, {**env, pn.WINDOW_START: (start, None), pn.WINDOW_END: (end, None)},
                                     windowed)
             if w.is_tumbling:  # one window per row: no loop
@@ -370,31 +370,37 @@ class _Generator:
             self.resolved = False
 
     def _time_value(self, env: Env, column: str) -> str:
-        """The row's event time; rows without one count as null-time rows and go no further."""
+        """The row's event time, read once into a local (Numba cannot reuse a load across the stores into
+        state that follow); rows without one count as null-time rows and go no further."""
         v, ok = env[column]
         if ok is not None:
             with self.src.block(f"if not {ok}:"):
                 if not self.checking:
                     self.src.line("null_time += 1")
                 self.src.line("continue")
-        return v
+        t = self.src.fresh("t")
+        self.src.line(f"{t} = {v}")
+        return t
 
     @contextmanager
-    def _windows(self, t: str, w: Window) -> Iterator[tuple[str, str]]:
-        """Open a loop over the windows holding time ``t`` (no loop for tumbling windows)."""
+    def _windows(self, t: str, w: Window) -> Iterator[tuple[str, str, str]]:
+        """Open a loop over the windows holding time ``t`` (no loop for tumbling windows): each one's
+        start, end and number (start // slide, from one floor division per row)."""
         b = self.src
         start, end, last = b.fresh("ws"), b.fresh("we"), b.fresh("last")
-        b.line(f"{last} = {t} - {t} % {number(w.slide_ms)}")
+        b.line(f"{last} = {t} // {number(w.slide_ms)}")
         if w.is_tumbling:
-            b.line(f"{start} = {last}")
+            b.line(f"{start} = {last} * {number(w.slide_ms)}")
             b.line(f"{end} = {start} + {number(w.size_ms)}")
-            yield start, end
+            yield start, end, last
             return
         k = w.windows_per_row
+        number_of = b.fresh("wn")
         with b.block(f"for w in range({number(k)}):"):
-            b.line(f"{start} = {last} - ({number(k - 1)} - w) * {number(w.slide_ms)}")
+            b.line(f"{number_of} = {last} - ({number(k - 1)} - w)")
+            b.line(f"{start} = {number_of} * {number(w.slide_ms)}")
             b.line(f"{end} = {start} + {number(w.size_ms)}")
-            yield start, end
+            yield start, end, number_of
 
     # -- sinks ------------------------------------------------------------------------------
     def _sink(self, env: Env, schema: Schema) -> None:
@@ -435,10 +441,10 @@ class _Generator:
         for a in lay.accs:
             if a.arg is not None:
                 args[a.name] = self.exprs.emit(a.arg, env, schema)
-        if not self.hashed:
+        if not self.hashed and not w.is_tumbling:  # a tumbling window's one slot is checked where it is taken
             self._check_ring_slots(t, w)
         b.line("accepted = False")
-        with self._windows(t, w) as (start, end), b.block(f"if {end} > wm:"):  # else: window already fired
+        with self._windows(t, w) as (start, end, index), b.block(f"if {end} > wm:"):  # else: window already fired
             b.line("accepted = True")
             if self.hashed:
                 values = [start, *key_values]
@@ -449,7 +455,7 @@ class _Generator:
                 if self.undo:
                     self._log_old_entry()
             else:
-                self._ring_slot(start, end, w)
+                self._ring_slot(start, end, index, checked=not w.is_tumbling)
             if lay.first_seen is not None:
                 with b.block("if fresh:"):
                     b.line(f"v{lay.first_seen}[e] = row_base + i")
@@ -503,21 +509,26 @@ class _Generator:
         with b.block(f"if d < 0 or d >= {number(ring.size)}:"):
             self._stop(ctl.OUT_OF_DOMAIN)
 
-    def _slot_of(self, start: str, w: Window) -> str:
-        return f"({start} // {number(w.slide_ms)}) % {number(self.ring.slots)}"
+    def _slot_of(self, index: str) -> str:
+        return f"{index} % {number(self.ring.slots)}"
 
     def _check_ring_slots(self, t: str, w: Window) -> None:
         """Before touching state: every open window of this row needs its slot free or its own."""
         b = self.src
-        with self._windows(t, w) as (start, end), b.block(f"if {end} > wm:"):
-            b.line(f"r = {self._slot_of(start, w)}")
+        with self._windows(t, w) as (start, end, index), b.block(f"if {end} > wm:"):
+            b.line(f"r = {self._slot_of(index)}")
             with b.block(f"if ring_start[r] != {start} and ring_start[r] != {number(ctl.EMPTY_SLOT)}:"):
                 self._stop(ctl.RING_FULL)
 
-    def _ring_slot(self, start: str, end: str, w: Window) -> None:
+    def _ring_slot(self, start: str, end: str, index: str, checked: bool) -> None:
+        """The window's slot, taken if free; unless ``checked`` before, a slot another window holds stops
+        the run here (a tumbling window: the row has touched no state yet)."""
         b, size = self.src, number(self.ring.size)
-        b.line(f"r = {self._slot_of(start, w)}")
+        b.line(f"r = {self._slot_of(index)}")
         with b.block(f"if ring_start[r] != {start}:"):
+            if not checked:
+                with b.block(f"if ring_start[r] != {number(ctl.EMPTY_SLOT)}:"):
+                    self._stop(ctl.RING_FULL)
             b.line(f"ring_start[r] = {start}")
             with b.block(f"if {end} < min_end:"):
                 b.line(f"min_end = {end}")
