@@ -516,28 +516,28 @@ class _Generator:
         """Before touching state: every open window of this row needs its slot free or its own."""
         b = self.src
         with self._windows(t, w) as (start, end, index), b.block(f"if {end} > wm:"):
-            b.line(f"r = {self._slot_of(index)}")
-            with b.block(f"if ring_start[r] != {start} and ring_start[r] != {number(ctl.EMPTY_SLOT)}:"):
+            b.line(f"slot = {self._slot_of(index)}")
+            with b.block(f"if ring_start[slot] != {start} and ring_start[slot] != {number(ctl.EMPTY_SLOT)}:"):
                 self._stop(ctl.RING_FULL)
 
     def _ring_slot(self, start: str, end: str, index: str, checked: bool) -> None:
         """The window's slot, taken if free; unless ``checked`` before, a slot another window holds stops
         the run here (a tumbling window: the row has touched no state yet)."""
         b, size = self.src, number(self.ring.size)
-        b.line(f"r = {self._slot_of(index)}")
-        with b.block(f"if ring_start[r] != {start}:"):
+        b.line(f"slot = {self._slot_of(index)}")
+        with b.block(f"if ring_start[slot] != {start}:"):
             if not checked:
-                with b.block(f"if ring_start[r] != {number(ctl.EMPTY_SLOT)}:"):
+                with b.block(f"if ring_start[slot] != {number(ctl.EMPTY_SLOT)}:"):
                     self._stop(ctl.RING_FULL)
-            b.line(f"ring_start[r] = {start}")
+            b.line(f"ring_start[slot] = {start}")
             with b.block(f"if {end} < min_end:"):
                 b.line(f"min_end = {end}")
-        b.line(f"e = r * {size} + d")
+        b.line(f"e = slot * {size} + d")
         b.line("fresh = seen[e] == 0")
         with b.block("if fresh:"):
             b.line("seen[e] = 1")
-            b.line(f"order[r * {size} + ring_count[r]] = d")
-            b.line("ring_count[r] += 1")
+            b.line(f"order[slot * {size} + ring_count[slot]] = d")
+            b.line("ring_count[slot] += 1")
 
     def _update(self, a: AccSlot, arg: Value | None) -> None:
         b = self.src

@@ -202,12 +202,18 @@ class Parallel:
     # the workers owning their keys (local/global aggregation): a hot key's rows are spread over
     # every worker instead of all landing on its owner
     pre_aggregate: bool = False
+    # a window ring (DRAM, dense key domain) per worker over every key, for its contiguous slice of
+    # each batch; when a window fires the workers' entries of it are merged (every aggregate merges
+    # exactly). No rows move between workers, so a hot key costs nothing more than a cold one
+    merged_rings: bool = False
 
     @property
     def keyed(self) -> bool:
         return bool(self.keys)
 
     def describe(self) -> str:
+        if self.merged_rings:
+            return "parallel in slices, local/global: window rings merged as windows fire"
         how = f"by key groups of [{', '.join(self.keys)}]" if self.keyed else "in slices"
         return f"parallel {how}" + (", local/global pre-aggregation" if self.pre_aggregate else "")
 

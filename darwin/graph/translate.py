@@ -171,12 +171,15 @@ class _Translator(SharedNodeVisitor[_Chain]):
         if isinstance(port, op.SourcePort):
             ops, computed, input_schema = _vectorize_string_calls(ops, input_schema)
         parallel = _parallel(self.config.workers, port, ops, sink, self.config.pre_aggregate)
-        # a ring shared by key group stalls on slots other workers' windows hold: not yet (docs/decisions.md)
+        # on several workers a ring needs every aggregate to merge exactly (pre_aggregate): each worker
+        # keeps one over all keys and the rings' entries merge as windows fire
         if isinstance(sink, op.WindowAggregateSink) and isinstance(port, op.SourcePort) \
-                and self.config.state_traits.in_memory and parallel is None:
+                and self.config.state_traits.in_memory and (parallel is None or parallel.pre_aggregate):
             ring = _ring(sink.aggregate, port, ops)
             if ring is not None:  # a ring keeps no undo log: it lives in DRAM
                 sink = dataclasses.replace(sink, state=op.StateSpec(ring=ring))
+                if parallel is not None:
+                    parallel = dataclasses.replace(parallel, pre_aggregate=False, merged_rings=True)
         output_schema = chain.schema if isinstance(sink, op.EmitRows) else sink.aggregate.input.input.schema
         moved = _moved_strings(input_schema, ops, output_schema) \
             if root_output and isinstance(port, op.SourcePort) else ()

@@ -45,7 +45,7 @@ from darwin.runtime.workers import WorkerPool
 from darwin.state.backend import StateBackend
 from darwin.state.hash_table import FIRE_CHUNK, HashTableState
 from darwin.state.memory import MemoryBackend
-from darwin.state.merge import merge_partials
+from darwin.state.merge import Entries, merge_entries, merge_partials
 from darwin.state.ring import RingState
 
 COUNTERS = ("late_rows", "null_time_rows", "future_rows")
@@ -141,6 +141,10 @@ class KeyedRunner(_Shared):
         self.rows_seen = 0  # serial number of the next row
         self.windows_fired = 0
         self.late_warning = replicas[0].late_warning
+        self.merged_rings = p.parallel.merged_rings
+        if self.merged_rings:  # a full ring's windows wait for the other workers' entries of them
+            for r in replicas:
+                r.early = []
         # local/global: each worker's slice folds into a table of its own in DRAM, emptied every batch
         local = dataclasses.replace(p, sink=dataclasses.replace(p.sink, state=op.StateSpec()))
         self.slices = [PipelineRunner(local, config, pool, MemoryBackend(), lookups, name=f"pipeline{p.id}.slice{i}")
@@ -157,7 +161,9 @@ class KeyedRunner(_Shared):
         if self.time_column is not None:
             batch = EncodedBatch({**batch.columns, PROGRESS_COLUMN: Column(self._progress(batch), None)},
                                  batch.length, batch.arrow)
-        if self.slices and not self.routed_batches:
+        if self.merged_rings:
+            self._in_slices(batch, input_watermark)
+        elif self.slices and not self.routed_batches:
             self._pre_aggregate(batch, input_watermark)
         else:
             self.routed_batches = max(0, self.routed_batches - 1)
@@ -175,15 +181,27 @@ class KeyedRunner(_Shared):
                                      self.max_time - self.replicas[0].p.input.delay_ms)  # type: ignore[union-attr]
         return None, None, []
 
+    def _slices(self, n: int, k: int) -> list[np.ndarray]:
+        """Rows 0..n-1 cut into k contiguous selections (views of one array)."""
+        if len(self.row_numbers) < n:
+            self.row_numbers = np.arange(n, dtype=np.int64)
+        return [self.row_numbers[n * i // k:n * (i + 1) // k] for i in range(k)]
+
+    def _in_slices(self, batch: EncodedBatch, input_watermark: int) -> None:
+        """Merged rings: each worker folds a contiguous slice of the batch into its own ring."""
+        for r in self.replicas:
+            r.ctl[ctl.ROW_BASE] = self.rows_seen
+        parts = [partial(r.process, batch, input_watermark, None, rows)
+                 for r, rows in zip(self.replicas, self._slices(batch.length, len(self.replicas)))]
+        self.workers.run(parts, self.worker_busy)
+
     def _pre_aggregate(self, batch: EncodedBatch, input_watermark: int) -> None:
         """Local/global: fold slices into partial entries, then merge each into its key's owner."""
         n, k = batch.length, len(self.slices)
         for r in self.slices:
             r.ctl[ctl.ROW_BASE] = self.rows_seen
-        if len(self.row_numbers) < n:
-            self.row_numbers = np.arange(n, dtype=np.int64)
-        folds = [partial(_partials, r, batch, input_watermark, self.row_numbers[n * i // k:n * (i + 1) // k])
-                 for i, r in enumerate(self.slices)]
+        folds = [partial(_partials, r, batch, input_watermark, rows)
+                 for r, rows in zip(self.slices, self._slices(n, k))]
         partials = self.workers.run(folds, self.worker_busy)
         counts = list(COUNTER_SLOTS)
         for r, local in zip(self.replicas, self.slices):  # the slices' counts become the workers' own
@@ -223,8 +241,25 @@ class KeyedRunner(_Shared):
 
     def drain(self, wm: int, final: bool = False) -> Iterator[EncodedBatch]:
         """The windows ending at or before ``wm`` over every worker, in one thread's order."""
+        if self.merged_rings:
+            yield from self._merged(self._merged_windows(wm, final))
+            return
         parts = [partial(_drained, r, wm, final) for r in self.replicas]
         yield from self._merged([b for fired in self.workers.run(parts, self.worker_busy) for b in fired])
+
+    def _merged_windows(self, wm: int, final: bool) -> list[EncodedBatch]:
+        """Merged rings: every worker's entries of the windows fired (mid-batch or now), each key's
+        entries combined into one, as result rows with the serial of the row that made the key's first."""
+        parts: list[Entries] = []
+        for r in self.replicas:
+            assert r.early is not None
+            parts += r.early
+            r.early.clear()
+            parts += r.fired_entries(wm, final)
+        first = self.replicas[0]
+        assert first.ks is not None and first.ks.agg_layout is not None
+        keys, values = merge_entries(first.ks.agg_layout, parts)
+        return [first.fired_rows(keys, values)] if len(keys[0]) else []
 
     def _merged(self, batches: list[EncodedBatch]) -> Iterator[EncodedBatch]:
         """The workers' fired rows ordered by window, then first-seen row; without that serial."""
@@ -288,9 +323,14 @@ class KeyedRunner(_Shared):
             k, v = old.entries()
             keys.append(k)
             values.append(v)
-        key_columns_ = [np.concatenate(c) for c in zip(*keys)]
-        value_columns = [np.concatenate(c) for c in zip(*values)]
-        owner = self.owner[key_groups(key_columns_[1:])] if len(key_columns_[0]) else np.zeros(0, np.int64)
+        if self.merged_rings:  # any worker may hold any key: the saved rings' entries merge into one
+            assert first.ks is not None and first.ks.agg_layout is not None
+            key_columns_, value_columns = merge_entries(first.ks.agg_layout, list(zip(keys, values)))
+            owner = np.zeros(len(key_columns_[0]), np.int64)
+        else:
+            key_columns_ = [np.concatenate(c) for c in zip(*keys)]
+            value_columns = [np.concatenate(c) for c in zip(*values)]
+            owner = self.owner[key_groups(key_columns_[1:])] if len(key_columns_[0]) else np.zeros(0, np.int64)
         counters = _summed_ctl_of([np.array(part["ctl"], dtype=np.int64) for part in saved])
         size = self.sink.window.size_ms
         for w, r in enumerate(self.replicas):

@@ -62,6 +62,9 @@ class PipelineRunner:
         self.scratch = np.zeros(1, dtype=np.int64)  # reinterprets a float key's bits inside kernels
         self.state: KeyedState | RingState | None = None
         self.windows_fired = 0
+        # a worker of merged rings: the entries of windows its full ring had to fire mid-batch, kept
+        # (not finalized) until the windows are merged with the other workers' entries
+        self.early: list[tuple[list[np.ndarray], list[np.ndarray]]] | None = None
         self.late_warning: LateRowsWarning | None = None
         if isinstance(p.sink, op.WindowAggregateSink):
             self.backend = backend
@@ -159,6 +162,12 @@ class PipelineRunner:
             assert state is not None and not isinstance(state, RingState)  # only a hash table's kernel asks
             state.grow(int(self.ctl[ctl.ROOM_PER_ROW]))
         elif status == ctl.RING_FULL:  # the watermark closed a window whose slot a new one needs
+            if self.early is not None:
+                entries = list(self.fired_entries(self.watermark))
+                if not entries:
+                    raise DarwinError("internal error: a window ring is full of open windows")
+                self.early.extend(entries)
+                return
             drained = list(self.drain(self.watermark))
             if not drained:
                 raise DarwinError("internal error: a window ring is full of open windows")
@@ -256,22 +265,30 @@ class PipelineRunner:
 
         Consume it to the end before the kernel runs again: the state changes as it goes.
         """
+        previous = None  # a window may span chunks: count it once
+        for keys, values in self.fired_entries(wm, final):
+            starts = np.unique(keys[0])
+            self.windows_fired += len(starts) - int(starts[0] == previous)
+            previous = starts[-1]
+            yield self.fired_rows(keys, values)
+
+    def fired_rows(self, keys: list[np.ndarray], values: list[np.ndarray]) -> EncodedBatch:
+        """Fired entries as result rows (a worker's carry the serial of the row that made each)."""
+        columns = finalize(self._layout, keys, values, self._agg.window.size_ms)
+        fired = {f.name: Column(*columns[f.name]) for f in self._agg.aggregate.schema.fields}
+        seen = self._layout.first_seen
+        if seen is not None:  # a worker's windows: merged with the others' by first-seen row
+            fired[FIRST_SEEN] = Column(values[seen], None)
+        return EncodedBatch(fired, len(keys[0]))
+
+    def fired_entries(self, wm: int, final: bool = False) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
+        """The state's entries of the windows ending at or before ``wm`` (all if ``final``), removed:
+        keys (window start first) and value slots, in window order, not finalized."""
         s = self.state
         if s is None or s.is_empty() or (not final and self.ctl[ctl.MIN_WINDOW_END] > wm):
             return
         size = self._agg.window.size_ms
-        schema = self._agg.aggregate.schema
-        previous = None  # a window may span chunks: count it once
-        for keys, values in s.fire(wm, size, final):
-            starts = np.unique(keys[0])
-            self.windows_fired += len(starts) - int(starts[0] == previous)
-            previous = starts[-1]
-            columns = finalize(self._layout, keys, values, size)
-            fired = {f.name: Column(*columns[f.name]) for f in schema.fields}
-            seen = self._layout.first_seen
-            if seen is not None:  # a worker's windows: merged with the others' by first-seen row
-                fired[FIRST_SEEN] = Column(values[seen], None)
-            yield EncodedBatch(fired, len(keys[0]))
+        yield from s.fire(wm, size, final)
         start = s.min_start()
         self.ctl[ctl.MIN_WINDOW_END] = INT64_MAX if start is None else start + size
 

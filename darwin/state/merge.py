@@ -64,3 +64,35 @@ def merge_partials(state: KeyedState, lay: AggLayout, keys: Sequence[np.ndarray]
     for table, part, combined in zip(table_values, values, merged):
         table[made] = part[fresh]
         table[held] = combined
+
+
+Entries = tuple[list[np.ndarray], list[np.ndarray]]  # key columns (window start first), value slots
+
+
+def merge_entries(lay: AggLayout, parts: Sequence[Entries]) -> Entries:
+    """Entries of several tables (each holding a key at most once) as one table's: entries of the same
+    key are ``combine``d, oldest first by first-seen row, so the result keeps the oldest one's serial."""
+    parts = [p for p in parts if len(p[0][0])]
+    if not parts:
+        return [np.zeros(0, np.int64)], [np.zeros(0, d) for d in lay.value_dtypes]
+    keys = [np.concatenate(c) for c in zip(*(k for k, _ in parts))]
+    values = [np.concatenate(c) for c in zip(*(v for _, v in parts))]
+    if len(parts) == 1:
+        return keys, values
+    assert lay.first_seen is not None  # entries from several workers carry the row that made them
+    order = np.lexsort((values[lay.first_seen], *reversed(keys)))  # by key, then oldest first
+    keys, values = [k[order] for k in keys], [v[order] for v in values]
+    n = len(keys[0])
+    new_group = np.ones(n, dtype=np.bool_)
+    new_group[1:] = np.any([k[1:] != k[:-1] for k in keys], axis=0)
+    group_start = np.flatnonzero(new_group)
+    group = np.cumsum(new_group) - 1
+    rank = np.arange(n) - group_start[group]  # 0 for a key's oldest entry
+    merged = [v[group_start].copy() for v in values]
+    for level in range(1, int(rank.max()) + 1):
+        later = np.flatnonzero(rank == level)
+        into = group[later]
+        combined = combine(lay, [m[into] for m in merged], [v[later] for v in values])
+        for m, c in zip(merged, combined):
+            m[into] = c
+    return [k[group_start] for k in keys], merged

@@ -109,8 +109,12 @@ def test_the_workers_really_share_keyed_and_stateless_pipelines():
     import pyarrow as pa
 
     t = dw.from_arrow(pa.table({"t": pa.array([1, 2], pa.timestamp("ms")), "k": [1, 2], "v": [3, 4]}), time="t")
-    windows = t.window(dw.Tumble("1s", on="t")).group_by("k").agg(n=dw.count()).explain(dw.Config(parallelism=4))
-    assert "parallel by key groups of [k]" in windows
+    grouped = t.window(dw.Tumble("1s", on="t")).group_by("k")
+    # an integer key in a known range: a window ring per worker over every key, merged as windows fire
+    assert "parallel in slices, local/global: window rings merged" in grouped.agg(n=dw.count()).explain(
+        dw.Config(parallelism=4))
+    # an average does not merge exactly: rows go to their key's owner
+    assert "parallel by key groups of [k]" in grouped.agg(a=dw.avg("v")).explain(dw.Config(parallelism=4))
     assert "parallel in slices" in t.filter(col("v") > 3).explain(dw.Config(parallelism=2))
     assert "parallel" not in t.filter(col("v") > 3).explain(dw.Config())
 
@@ -123,14 +127,16 @@ def test_the_optimizer_pre_aggregates_only_what_merges_exactly():
                                 "x": [0.5, 1.5]}), time="t")
     grouped = t.window(dw.Tumble("1s", on="t")).group_by("k")
     two = dw.Config(parallelism=2)
-    assert "local/global pre-aggregation" in grouped.agg(n=dw.count(), s=dw.sum("v"), m=dw.max("v")).explain(two)
+    assert "local/global" in grouped.agg(n=dw.count(), s=dw.sum("v"), m=dw.max("v")).explain(two)
     assert "local/global" not in grouped.agg(n=dw.count(), s=dw.sum("x")).explain(two)
     assert "local/global" not in grouped.agg(n=dw.count()).explain(two.replace(pre_aggregate=False))
 
 
-def test_a_hot_key_is_pre_aggregated_and_counted_the_same():
-    """Nearly every row on one key: the slices fold it, so partials stay few and every batch is
-    pre-aggregated; the windows equal the one-thread run's."""
+@pytest.mark.parametrize("state", ["ring", "hash"])
+def test_a_hot_key_is_pre_aggregated_and_counted_the_same(state):
+    """Nearly every row on one key: merged window rings never move it, and (a string key: hash tables)
+    the slices fold it, so partials stay few and every batch is pre-aggregated; the windows equal the
+    one-thread run's."""
     import numpy as np
     import pyarrow as pa
 
@@ -138,13 +144,36 @@ def test_a_hot_key_is_pre_aggregated_and_counted_the_same():
     n = 20_000
     keys = np.where(rng.random(n) < 0.9, 7, rng.integers(0, 50, n))
     t = dw.from_arrow(pa.table({"t": pa.array(np.sort(rng.integers(0, 60_000, n)), pa.timestamp("ms")),
-                                "k": keys, "v": rng.integers(-5, 100, n)}), time="t")
+                                "k": keys if state == "ring" else keys.astype(str), "v": rng.integers(-5, 100, n)}),
+                      time="t")
     query = t.window(dw.Tumble("5s", on="t")).group_by("k").agg(n=dw.count(), s=dw.sum("v"), lo=dw.min("v"))
     expected = query.execute(dw.Config(batch_size=1000))
     actual = query.execute(dw.Config(batch_size=1000, parallelism=2))
     assert_table_equal(actual.table, expected.table, rel_tol=0.0)
-    assert actual.metrics.get("pre_aggregated_batches") == 20
+    assert ("window rings merged" in query.explain(dw.Config(parallelism=2))) == (state == "ring")
+    assert actual.metrics.get("pre_aggregated_batches") == (20 if state == "hash" else None)
     [pipeline] = [p for p in actual.metrics["pipelines"] if p["workers"] > 1]  # the aggregation's
     assert pipeline["rows_in"] == n and pipeline["workers"] == 2 and len(pipeline["worker_busy_seconds"]) == 2
     assert pipeline["imbalance"] >= 1.0 and pipeline["seconds"] > 0
     assert all(p["workers"] == 1 for p in expected.metrics["pipelines"])
+
+
+@RUNS
+@given(seed=st.integers(0, 10_000), rows=st.integers(1, 3_000), delay=st.sampled_from([0, 50, 400]),
+       window=st.sampled_from([("tumble", 100), ("tumble", 1_000), ("slide", 300)]), batch=st.integers(1, 700))
+def test_merged_window_rings_equal_one_thread(seed, rows, delay, window, batch):
+    """Integer keys in a known range: every worker keeps a window ring over all keys for its slices,
+    rings fill and fire mid-batch on out-of-order times, and the merged windows come out in the
+    one-thread order, late rows counted alike."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    times = np.cumsum(rng.integers(0, 20, rows)) + rng.integers(-300, 300, rows)  # out of order
+    t = dw.from_arrow(pa.table({"t": pa.array(times, pa.timestamp("ms")), "k": rng.integers(-3, 40, rows),
+                                "v": rng.integers(-50, 50, rows)}), time="t", max_delay=f"{delay}ms")
+    kind, size = window
+    w = dw.Tumble(f"{size}ms", on="t") if kind == "tumble" else dw.Slide(f"{size}ms", "100ms", on="t")
+    query = t.window(w).group_by("k").agg(n=dw.count(), s=dw.sum("v"), lo=dw.min("v"), hi=dw.max("t"))
+    assert "window rings merged" in query.explain(dw.Config(parallelism=2))
+    assert_same_at_every_parallelism(query, batch, seed)
