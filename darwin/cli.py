@@ -80,14 +80,17 @@ def run(job: str = typer.Argument(None, help="a deployment file (job.yaml) to ru
         show: int = typer.Option(10, min=0, help="result rows to print"),
         out: Path = typer.Option(None, file_okay=False,
                                  help="write the result as Parquet parts here (needed with checkpoints; "
-                                      "a restart with the same checkpoint_dir resumes)")) -> None:
+                                      "a restart with the same checkpoint_dir resumes)"),
+        fresh: bool = typer.Option(False, "--fresh",
+                                   help="with a job.yaml without checkpoints: first delete what an earlier run "
+                                        "wrote to its sink")) -> None:
     """Run a deployment file (`darwin run job.yaml`), or the main job: a Nexmark query over the embedded
     generator, printing its result."""
     if job is not None:
         if not _is_deployment(job):
             raise typer.BadParameter(f"{job!r} is not a deployment file (job.yaml); for a Nexmark query, "
                                      "use --query q5", param_hint="JOB")
-        _run_deployment(Path(job))
+        _run_deployment(Path(job), fresh)
         return
     with _one_line_errors():
         cfg = _config(config)
@@ -124,14 +127,14 @@ def run(job: str = typer.Argument(None, help="a deployment file (job.yaml) to ru
                   + (f", checkpoints {m.get('checkpoints', 0)}" if out else ""))
 
 
-def _run_deployment(path: Path) -> None:
+def _run_deployment(path: Path, fresh: bool) -> None:
     from darwin import deploy
 
     with _one_line_errors():
         deployment = deploy.load(path)
         console.print(escape(deployment.summary()), soft_wrap=True)
         started = time.perf_counter()
-        result = deploy.run(deployment)
+        result = deploy.run(deployment, fresh=fresh)
         seconds = time.perf_counter() - started
     m = result.metrics
     rows_in, rows_out = m.get("input_rows", 0), m.get("output_rows", 0)

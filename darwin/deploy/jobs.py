@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -22,7 +23,7 @@ import darwin.api as api
 from darwin.config import Config
 from darwin.deploy.spec import Deployment, QuerySpec, SinkSpec, SourceSpec
 from darwin.durations import to_millis
-from darwin.errors import ConfigError, DarwinError, PlanError, SqlError
+from darwin.errors import RESET_HINT, ConfigError, DarwinError, PlanError, SqlError
 from darwin.io import sinks
 from darwin.io.paced import Paced
 from darwin.plan import nodes as pn
@@ -53,11 +54,32 @@ def plan(deployment: Deployment, **config_overrides: Any) -> Planned:
     return Planned(table, sink, config)
 
 
-def run(deployment: Deployment, **config_overrides: Any) -> JobResult:
-    """Run the job to the end of its input (the lead's run path: metrics, progress and signals hook
-    in here); ``config_overrides`` replace keys of the deployment's ``config`` section."""
+def run(deployment: Deployment, *, fresh: bool = False, **config_overrides: Any) -> JobResult:
+    """Run the job to the end of its input (the one run path: metrics, progress and signals hook in
+    here); ``config_overrides`` replace keys of the deployment's ``config`` section. ``fresh`` first
+    removes what an earlier run without checkpoints wrote to the sink (``clear_output``)."""
     planned = plan(deployment, **config_overrides)
+    if fresh:
+        clear_output(deployment, planned.config)
     return planned.table.sink(planned.sink).run(planned.config)
+
+
+def clear_output(deployment: Deployment, config: Config) -> list[Path]:
+    """Delete the files an earlier run of a job without checkpoints committed to its file sink (only
+    Darwin's part and snapshot files: the directory's marker names the run that wrote them). A job
+    with checkpoints is started over with ``darwin reset``, which also drops its checkpoints."""
+    if config.checkpoint_dir:
+        raise ConfigError(f"{deployment.file.name}: the job takes checkpoints, and a new run resumes from the "
+                          f"last; to start it over, {RESET_HINT}")
+    removed: list[Path] = []
+    for spec in deployment.sinks:
+        for key in ("path", "late_path"):
+            directory = spec.options.get(key)
+            if directory is not None and Path(directory).is_dir():
+                job = sinks.read_marker(Path(directory))
+                if job is not None:
+                    removed += sinks.remove_output(Path(directory), job)
+    return removed
 
 
 def explain(deployment: Deployment, **config_overrides: Any) -> str:

@@ -167,3 +167,17 @@ def test_cli_validate_explain_and_run(job):
     assert "bad.yaml:3: key 'sources.bids.type'" in bad.output
     not_a_file = runner.invoke(app, ["run", "q5"])
     assert not_a_file.exit_code == 2 and "--query" in not_a_file.output
+
+
+def test_run_fresh_replaces_the_output_of_an_earlier_run(job):
+    runner = CliRunner()
+    path = job()
+    assert runner.invoke(app, ["run", str(path)]).exit_code == 0
+    again = runner.invoke(app, ["run", str(path)])
+    assert again.exit_code == 2 and "already holds part files" in again.output
+    fresh = runner.invoke(app, ["run", str(path), "--fresh"])
+    assert fresh.exit_code == 0, fresh.output
+    assert [p.name for p in (path.parent / "out" / "doubled").glob("part-*")] == ["part-000001.parquet"]
+    with_checkpoints = job(GOOD + "  checkpoint_dir: checkpoints\n", "ckpt.yaml")
+    refused = runner.invoke(app, ["run", str(with_checkpoints), "--fresh"])
+    assert refused.exit_code == 2 and "darwin reset" in refused.output
