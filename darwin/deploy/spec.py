@@ -132,7 +132,12 @@ def load(path: str | Path) -> Deployment:
     node = compose(file)
     if node is None:
         raise ConfigError(f"{file.name}:1: the file is empty; a deployment has 'sources', 'query' and 'sinks'")
-    top = Entry(file.name, "", node, 1).mapping(
+    root = Entry(file.name, "", node, 1)
+    if isinstance(node, yaml.MappingNode) and "sources" not in root.mapping() and \
+            set(root.mapping()) <= {f.name for f in dataclasses.fields(Config)} | {"spark"}:
+        raise root.error("this is an engine config (Config keys only), not a deployment with 'sources', 'query' "
+                         "and 'sinks'; give it as `darwin run --config FILE`, or under 'config:' in a deployment")
+    top = root.mapping(
         required=("sources", "query", "sinks"), optional=("name", "config", "allow_paths_outside"))
     outside = top["allow_paths_outside"].boolean() if "allow_paths_outside" in top else False
     paths = _Paths(file.resolve().parent, outside)

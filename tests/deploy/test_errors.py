@@ -181,3 +181,8 @@ def test_run_fresh_replaces_the_output_of_an_earlier_run(job):
     with_checkpoints = job(GOOD + "  checkpoint_dir: checkpoints\n", "ckpt.yaml")
     refused = runner.invoke(app, ["run", str(with_checkpoints), "--fresh"])
     assert refused.exit_code == 2 and "darwin reset" in refused.output
+
+
+def test_an_engine_only_config_is_not_a_deployment(job):
+    message = error_of(job("state: memory\nparallelism: 1\n"))
+    assert message.startswith("job.yaml:1: this is an engine config") and "--config" in message
