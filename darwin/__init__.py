@@ -19,6 +19,8 @@ from darwin.api import (
                         from_arrow,
                         from_batches,
                         from_source,
+                        read_csv,
+                        read_ipc,
                         read_kafka,
                         read_parquet,
 )
@@ -35,7 +37,7 @@ _register_spark()  # Config(engine="spark"); pyspark is imported only when a que
 __all__ = [
     "Config", "DType", "Expr", "GroupedTable", "HardwareInfo", "RunResult", "Session", "SinkQuery", "Slide", "Table",
     "Tumble", "Window", "WindowedTable", "asc", "avg", "col", "count", "count_distinct", "desc", "errors", "from_arrow",
-    "from_batches", "lit", "max", "mean", "min", "from_source", "read_kafka", "read_parquet", "sinks", "sql",
-    "sql_job", "sum", "when",
+    "from_batches", "lit", "max", "mean", "min", "from_source", "read_csv", "read_ipc", "read_kafka", "read_parquet",
+    "sinks", "sql", "sql_job", "sum", "when",
 ]
 __version__ = "0.1.0"

@@ -11,7 +11,8 @@ Examples
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 import pyarrow as pa
@@ -425,8 +426,45 @@ def from_arrow(table: pa.Table | pa.RecordBatch, time: str | None = None, max_de
 
 def read_parquet(path: str | os.PathLike[str], time: str | None = None, max_delay: Any = None,
                  max_future: Any = None, rate_limit: float | None = None) -> Table:
-    """A table over a Parquet file; only the columns the query uses are read (see ``from_source``)."""
+    """A table over a Parquet file, or a directory of ``*.parquet`` files read in name order; only the
+    columns the query uses are read (see ``from_source``)."""
+    if Path(path).is_dir():
+        from darwin.io.file_sources import FilesSource, data_files
+
+        files = data_files(path, (".parquet",), "Parquet")
+        return _scan(FilesSource(files, ParquetSource, os.fspath(path)), time, max_delay, max_future, rate_limit)
     return _scan(ParquetSource(path), time, max_delay, max_future, rate_limit)
+
+
+def read_csv(path: str | os.PathLike[str], schema: pa.Schema | Mapping[str, Any] | None = None, *,
+             header: bool = True, delimiter: str = ",", time: str | None = None, max_delay: Any = None,
+             max_future: Any = None, rate_limit: float | None = None) -> Table:
+    """A table over a CSV file, or a directory of ``*.csv`` files read in name order.
+
+    ``schema`` (an Arrow schema, or a mapping column -> type name such as ``{"ts": "timestamp[ms]"}``)
+    names the columns read and their types; without it the header names them and their types are
+    inferred. A value not of its column's type is a ``SourceError`` naming file and column.
+    """
+    from darwin.io.file_sources import CsvSource, FilesSource, data_files
+    from darwin.io.type_names import arrow_schema
+
+    types = None if schema is None else arrow_schema(schema, "read_csv(schema=...)")
+    files = data_files(path, (".csv",), "CSV")
+    source: Source = FilesSource(files, lambda f: CsvSource(f, types, header=header, delimiter=delimiter),
+                                 os.fspath(path)) if Path(path).is_dir() \
+        else CsvSource(files[0], types, header=header, delimiter=delimiter)
+    return _scan(source, time, max_delay, max_future, rate_limit)
+
+
+def read_ipc(path: str | os.PathLike[str], time: str | None = None, max_delay: Any = None,
+             max_future: Any = None, rate_limit: float | None = None) -> Table:
+    """A table over an Arrow IPC file or stream, or a directory of them (``*.arrow``, ``*.arrows``,
+    ``*.feather``, ``*.ipc``) read in name order (see ``from_source``)."""
+    from darwin.io.file_sources import FilesSource, IpcSource, data_files
+
+    files = data_files(path, (".arrow", ".arrows", ".feather", ".ipc"), "Arrow IPC")
+    source: Source = FilesSource(files, IpcSource, os.fspath(path)) if Path(path).is_dir() else IpcSource(files[0])
+    return _scan(source, time, max_delay, max_future, rate_limit)
 
 
 def from_batches(schema: pa.Schema, batches: Callable[[], Iterable[pa.RecordBatch]], time: str | None = None,

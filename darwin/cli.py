@@ -1,4 +1,5 @@
-"""The ``darwin`` command: machine info and the main job (a Nexmark query on the compiled engine)."""
+"""The ``darwin`` command: machine info, the main job (a Nexmark query on the compiled engine), and
+deployment files (``darwin run|validate|explain job.yaml``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -65,8 +66,14 @@ def info(config: Path = typer.Option(None, help="a YAML deployment; default conf
         console.print(f"config.{key}: {value}")
 
 
+def _is_deployment(job: str) -> bool:
+    """Whether ``job`` names a deployment file (by its extension, or an existing file)."""
+    return job.endswith((".yaml", ".yml")) or Path(job).is_file()
+
+
 @app.command()
-def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmark list`)"),
+def run(job: str = typer.Argument(None, help="a deployment file (job.yaml) to run; without it, the main job"),
+        query: str = typer.Option("q12", help="Nexmark query to run (see `nexmark list`)"),
         rate: int = typer.Option(10_000, min=1, help="events per second of event time (10,000: 1M events span 100 s)"),
         events: str = typer.Option("1M", help="number of Nexmark events, e.g. 500K, 10M"),
         config: Path = typer.Option(None, help="a YAML deployment; default configs/local.yaml"),
@@ -78,8 +85,19 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
                                          help="serve Prometheus metrics on 127.0.0.1:PORT while the job runs"),
         progress: bool = typer.Option(False, help="show rows, rates, watermark lag and checkpoints as it runs"),
         drain: bool = typer.Option(False, help="on SIGTERM/SIGINT, fire the open windows before the final "
-                                               "checkpoint (the job then counts as finished)")) -> None:
-    """The main job: a Nexmark query over the embedded generator, printing its result."""
+                                               "checkpoint (the job then counts as finished)"),
+        fresh: bool = typer.Option(False, "--fresh",
+                                   help="with a job.yaml without checkpoints: first delete what an earlier run "
+                                        "wrote to its sink")) -> None:
+    """Run a deployment file (`darwin run job.yaml`), or the main job: a Nexmark query over the embedded
+    generator, printing its result. SIGTERM/SIGINT stop a job writing to a sink with a final checkpoint."""
+    watch = {"metrics_port": metrics_port, "progress": progress, "drain": drain}
+    if job is not None:
+        if not _is_deployment(job):
+            raise typer.BadParameter(f"{job!r} is not a deployment file (job.yaml); for a Nexmark query, "
+                                     "use --query q5", param_hint="JOB")
+        _run_deployment(Path(job), fresh, watch)
+        return
     with _one_line_errors():
         cfg = _config(config)
         n = parse_count(events)
@@ -99,8 +117,8 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
             import darwin as dw
             from darwin.monitor import run_watched
 
-            job = run_watched(q.sink(dw.sinks.Parquet(out)), cfg, metrics_port=metrics_port, progress=progress,
-                              drain=drain, console=console)
+            sunk = q.sink(dw.sinks.Parquet(out))
+            job = run_watched(lambda control: sunk.run(cfg, control), console=console, **watch)
             table, m = pa.concat_tables([pq.read_table(f, schema=q.schema) for f in job.files]
                                         or [q.schema.empty_table()]), job.metrics
             if job.resumed_from is not None:
@@ -122,6 +140,55 @@ def run(query: str = typer.Option("q12", help="Nexmark query to run (see `nexmar
                   f"state={cfg.state}); late rows {m['late_rows']}, windows fired {m['windows_fired']}, "
                   f"kernels compiled {m.get('kernels_compiled', 0)}, from cache {m.get('kernels_from_cache', 0)}"
                   + (f", checkpoints {m.get('checkpoints', 0)}" if out else ""))
+
+
+def _run_deployment(path: Path, fresh: bool, watch: dict[str, Any]) -> None:
+    from darwin import deploy
+    from darwin.monitor import run_watched
+
+    with _one_line_errors():
+        deployment = deploy.load(path)
+        console.print(escape(deployment.summary()), soft_wrap=True)
+        started = time.perf_counter()
+        result = run_watched(lambda control: deploy.run(deployment, fresh=fresh, control=control), console=console,
+                             **watch)
+        seconds = time.perf_counter() - started
+    m = result.metrics
+    rows_in, rows_out = m.get("input_rows", 0), m.get("output_rows", 0)
+    console.print(f"rows in {rows_in:,}, rows out {rows_out:,}, {seconds:.2f} s "
+                  f"({rows_in / seconds if seconds else 0:,.0f} rows/s); late rows {m.get('late_rows', 0)}"
+                  + (f", checkpoints {m['checkpoints']}" if m.get("checkpoints") else "")
+                  + (f"; resumed from checkpoint {result.resumed_from}" if result.resumed_from is not None else ""))
+    if result.stopped:
+        console.print("stopped: the final checkpoint keeps the open windows; run again to go on")
+    for f in result.files:
+        console.print(f"  {escape(str(f))}", soft_wrap=True)
+    if result.files:
+        console.print(f"{len(result.files)} file(s) committed")
+
+
+@app.command()
+def validate(job: Path = typer.Argument(..., help="the deployment file to check")) -> None:
+    """Check a deployment file: every key, value and path, the query and the sink; nothing runs.
+    An error names the file, line and key (exit 2)."""
+    from darwin import deploy
+
+    with _one_line_errors():
+        deployment = deploy.load(job)
+        planned = deploy.plan(deployment)
+    console.print(f"OK {escape(str(job))}")
+    console.print(escape(deployment.summary()), soft_wrap=True)
+    console.print(f"  result: {escape(', '.join(f'{f.name} {f.type}' for f in planned.table.schema))}", soft_wrap=True)
+
+
+@app.command()
+def explain(job: Path = typer.Argument(..., help="the deployment file whose query to explain")) -> None:
+    """A deployment's query plans: logical, optimized, the operator graph and the generated code."""
+    from darwin import deploy
+
+    with _one_line_errors():
+        text = deploy.explain(deploy.load(job))
+    console.print(escape(text), soft_wrap=True, highlight=False)
 
 
 def _main_job() -> Callable[[str, int, int], Table]:

@@ -32,7 +32,8 @@ def snake_case(name: str) -> str:
 
 class NexmarkConnector:
     """``'connector' = 'nexmark'``: options ``stream`` (person, auction, bid or side_input; default the
-    table's name), ``events.num``, ``first-event.rate`` and ``seed``."""
+    table's name), ``events.num``, ``first-event.rate`` and ``seed``. A spec without columns (from a
+    deployment file, ``darwin.deploy``) reads the generator's columns under their own names (``date_time``)."""
 
     def source(self, spec: TableSpec) -> dw.Table:
         stream = spec.options.get("stream", spec.name)
@@ -48,6 +49,8 @@ class NexmarkConnector:
         if "first-event.rate" in spec.options:
             options["first_event_rate"] = int(spec.options["first-event.rate"])
         source = NexmarkStream(GeneratorConfig(**options), stream)
+        if not spec.columns:  # a table declared without columns (a deployment file's): the generator's own
+            return dw.from_source(source, spec.time_column, spec.max_delay_ms)
         check_columns(spec, source.schema, mapping)
         return dw.from_source(RenamedSource(source, mapping), spec.time_column, spec.max_delay_ms)
 

@@ -1,3 +1,5 @@
+import itertools
+
 import pyarrow as pa
 import pytest
 
@@ -38,4 +40,31 @@ def bids():
                                      + ["apple"] * max(0, n - 6)),
         }
         return pa.table(data)
+    return make
+
+
+_topic_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory):
+    """A Tansu broker for the Kafka tests (tests/kafka, tests/deploy): one per session, on a free
+    loopback port, stopped by PID at the end."""
+    from darwin.io.kafka.tansu import Tansu
+
+    b = Tansu(tmp_path_factory.mktemp("tansu") / "broker.log")
+    yield b
+    b.stop()
+    assert b.process.poll() is not None
+
+
+@pytest.fixture
+def topic(broker):
+    """A factory of fresh topics: topic(partitions) -> name."""
+
+    def make(partitions: int = 1) -> str:
+        name = f"t{next(_topic_names)}"
+        broker.create_topic(name, partitions)
+        return name
+
     return make

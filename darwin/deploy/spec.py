@@ -1,0 +1,317 @@
+"""What a deployment file says, checked: ``load(path) -> Deployment``.
+
+Every key is known (a typo is an error, never a default), every value has its type, and every
+error names the file, the line and the dotted key. Paths resolve relative to the file's
+directory and must stay under it unless the file sets ``allow_paths_outside: true``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import keyword
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from darwin.config import PATH_KEYS, Config, _BadKey, _spark_section
+from darwin.deploy.nodes import Entry, compose
+from darwin.errors import ConfigError
+
+SOURCE_TYPES = ("parquet", "csv", "ipc", "kafka", "nexmark")
+SINK_TYPES = ("parquet", "csv", "kafka", "blackhole")
+KAFKA_FORMATS = ("json", "csv", "raw")
+KAFKA_STARTS = ("earliest", "latest", "group")
+NEXMARK_STREAMS = ("person", "auction", "bid")
+SINK_MODES = ("append", "changelog", "upsert")
+GUARANTEES = {"at-least-once": "at_least_once", "exactly-once": "exactly_once",
+              "at_least_once": "at_least_once", "exactly_once": "exactly_once"}
+_SOURCE_COMMON = ("time", "max_delay", "max_future", "rate_limit")
+# per type: (required keys, optional keys), besides 'type' and the common ones
+_SOURCE_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "parquet": (("path",), ()),
+    "csv": (("path",), ("schema", "header", "delimiter")),
+    "ipc": (("path",), ()),
+    "kafka": (("topic", "bootstrap_servers"), ("format", "schema", "bounded", "start", "group", "idle_timeout",
+                                               "config")),
+    "nexmark": ((), ("stream", "events", "rate", "seed")),
+}
+_SINK_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "parquet": (("path",), ("mode", "partition_by", "key", "late_path")),
+    "csv": (("path",), ("mode", "partition_by", "key", "late_path")),
+    "kafka": (("topic", "bootstrap_servers"), ("format", "key", "timestamp", "guarantee", "staging_dir",
+                                               "transactional_id", "config")),
+    "blackhole": ((), ()),
+}
+_FUNCTION = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One input table, named as the query reads it. ``options`` holds the checked keys of its type
+    (paths already resolved); ``key`` and ``line`` say where it is declared."""
+
+    name: str
+    type: str
+    key: str
+    line: int
+    time: str | None = None
+    max_delay: str | int | None = None
+    max_future: str | int | None = None
+    rate_limit: float | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """``sql`` text, or ``python`` 'module:function'. ``line``/``column``: where the SQL text's
+    first character is in the file (to turn an SQL line and column into a file line and column)."""
+
+    key: str
+    line: int
+    sql: str | None = None
+    python: str | None = None
+    column: int = 1
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    """Where the query's rows go; ``options`` as for ``SourceSpec``."""
+
+    name: str
+    type: str
+    key: str
+    line: int
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A whole job: its sources, query, sink and engine settings, read from ``file``."""
+
+    file: Path
+    name: str
+    sources: tuple[SourceSpec, ...]
+    query: QuerySpec
+    sinks: tuple[SinkSpec, ...]
+    config: Config
+    allow_paths_outside: bool = False
+
+    @property
+    def directory(self) -> Path:
+        return self.file.parent
+
+    def summary(self) -> str:
+        """A few lines saying what the job reads, computes and writes."""
+        lines = [f"job {self.name} ({self.file})"]
+        for s in self.sources:
+            where = s.options.get("path") or s.options.get("topic") or s.options.get("stream") or ""
+            lines.append(f"  source {s.name}: {s.type} {where}".rstrip()
+                         + (f", time {s.time}" if s.time else "")
+                         + (f", max_delay {s.max_delay}" if s.max_delay is not None else ""))
+        query = f"sql ({len(self.query.sql.splitlines())} lines)" if self.query.sql is not None \
+            else f"python {self.query.python}"
+        lines.append(f"  query: {query}")
+        for k in self.sinks:
+            where = k.options.get("path") or k.options.get("topic") or ""
+            lines.append(f"  sink {k.name}: {k.type} {where}".rstrip()
+                         + (f", mode {k.options['mode']}" if k.options.get("mode") else ""))
+        c = self.config
+        lines.append(f"  engine: {c.engine}, mode {c.mode}, state {c.state}, parallelism {c.parallelism}"
+                     + (f", checkpoints in {c.checkpoint_dir} every {c.checkpoint_interval or '10s'}"
+                        if c.checkpoint_dir else ""))
+        return "\n".join(lines)
+
+
+def load(path: str | Path) -> Deployment:
+    """The deployment in ``path``, checked; a ``ConfigError`` naming file, line and key otherwise."""
+    file = Path(path)
+    node = compose(file)
+    if node is None:
+        raise ConfigError(f"{file.name}:1: the file is empty; a deployment has 'sources', 'query' and 'sinks'")
+    root = Entry(file.name, "", node, 1)
+    if isinstance(node, yaml.MappingNode) and "sources" not in root.mapping() and \
+            set(root.mapping()) <= {f.name for f in dataclasses.fields(Config)} | {"spark"}:
+        raise root.error("this is an engine config (Config keys only), not a deployment with 'sources', 'query' "
+                         "and 'sinks'; give it as `darwin run --config FILE`, or under 'config:' in a deployment")
+    top = root.mapping(
+        required=("sources", "query", "sinks"), optional=("name", "config", "allow_paths_outside"))
+    outside = top["allow_paths_outside"].boolean() if "allow_paths_outside" in top else False
+    paths = _Paths(file.resolve().parent, outside)
+    sources = tuple(_source(name, e, paths) for name, e in _named(top["sources"], "source").items())
+    sinks = tuple(_sink(name, e, paths) for name, e in _named(top["sinks"], "sink").items())
+    if len(sinks) != 1:
+        raise top["sinks"].error(f"a deployment runs its query into exactly one sink (the runtime drives one sink "
+                                 f"per job), got {len(sinks)}: {[s.name for s in sinks]}")
+    return Deployment(file=file, name=top["name"].string() if "name" in top else file.stem, sources=sources,
+                      query=_query(top["query"], file), sinks=sinks,
+                      config=_config(top["config"], paths) if "config" in top else Config(),
+                      allow_paths_outside=outside)
+
+
+@dataclass(frozen=True)
+class _Paths:
+    """Resolves a config's paths against its directory, keeping them under it unless allowed."""
+
+    base: Path
+    outside: bool
+
+    def resolve(self, entry: Entry) -> Path:
+        text = entry.string()
+        p = Path(text).expanduser()
+        resolved = (p if p.is_absolute() else self.base / p).resolve()
+        if not self.outside and not resolved.is_relative_to(self.base):
+            raise entry.error(f"the path {text!r} leads outside the deployment file's directory {str(self.base)!r}; "
+                              "paths stay under it unless the file sets 'allow_paths_outside: true'")
+        return resolved
+
+
+def _named(entry: Entry, what: str) -> dict[str, Entry]:
+    """A mapping of names (usable in SQL and as Python keyword arguments) to their specs."""
+    named = entry.mapping()
+    if not named:
+        raise entry.error(f"expected at least one {what}, named, e.g. {entry.key}: {{bids: {{type: ...}}}}")
+    for name, e in named.items():
+        if not name.isidentifier() or keyword.iskeyword(name):
+            raise e.error(f"a {what} name is a plain identifier (letters, digits, _), usable in SQL and Python")
+    return named
+
+
+def _typed(entry: Entry, types: tuple[str, ...], keys: dict[str, tuple[tuple[str, ...], tuple[str, ...]]],
+           common: tuple[str, ...]) -> tuple[str, dict[str, Entry]]:
+    """The entry's 'type' and its keys, checked against that type's keys."""
+    raw = entry.mapping()  # the type decides which keys are known
+    if "type" not in raw:
+        raise entry.error(f"missing required key 'type' (one of {list(types)})")
+    kind = raw["type"].choice(types)
+    required, optional = keys[kind]
+    return kind, entry.mapping(required=("type", *required), optional=(*common, *optional))
+
+
+def _source(name: str, entry: Entry, paths: _Paths) -> SourceSpec:
+    kind, keys = _typed(entry, SOURCE_TYPES, _SOURCE_KEYS, _SOURCE_COMMON)
+    options: dict[str, Any] = {}
+    for key, e in keys.items():
+        if key in ("type", *_SOURCE_COMMON):
+            continue
+        if key == "path":
+            options[key] = paths.resolve(e)
+        elif key == "schema":
+            options[key] = _schema(e)
+        elif key in ("header", "bounded"):
+            options[key] = e.boolean()
+        elif key == "format":
+            options[key] = e.choice(KAFKA_FORMATS)
+        elif key == "start":
+            options[key] = e.choice(KAFKA_STARTS)
+        elif key == "stream":
+            options[key] = e.choice(NEXMARK_STREAMS)
+        elif key in ("events", "rate", "seed"):
+            options[key] = e.integer(least=0 if key == "seed" else 1)
+        elif key == "idle_timeout":
+            options[key] = e.duration()
+        elif key == "config":
+            options[key] = e.string_map()
+        else:  # topic, bootstrap_servers, group, delimiter
+            options[key] = e.string()
+    if kind == "nexmark":
+        options.setdefault("stream", name if name in NEXMARK_STREAMS else "bid")
+        options.setdefault("events", 100_000)
+    time = keys["time"].string() if "time" in keys else ("date_time" if kind == "nexmark" else
+                                                         "timestamp" if kind == "kafka" else None)
+    return SourceSpec(name, kind, entry.key, entry.line, time=time,
+                      max_delay=keys["max_delay"].duration() if "max_delay" in keys else None,
+                      max_future=keys["max_future"].duration() if "max_future" in keys else None,
+                      rate_limit=keys["rate_limit"].number() if "rate_limit" in keys else None,
+                      options=options)
+
+
+def _schema(entry: Entry) -> dict[str, Any]:
+    """column -> Arrow type, from column -> type name."""
+    from darwin.errors import SchemaError
+    from darwin.io.type_names import arrow_type
+
+    out = {}
+    for column, e in entry.mapping().items():
+        try:
+            out[column] = arrow_type(e.value(), "type")
+        except SchemaError as err:
+            raise e.error(str(err).removeprefix("type: ")) from None
+    if not out:
+        raise entry.error("expected a mapping of column -> type, e.g. {id: int64, ts: timestamp[ms]}")
+    return out
+
+
+def _sink(name: str, entry: Entry, paths: _Paths) -> SinkSpec:
+    kind, keys = _typed(entry, SINK_TYPES, _SINK_KEYS, ())
+    options: dict[str, Any] = {}
+    for key, e in keys.items():
+        if key == "type":
+            continue
+        if key in ("path", "late_path", "staging_dir"):
+            options[key] = paths.resolve(e)
+        elif key == "mode":
+            options[key] = e.choice(SINK_MODES)
+        elif key == "partition_by" or (key == "key" and kind != "kafka"):
+            options[key] = list(e.names())
+        elif key == "format":
+            options[key] = e.choice(KAFKA_FORMATS)
+        elif key == "guarantee":
+            options[key] = GUARANTEES[e.choice(("at-least-once", "exactly-once", "at_least_once",
+                                                "exactly_once"))]
+        elif key == "config":
+            options[key] = e.string_map()
+        else:  # topic, bootstrap_servers, key (kafka), timestamp, transactional_id
+            options[key] = e.string()
+    return SinkSpec(name, kind, entry.key, entry.line, options)
+
+
+def _query(entry: Entry, file: Path) -> QuerySpec:
+    keys = entry.mapping(optional=("sql", "python"))
+    if len(keys) != 1:
+        raise entry.error("expected exactly one of 'sql' (a SELECT over the sources) or 'python' "
+                          "('package.module:function' returning a dw.Table)")
+    if "python" in keys:
+        target = keys["python"].string()
+        if not _FUNCTION.match(target):
+            raise keys["python"].error(f"expected 'package.module:function', got {target!r}")
+        return QuerySpec(keys["python"].key, keys["python"].line, python=target)
+    e = keys["sql"]
+    text = e.string()
+    line, column = e.node.start_mark.line + 1, e.node.start_mark.column + 1
+    if isinstance(e.node, yaml.ScalarNode) and e.node.style in ("|", ">"):
+        line += 1  # a block scalar's text starts on the line after its indicator
+        source = file.read_text(errors="replace").splitlines()
+        first = source[line - 1] if line - 1 < len(source) else ""
+        column = len(first) - len(first.lstrip()) + 1
+    elif isinstance(e.node, yaml.ScalarNode) and e.node.style in ("'", '"'):
+        column += 1
+    return QuerySpec(e.key, line, sql=text, column=column)
+
+
+def _config(entry: Entry, paths: _Paths) -> Config:
+    """The engine settings: Config's keys, as in configs/local.yaml; paths resolved like the others."""
+    known = [f.name for f in dataclasses.fields(Config)] + ["spark"]
+    keys = entry.mapping(optional=known)
+    data: dict[str, Any] = {}
+    for key, e in keys.items():
+        if key in PATH_KEYS:
+            data[key] = str(paths.resolve(e)) if e.value() is not None else None
+        elif key == "spark":
+            try:
+                data.update(_spark_section(e.value(), entry.file))
+            except ConfigError as err:
+                raise e.error(str(err).split(": ", 1)[-1]) from None
+        else:
+            data[key] = e.value()
+    try:
+        return dataclasses.replace(Config(), **data)
+    except _BadKey as err:
+        blamed = next((k for k in err.keys if k in keys), None)
+        if blamed is None and any(k.startswith("spark_") for k in err.keys) and "spark" in keys:
+            blamed = "spark"
+        target = keys[blamed] if blamed is not None else entry
+        raise target.error(str(err).split(": ", 1)[-1]) from None

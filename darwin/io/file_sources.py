@@ -1,0 +1,186 @@
+"""CSV and Arrow IPC sources, and a source over several files read one after another (a directory).
+
+They read lazily, batch by batch, and every problem with a file becomes a ``SourceError`` naming
+the file (and the column, where Arrow says which): a malformed row, a value that is not of its
+column's declared type, a file whose columns differ from the first file's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from darwin.errors import SourceError
+from darwin.io.source import Source
+from darwin.types import Field, Schema
+
+_CSV_COLUMN = re.compile(r"CSV column #(\d+)")
+
+
+def data_files(path: str | os.PathLike[str], suffixes: tuple[str, ...], kind: str) -> list[Path]:
+    """``path`` itself, or the files of directory ``path`` ending in ``suffixes``, sorted by name
+    (names starting with '.' or '_', as writers' staging and marker files do, are skipped)."""
+    p = Path(path)
+    if p.is_dir():
+        found = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith(suffixes)
+                       and not f.name.startswith((".", "_")))
+        if not found:
+            raise SourceError(f"directory {str(p)!r} holds no {kind} files (*{', *'.join(suffixes)})")
+        return found
+    if not p.exists():
+        raise SourceError(f"{kind} file {str(p)!r} does not exist")
+    return [p]
+
+
+def _rechunked(batches: Iterator[pa.RecordBatch], batch_size: int) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        for start in range(0, max(batch.num_rows, 1), batch_size):
+            yield batch.slice(start, batch_size)
+
+
+class CsvSource:
+    """A CSV file read in blocks. ``schema`` (Arrow) fixes the columns read and their types; without
+    it the header names the columns and Arrow infers their types. Columns of the file that the
+    schema does not name are not read. ``header=False`` needs a schema: its names, in file order."""
+
+    def __init__(self, path: str | os.PathLike[str], schema: pa.Schema | None = None, *, header: bool = True,
+                 delimiter: str = ",") -> None:
+        self.path = Path(path)
+        self.name = self.path.name
+        if not isinstance(delimiter, str) or len(delimiter) != 1:
+            raise SourceError(f"CSV file {str(self.path)!r}: the delimiter is one character, got {delimiter!r}")
+        if not header and schema is None:
+            raise SourceError(f"CSV file {str(self.path)!r}: without a header row, give a schema naming the "
+                              "columns in file order")
+        if not self.path.is_file():
+            raise SourceError(f"CSV file {str(self.path)!r} does not exist")
+        self._parse = pacsv.ParseOptions(delimiter=delimiter)
+        self._read = pacsv.ReadOptions(column_names=None if header else schema.names)  # type: ignore[union-attr]
+        self._header = self._open(pacsv.ConvertOptions(column_types={}), "read the header of").schema.names
+        if schema is not None:
+            missing = [n for n in schema.names if n not in self._header]
+            if missing:
+                raise SourceError(f"CSV file {str(self.path)!r} has no column(s) {missing}; its header names "
+                                  f"{self._header}")
+            self.arrow_schema = schema
+        else:
+            self.arrow_schema = self._open(pacsv.ConvertOptions(), "read").schema
+        self.schema = Schema.from_arrow(self.arrow_schema)
+
+    def _convert(self, columns: Sequence[str]) -> pacsv.ConvertOptions:
+        types = {f.name: f.type for f in self.arrow_schema if f.name in columns}
+        return pacsv.ConvertOptions(column_types=types, include_columns=list(columns),
+                                    timestamp_parsers=[pacsv.ISO8601, "%Y-%m-%d %H:%M:%S"])
+
+    def _open(self, convert: pacsv.ConvertOptions, doing: str) -> pacsv.CSVStreamingReader:
+        try:
+            return pacsv.open_csv(self.path, read_options=self._read, parse_options=self._parse,
+                                  convert_options=convert)
+        except (pa.ArrowInvalid, OSError) as e:
+            raise self._error(e, doing) from None
+
+    def _error(self, e: Exception, doing: str) -> SourceError:
+        text = str(e)
+        named = _CSV_COLUMN.search(text)
+        header = getattr(self, "_header", None)
+        if named and header is not None and int(named.group(1)) < len(header):
+            text = f"column {header[int(named.group(1))]!r}: {text}"
+        return SourceError(f"cannot {doing} CSV file {str(self.path)!r}: {text}")
+
+    def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
+        if not columns:  # a query reading no column (count(*)) still needs the row count
+            columns = (self.arrow_schema.names[0],)
+            for batch in self.batches(columns, batch_size):
+                yield batch.select([])
+            return
+        reader = self._open(self._convert(columns), "read")
+        order = list(columns)
+        try:
+            for batch in _rechunked(iter(reader), batch_size):
+                yield batch.select(order)
+        except pa.ArrowInvalid as e:
+            raise self._error(e, "read") from None
+
+    def __repr__(self) -> str:
+        return f"CsvSource({str(self.path)!r})"
+
+
+class IpcSource:
+    """An Arrow IPC file (random-access format, ``.arrow``/``.feather``) or stream (``.arrows``),
+    memory-mapped; which of the two is told from the file's magic bytes."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.name = self.path.name
+        if not self.path.is_file():
+            raise SourceError(f"Arrow IPC file {str(self.path)!r} does not exist")
+        with pa.memory_map(str(self.path)) as f:
+            self.is_file_format = f.read(6) == b"ARROW1"
+        self.arrow_schema = self._reader().schema
+        self.schema = Schema.from_arrow(self.arrow_schema)
+
+    def _reader(self) -> pa.ipc.RecordBatchFileReader | pa.ipc.RecordBatchStreamReader:
+        try:
+            source = pa.memory_map(str(self.path))
+            return pa.ipc.open_file(source) if self.is_file_format else pa.ipc.open_stream(source)
+        except (pa.ArrowInvalid, OSError) as e:
+            raise SourceError(f"cannot read Arrow IPC file {str(self.path)!r}: {e}") from None
+
+    def _all(self) -> Iterator[pa.RecordBatch]:
+        reader = self._reader()
+        try:
+            if isinstance(reader, pa.ipc.RecordBatchFileReader):
+                for i in range(reader.num_record_batches):
+                    yield reader.get_batch(i)
+            else:
+                yield from reader
+        except (pa.ArrowInvalid, OSError) as e:
+            raise SourceError(f"error while reading Arrow IPC file {str(self.path)!r}: {e}") from None
+
+    def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
+        for batch in _rechunked(self._all(), batch_size):
+            yield batch.select(list(columns))
+
+    def __repr__(self) -> str:
+        return f"IpcSource({str(self.path)!r})"
+
+
+class FilesSource:
+    """The rows of several sources of one schema, one after another: a directory of files."""
+
+    def __init__(self, parts: Sequence[Path], open_part: Callable[[Path], Source], name: str) -> None:
+        self.name = name
+        self.parts = [open_part(p) for p in parts]
+        first = self.parts[0].schema
+        nullable = {f.name for f in first.fields if f.nullable}
+        for part, path in zip(self.parts[1:], parts[1:]):
+            if [(f.name, f.dtype) for f in part.schema.fields] != [(f.name, f.dtype) for f in first.fields]:
+                raise SourceError(f"file {str(path)!r} does not have the columns of {str(parts[0])!r}: "
+                                  f"{_difference(first, part.schema)}")
+            nullable |= {f.name for f in part.schema.fields if f.nullable}
+        self.schema = Schema(tuple(Field(f.name, f.dtype, f.name in nullable) for f in first.fields),
+                             first.unsupported)
+
+    def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
+        for part in self.parts:
+            yield from part.batches(columns, batch_size)
+
+    def __repr__(self) -> str:
+        return f"FilesSource({self.name!r}, {len(self.parts)} files)"
+
+
+def _difference(want: Schema, got: Schema) -> str:
+    """The first column that differs, in words."""
+    theirs = {f.name: f for f in got.fields}
+    for f in want.fields:
+        if f.name not in theirs:
+            return f"it has no column {f.name!r}"
+        if theirs[f.name].dtype is not f.dtype:
+            return f"column {f.name!r} is {theirs[f.name].dtype.value} there, {f.dtype.value} in the first"
+    extra = [n for n in got.names if n not in want.names]
+    return f"it has the extra column(s) {extra}" if extra else "its columns are in another order"

@@ -1,0 +1,20 @@
+"""The example deployments of configs/, copied into a temporary directory so runs write there."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+ENGINE_ONLY = ("local.yaml", "mmap.yaml", "rocksdb.yaml")  # Config.from_yaml files, not deployments
+EXAMPLES = sorted(p.name for p in CONFIGS.glob("*.yaml") if p.name not in ENGINE_ONLY)
+
+
+@pytest.fixture
+def examples(tmp_path):
+    """A copy of configs/ (examples, their data and Python query modules) in tmp_path."""
+    for p in CONFIGS.glob("*.yaml"):
+        shutil.copy(p, tmp_path / p.name)
+    for d in ("data", "darwin_examples"):
+        shutil.copytree(CONFIGS / d, tmp_path / d, ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path

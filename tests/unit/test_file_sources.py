@@ -1,0 +1,75 @@
+"""dw.read_csv and dw.read_ipc: files and directories, types, and errors naming file and column."""
+
+import pyarrow as pa
+import pyarrow.feather as feather
+import pytest
+
+import darwin as dw
+from darwin.errors import SchemaError, SourceError
+
+SCHEMA = {"ts": "timestamp[ms]", "k": "int64", "v": "float64"}
+
+
+def test_read_csv_with_schema_and_time(tmp_path):
+    (tmp_path / "a.csv").write_text("ts,k,v,ignored\n2026-03-01 10:00:00,1,2.5,x\n2026-03-01 10:00:01,2,3,y\n")
+    t = dw.read_csv(tmp_path / "a.csv", SCHEMA, time="ts")
+    assert t.columns == ["ts", "k", "v"]
+    out = t.window(dw.Tumble("1s", on="ts")).agg(s=dw.sum("v")).collect()
+    assert out["s"].to_pylist() == [2.5, 3.0]
+
+
+def test_read_csv_directory_without_header_and_with_delimiter(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "1.csv").write_text("1;a\n2;b\n")
+    (tmp_path / "d" / "2.csv").write_text("3;c\n")
+    (tmp_path / "d" / "_SUCCESS").write_text("")
+    t = dw.read_csv(tmp_path / "d", {"n": "int64", "s": "string"}, header=False, delimiter=";")
+    assert t.collect().to_pydict() == {"n": [1, 2, 3], "s": ["a", "b", "c"]}
+
+
+def test_read_csv_infers_types_without_schema(tmp_path):
+    (tmp_path / "a.csv").write_text("k,name\n1,x\n")
+    assert dw.read_csv(tmp_path / "a.csv").schema == pa.schema([("k", pa.int64()), ("name", pa.string())])
+
+
+def test_read_csv_errors_name_file_and_column(tmp_path):
+    (tmp_path / "bad.csv").write_text("ts,k,v\n2026-03-01 10:00:00,1,zz\n")
+    with pytest.raises(SourceError, match=r"bad\.csv.*column 'v'.*'zz'"):
+        dw.read_csv(tmp_path / "bad.csv", SCHEMA).collect()
+    with pytest.raises(SourceError, match=r"bad\.csv' has no column\(s\) \['w'\]"):
+        dw.read_csv(tmp_path / "bad.csv", {"w": "int64"})
+    with pytest.raises(SchemaError, match=r"schema=\.\.\.\)\.k: unknown type 'integer64'"):
+        dw.read_csv(tmp_path / "bad.csv", {"k": "integer64"})
+    with pytest.raises(SourceError, match="does not exist"):
+        dw.read_csv(tmp_path / "nope.csv")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "1.csv").write_text("k\n1\n")
+    (tmp_path / "d" / "2.csv").write_text("k\nx\n")
+    with pytest.raises(SourceError, match=r"2\.csv.*column 'k' is string there, int64 in the first"):
+        dw.read_csv(tmp_path / "d")
+
+
+def test_read_ipc_file_stream_and_directory(tmp_path):
+    table = pa.table({"x": [1, 2, 3]})
+    (tmp_path / "d").mkdir()
+    feather.write_feather(table, tmp_path / "d" / "a.arrow")
+    with pa.OSFile(str(tmp_path / "d" / "b.arrows"), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    assert dw.read_ipc(tmp_path / "d" / "a.arrow").collect().equals(table)
+    assert dw.read_ipc(tmp_path / "d" / "b.arrows").agg(s=dw.sum("x")).collect()["s"].to_pylist() == [6]
+    assert dw.read_ipc(tmp_path / "d").collect()["x"].to_pylist() == [1, 2, 3, 1, 2, 3]
+
+
+def test_read_ipc_malformed_file(tmp_path):
+    (tmp_path / "bad.arrow").write_bytes(b"not arrow at all")
+    with pytest.raises(SourceError, match=r"cannot read Arrow IPC file '.*bad\.arrow'"):
+        dw.read_ipc(tmp_path / "bad.arrow")
+
+
+def test_read_parquet_directory(tmp_path):
+    import pyarrow.parquet as pq
+
+    (tmp_path / "p").mkdir()
+    pq.write_table(pa.table({"x": [1, 2]}), tmp_path / "p" / "part-1.parquet")
+    pq.write_table(pa.table({"x": [3]}), tmp_path / "p" / "part-2.parquet")
+    assert dw.read_parquet(tmp_path / "p").collect()["x"].to_pylist() == [1, 2, 3]
