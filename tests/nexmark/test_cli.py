@@ -100,9 +100,9 @@ def test_darwin_is_timed_into_a_blackhole_after_an_untimed_warm_up_and_collected
     sinks = []
     original = job.Driver.__init__
 
-    def spy(self, plan, sink, config):
+    def spy(self, plan, sink, config, control=None):
         sinks.append(type(sink).__name__)
-        original(self, plan, sink, config)
+        original(self, plan, sink, config, control)
     monkeypatch.setattr(job.Driver, "__init__", spy)
     result = runner.invoke(nexmark_app, ["run", "q12", "--events", "5K", "--engine", "darwin"])
     assert result.exit_code == 0, result.output
