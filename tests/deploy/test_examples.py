@@ -25,7 +25,7 @@ def nexmark_bids(events: int, rate: int = 10_000_000) -> dw.Table:
 
 def test_there_is_an_example_per_kind_of_job():
     assert {"nexmark-q5-sql.yaml", "csv-python-join.yaml", "parquet-upsert.yaml", "kafka-exactly-once.yaml",
-            "spark.yaml", "checkpointed.yaml"} <= set(EXAMPLES)
+            "spark.yaml", "checkpointed.yaml", "streaming-until-stopped.yaml"} <= set(EXAMPLES)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -99,3 +99,29 @@ def test_spark_example_equals_darwin(examples):
     out = pq.ParquetDataset([str(f) for f in result.files]).read()
     columns = ["window_start", "window_end", "channel", "bids", "volume"]
     assert rows(out, columns) == rows(_bid_volume(10_000, 10_000), columns)
+
+
+def test_the_streaming_example_runs_until_stopped_and_goes_on(examples):
+    """The paced job runs until stopped: a stop takes a final checkpoint, the next run resumes there."""
+    import threading
+    import time
+
+    from darwin.runtime.control import JobControl
+
+    def stop_once_checkpointed(control: JobControl) -> None:
+        while (status := control.status()) is None or status.checkpoints < 1 or not status.output_rows:
+            time.sleep(0.1)
+        control.stop()
+
+    job = deploy.load(examples / "streaming-until-stopped.yaml")
+    runs = []
+    for _ in range(2):
+        control = JobControl()
+        threading.Thread(target=stop_once_checkpointed, args=(control,), daemon=True).start()
+        runs.append(deploy.run(job, control=control, checkpoint_interval="1s"))
+    first, second = runs
+    assert first.stopped and second.stopped and second.resumed_from is not None
+    assert second.metrics["input_rows"] > first.metrics["input_rows"] > 0
+    out = pq.ParquetDataset([str(f) for f in second.files]).read()
+    windows = rows(out, ["window_start", "auction"])
+    assert len(windows) == len(set(windows)) == out.num_rows  # each window and auction committed once
