@@ -42,7 +42,7 @@ STATE_BACKENDS = tuple(STATE_TRAITS)
 PATH_KEYS = ("state_path", "checkpoint_dir", "cache_dir")  # stored as str; only cache_dir is required
 
 
-class _BadKey(ConfigError):
+class BadKey(ConfigError):
     """A bad value of a key; ``keys`` (the keys to blame, in order) let a YAML file's error name a line."""
 
     def __init__(self, message: str, keys: tuple[str, ...]) -> None:
@@ -50,9 +50,9 @@ class _BadKey(ConfigError):
         self.keys = keys
 
 
-def _bad(problem: str, *keys: str) -> _BadKey:
+def _bad(problem: str, *keys: str) -> BadKey:
     """The error for ``keys[0]``'s value; a file's error names the line of the first key it sets."""
-    return _BadKey(f"config key {keys[0]!r}: {problem}", keys)
+    return BadKey(f"config key {keys[0]!r}: {problem}", keys)
 
 
 def available_cores() -> int:
@@ -184,7 +184,7 @@ class Config:
             node = yaml.compose(raw, Loader=yaml.SafeLoader)  # only for the lines of the keys
             data = yaml.safe_load(raw)
         except yaml.YAMLError as e:
-            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {_yaml_problem(e)}") from e
+            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {yaml_problem(e)}") from e
         return cls.from_dict(data or {}, where=str(p), base=base, lines=_key_lines(node))
 
     @classmethod
@@ -195,7 +195,7 @@ class Config:
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: expected a mapping of config keys, got {type(data).__name__}")
         if "spark" in data:
-            data = {**data, **_spark_section(data["spark"], where)}
+            data = {**data, **spark_section(data["spark"], where)}
             del data["spark"]
         known = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(str(k) for k in data if k not in known)
@@ -204,7 +204,7 @@ class Config:
                               f"known keys: {sorted(known)}")
         try:
             return dataclasses.replace(base or cls(), **data)
-        except _BadKey as e:
+        except BadKey as e:
             blamed = [k for k in e.keys if k in lines][:1]
             raise ConfigError(f"{where}{_at(lines, blamed)}: {e}") from None
 
@@ -216,7 +216,7 @@ class Config:
 DEFAULT_CHECKPOINT_MS = 10_000
 
 
-def _spark_section(section: Any, where: str) -> dict[str, Any]:
+def spark_section(section: Any, where: str) -> dict[str, Any]:
     """YAML's ``spark: {master: ..., conf: {...}}`` as the keys spark_master and spark_conf."""
     if not isinstance(section, dict) or not set(section) <= {"master", "conf"}:
         raise ConfigError(f"{where}: config key 'spark': expected a mapping with 'master' and/or 'conf', "
@@ -236,7 +236,7 @@ def _key_lines(node: yaml.Node | None) -> dict[str, int]:
     return {str(k.value): k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
 
 
-def _yaml_problem(e: yaml.YAMLError) -> str:
+def yaml_problem(e: yaml.YAMLError) -> str:
     """PyYAML's report (several lines, with a snippet of the file) as one line with line and column."""
     if isinstance(e, yaml.MarkedYAMLError) and e.problem_mark is not None:
         where = f"line {e.problem_mark.line + 1}, column {e.problem_mark.column + 1}"
@@ -266,7 +266,7 @@ def _millis(value: Any, name: str) -> int:
     try:
         return to_millis(value, f"config key {name!r}")
     except ConfigError as e:
-        raise _BadKey(str(e), (name,)) from None
+        raise BadKey(str(e), (name,)) from None
 
 
 _BATCHES = re.compile(r"^\s*(\d+)\s*batch(?:es)?\s*$", re.IGNORECASE)

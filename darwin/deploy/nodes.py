@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from darwin.config import _yaml_problem
+from darwin.config import yaml_problem
 from darwin.errors import ConfigError
 
 
@@ -27,7 +27,7 @@ def compose(path: Path) -> yaml.Node | None:
     try:
         return yaml.compose(raw, Loader=yaml.SafeLoader)
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path.name}: not valid YAML: {_yaml_problem(e)}") from e
+        raise ConfigError(f"{path.name}: not valid YAML: {yaml_problem(e)}") from e
 
 
 def plain(node: yaml.Node) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from darwin.config import PATH_KEYS, Config, _BadKey, _spark_section
+from darwin.config import PATH_KEYS, BadKey, Config, spark_section
 from darwin.deploy.nodes import Entry, compose
 from darwin.errors import ConfigError
 
@@ -302,14 +302,14 @@ def _config(entry: Entry, paths: _Paths) -> Config:
             data[key] = str(paths.resolve(e)) if e.value() is not None else None
         elif key == "spark":
             try:
-                data.update(_spark_section(e.value(), entry.file))
+                data.update(spark_section(e.value(), entry.file))
             except ConfigError as err:
                 raise e.error(str(err).split(": ", 1)[-1]) from None
         else:
             data[key] = e.value()
     try:
         return dataclasses.replace(Config(), **data)
-    except _BadKey as err:
+    except BadKey as err:
         blamed = next((k for k in err.keys if k in keys), None)
         if blamed is None and any(k.startswith("spark_") for k in err.keys) and "spark" in keys:
             blamed = "spark"
