@@ -7,9 +7,10 @@ import re
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from scrape import scrape_once_checkpointed  # noqa: E402
 
 JOB = """\
 name: endless-bids
@@ -37,12 +38,6 @@ config:
 """
 
 
-def _metrics(port: int) -> dict[str, float]:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    return {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
-            if line and not line.startswith("#")}
-
-
 def _run_until_checkpointed_then_stop(job: Path) -> str:
     process = subprocess.Popen([sys.executable, "-m", "darwin.cli", "run", str(job), "--metrics-port", "0"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=job.parent)
@@ -57,12 +52,7 @@ def _run_until_checkpointed_then_stop(job: Path) -> str:
                 break
         else:
             raise AssertionError("no metrics address in: " + "".join(seen))
-        deadline, metrics = time.monotonic() + 180, {}
-        while time.monotonic() < deadline:
-            metrics = _metrics(port)
-            if metrics.get("darwin_checkpoints_total", 0) >= 1 and metrics.get("darwin_output_rows_total", 0) > 0:
-                break
-            time.sleep(0.3)
+        metrics = scrape_once_checkpointed(port, 1)
         assert metrics["darwin_checkpoints_total"] >= 1 and metrics["darwin_throughput_rows_per_second"] >= 0
         process.send_signal(signal.SIGTERM)
         rest, _ = process.communicate(timeout=120)

@@ -8,8 +8,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,6 +19,7 @@ from darwin.runtime.control import JobControl
 
 sys.path.insert(0, str(Path(__file__).parent))
 from endless import prefix, query  # noqa: E402
+from scrape import scrape_once_checkpointed  # noqa: E402
 
 ORDER = [("window_start", "ascending"), ("key", "ascending")]
 
@@ -71,25 +70,13 @@ def test_stop_without_checkpoints_commits_what_was_emitted(tmp_path: Path) -> No
     assert got.num_rows < full.num_rows
 
 
-def _scrape(port: int) -> dict[str, float]:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    return {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
-            if line and not line.startswith("#")}
-
-
 def test_sigterm_takes_a_final_checkpoint_and_metrics_are_served(tmp_path: Path) -> None:
     job = subprocess.Popen([sys.executable, str(Path(__file__).parent / "endless_job.py"), str(tmp_path)],
                            stdout=subprocess.PIPE, text=True)
     try:
         assert job.stdout is not None
         port = int(job.stdout.readline())
-        deadline = time.monotonic() + 120
-        metrics: dict[str, float] = {}
-        while time.monotonic() < deadline:
-            metrics = _scrape(port)
-            if metrics.get("darwin_checkpoints_total", 0) >= 2 and metrics.get("darwin_output_rows_total", 0) > 0:
-                break
-            time.sleep(0.2)
+        metrics = scrape_once_checkpointed(port, 2)
         assert metrics["darwin_input_rows_total"] > 0
         assert metrics["darwin_checkpoint_duration_seconds_count"] >= 2
         assert "darwin_watermark_milliseconds" in metrics and "darwin_latency_p99_seconds" in metrics
