@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -277,11 +277,15 @@ def decode(plan: AvroLayout, payloads: Sequence[bytes | None], where_of: Callabl
     """The records of ``payloads`` (one message each) as a record batch of ``plan.schema``; ``where_of(i)`` names
     message ``i`` in errors."""
     n = len(payloads)
-    sizes = np.fromiter((0 if p is None else len(p) for p in payloads), np.int64, n)
-    present = np.fromiter((p is not None for p in payloads), np.bool_, n)
+    if None in payloads:  # tombstones: rare, so the loops in C below are the usual way
+        present = np.fromiter((p is not None for p in payloads), np.bool_, n)
+        bodies = [b"" if p is None else p for p in payloads]
+    else:
+        present = np.ones(n, np.bool_)
+        bodies = cast(list[bytes], payloads)
     starts = np.zeros(n + 1, np.int64)
-    np.cumsum(sizes, out=starts[1:])
-    buf = np.frombuffer(b"".join(p for p in payloads if p is not None), np.uint8)
+    np.cumsum(np.fromiter(map(len, bodies), np.int64, n), out=starts[1:])
+    buf = np.frombuffer(b"".join(bodies), np.uint8)
     kinds, nulls, nsymbols = plan.arrays()
     nf = len(kinds)
     values = np.zeros((nf, n), np.int64)
