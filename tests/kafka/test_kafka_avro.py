@@ -273,3 +273,39 @@ def test_lag_is_what_the_run_has_not_delivered_per_partition(broker, topic):
         assert set(lag) == {0, 1} and sum(lag.values()) == 20 - delivered
     assert lags[-1][1] == {0: 0, 1: 0}
     assert source.lag() == {}
+
+
+def test_lag_from_a_monitor_thread_while_an_unbounded_job_runs(broker, topic):
+    import time
+
+    name = topic(1)
+    source = KafkaSource(name, broker.bootstrap, format="avro", avro_schema=SCHEMA, bounded=False,
+                         idle_timeout="10s", poll_timeout="20ms", metadata=("timestamp",))
+    bodies = _fastavro_bytes(SCHEMA, [_bid(i) for i in range(40)])
+    seen = []
+
+    def monitor():
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and source.lag() != {0: 0}:
+            seen.append(source.lag())
+            time.sleep(0.02)
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        for i, b in enumerate(bodies):  # one message per flush: Tansu's high watermark is then exact
+            producer.produce(name, value=b, partition=0, timestamp=1_000 + i)
+            assert producer.flush(10) == 0
+        while time.monotonic() < deadline and source.lag() != {0: 0}:
+            seen.append(source.lag())
+            time.sleep(0.02)
+        seen.append(source.lag())
+        source.stop()
+
+    watcher = threading.Thread(target=monitor)
+    watcher.start()
+    hole = dw.sinks.Blackhole()
+    result = dw.from_source(source, time="at").select("auction", "price").sink(hole).run(dw.Config(batch_size=8))
+    watcher.join()
+    assert result.metrics["input_rows"] == 40 and hole.rows == 40
+    assert seen[-1] == {0: 0}
+    assert all(set(lag) <= {0} and all(0 <= v <= 40 for v in lag.values()) for lag in seen)
