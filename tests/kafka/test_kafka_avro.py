@@ -177,6 +177,12 @@ def test_confluent_wire_checks_magic_byte_and_schema_id():
         avro.decode(plan, [ok[:3]], str)
 
 
+def test_a_sliced_batch_encodes_as_its_rows():
+    plan = avro.layout(SCHEMA, "plain", None, "test", SinkError)
+    batch = pa.RecordBatch.from_pylist([_bid(i) for i in range(6)], schema=plan.schema)
+    assert avro.encode(plan, batch.slice(2, 3), "test") == _fastavro_bytes(SCHEMA, [_bid(i) for i in (2, 3, 4)])
+
+
 @pytest.mark.parametrize(("field_type", "problem"), [
     ({"type": "record", "name": "In", "fields": []}, "field 'x' has type \"record\", which is not supported"),
     ({"type": "array", "items": "long"}, "field 'x' has type \"array\""),
