@@ -177,6 +177,19 @@ def test_confluent_wire_checks_magic_byte_and_schema_id():
         avro.decode(plan, [ok[:3]], str)
 
 
+def test_named_enums_read_as_fastavro_writes_them():
+    schema = {"type": "record", "name": "R", "namespace": "x.y", "fields": [
+        {"name": "a", "type": {"type": "enum", "name": "E", "symbols": ["P", "Q"]}},
+        {"name": "b", "type": ["x.y.E", "null"]}, {"name": "c", "type": ["null", "E"]},
+        {"name": "d", "type": {"type": "long", "logicalType": "timestamp-micros"}}]}
+    rows = [{"a": "Q", "b": None, "c": "P", "d": 5}, {"a": "P", "b": "Q", "c": None, "d": -7}]
+    plan = avro.layout(schema, "plain", None, "test", SourceError)
+    decoded = avro.decode(plan, _fastavro_bytes(schema, rows), str)
+    assert decoded.schema.field("d").type == pa.timestamp("us")
+    assert decoded.set_column(3, "d", decoded.column("d").cast(pa.int64())).to_pylist() == rows
+    assert avro.encode(plan, decoded, "test") == _fastavro_bytes(schema, rows)
+
+
 def test_a_sliced_batch_encodes_as_its_rows():
     plan = avro.layout(SCHEMA, "plain", None, "test", SinkError)
     batch = pa.RecordBatch.from_pylist([_bid(i) for i in range(6)], schema=plan.schema)

@@ -108,19 +108,28 @@ def layout(avro_schema: str | dict[str, Any] | None, wire: str, schema_id: int |
             or not isinstance(avro_schema.get("fields"), list):
         raise error(f"{where}(avro_schema=...): the top level must be a record "
                     "({'type': 'record', 'name': ..., 'fields': [...]})")
-    named: dict[str, AvroField] = {}  # enums defined earlier, which later fields may name
+    record = avro_schema.get("name")
+    space = avro_schema.get("namespace") or (record.rpartition(".")[0] if isinstance(record, str) else "")
+    named: dict[str, AvroField] = {}  # enums defined earlier by full name, which later fields may name
     fields = []
     for spec in avro_schema["fields"]:
         if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or "type" not in spec:
             raise error(f"{where}(avro_schema=...): a field must be {{'name': ..., 'type': ...}}, got {spec!r}")
-        fields.append(_field(spec["name"], spec["type"], named, where, error))
+        fields.append(_field(spec["name"], spec["type"], named, space if isinstance(space, str) else "", where,
+                             error))
     names = [f.name for f in fields]
     if len(set(names)) != len(names) or not names:
         raise error(f"{where}(avro_schema=...): the record needs fields with distinct names, got {names}")
     return AvroLayout(tuple(fields), wire, schema_id or 0)
 
 
-def _field(name: str, spec: Any, named: dict[str, AvroField], where: str, error: type[Exception]) -> AvroField:
+def _full(name: str, space: str) -> str:
+    """A type's full name: as given if dotted, else in ``space`` (Avro's namespace rules)."""
+    return name if "." in name or not space else f"{space}.{name}"
+
+
+def _field(name: str, spec: Any, named: dict[str, AvroField], space: str, where: str,
+           error: type[Exception]) -> AvroField:
     null_branch = -1
     if isinstance(spec, list):
         others = [t for t in spec if t != "null"]
@@ -131,21 +140,22 @@ def _field(name: str, spec: Any, named: dict[str, AvroField], where: str, error:
                         "null with one type ([null, T], a nullable column) are supported")
         else:
             null_branch, spec = spec.index("null"), others[0]
-    if isinstance(spec, str) and spec in named:
-        return AvroField(name, ENUM, null_branch, pa.string(), named[spec].symbols)
+    if isinstance(spec, str) and _full(spec, space) in named:
+        return AvroField(name, ENUM, null_branch, pa.string(), named[_full(spec, space)].symbols)
     if isinstance(spec, str):
         spec = {"type": spec}
     kind_name = spec.get("type") if isinstance(spec, dict) else None
     if isinstance(kind_name, (dict, list)):  # {"type": {"type": "long", ...}}: the inner schema
-        return _field(name, kind_name if null_branch < 0 else ["null", kind_name][::1 - 2 * null_branch],
-                      named, where, error)
+        inner = kind_name if null_branch < 0 else ["null", kind_name] if null_branch == 0 else [kind_name, "null"]
+        return _field(name, inner, named, space, where, error)
     if kind_name == "enum":
         symbols = spec.get("symbols")
         if not isinstance(symbols, list) or not all(isinstance(s, str) for s in symbols) or not symbols:
             raise error(f"{where}(avro_schema=...): enum field {name!r} needs a list of symbols")
         f = AvroField(name, ENUM, null_branch, pa.string(), tuple(symbols))
-        if isinstance(spec.get("name"), str):
-            named[spec["name"]] = f
+        if isinstance(spec.get("name"), str):  # later fields may name it
+            own = spec.get("namespace")
+            named[_full(spec["name"], own if isinstance(own, str) else space)] = f
         return f
     if kind_name not in _PRIMITIVES:
         raise error(f"{where}(avro_schema=...): field {name!r} has type {json.dumps(kind_name)}, which is not "
