@@ -202,11 +202,12 @@ class KafkaSource:
         except KafkaException as e:  # monitoring only: the job's position is the checkpoint's
             log.warning("%s: committing offsets to group %r failed: %s", self._where, self.group, e)
 
-    def lag(self) -> dict[int, int]:
+    def lag(self, fresh: bool = False) -> dict[int, int]:
         """Per partition being read, how many messages the run has not yet handed to the job: the high watermark
-        (librdkafka's cached one, from the latest fetch: no request) minus the next offset to deliver. Rows
-        received but still buffered in the source count as lag. Empty when no read is under way; a partition
-        whose watermark is not known yet is left out. Callable from any thread (for monitoring)."""
+        minus the next offset to deliver. The watermark is librdkafka's cached one, from the latest fetch (no
+        request; it trails the broker by up to a fetch), or with ``fresh`` asked of the broker. Rows received
+        but still buffered in the source count as lag. Empty when no read is under way; a partition whose
+        watermark is not known yet is left out. Callable from any thread (for monitoring)."""
         from confluent_kafka import TopicPartition
 
         with self._lock:
@@ -218,7 +219,9 @@ class KafkaSource:
             if self._reader is None:
                 return {}
             for p, at in latest["partitions"].items():
-                low, high = self._reader.get_watermark_offsets(TopicPartition(self.topic, int(p)), cached=True)
+                part = TopicPartition(self.topic, int(p))
+                low, high = self._reader.get_watermark_offsets(part, timeout=5, cached=False) if fresh \
+                    else self._reader.get_watermark_offsets(part, cached=True)
                 if high >= 0:
                     out[int(p)] = max(0, high - int(at["offset"]))
         return out
