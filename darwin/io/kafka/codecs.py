@@ -4,8 +4,8 @@ confluent-kafka hands messages over one by one; what is done per message here is
 its bytes. Parsing (JSON, CSV) runs in Arrow's C++ readers over the joined payloads, and
 encoding builds each row's text with Arrow compute kernels over whole columns.
 
-Avro is not offered: no well-kept library decodes Avro messages into Arrow in bulk (fastavro
-decodes to Python dicts, row by row).
+Avro has its own Numba-compiled decoder and encoder (``darwin.io.kafka.avro``): no well-kept
+library decodes Avro messages into Arrow in bulk (fastavro decodes to Python dicts, row by row).
 """
 
 from __future__ import annotations
@@ -22,15 +22,15 @@ import pyarrow.json as pajson
 
 from darwin.errors import SinkError, SourceError
 
-FORMATS = ("json", "csv", "raw")
+FORMATS = ("json", "csv", "raw", "avro")
 RAW_COLUMN = "value"  # the one value column of format 'raw': the payload as UTF-8 text
 
 
 def check_format(fmt: str, where: str, error: type[Exception]) -> None:
     if fmt not in FORMATS:
         raise error(f"{where}(format={fmt!r}): unknown value format; use 'json' (one object per message), "
-                    "'csv' (one line per message, columns in schema order) or 'raw' (the payload as text in "
-                    f"column {RAW_COLUMN!r})")
+                    "'csv' (one line per message, columns in schema order), 'avro' (with avro_schema=...) or 'raw' "
+                    f"(the payload as text in column {RAW_COLUMN!r})")
 
 
 def value_schema(fmt: str, schema: pa.Schema | None, where: str) -> pa.Schema:

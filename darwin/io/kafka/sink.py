@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from darwin.errors import SinkError
 from darwin.files import crc32_of, fsync_path, write_atomically
-from darwin.io.kafka import codecs
+from darwin.io.kafka import avro, codecs
 from darwin.io.sinks import ResultSpec
 
 log = logging.getLogger(__name__)
@@ -40,8 +40,12 @@ _TIMEOUT_S = 30.0
 
 
 class KafkaSink:
-    """Rows as messages of ``topic``: the value in ``format`` ('json', 'csv' or 'raw' for one text column),
-    the key from column ``key`` and the record timestamp from column ``timestamp`` if given.
+    """Rows as messages of ``topic``: the value in ``format`` ('json', 'csv', 'avro' or 'raw' for one text
+    column), the key from column ``key`` and the record timestamp from column ``timestamp`` if given.
+
+    Avro: the value is a record of ``avro_schema`` (JSON text or a dict) whose fields are the result's columns
+    (besides ``key`` and ``timestamp``, which may stay out of it); ``avro_wire='confluent'`` puts magic byte 0
+    and the 4-byte schema id ``avro_schema_id`` before each value.
 
     Examples
     --------
@@ -52,9 +56,15 @@ class KafkaSink:
     def __init__(self, topic: str, bootstrap_servers: str, *, format: str = "json", key: str | None = None,
                  timestamp: str | None = None, guarantee: str = "at_least_once",
                  staging_dir: str | os.PathLike[str] | None = None, transactional_id: str | None = None,
-                 config: dict[str, Any] | None = None) -> None:
+                 config: dict[str, Any] | None = None, avro_schema: str | dict[str, Any] | None = None,
+                 avro_wire: str = "plain", avro_schema_id: int | None = None) -> None:
         where = f"KafkaSink({topic!r})"
         codecs.check_format(format, where, SinkError)
+        self._avro: avro.AvroLayout | None = None
+        if format == "avro":
+            self._avro = avro.layout(avro_schema, avro_wire, avro_schema_id, where, SinkError)
+        elif avro_schema is not None:
+            raise SinkError(f"{where}(avro_schema=...) is for format='avro', not format={format!r}")
         if guarantee not in GUARANTEES:
             raise SinkError(f"{where}(guarantee={guarantee!r}): use 'at_least_once' or 'exactly_once'")
         if guarantee == "exactly_once" and staging_dir is None:
@@ -88,6 +98,9 @@ class KafkaSink:
         if result.late_schema is not None:
             raise SinkError(f"{self._where}: the query keeps late rows (late_output=True), and a Kafka sink writes "
                             "results only; drop late_output, or send the results to a file sink with a late_path")
+        if self._avro is not None:
+            avro.check_columns(self._avro, [n for n in names if n not in (self.key, self.timestamp)
+                                            or n in self._avro.schema.names], self._where)
         if self.format == "raw" and len(names) != 1:
             raise SinkError(f"{self._where}(format='raw') writes one text column as the message value; the result "
                             f"has {names}. Select one column, or use format='json'")
@@ -253,7 +266,10 @@ class KafkaSink:
             -> None:
         """``row``: (epoch, number of the batch's first row in it), written as a header of each message, so a
         publish repeated after a crash can tell which rows a broker already shows (``skip``)."""
-        values = codecs.encode(self.format, batch)
+        if self._avro is not None:
+            values = avro.encode(self._avro, batch.select(self._avro.schema.names), self._where)
+        else:
+            values = codecs.encode(self.format, batch)
         keys = [None if k is None else str(k).encode() for k in batch.column(self.key).to_pylist()] \
             if self.key is not None else None
         stamps = batch.column(self.timestamp).cast(pa.int64()).to_pylist() if self.timestamp is not None else None

@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from darwin.durations import to_millis
 from darwin.errors import SourceError
-from darwin.io.kafka import codecs
+from darwin.io.kafka import avro, codecs
 from darwin.io.source import skip_rows
 from darwin.types import Schema
 
@@ -90,9 +90,13 @@ class _Partition:
 
 
 class KafkaSource:
-    """Messages of ``topic`` as rows: the value's columns (``format`` 'json', 'csv' with ``schema``, or 'raw'
-    text in column ``value``), then ``key``, ``timestamp`` (the record's, ms), ``partition``, ``offset`` and
-    ``headers`` (``metadata`` picks which).
+    """Messages of ``topic`` as rows: the value's columns (``format`` 'json', 'csv' with ``schema``, 'avro'
+    with ``avro_schema``, or 'raw' text in column ``value``), then ``key``, ``timestamp`` (the record's, ms),
+    ``partition``, ``offset`` and ``headers`` (``metadata`` picks which).
+
+    Avro: ``avro_schema`` is the writer's record schema (JSON text or a dict); the columns are its fields
+    (``schema``, if given, picks and casts some of them). ``avro_wire='confluent'`` expects magic byte 0 and
+    the 4-byte schema id ``avro_schema_id`` before each value.
 
     ``config`` passes librdkafka settings (security, timeouts...); ``group`` names the consumer group
     that checkpointed offsets are committed to.
@@ -109,7 +113,9 @@ class KafkaSource:
                  metadata: tuple[str, ...] = tuple(METADATA), bounded: bool = True, start: str = "earliest",
                  group: str | None = None, partitions: tuple[int, ...] | None = None,
                  idle_timeout: str | int = "5s", poll_timeout: str | int = "100ms",
-                 config: dict[str, Any] | None = None, time_column: str = "timestamp", name: str | None = None) -> None:
+                 config: dict[str, Any] | None = None, time_column: str = "timestamp", name: str | None = None,
+                 avro_schema: str | dict[str, Any] | None = None, avro_wire: str = "plain",
+                 avro_schema_id: int | None = None) -> None:
         where = f"KafkaSource({topic!r})"
         if not isinstance(topic, str) or not topic:
             raise SourceError(f"KafkaSource: topic must be a topic name, got {topic!r}")
@@ -120,7 +126,14 @@ class KafkaSource:
         if unknown:
             raise SourceError(f"{where}(metadata=...): unknown column(s) {unknown}; the metadata columns are "
                               f"{list(METADATA)}")
-        values = codecs.value_schema(format, schema, where)
+        self._avro: avro.AvroLayout | None = None
+        if format == "avro":
+            self._avro = avro.layout(avro_schema, avro_wire, avro_schema_id, where, SourceError)
+            values = _avro_columns(self._avro.schema, schema, where)
+        elif avro_schema is not None:
+            raise SourceError(f"{where}(avro_schema=...) is for format='avro', not format={format!r}")
+        else:
+            values = codecs.value_schema(format, schema, where)
         clash = [n for n in values.names if n in metadata]
         if clash:
             raise SourceError(f"{where}: the value's column(s) {clash} have the names of metadata columns; leave "
@@ -146,6 +159,8 @@ class KafkaSource:
         self._lock = threading.Lock()
         self._committer: Any = None
         self._stop = threading.Event()
+        self._reader: Any = None  # the consumer of the read under way, for lag()
+        self._reader_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"KafkaSource({self.topic!r}, {self.format}, {'bounded' if self.bounded else 'unbounded'})"
@@ -186,6 +201,30 @@ class KafkaSource:
             self._committer.commit(offsets=offsets, asynchronous=True)
         except KafkaException as e:  # monitoring only: the job's position is the checkpoint's
             log.warning("%s: committing offsets to group %r failed: %s", self._where, self.group, e)
+
+    def lag(self, fresh: bool = False) -> dict[int, int]:
+        """Per partition being read, how many messages the run has not yet handed to the job: the high watermark
+        minus the next offset to deliver. The watermark is librdkafka's cached one, from the latest fetch (no
+        request; it trails the broker by up to a fetch), or with ``fresh`` asked of the broker. Rows received
+        but still buffered in the source count as lag. Empty when no read is under way; a partition whose
+        watermark is not known yet is left out. Callable from any thread (for monitoring)."""
+        from confluent_kafka import TopicPartition
+
+        with self._lock:
+            latest = self._positions[max(self._positions)] if self._positions else None
+        if latest is None:
+            return {}
+        out = {}
+        with self._reader_lock:
+            if self._reader is None:
+                return {}
+            for p, at in latest["partitions"].items():
+                part = TopicPartition(self.topic, int(p))
+                low, high = self._reader.get_watermark_offsets(part, timeout=5, cached=False) if fresh \
+                    else self._reader.get_watermark_offsets(part, cached=True)
+                if high >= 0:
+                    out[int(p)] = max(0, high - int(at["offset"]))
+        return out
 
     def stop(self) -> None:
         """End an unbounded read once what has arrived is delivered: the job then finishes as at the end of a
@@ -271,8 +310,12 @@ class KafkaSource:
                 self._positions = {rows: self._position(parts)}
             consumer.assign([TopicPartition(self.topic, p, s.next_offset) for p, s in parts.items()
                              if not s.at_end()])
+            with self._reader_lock:
+                self._reader = consumer
             yield from self._merged(consumer, parts, columns, batch_size, rows)
         finally:
+            with self._reader_lock:
+                self._reader = None
             consumer.close()
 
     def _merged(self, consumer: Any, parts: dict[int, _Partition], columns: tuple[str, ...], batch_size: int,
@@ -346,7 +389,13 @@ class KafkaSource:
         where = f"{self._where} partition {part.id} offsets {offsets[0]}-{offsets[-1]}"
         arrays: dict[str, pa.Array] = {}
         if any(c in self.values.names for c in (*columns, self.time_column)):
-            decoded = codecs.decode(self.format, [m.value() for m in messages], self.values, where)
+            payloads = [m.value() for m in messages]
+            if self._avro is not None:
+                decoded = avro.decode(self._avro, payloads,
+                                      lambda i: f"{self._where} partition {part.id} offset {offsets[i]}")
+                decoded = _cast_values(decoded, self.values, where)
+            else:
+                decoded = codecs.decode(self.format, payloads, self.values, where)
             for n in self.values.names:
                 arrays[n] = decoded.column(n)
         stamps = pa.array([m.timestamp()[1] for m in messages], pa.int64())
@@ -399,6 +448,32 @@ class KafkaSource:
     def watermarks(self, position: dict[str, Any]) -> dict[int, int]:
         """The largest event time each partition had delivered at ``position`` (its watermark before the delay)."""
         return {int(p): int(v["max_time"]) for p, v in position["partitions"].items()}
+
+
+def _avro_columns(record: pa.Schema, schema: pa.Schema | None, where: str) -> pa.Schema:
+    """The value's columns: the Avro record's fields, or those ``schema`` names, of its types (which a cast from
+    the record's types must reach)."""
+    if schema is None:
+        return record
+    for f in schema:
+        if f.name not in record.names:
+            raise SourceError(f"{where}(schema=...): column {f.name!r} is not a field of the Avro record; its "
+                              f"fields are {record.names}")
+        try:
+            pa.array([], record.field(f.name).type).cast(f.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise SourceError(f"{where}(schema=...): column {f.name!r} is Avro {record.field(f.name).type}, which "
+                              f"does not convert to {f.type}") from None
+    return pa.schema([pa.field(f.name, f.type, f.nullable and record.field(f.name).nullable) for f in schema])
+
+
+def _cast_values(batch: pa.RecordBatch, values: pa.Schema, where: str) -> pa.RecordBatch:
+    if batch.schema == values:
+        return batch
+    try:
+        return pa.record_batch([batch.column(f.name).cast(f.type) for f in values], schema=values)
+    except pa.ArrowInvalid as e:
+        raise SourceError(f"{where}: an Avro value does not convert to the given schema: {e}") from None
 
 
 def _headers(headers: list[tuple[str, bytes | None]] | None) -> str | None:
