@@ -120,7 +120,8 @@ def source_table(spec: SourceSpec) -> api.Table:
         if spec.rate_limit is not None:
             raise PlanError("rate_limit paces sources replayed from storage; a Kafka topic arrives at its own pace")
         schema = pa.schema(list(o["schema"].items())) if "schema" in o else None
-        options = {k: o[k] for k in ("bounded", "start", "group", "idle_timeout", "config") if k in o}
+        options = {k: o[k] for k in ("bounded", "start", "group", "idle_timeout", "config", "avro_schema",
+                                     "avro_wire", "avro_schema_id") if k in o}
         assert spec.time is not None
         return api.read_kafka(o["topic"], o["bootstrap_servers"], schema, format=o.get("format", "json"),
                               time=spec.time, max_delay=spec.max_delay, max_future=spec.max_future, **options)
@@ -225,5 +226,6 @@ def make_sink(spec: SinkSpec) -> sinks.Sink:
         return sinks.Kafka(o["topic"], o["bootstrap_servers"], format=o.get("format", "json"), key=o.get("key"),
                            timestamp=o.get("timestamp"), guarantee=o.get("guarantee", "at_least_once"),
                            staging_dir=o.get("staging_dir"), transactional_id=o.get("transactional_id"),
-                           config=o.get("config"))
+                           config=o.get("config"), **{k: o[k] for k in ("avro_schema", "avro_wire", "avro_schema_id")
+                                                      if k in o})
     return sinks.Blackhole()

@@ -23,7 +23,9 @@ from darwin.errors import ConfigError
 
 SOURCE_TYPES = ("parquet", "csv", "ipc", "kafka", "nexmark")
 SINK_TYPES = ("parquet", "csv", "kafka", "blackhole")
-KAFKA_FORMATS = ("json", "csv", "raw")
+KAFKA_FORMATS = ("json", "csv", "avro", "raw")
+AVRO_WIRES = ("plain", "confluent")
+_AVRO_KEYS = ("avro_schema", "avro_wire", "avro_schema_id")  # with format: avro
 KAFKA_STARTS = ("earliest", "latest", "group")
 NEXMARK_STREAMS = ("person", "auction", "bid")
 SINK_MODES = ("append", "changelog", "upsert")
@@ -36,14 +38,14 @@ _SOURCE_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "csv": (("path",), ("schema", "header", "delimiter")),
     "ipc": (("path",), ()),
     "kafka": (("topic", "bootstrap_servers"), ("format", "schema", "bounded", "start", "group", "idle_timeout",
-                                               "config")),
+                                               "config", *_AVRO_KEYS)),
     "nexmark": ((), ("stream", "events", "rate", "seed")),
 }
 _SINK_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "parquet": (("path",), ("mode", "partition_by", "key", "late_path")),
     "csv": (("path",), ("mode", "partition_by", "key", "late_path")),
     "kafka": (("topic", "bootstrap_servers"), ("format", "key", "timestamp", "guarantee", "staging_dir",
-                                               "transactional_id", "config")),
+                                               "transactional_id", "config", *_AVRO_KEYS)),
     "blackhole": ((), ()),
 }
 _FUNCTION = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
@@ -215,6 +217,8 @@ def _source(name: str, entry: Entry, paths: _Paths) -> SourceSpec:
             options[key] = e.duration()
         elif key == "config":
             options[key] = e.string_map()
+        elif key in _AVRO_KEYS:
+            options[key] = _avro_option(key, e)
         else:  # topic, bootstrap_servers, group, delimiter
             options[key] = e.string()
     if kind == "nexmark":
@@ -227,6 +231,40 @@ def _source(name: str, entry: Entry, paths: _Paths) -> SourceSpec:
                       max_future=keys["max_future"].duration() if "max_future" in keys else None,
                       rate_limit=keys["rate_limit"].number() if "rate_limit" in keys else None,
                       options=options)
+
+
+def _avro_option(key: str, entry: Entry) -> Any:
+    """avro_schema: the writer schema, a mapping or its JSON text; avro_wire: plain | confluent;
+    avro_schema_id: the Confluent schema id."""
+    if key == "avro_wire":
+        return entry.choice(AVRO_WIRES)
+    if key == "avro_schema_id":
+        return entry.integer(least=0)
+    schema = entry.value()
+    if not isinstance(schema, (dict, str)):
+        raise entry.error("expected an Avro schema: a mapping such as {type: record, name: Bid, fields: [...]}, "
+                          "or its JSON text")
+    return _avro_nulls(schema)
+
+
+def _avro_nulls(schema: Any) -> Any:
+    """YAML reads an unquoted ``null`` as no value; where Avro expects a type, it is the type "null"
+    (``type: [null, string]``). Defaults (``default: null``) stay values."""
+    if schema is None:
+        return "null"
+    if isinstance(schema, list):
+        return [_avro_nulls(t) for t in schema]
+    if isinstance(schema, dict):
+        out = dict(schema)
+        if "type" in out:
+            out["type"] = _avro_nulls(out["type"])
+        for key in ("items", "values"):
+            if key in out:
+                out[key] = _avro_nulls(out[key])
+        if isinstance(out.get("fields"), list):
+            out["fields"] = [_avro_nulls(f) if isinstance(f, dict) else f for f in out["fields"]]
+        return out
+    return schema
 
 
 def _schema(entry: Entry) -> dict[str, Any]:
@@ -264,6 +302,8 @@ def _sink(name: str, entry: Entry, paths: _Paths) -> SinkSpec:
                                                 "exactly_once"))]
         elif key == "config":
             options[key] = e.string_map()
+        elif key in _AVRO_KEYS:
+            options[key] = _avro_option(key, e)
         else:  # topic, bootstrap_servers, key (kafka), timestamp, transactional_id
             options[key] = e.string()
     return SinkSpec(name, kind, entry.key, entry.line, options)
