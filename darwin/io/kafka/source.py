@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,6 +161,7 @@ class KafkaSource:
         self._lock = threading.Lock()
         self._committer: Any = None
         self._stop = threading.Event()
+        self._decoders: ThreadPoolExecutor | None = None  # partitions' messages decoded side by side
         self._reader: Any = None  # the consumer of the read under way, for lag()
         self._reader_lock = threading.Lock()
 
@@ -235,6 +238,9 @@ class KafkaSource:
         if self._committer is not None:
             self._committer.close()
             self._committer = None
+        if self._decoders is not None:
+            self._decoders.shutdown()
+            self._decoders = None
 
     # -- reading ------------------------------------------------------------------------------
     def _settings(self, **extra: Any) -> dict[str, Any]:
@@ -365,6 +371,7 @@ class KafkaSource:
         n = len(got)
         owners = np.fromiter((m.partition() for m in got), np.int64, n)
         offsets = np.fromiter((m.offset() for m in got), np.int64, n)
+        received = []
         for p in np.unique(owners).tolist():
             s = parts.get(p)
             if s is None:
@@ -375,14 +382,29 @@ class KafkaSource:
             if not len(rows):
                 continue
             messages = got if len(rows) == n else [got[i] for i in rows.tolist()]
-            self._receive(s, messages, offsets[rows], columns)
+            received.append((s, messages, offsets[rows]))
             s.read_to, s.last_seen = int(offsets[rows[-1]]) + 1, time.monotonic()
+        self._decode(received, columns)
         for s in parts.values():
             stop = s.buffered() >= limit or s.at_end()
             if stop != s.paused:
                 (consumer.pause if stop else consumer.resume)([TopicPartition(self.topic, s.id)])
                 s.paused = stop
         return len(got)
+
+    def _decode(self, received: list[tuple[_Partition, list[Any], np.ndarray]], columns: tuple[str, ...]) -> None:
+        """Each partition's messages decoded into its buffer; several partitions side by side (the parsers
+        and the Avro decoder release the GIL), each partition's rows still in offset order."""
+        if len(received) < 2:
+            for part, messages, offsets in received:
+                self._receive(part, messages, offsets, columns)
+            return
+        if self._decoders is None:
+            self._decoders = ThreadPoolExecutor(max_workers=min(len(received), os.cpu_count() or 1),
+                                                thread_name_prefix="darwin-kafka-decode")
+        for done in [self._decoders.submit(self._receive, part, messages, offsets, columns)
+                     for part, messages, offsets in received]:
+            done.result()  # a partition's decoding error surfaces here, naming its partition and offsets
 
     def _receive(self, part: _Partition, messages: list[Any], offsets: np.ndarray, columns: tuple[str, ...]) -> None:
         """``messages`` of one partition as rows of ``columns``, the value decoded in one parser call."""
