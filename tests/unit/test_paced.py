@@ -95,7 +95,9 @@ def test_latency_metrics_of_a_paced_windowed_query(parallelism):
     elapsed_ms = (time.perf_counter() - started) * 1000
     m = result.metrics
     assert 0 <= m["latency_p50_ms"] <= m["latency_p99_ms"] <= m["latency_max_ms"] < elapsed_ms
-    assert m["input_wait_seconds"] > 0 and m["source_seconds"] > 0.2  # 1200 rows at 3000/s: 0.4 s of pacing
+    # 1200 rows at 3000/s: no row is released before it is due, so the run lasts 0.4 s at least (how much
+    # of it the reads spend waiting depends on whether the engine keeps up on a loaded machine)
+    assert elapsed_ms >= 400 * 0.99 and m["source_seconds"] > 0 and m["input_wait_seconds"] >= 0
     unpaced = dw.from_arrow(t, time="ts", max_delay="0s").window(dw.Tumble("1s", on="ts")).group_by("k") \
         .agg(n=dw.count())
     assert result.table.equals(unpaced.collect())  # pacing changes when, never what
