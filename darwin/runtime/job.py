@@ -132,6 +132,7 @@ class Driver:
             consumer_lag=engine.consumer_lag() if engine is not None else None,
             stopping=self.control is not None and self.control.stop_requested,
             pipelines=engine.pipeline_metrics() if engine is not None else [])
+
     def outputs(self) -> Iterator[Output]:
         if self.config.engine != "darwin":
             runner = _ENGINES.get(self.config.engine)
