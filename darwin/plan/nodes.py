@@ -21,10 +21,11 @@ from darwin.errors import DarwinTypeError, PlanError, UnsupportedError
 from darwin.io.source import Source
 from darwin.plan.aggregates import agg_type, function
 from darwin.plan.exprs import AggCall, ExprNode, columns_of, type_of
-from darwin.plan.window import SessionWindow, Window
+from darwin.plan.window import BarrierWindow, SessionWindow, Window
 from darwin.types import DType, Field, Schema
 
 WINDOW_START, WINDOW_END = "window_start", "window_end"
+WINDOW_ID = "window_id"  # a barrier window's number: the barriers before its rows
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,83 @@ class SessionAggregate(_OneInput):
     def schema(self) -> Schema:
         bounds = (Field(WINDOW_START, DType.TIMESTAMP, False), Field(WINDOW_END, DType.TIMESTAMP, False))
         return _windowed_groups(self.input.schema, bounds, self.keys, self.aggs)
+
+
+class _Barriered(_OneInput):
+    """What both barrier-window nodes check: ``window.when`` is a bool over the input, ``window.on``
+    a timestamp, and the input appends (a barrier is a row's place in the stream)."""
+
+    input: PlanNode
+    window: BarrierWindow
+
+    def _check_window(self, what: str) -> None:
+        if not isinstance(self.window, BarrierWindow):
+            raise PlanError(f"{what}: needs a dw.Barrier(when=...) window, got {self.window!r}")
+        if updating(self.input):
+            raise UnsupportedError(f"{what} over {_UPDATING} is not supported yet")
+        t = type_of(self.window.when, self.input.schema, f"{what}: when=")
+        if t.dtype not in (DType.BOOL, None):
+            raise DarwinTypeError(f"{what}: when={self.window.when} is {t.dtype.value}, not bool")
+        if self.window.on is not None:
+            f = self.input.schema.field(self.window.on, f"{what}: on=")
+            if f.dtype is not DType.TIMESTAMP:
+                raise DarwinTypeError(f"{what}: on={self.window.on!r} is {f.dtype.value}; the bounds of a "
+                                      "barrier window need a timestamp column")
+
+    def _bounds(self) -> tuple[Field, ...]:
+        """window_id, and with ``on`` the previous barrier's time (NULL for the first window) and this one's."""
+        ident = (Field(WINDOW_ID, DType.INT64, False),)
+        if self.window.on is None:
+            return ident
+        return ident + (Field(WINDOW_START, DType.TIMESTAMP, True), Field(WINDOW_END, DType.TIMESTAMP, True))
+
+
+@dataclass(frozen=True)
+class BarrierAggregate(_Barriered):
+    """Aggregation per key and barrier window: when a barrier row arrives, every key's aggregate of
+    the rows since the previous barrier is emitted (keys in the order they first arrived in the
+    window) and the state is emptied. The barrier row itself is in no window; rows after the last
+    barrier are never emitted (no barrier closed their window)."""
+
+    input: PlanNode
+    window: BarrierWindow
+    keys: tuple[str, ...]
+    aggs: tuple[tuple[str, AggCall], ...]
+
+    def __post_init__(self) -> None:
+        self._check_window("a barrier window aggregation")
+        _need_aggregates(self.aggs)
+        _distinct_keys(self.keys)
+        _refuse_unwindowed(self.aggs, "a barrier window aggregation")
+        _ = self.schema
+
+    @cached_property
+    def schema(self) -> Schema:
+        return _windowed_groups(self.input.schema, self._bounds(), self.keys, self.aggs)
+
+
+@dataclass(frozen=True)
+class BarrierAssign(_Barriered):
+    """Every row with the number of its barrier window (``window_id``: the barriers before it), and
+    with ``on`` the window's start (the previous barrier's time, NULL before the first barrier). A
+    barrier row carries the id of the window it closes, and its own time as window_end; other rows
+    get a NULL window_end (the barrier closing their window has not come yet)."""
+
+    input: PlanNode
+    window: BarrierWindow
+
+    def __post_init__(self) -> None:
+        self._check_window("a barrier window")
+        _ = self.schema
+
+    @cached_property
+    def schema(self) -> Schema:
+        inp = self.input.schema
+        bounds = self._bounds()
+        for f in bounds:
+            if f.name in inp:
+                raise PlanError(f"a barrier window adds column {f.name!r}, which the input already has")
+        return Schema(inp.fields + bounds, inp.unsupported)
 
 
 def _need_aggregates(aggs: tuple[tuple[str, AggCall], ...]) -> None:
@@ -570,7 +648,7 @@ class Union:
         return Schema(tuple(Field(f.name, f.dtype, n) for f, n in zip(first.fields, nullable)), first.unsupported)
 
 
-AnyAggregate = Aggregate | GroupAggregate | SessionAggregate
+AnyAggregate = Aggregate | GroupAggregate | SessionAggregate | BarrierAggregate
 
 
 def aggregate_reads(n: AnyAggregate) -> set[str]:
@@ -580,9 +658,16 @@ def aggregate_reads(n: AnyAggregate) -> set[str]:
         uses |= {n.input.window.on, WINDOW_START, WINDOW_END}
     if isinstance(n, SessionAggregate):
         uses.add(n.window.on)
+    if isinstance(n, BarrierAggregate):
+        uses |= barrier_reads(n.window)
     for _, call in n.aggs:
         uses |= columns_of(call)
     return uses
+
+
+def barrier_reads(w: BarrierWindow) -> set[str]:
+    """The columns a barrier window reads: its condition's and its time column."""
+    return set(columns_of(w.when)) | ({w.on} if w.on else set())
 
 
 def ranking_reads(n: TopN | Deduplicate | Over) -> set[str]:
@@ -636,7 +721,7 @@ def _columns(s: Schema) -> str:
 
 
 PlanNode = (Scan | Filter | Project | WindowAssign | Aggregate | SessionAggregate | GroupAggregate | TopN | Deduplicate
-            | Over | Join | LookupJoin | Union)
+            | Over | Join | LookupJoin | Union | BarrierAggregate | BarrierAssign)
 
 
 def updating(node: PlanNode) -> bool:

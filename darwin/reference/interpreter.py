@@ -34,6 +34,7 @@ from darwin.plan.evaluate import Row, compile_expr
 from darwin.plan.exprs import Column
 from darwin.plan.ranking import Ranking, ranking_of
 from darwin.plan.temporal import join_timing
+from darwin.plan.window import BarrierWindow
 from darwin.plan.visitor import SharedNodeVisitor
 from darwin.runtime.encoding import to_int64
 from darwin.runtime.output import Output
@@ -247,6 +248,12 @@ class _Builder(SharedNodeVisitor[_Operator]):
 
     def visit_SessionAggregate(self, node: pn.SessionAggregate) -> _Operator:
         return _SessionAggregate(node, self.ctx, self.visit(node.input))
+
+    def visit_BarrierAggregate(self, node: pn.BarrierAggregate) -> _Operator:
+        return _BarrierAggregate(node, self.ctx, self.visit(node.input))
+
+    def visit_BarrierAssign(self, node: pn.BarrierAssign) -> _Operator:
+        return _BarrierAssign(node, self.visit(node.input))
 
     def visit_TopN(self, node: pn.TopN | pn.Deduplicate) -> _Operator:
         return _Rank(node, self.ctx, self.visit(node.input))
@@ -587,6 +594,82 @@ class _SessionAggregate(_Operator):
             out.append(dict(zip(names, [start, session.end, *keys, *(a.result() for a in accs)])))
         self.ctx.metrics.add("windows_fired", len(fired))
         self.emit(out, [old] * len(out))
+
+
+class _Barriers:
+    """Where a barrier window stands: the barriers seen (the current window's id) and the last one's time."""
+
+    def __init__(self, window: BarrierWindow, schema: Schema) -> None:
+        self.window, self.is_barrier = window, compile_expr(window.when, schema)
+        self.id, self.start = 0, None
+
+    def bounds(self, end: Any) -> list[Any]:
+        """window_id, and with ``on`` window_start and window_end, of the current window."""
+        return [self.id] if self.window.on is None else [self.id, self.start, end]
+
+    def close(self, row: Row) -> None:
+        self.id += 1
+        self.start = row[self.window.on] if self.window.on is not None else None
+
+
+class _BarrierAggregate(_Operator):
+    """Barrier windows (``pn.BarrierAggregate``): rows are aggregated per key until a barrier row,
+    which emits every key's row of the window (keys in the order they first arrived in it) and
+    empties the state. The barrier row is in no window."""
+
+    def __init__(self, node: pn.BarrierAggregate, ctx: _Context, child: _Operator) -> None:
+        super().__init__([child])
+        self.node, self.ctx = node, ctx
+        schema = node.input.schema
+        self.barriers = _Barriers(node.window, schema)
+        self.keys = [compile_expr(Column(k), schema) for k in node.keys]
+        self.args = [(function(call.func), compile_expr(call.input, schema) if call.input is not None else None)
+                     for _, call in node.aggs]
+        self.groups: dict[tuple, list[Accumulator]] = {}  # insertion order: first arrival in the window
+        self.names = [f.name for f in node.schema.fields]
+
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        out, out_marks = [], []
+        for row, mark in zip(rows, marks):
+            if self.barriers.is_barrier(row) is True:
+                bounds = self.barriers.bounds(row[self.node.window.on] if self.node.window.on else None)
+                for key, accs in self.groups.items():
+                    keys = [float("nan") if k is _NAN else k for k in key]
+                    out.append(dict(zip(self.names, [*bounds, *keys, *(a.result() for a in accs)])))
+                    out_marks.append(mark)
+                self.ctx.metrics.add("windows_fired", 1)
+                self.groups = {}
+                self.barriers.close(row)
+                continue
+            key = tuple(_group_key(f(row)) for f in self.keys)
+            accs = self.groups.get(key)
+            if accs is None:
+                accs = self.groups[key] = [agg.accumulator() for agg, _ in self.args]
+            for acc, (_, f) in zip(accs, self.args):
+                v = f(row) if f is not None else 1
+                if v is not None:
+                    acc.add(v)
+        self.emit(out, out_marks)
+
+
+class _BarrierAssign(_Operator):
+    """Every row with its barrier window (``pn.BarrierAssign``); a barrier row with the window it closes."""
+
+    def __init__(self, node: pn.BarrierAssign, child: _Operator) -> None:
+        super().__init__([child])
+        self.node = node
+        self.barriers = _Barriers(node.window, node.input.schema)
+        self.names = [f.name for f in node.schema.fields[len(node.input.schema):]]
+
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        out = []
+        on = self.node.window.on
+        for row in rows:
+            barrier = self.barriers.is_barrier(row) is True
+            out.append({**row, **dict(zip(self.names, self.barriers.bounds(row[on] if barrier and on else None)))})
+            if barrier:
+                self.barriers.close(row)
+        self.emit(out, marks)
 
 
 class _Group:
