@@ -281,7 +281,7 @@ def _distinct_keys(keys: tuple[str, ...]) -> None:
         raise PlanError(f"group_by: a key is given twice in {list(keys)}")
 
 
-def _windowed_groups(inp: Schema, bounds: tuple[Field, Field], keys: tuple[str, ...],
+def _windowed_groups(inp: Schema, bounds: tuple[Field, ...], keys: tuple[str, ...],
                      aggs: tuple[tuple[str, AggCall], ...]) -> Schema:
     """A windowed aggregation's rows: the window's bounds, the group keys, the aggregates."""
     fields = list(bounds)

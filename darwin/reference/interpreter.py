@@ -34,8 +34,8 @@ from darwin.plan.evaluate import Row, compile_expr
 from darwin.plan.exprs import Column
 from darwin.plan.ranking import Ranking, ranking_of
 from darwin.plan.temporal import join_timing
-from darwin.plan.window import BarrierWindow
 from darwin.plan.visitor import SharedNodeVisitor
+from darwin.plan.window import BarrierWindow
 from darwin.runtime.encoding import to_int64
 from darwin.runtime.output import Output
 from darwin.runtime.progress import NO_WATERMARK, LateRowsWarning, Metrics, WatermarkClock
@@ -642,9 +642,9 @@ class _BarrierAggregate(_Operator):
                 self.barriers.close(row)
                 continue
             key = tuple(_group_key(f(row)) for f in self.keys)
-            accs = self.groups.get(key)
-            if accs is None:
-                accs = self.groups[key] = [agg.accumulator() for agg, _ in self.args]
+            if key not in self.groups:
+                self.groups[key] = [agg.accumulator() for agg, _ in self.args]
+            accs = self.groups[key]
             for acc, (_, f) in zip(accs, self.args):
                 v = f(row) if f is not None else 1
                 if v is not None:
