@@ -7,6 +7,11 @@ Between two barriers the workers never meet. A barrier needs all of the state: t
 joined (each worker's groups, ordered by the serial of the row that first brought the group into
 the window, which is the order one thread sees them in), emitted once, and forked back empty.
 So the output is the one-thread output at any parallelism and under any timing.
+
+A batch is one step for the workers however many barriers it holds: each worker folds its rows of
+the open window into its share, closes it at the batch's first barrier, folds the windows the
+batch opens and closes in one pass (a group per window and key), and starts the share afresh with
+the rows after the last barrier; the coordinator joins the closed windows of all workers at once.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from darwin.codegen.group_fold import FoldSlot
 from darwin.config import Config
@@ -30,8 +36,6 @@ from darwin.runtime.group_keys import GroupKeys
 from darwin.runtime.progress import NO_WATERMARK
 from darwin.runtime.routing import key_columns, key_groups, owners, split_rows
 from darwin.runtime.workers import WorkerPool
-
-Share = tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray | None]]]  # groups, first serials, results
 
 
 def barriers_of(batch: EncodedBatch) -> np.ndarray:
@@ -62,17 +66,48 @@ class _Bounds:
         self.id, self.start = int(body["window_id"]), body["start"]
 
 
-class _Fold:
-    """One worker's share of the open window: its groups (global key ids, in the order they came),
-    the serial of each one's first row, and its aggregates' value and count slots."""
+Args = list[tuple[np.ndarray, np.ndarray]]  # per aggregate: its argument's values and presence, per row
+Results = list[tuple[np.ndarray, np.ndarray | None]]  # per aggregate: finished values and validity, per group
+
+
+class Closed:
+    """Groups of closed windows: each one's window (the batch's barrier that closed it), key id,
+    the serial of its first row, and its finished aggregates."""
+
+    def __init__(self, window: np.ndarray, groups: np.ndarray, first: np.ndarray, results: Results) -> None:
+        self.window, self.groups, self.first, self.results = window, groups, first, results
+
+    @staticmethod
+    def joined(parts: list[Closed], aggregates: int) -> Closed:
+        """The parts as one, their groups in the order one thread meets them (by first serial)."""
+        first = np.concatenate([p.first for p in parts])
+        order = np.argsort(first, kind="stable")
+        results: Results = []
+        for j in range(aggregates):
+            values = np.concatenate([p.results[j][0] for p in parts])[order]
+            valid = None
+            if any(p.results[j][1] is not None for p in parts):
+                valid = np.concatenate([np.ones(len(p.groups), np.bool_) if p.results[j][1] is None
+                                        else p.results[j][1] for p in parts])[order]
+            results.append((values, valid))
+        return Closed(np.concatenate([p.window for p in parts])[order],
+                      np.concatenate([p.groups for p in parts])[order], first[order], results)
+
+
+class _Share:
+    """One worker's share of the state: its keys' groups of the open window (global key ids in the
+    order they came), the serial of each one's first row, and the aggregates' value and count slots."""
 
     def __init__(self, slots: list[FoldSlot], kernel: Any) -> None:
         self.slots, self.kernel = slots, kernel
         self.slot_of = np.full(0, -1, np.int64)  # global key id -> its slot here, or -1
+        self._empty()
+
+    def _empty(self) -> None:
         self.groups = np.zeros(0, np.int64)
         self.first = np.zeros(0, np.int64)
-        self.values = [np.zeros(0, s.value_dtype or np.int64) for s in slots]
-        self.counts = [np.zeros(0, np.int64) for _ in slots]
+        self.values = [np.zeros(0, s.value_dtype or np.int64) for s in self.slots]
+        self.counts = [np.zeros(0, np.int64) for _ in self.slots]
 
     def reserve(self, keys: int) -> None:
         """Room for global key ids below ``keys`` (in the scheduler's thread, before the workers run)."""
@@ -81,43 +116,126 @@ class _Fold:
             grown[:len(self.slot_of)] = self.slot_of
             self.slot_of = grown
 
-    def fold(self, kid: np.ndarray, serial: np.ndarray, args: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        """Rows (in row order) of this worker's keys into its slots."""
+    def step(self, kid: np.ndarray, window: np.ndarray, serial: np.ndarray, args: Args, barriers: int) -> Closed:
+        """This worker's rows of one batch, in row order (``window``: how many of the batch's
+        ``barriers`` came before each): the open window's rows fold into the share, which the first
+        barrier closes; the windows opened and closed within the batch are folded apart; the rows
+        after the last barrier start the share afresh. The closed windows' groups are returned."""
+        if barriers == 0:
+            self._fold(kid, serial, args)
+            return _no_groups(len(self.slots))
+        rows = [np.flatnonzero(window == 0), np.flatnonzero((window > 0) & (window < barriers)),
+                np.flatnonzero(window == barriers)]
+        self._fold(kid[rows[0]], serial[rows[0]], _taken(args, rows[0]))
+        parts = [self._close()]
+        if len(rows[1]):
+            inner = rows[1]
+            parts.append(self._complete(kid[inner], window[inner], serial[inner], _taken(args, inner)))
+        self._fold(kid[rows[2]], serial[rows[2]], _taken(args, rows[2]))
+        return Closed.joined(parts, len(self.slots))
+
+    def _fold(self, kid: np.ndarray, serial: np.ndarray, args: Args) -> None:
+        """Rows of the open window into the share's slots."""
         if not len(kid):
             return
-        fresh = self.slot_of[kid] < 0
-        if fresh.any():
-            new, first = np.unique(kid[fresh], return_index=True)
-            order = np.argsort(first, kind="stable")
-            new, first = new[order], serial[fresh][first[order]]
-            self.slot_of[new] = len(self.groups) + np.arange(len(new))
-            self.groups = np.concatenate([self.groups, new])
-            self.first = np.concatenate([self.first, first])
+        ids = np.empty(len(kid), np.int64)
+        new_rows = np.empty(len(kid), np.int64)
+        fresh = _slots(kid, self.slot_of, len(self.groups), ids, new_rows)
+        if fresh:
+            new_rows = new_rows[:fresh]
+            self.groups = np.concatenate([self.groups, kid[new_rows]])
+            self.first = np.concatenate([self.first, serial[new_rows]])
             size = len(self.groups)
             self.values = [np.concatenate([v, np.zeros(size - len(v), v.dtype)]) for v in self.values]
             self.counts = [np.concatenate([c, np.zeros(size - len(c), np.int64)]) for c in self.counts]
-        ids = self.slot_of[kid]
-        flat: list[np.ndarray] = []
-        for (x, present), v, c in zip(args, self.values, self.counts):
-            flat += [np.ascontiguousarray(x), np.ascontiguousarray(present), v, c]
-        self.kernel(ids, np.ones(len(ids), np.int64), np.zeros(len(self.groups), np.int64), *flat)
+        self._run(ids, args, self.values, self.counts)
 
-    def join(self) -> Share:
-        """This share's groups, first serials and finished aggregates; then the share is empty again."""
-        results = [s.function.finalize(None if s.value_dtype is None else v, c)
-                   for s, v, c in zip(self.slots, self.values, self.counts)]
-        out = (self.groups, self.first, results)
+    def _run(self, ids: np.ndarray, args: Args, values: list[np.ndarray], counts: list[np.ndarray]) -> None:
+        flat: list[np.ndarray] = []
+        for (x, present), v, c in zip(args, values, counts):
+            flat += [np.ascontiguousarray(x), np.ascontiguousarray(present), v, c]
+        self.kernel(ids, np.ones(len(ids), np.int64), np.zeros(len(values[0]) if values else 0, np.int64), *flat)
+
+    def _close(self) -> Closed:
+        """The open window's groups, finished; the share is empty again (forked back)."""
+        closed = Closed(np.zeros(len(self.groups), np.int64), self.groups, self.first, self._finished())
         self.slot_of[self.groups] = -1
-        self.groups, self.first = np.zeros(0, np.int64), np.zeros(0, np.int64)
-        self.values = [np.zeros(0, v.dtype) for v in self.values]
-        self.counts = [np.zeros(0, np.int64) for _ in self.counts]
-        return out
+        self._empty()
+        return closed
+
+    def _finished(self, values: list[np.ndarray] | None = None, counts: list[np.ndarray] | None = None) -> Results:
+        values = self.values if values is None else values
+        counts = self.counts if counts is None else counts
+        return [s.function.finalize(None if s.value_dtype is None else v, c)
+                for s, v, c in zip(self.slots, values, counts)]
+
+    def _complete(self, kid: np.ndarray, window: np.ndarray, serial: np.ndarray, args: Args) -> Closed:
+        """Windows opened and closed within one batch: one group per (window, key) met."""
+        ids = np.empty(len(kid), np.int64)
+        at = np.empty(len(kid), np.int64)
+        size = _groups_per_window(kid, window, self.slot_of, ids, at)
+        at = at[:size]
+        values = [np.zeros(size, s.value_dtype or np.int64) for s in self.slots]
+        counts = [np.zeros(size, np.int64) for _ in self.slots]
+        self._run(ids, args, values, counts)
+        return Closed(window[at], kid[at], serial[at], self._finished(values, counts))
 
     def saved(self, i: int) -> dict[str, np.ndarray]:
         arrays = {f"groups{i}": self.groups, f"first{i}": self.first}
         for j, (v, c) in enumerate(zip(self.values, self.counts)):
             arrays[f"v{i}_{j}"], arrays[f"c{i}_{j}"] = v, c
         return arrays
+
+
+@njit(cache=True, nogil=True)
+def _slots(kid: np.ndarray, slot_of: np.ndarray, groups: int, ids: np.ndarray, new_rows: np.ndarray) -> int:
+    """Each row's slot (``ids``); a key without one gets the next, and its row goes to ``new_rows``.
+    How many keys were new."""
+    fresh = 0
+    for i in range(kid.shape[0]):
+        s = slot_of[kid[i]]
+        if s < 0:
+            s = groups + fresh
+            slot_of[kid[i]] = s
+            new_rows[fresh] = i
+            fresh += 1
+        ids[i] = s
+    return fresh
+
+
+@njit(cache=True, nogil=True)
+def _groups_per_window(kid: np.ndarray, window: np.ndarray, slot_of: np.ndarray, ids: np.ndarray,
+                       first: np.ndarray) -> int:
+    """Dense ids of the (window, key) pairs of rows ordered by window, in first-come order (``ids``),
+    and each pair's first row (``first``); ``slot_of`` (all -1: the share is empty) is borrowed to
+    number a window's keys and left all -1 again. How many pairs."""
+    groups = 0
+    start = 0
+    n = kid.shape[0]
+    for i in range(n + 1):
+        if i == n or (i > start and window[i] != window[start]):
+            for j in range(start, i):  # the window ended: its keys leave the borrowed array
+                slot_of[kid[j]] = -1
+            start = i
+            if i == n:
+                break
+        s = slot_of[kid[i]]
+        if s < 0:
+            s = groups
+            slot_of[kid[i]] = s
+            first[groups] = i
+            groups += 1
+        ids[i] = s
+    return groups
+
+
+def _taken(args: Args, rows: np.ndarray) -> Args:
+    return [(x[rows], p[rows]) for x, p in args]
+
+
+def _no_groups(aggregates: int) -> Closed:
+    empty = np.zeros(0, np.int64)
+    return Closed(empty, empty, empty, [(empty, None) for _ in range(aggregates)])
 
 
 class BarrierAggregateRunner:
@@ -132,86 +250,78 @@ class BarrierAggregateRunner:
         self.slots = folds.slots
         self.out_types = [agg_type(call, schema, name) for name, call in node.aggs]
         self.owner = owners(workers.workers)
-        self.shares = [_Fold(folds.slots, folds.kernel) for _ in range(workers.workers)]
+        self.shares = [_Share(folds.slots, folds.kernel) for _ in range(workers.workers)]
         self.bounds = _Bounds(node.window)
-        self.serial = 0  # rows seen in the open window: the order groups first came in
+        self.serial = 0  # rows seen: a group's first row's serial orders the groups of a window
         self.wm = NO_WATERMARK
         self.windows_fired = 0
 
     def push(self, batch: EncodedBatch) -> EncodedBatch | None:
-        """Fold the rows between barriers; at each barrier join the shares and emit the window."""
+        """Every worker folds its keys' rows of the batch; the windows the batch's barriers close
+        are joined from the workers' shares and emitted."""
         n = batch.length
         if n == 0:
             return None
         is_barrier = barriers_of(batch)
-        kid = self.keys.ids(batch)
+        barriers = int(is_barrier.sum())
+        rows = np.flatnonzero(~is_barrier)
+        window = (np.cumsum(is_barrier) - is_barrier)[rows]
+        serial = self.serial + rows
+        self.serial += n
+        kid = self.keys.ids(batch)[rows]
         for share in self.shares:
             share.reserve(self.keys.count)
-        if self.key_fields and len(self.shares) > 1:
-            owner = self.owner[key_groups(key_columns([batch.columns[k] for k in self.node.keys]))]
-        else:
-            owner = np.zeros(n, np.int64)
         args = []
         for i, name in enumerate(self.args):
             if name is None:
-                args.append((np.zeros(n, np.int64), np.ones(n, np.bool_)))
+                args.append((np.zeros(len(rows), np.int64), np.ones(len(rows), np.bool_)))
             else:
                 c = batch.columns[name]
                 dtype = self.slots[i].value_dtype or np.int64
-                args.append((c.values.astype(dtype, copy=False), np.ones(n, np.bool_) if c.valid is None else c.valid))
-        out: list[EncodedBatch] = []
-        lo = 0
-        for b in [*np.flatnonzero(is_barrier).tolist(), n]:
-            if b > lo:
-                self._fold(kid[lo:b], owner[lo:b], [(x[lo:b], p[lo:b]) for x, p in args])
-            if b < n:
-                out.append(self._fire(batch, b))
-            lo = b + 1
-        return _joined(out, self.node.schema) if out else None
-
-    def _fold(self, kid: np.ndarray, owner: np.ndarray, args: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        """Rows of one window: each worker folds its keys' rows into its share."""
-        serial = self.serial + np.arange(len(kid), dtype=np.int64)
-        self.serial += len(kid)
+                args.append((c.values[rows].astype(dtype, copy=False),
+                             np.ones(len(rows), np.bool_) if c.valid is None else c.valid[rows]))
         if len(self.shares) == 1:
-            self.shares[0].fold(kid, serial, args)
-            return
-        mine = split_rows(owner, np.arange(len(self.shares), dtype=np.int64), len(self.shares))
-        self.workers.run([partial(share.fold, kid[rows], serial[rows], [(x[rows], p[rows]) for x, p in args])
-                          for share, rows in zip(self.shares, mine)])
+            parts = [self.shares[0].step(kid, window, serial, args, barriers)]
+        else:
+            if self.key_fields:
+                keys = [batch.columns[k] for k in self.node.keys]
+                owner = self.owner[key_groups(key_columns([Column(c.values[rows], None if c.valid is None
+                                                                 else c.valid[rows]) for c in keys]))]
+            else:
+                owner = np.zeros(len(rows), np.int64)
+            mine = split_rows(owner, np.arange(len(self.shares), dtype=np.int64), len(self.shares))
+            parts = self.workers.run([partial(share.step, kid[r], window[r], serial[r], _taken(args, r), barriers)
+                                      for share, r in zip(self.shares, mine)])
+        if barriers == 0:
+            return None
+        return self._emit(batch, np.flatnonzero(is_barrier), Closed.joined(parts, len(self.slots)))
 
-    def _fire(self, batch: EncodedBatch, row: int) -> EncodedBatch:
-        """The barrier at ``row``: join the shares in first-arrival order, emit, fork back empty."""
-        parts = [share.join() for share in self.shares]
-        groups = np.concatenate([g for g, _, _ in parts])
-        order = np.argsort(np.concatenate([f for _, f, _ in parts]), kind="stable")
-        size = len(groups)
-        columns = {pn.WINDOW_ID: Column(np.full(size, self.bounds.id, np.int64), None)}
+    def _emit(self, batch: EncodedBatch, at: np.ndarray, closed: Closed) -> EncodedBatch:
+        """The closed windows' rows; the barriers at rows ``at`` of ``batch`` closed them."""
+        size, w = len(closed.groups), closed.window
+        columns = {pn.WINDOW_ID: Column(self.bounds.id + w, None)}
         if self.bounds.on is not None:
             t = batch.columns[self.bounds.on]
-            end_valid = t.valid is None or bool(t.valid[row])
+            times = t.values[at].astype(np.int64)
+            valid = np.ones(len(at), np.bool_) if t.valid is None else t.valid[at]
             start = self.bounds.start
-            columns[pn.WINDOW_START] = Column(np.full(size, 0 if start is None else start, np.int64),
-                                              np.full(size, start is not None))
-            columns[pn.WINDOW_END] = Column(np.full(size, int(t.values[row]), np.int64), np.full(size, end_valid))
-        columns.update({k: Column(c.values, c.valid) for k, c in self.keys.columns(groups[order]).items()})
-        for j, ((name, _), (dtype, _)) in enumerate(zip(self.node.aggs, self.out_types)):
-            values = np.concatenate([r[j][0] for _, _, r in parts])[order].astype(dtype.numpy)
-            valid = None
-            if any(r[j][1] is not None for _, _, r in parts):
-                valid = np.concatenate([np.ones(len(g), np.bool_) if r[j][1] is None else r[j][1]
-                                        for g, _, r in parts])[order]
-            columns[name] = Column(values, valid)
-        self.bounds.close(batch, row)
-        self.serial = 0
-        self.windows_fired += 1
+            starts = np.r_[0 if start is None else start, times[:-1]]
+            starts_valid = np.r_[start is not None, valid[:-1]]
+            columns[pn.WINDOW_START] = Column(starts[w], starts_valid[w])
+            columns[pn.WINDOW_END] = Column(times[w], valid[w])
+        columns.update({k: Column(c.values, c.valid) for k, c in self.keys.columns(closed.groups).items()})
+        for (name, _), (dtype, _), (values, valid) in zip(self.node.aggs, self.out_types, closed.results):
+            columns[name] = Column(values.astype(dtype.numpy), valid)
+        self.bounds.close(batch, int(at[-1]))
+        self.bounds.id += len(at) - 1
+        self.windows_fired += len(at)
         return EncodedBatch(columns, size)
 
     def advance(self, input_wm: int) -> EncodedBatch | None:
         self.wm = input_wm
         return None
 
-    # -- checkpoints: the joined shares, forked again on restore (at any parallelism) ---------------
+    # -- checkpoints: the shares saved side by side, forked again on restore (at any parallelism) ---
     def counters(self) -> dict[str, int]:
         return {"windows_fired": self.windows_fired}
 
@@ -309,17 +419,3 @@ class BarrierAssignRunner:
 
     def close(self) -> None:
         pass
-
-
-def _joined(batches: list[EncodedBatch], schema: Any) -> EncodedBatch:
-    """The windows fired by one input batch, in order, as one batch."""
-    if len(batches) == 1:
-        return batches[0]
-    columns = {}
-    for f in schema.fields:
-        parts = [b.columns[f.name] for b in batches]
-        valid = None
-        if any(c.valid is not None for c in parts):
-            valid = np.concatenate([np.ones(len(c.values), np.bool_) if c.valid is None else c.valid for c in parts])
-        columns[f.name] = Column(np.concatenate([c.values for c in parts]), valid)
-    return EncodedBatch(columns, sum(b.length for b in batches))
