@@ -27,6 +27,7 @@ SHAPES = {
         n=dw.count(), nv=dw.count("v"), sv=dw.sum("v"), sf=dw.sum("f"), lo=dw.min("f"), hi=dw.max("v"),
         mean=dw.avg("f"), last=dw.max("ts")),
     "string_keys": lambda t, on: _windows(t, on).group_by("s", "k").agg(n=dw.count(), sf=dw.sum("f")),
+    "float_and_bool_keys": lambda t, on: _windows(t, on).group_by("f", "b").agg(n=dw.count(), lo=dw.min("v")),
     "no_key": lambda t, on: _windows(t, on).agg(n=dw.count(), sv=dw.sum("v")),
     "assigned": lambda t, on: _windows(t, on).table(),
     "model_joined": lambda t, on: _windows(t, on).table().filter(
@@ -52,7 +53,7 @@ def test_barrier_windows_agree_with_the_reference(shape, data, on):
     assert_agree(SHAPES[shape](source(table, cuts, delay), on), batch_size)
 
 
-@pytest.mark.parametrize("shape", ["keyed", "string_keys", "model_joined"])
+@pytest.mark.parametrize("shape", ["keyed", "string_keys", "float_and_bool_keys", "model_joined"])
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=streams(), seed=st.integers(0, 1000))
 def test_barrier_windows_are_the_same_at_every_parallelism(shape, data, seed):
