@@ -118,7 +118,7 @@ class Table:
         if isinstance(window, BarrierWindow):
             if late_output:
                 raise PlanError("late_output=True: barrier windows have no late rows (they are not event-time windows)")
-            pn.BarrierAssign(self.plan, window)  # checks the condition and the time column now
+            pn.check_barrier_window(window, self.plan)  # the condition and the time column, now
             return BarrierWindowedTable(self.plan, window)
         if isinstance(window, SessionWindow):
             if late_output:

@@ -194,26 +194,31 @@ class SessionAggregate(_OneInput):
         return _windowed_groups(self.input.schema, bounds, self.keys, self.aggs)
 
 
+def check_barrier_window(window: BarrierWindow, rows: PlanNode, what: str = "a barrier window") -> None:
+    """``window.when`` is a bool over ``rows``, ``window.on`` (if given) a timestamp of it, and the
+    rows append (a barrier is a row's place in the stream, which retractions would not keep)."""
+    if not isinstance(window, BarrierWindow):
+        raise PlanError(f"{what}: needs a dw.Barrier(when=...) window, got {window!r}")
+    if updating(rows):
+        raise UnsupportedError(f"{what} over {_UPDATING} is not supported yet")
+    t = type_of(window.when, rows.schema, f"{what}: when=")
+    if t.dtype not in (DType.BOOL, None):
+        raise DarwinTypeError(f"{what}: when={window.when} is {t.dtype.value}, not bool")
+    if window.on is not None:
+        f = rows.schema.field(window.on, f"{what}: on=")
+        if f.dtype is not DType.TIMESTAMP:
+            raise DarwinTypeError(f"{what}: on={window.on!r} is {f.dtype.value}; the bounds of a "
+                                  "barrier window need a timestamp column")
+
+
 class _Barriered(_OneInput):
-    """What both barrier-window nodes check: ``window.when`` is a bool over the input, ``window.on``
-    a timestamp, and the input appends (a barrier is a row's place in the stream)."""
+    """A node over rows in barrier windows (``check_barrier_window`` says what it checks)."""
 
     input: PlanNode
     window: BarrierWindow
 
     def _check_window(self, what: str) -> None:
-        if not isinstance(self.window, BarrierWindow):
-            raise PlanError(f"{what}: needs a dw.Barrier(when=...) window, got {self.window!r}")
-        if updating(self.input):
-            raise UnsupportedError(f"{what} over {_UPDATING} is not supported yet")
-        t = type_of(self.window.when, self.input.schema, f"{what}: when=")
-        if t.dtype not in (DType.BOOL, None):
-            raise DarwinTypeError(f"{what}: when={self.window.when} is {t.dtype.value}, not bool")
-        if self.window.on is not None:
-            f = self.input.schema.field(self.window.on, f"{what}: on=")
-            if f.dtype is not DType.TIMESTAMP:
-                raise DarwinTypeError(f"{what}: on={self.window.on!r} is {f.dtype.value}; the bounds of a "
-                                      "barrier window need a timestamp column")
+        check_barrier_window(self.window, self.input, what)
 
     def _bounds(self) -> tuple[Field, ...]:
         """window_id, and with ``on`` the previous barrier's time (NULL for the first window) and this one's."""
