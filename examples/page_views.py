@@ -6,6 +6,11 @@ the window of every page, and the views of the next window read the metadata as 
 so within a window the views of one page are independent of each other. Each row gets its
 window's id (``dw.Barrier(...)`` then ``.table()``); a view joins the updates of its page from
 earlier windows, and keeps the latest. Run it with ``python examples/page_views.py [parallelism]``.
+
+What is not built yet: a per-key barrier forking one page's metadata to every worker, so that the
+views of a hot page are spread over workers. Here the reading and the window numbering run on the
+workers, but the join and the deduplication run on one thread, and the join keeps every view and
+update (docs/decisions.md, "Barrier windows").
 """
 
 from __future__ import annotations
