@@ -100,3 +100,12 @@ def test_a_barrier_condition_must_be_a_bool_and_its_time_a_timestamp():
         t.window(dw.Barrier(col("kind") == "barrier", on="v"))
     with pytest.raises(PlanError, match="late_output"):
         t.window(dw.Barrier(col("kind") == "barrier"), late_output=True)
+
+
+def test_explain_shows_the_barrier_operators():
+    windows = _events().window(dw.Barrier(col("kind") == "barrier", on="t"))
+    text = windows.group_by("k").agg(s=dw.sum("v")).explain(dw.Config(parallelism=2))
+    assert "BarrierAggregate keys=[k] aggs=[s=sum(col('v'))] barrier(when (col('kind') == 'barrier') on t)" in text
+    assert "__darwin_barrier -> emit -> parallel in slices" in text  # the condition is computed by the workers
+    assert "BarrierAssign barrier(when (col('kind') == 'barrier'))" in \
+        _events().window(dw.Barrier(col("kind") == "barrier")).table().explain()
