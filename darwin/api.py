@@ -311,12 +311,13 @@ class BarrierWindowedTable:
         return Table(pn.BarrierAssign(self.plan, self.window))
 
 
-def Barrier(when: IntoExpr, on: str | None = None) -> BarrierWindow:  # noqa: N802 - reads like dw.Session
+def Barrier(when: IntoExpr, on: str | None = None, by: str | Sequence[str] = ()) -> BarrierWindow:  # noqa: N802
     """Windows closed by data: each row for which ``when`` holds (a barrier) closes the window of
-    every key; ``on`` names a timestamp column whose barrier times bound the windows."""
+    every key; ``on`` names a timestamp column whose barrier times bound the windows. With ``by``,
+    a barrier closes only the window of its own ``by`` key (e.g. a page's metadata update)."""
     if isinstance(when, str):
         when = Column(when)
-    return BarrierWindow(_node(when), on)
+    return BarrierWindow(_node(when), on, _names(by))
 
 
 class GroupedTable:

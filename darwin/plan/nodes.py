@@ -204,6 +204,8 @@ def check_barrier_window(window: BarrierWindow, rows: PlanNode, what: str = "a b
     t = type_of(window.when, rows.schema, f"{what}: when=")
     if t.dtype not in (DType.BOOL, None):
         raise DarwinTypeError(f"{what}: when={window.when} is {t.dtype.value}, not bool")
+    for c in window.by:
+        rows.schema.field(c, f"{what}: by=")
     if window.on is not None:
         f = rows.schema.field(window.on, f"{what}: on=")
         if f.dtype is not DType.TIMESTAMP:
@@ -242,6 +244,9 @@ class BarrierAggregate(_Barriered):
 
     def __post_init__(self) -> None:
         self._check_window("a barrier window aggregation")
+        if self.window.by:
+            raise UnsupportedError("a barrier window aggregation with per-key barriers (dw.Barrier(by=...)) is not "
+                                   "supported yet; per-key barriers number rows: .window(...).table()")
         _need_aggregates(self.aggs)
         _distinct_keys(self.keys)
         _refuse_unwindowed(self.aggs, "a barrier window aggregation")
@@ -672,7 +677,7 @@ def aggregate_reads(n: AnyAggregate) -> set[str]:
 
 def barrier_reads(w: BarrierWindow) -> set[str]:
     """The columns a barrier window reads: its condition's and its time column."""
-    return set(columns_of(w.when)) | ({w.on} if w.on else set())
+    return set(columns_of(w.when)) | ({w.on} if w.on else set()) | set(w.by)
 
 
 def ranking_reads(n: TopN | Deduplicate | Over) -> set[str]:

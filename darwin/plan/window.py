@@ -96,10 +96,13 @@ class BarrierWindow:
     every key at once; the rows before it, back to the previous barrier, are the window. ``on``
     (a timestamp column, optional) gives the windows' bounds: the previous and this barrier's time.
     ``when`` is a plan expression (``darwin.plan.exprs``), checked against the input when the
-    aggregation is built."""
+    aggregation is built. With ``by`` (columns), barriers are per key: a barrier closes the window
+    of its own ``by`` key only, and window ids count each key's barriers."""
 
     when: ExprNode
     on: str | None = None
+    by: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        return f"barrier(when {self.when}" + (f" on {self.on})" if self.on else ")")
+        by = f" by [{', '.join(self.by)}]" if self.by else ""
+        return f"barrier(when {self.when}{by}" + (f" on {self.on})" if self.on else ")")

@@ -597,19 +597,26 @@ class _SessionAggregate(_Operator):
 
 
 class _Barriers:
-    """Where a barrier window stands: the barriers seen (the current window's id) and the last one's time."""
+    """Where a barrier window stands, per ``by`` key (one key without it): the barriers seen (the
+    current window's id) and the last one's time."""
 
     def __init__(self, window: BarrierWindow, schema: Schema) -> None:
         self.window, self.is_barrier = window, compile_expr(window.when, schema)
-        self.id, self.start = 0, None
+        self.by = [compile_expr(Column(c), schema) for c in window.by]
+        self.state: dict[tuple, tuple[int, Any]] = {}  # key -> (window id, start)
 
-    def bounds(self, end: Any) -> list[Any]:
-        """window_id, and with ``on`` window_start and window_end, of the current window."""
-        return [self.id] if self.window.on is None else [self.id, self.start, end]
+    def bounds(self, row: Row, end: Any) -> list[Any]:
+        """window_id, and with ``on`` window_start and window_end, of the window ``row`` is in."""
+        ident, start = self.state.get(self._key(row), (0, None))
+        return [ident] if self.window.on is None else [ident, start, end]
 
     def close(self, row: Row) -> None:
-        self.id += 1
-        self.start = row[self.window.on] if self.window.on is not None else None
+        key = self._key(row)
+        ident, _ = self.state.get(key, (0, None))
+        self.state[key] = (ident + 1, row[self.window.on] if self.window.on is not None else None)
+
+    def _key(self, row: Row) -> tuple:
+        return tuple(_group_key(f(row)) for f in self.by)
 
 
 class _BarrierAggregate(_Operator):
@@ -632,7 +639,7 @@ class _BarrierAggregate(_Operator):
         out, out_marks = [], []
         for row, mark in zip(rows, marks):
             if self.barriers.is_barrier(row) is True:
-                bounds = self.barriers.bounds(row[self.node.window.on] if self.node.window.on else None)
+                bounds = self.barriers.bounds(row, row[self.node.window.on] if self.node.window.on else None)
                 for key, accs in self.groups.items():
                     keys = [float("nan") if k is _NAN else k for k in key]
                     out.append(dict(zip(self.names, [*bounds, *keys, *(a.result() for a in accs)])))
@@ -666,7 +673,7 @@ class _BarrierAssign(_Operator):
         on = self.node.window.on
         for row in rows:
             barrier = self.barriers.is_barrier(row) is True
-            out.append({**row, **dict(zip(self.names, self.barriers.bounds(row[on] if barrier and on else None)))})
+            out.append({**row, **dict(zip(self.names, self.barriers.bounds(row, row[on] if barrier and on else None)))})
             if barrier:
                 self.barriers.close(row)
         self.emit(out, marks)

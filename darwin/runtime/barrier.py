@@ -366,14 +366,19 @@ class BarrierAggregateRunner:
 
 
 class BarrierAssignRunner:
-    """Every row with its window: the barriers before it, and with ``on`` the previous barrier's time
-    (a barrier row closes its window, and carries its own time as window_end)."""
+    """Every row with its window: the barriers of its ``by`` key (one key without it) before it, and
+    with ``on`` the previous one's time (a barrier row closes its window, and carries its own time as
+    window_end). Per key: the current window's id and start."""
 
     def __init__(self, o: op.StreamOperator, config: Config, pool: StringPool) -> None:
         node = o.node
         assert isinstance(node, pn.BarrierAssign)
         self.node, self.id = node, o.id
-        self.bounds = _Bounds(node.window)
+        self.on = node.window.on
+        self.keys = GroupKeys([node.input.schema.field(c) for c in node.window.by]) if node.window.by else None
+        self.ids = np.zeros(1, np.int64)
+        self.starts = np.zeros(1, np.int64)
+        self.start_valid = np.zeros(1, np.bool_)
         self.wm = NO_WATERMARK
 
     def push(self, batch: EncodedBatch) -> EncodedBatch | None:
@@ -381,27 +386,29 @@ class BarrierAssignRunner:
         if n == 0:
             return None
         is_barrier = barriers_of(batch)
-        before = np.cumsum(is_barrier) - is_barrier  # barriers before each row, in this batch
+        kid = np.zeros(n, np.int64) if self.keys is None else self.keys.ids(batch)
+        if self.keys is not None and self.keys.count > len(self.ids):
+            self._grow(max(self.keys.count, 2 * len(self.ids)))
+        if self.on is None:
+            t, t_valid = np.zeros(n, np.int64), np.zeros(n, np.bool_)
+        else:
+            c = batch.columns[self.on]
+            t, t_valid = c.values.astype(np.int64, copy=False), np.ones(n, np.bool_) if c.valid is None else c.valid
+        ident, start, start_valid = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.bool_)
+        _assign(kid, is_barrier, t, t_valid, self.ids, self.starts, self.start_valid, ident, start, start_valid)
         columns = {f.name: batch.columns[f.name] for f in self.node.input.schema.fields}
-        columns[pn.WINDOW_ID] = Column(self.bounds.id + before, None)
-        on = self.bounds.on
-        if on is not None:
-            t = batch.columns[on]
-            t_valid = np.ones(n, np.bool_) if t.valid is None else t.valid
-            # each row's previous barrier in this batch (-1: none, its window started before the batch)
-            last = np.maximum.accumulate(np.where(is_barrier, np.arange(n), -1))
-            previous = np.r_[-1, last[:-1]]
-            inside = previous >= 0
-            start = np.where(inside, t.values[np.maximum(previous, 0)], 0 if self.bounds.start is None
-                             else self.bounds.start)
-            start_valid = np.where(inside, t_valid[np.maximum(previous, 0)], self.bounds.start is not None)
-            columns[pn.WINDOW_START] = Column(start.astype(np.int64), start_valid.astype(np.bool_))
-            columns[pn.WINDOW_END] = Column(np.where(is_barrier, t.values, 0).astype(np.int64), is_barrier & t_valid)
-        barriers = np.flatnonzero(is_barrier)
-        if len(barriers):
-            self.bounds.close(batch, int(barriers[-1]))
-            self.bounds.id += len(barriers) - 1
+        columns[pn.WINDOW_ID] = Column(ident, None)
+        if self.on is not None:
+            columns[pn.WINDOW_START] = Column(start, start_valid)
+            columns[pn.WINDOW_END] = Column(np.where(is_barrier, t, 0), is_barrier & t_valid)
         return EncodedBatch(columns, n)
+
+    def _grow(self, size: int) -> None:
+        def grown(a: np.ndarray) -> np.ndarray:
+            out = np.zeros(size, a.dtype)
+            out[:len(a)] = a
+            return out
+        self.ids, self.starts, self.start_valid = grown(self.ids), grown(self.starts), grown(self.start_valid)
 
     def advance(self, input_wm: int) -> EncodedBatch | None:
         self.wm = input_wm
@@ -411,11 +418,33 @@ class BarrierAssignRunner:
         return {}
 
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
-        return {"wm": self.wm, **self.bounds.saved()}, []
+        name = f"operator{self.id}.npz"
+        arrays = {} if self.keys is None else dict(self.keys.saved())
+        np.savez(directory / name, ids=self.ids, starts=self.starts, start_valid=self.start_valid, **arrays)
+        return {"file": name, "wm": self.wm}, [name]
 
     def restore(self, directory: Path, body: dict[str, Any]) -> None:
+        with np.load(directory / body["file"]) as saved:
+            if self.keys is not None:
+                self.keys.load(saved)
+            self.ids, self.starts, self.start_valid = saved["ids"], saved["starts"], saved["start_valid"]
         self.wm = int(body["wm"])
-        self.bounds.load(body)
 
     def close(self) -> None:
         pass
+
+
+@njit(cache=True, nogil=True)
+def _assign(kid: np.ndarray, is_barrier: np.ndarray, t: np.ndarray, t_valid: np.ndarray, ids: np.ndarray,
+            starts: np.ndarray, start_valid: np.ndarray, out_id: np.ndarray, out_start: np.ndarray,
+            out_start_valid: np.ndarray) -> None:
+    """Each row's window (id, start) by its key's state; a barrier then closes its key's window."""
+    for i in range(kid.shape[0]):
+        k = kid[i]
+        out_id[i] = ids[k]
+        out_start[i] = starts[k]
+        out_start_valid[i] = start_valid[k]
+        if is_barrier[i]:
+            ids[k] += 1
+            starts[k] = t[i]
+            start_valid[k] = t_valid[i]

@@ -164,8 +164,9 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
                                    "do not come straight from one source: its windows follow the order rows arrive in")
         w = node.window
         barrier = F.coalesce(to_spark(w.when, node.input.schema), F.lit(False))
-        before = Window.orderBy(SEQ).rowsBetween(Window.unboundedPreceding, -1)
-        after = Window.orderBy(SEQ).rowsBetween(0, Window.unboundedFollowing)
+        ordered = Window.partitionBy(*(column(c) for c in w.by)).orderBy(SEQ) if w.by else Window.orderBy(SEQ)
+        before = ordered.rowsBetween(Window.unboundedPreceding, -1)
+        after = ordered.rowsBetween(0, Window.unboundedFollowing)
         t = column(w.on) if w.on else F.lit(None).cast("bigint")
         mark = F.when(barrier, F.struct(t.alias("t")))  # a struct: a barrier without a time still counts
         df = f.df.withColumn("__dw_barrier", barrier)

@@ -12,14 +12,14 @@ from test_parallel import assert_same_at_every_parallelism
 
 import darwin as dw
 from darwin import col
-from darwin.errors import DarwinTypeError, PlanError
+from darwin.errors import DarwinTypeError, PlanError, UnsupportedError
 from darwin.testing import assert_table_equal
 
 SETTINGS = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _windows(t: dw.Table, on: str | None) -> dw.BarrierWindowedTable:
-    return t.window(dw.Barrier(col("b") & (col("v") % 3 == 0), on=on))  # b and v are nullable: NULL is no barrier
+def _windows(t: dw.Table, on: str | None, by: tuple[str, ...] = ()) -> dw.BarrierWindowedTable:
+    return t.window(dw.Barrier(col("b") & (col("v") % 3 == 0), on=on, by=by))  # b, v nullable: NULL is no barrier
 
 
 SHAPES = {
@@ -30,6 +30,8 @@ SHAPES = {
     "float_and_bool_keys": lambda t, on: _windows(t, on).group_by("f", "b").agg(n=dw.count(), lo=dw.min("v")),
     "no_key": lambda t, on: _windows(t, on).agg(n=dw.count(), sv=dw.sum("v")),
     "assigned": lambda t, on: _windows(t, on).table(),
+    "assigned_per_key": lambda t, on: _windows(t, on, by=("k",)).table(),
+    "assigned_per_string_key": lambda t, on: _windows(t, on, by=("s", "k")).table(),
     "model_joined": lambda t, on: _windows(t, on).table().filter(
         dw.when(col("b") & (col("v") % 3 == 0), False).otherwise(True)).join(
         _windows(t, on).group_by("k").agg(mean=dw.avg("f")).select("k", "mean", next=col("window_id") + 1),
@@ -53,7 +55,7 @@ def test_barrier_windows_agree_with_the_reference(shape, data, on):
     assert_agree(SHAPES[shape](source(table, cuts, delay), on), batch_size)
 
 
-@pytest.mark.parametrize("shape", ["keyed", "string_keys", "float_and_bool_keys", "model_joined"])
+@pytest.mark.parametrize("shape", ["keyed", "string_keys", "float_and_bool_keys", "model_joined", "assigned_per_key"])
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=streams(), seed=st.integers(0, 1000))
 def test_barrier_windows_are_the_same_at_every_parallelism(shape, data, seed):
@@ -90,6 +92,20 @@ def test_rows_carry_the_id_of_their_window(mode):
     out = _events().window(dw.Barrier(col("kind") == "barrier")).table().collect(dw.Config(mode=mode, batch_size=2))
     assert out.column("window_id").to_pylist() == [0, 0, 0, 0, 1, 1, 2]
     assert "window_start" not in out.column_names
+
+
+@pytest.mark.parametrize("mode", ["compiled", "interpreted"])
+def test_a_per_key_barrier_closes_the_window_of_its_key_only(mode):
+    out = _events().window(dw.Barrier(col("kind") == "barrier", on="t", by="k")).table() \
+        .collect(dw.Config(mode=mode, batch_size=2))
+    # keys 1, 2, 1, 9 (a barrier of key 9), 2, 1 (a barrier of key 1), 1
+    assert out.column("window_id").to_pylist() == [0, 0, 0, 0, 0, 0, 1]
+    assert out.column("window_start").to_pylist()[6] == _ts([6])[0].as_py()
+
+
+def test_per_key_barriers_only_number_rows():
+    with pytest.raises(UnsupportedError, match="per-key barriers"):
+        _events().window(dw.Barrier(col("kind") == "barrier", by="k")).group_by("k").agg(n=dw.count())
 
 
 def test_a_barrier_condition_must_be_a_bool_and_its_time_a_timestamp():
