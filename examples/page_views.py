@@ -1,16 +1,16 @@
 """The page-view join: every page view with the latest metadata of its page.
 
 Nearly all views go to two pages, so splitting the work by page would leave all but two workers
-idle: the parallelism has to come from within a key. A metadata update is a barrier: it closes
-the window of every page, and the views of the next window read the metadata as of that update,
-so within a window the views of one page are independent of each other. Each row gets its
-window's id (``dw.Barrier(...)`` then ``.table()``); a view joins the updates of its page from
-earlier windows, and keeps the latest. Run it with ``python examples/page_views.py [parallelism]``.
+idle: the parallelism has to come from within a key. A metadata update of a page is a barrier of
+that page only (``dw.Barrier(..., by="page")``): it closes the page's window, and the views of the
+next window read the metadata as of that update. So the views of one page are independent of each
+other between two updates, and the join is on (page, window), not on the page alone: a view joins
+exactly the update that opened its window. Run it with ``python examples/page_views.py [parallelism]``.
 
-What is not built yet: a per-key barrier forking one page's metadata to every worker, so that the
-views of a hot page are spread over workers. Here the reading and the window numbering run on the
-workers, but the join and the deduplication run on one thread, and the join keeps every view and
-update (docs/decisions.md, "Barrier windows").
+What is not built yet: forking one page's metadata to every worker so that the views of a hot
+page are processed by several workers at once. Here the source is read by all workers, but the
+window numbering and the join run on one thread, and the join keeps every view and update
+(docs/decisions.md, "Barrier windows").
 """
 
 from __future__ import annotations
@@ -55,12 +55,12 @@ def events(n: int = 10_000, seed: int = 5) -> pa.Table:
 
 
 def query(table: pa.Table) -> dw.Table:
-    rows = dw.from_arrow(table, time="t", name="events").window(dw.Barrier(col("kind") == "meta")).table()
+    events_ = dw.from_arrow(table, time="t", name="events")
+    rows = events_.window(dw.Barrier(col("kind") == "meta", by="page")).table()  # window_id: per page
     views = rows.filter(col("kind") == "view").select("id", "page", "user", "window_id")
-    # the update closing window w is version w: the views of windows after w read it
-    updates = rows.filter(col("kind") == "meta").select("page", "category", version=col("window_id"))
-    joined = views.join(updates, on=[("page", "page")], where=col("version") < col("window_id"))
-    return joined.deduplicate(on="id", keep="last", order="version").select("id", "page", "user", "category")
+    # the update closing a page's window w is what that page's views in window w + 1 read
+    updates = rows.filter(col("kind") == "meta").select("page", "category", opens=col("window_id") + 1)
+    return views.join(updates, on=[("page", "page"), ("window_id", "opens")]).select("id", "page", "user", "category")
 
 
 def expected(table: pa.Table) -> list[tuple[int, str]]:
