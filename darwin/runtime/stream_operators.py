@@ -67,7 +67,7 @@ def runner_for(operator: op.StreamOperator, config: Config, pool: StringPool,
 
         return BarrierAggregateRunner(operator, config, pool, workers or WorkerPool(1))
     if isinstance(node, pn.BarrierAssign):
-        from darwin.runtime.barrier import BarrierAssignRunner
+        from darwin.runtime.barrier_assign import BarrierAssignRunner
 
         return BarrierAssignRunner(operator, config, pool)
     if isinstance(node, pn.Over):
