@@ -262,7 +262,8 @@ class BarrierAssign(_Barriered):
     """Every row with the number of its barrier window (``window_id``: the barriers before it), and
     with ``on`` the window's start (the previous barrier's time, NULL before the first barrier). A
     barrier row carries the id of the window it closes, and its own time as window_end; other rows
-    get a NULL window_end (the barrier closing their window has not come yet)."""
+    get a NULL window_end (the barrier closing their window has not come yet). With per-key barriers
+    (``window.by``) all of it is counted per key: a barrier moves only its own key's window."""
 
     input: PlanNode
     window: BarrierWindow
@@ -296,7 +297,7 @@ def _windowed_groups(inp: Schema, bounds: tuple[Field, ...], keys: tuple[str, ..
     """A windowed aggregation's rows: the window's bounds, the group keys, the aggregates."""
     fields = list(bounds)
     for k in keys:
-        if k in (WINDOW_START, WINDOW_END):
+        if k in (WINDOW_START, WINDOW_END) or k in {f.name for f in bounds}:
             raise PlanError(f"group_by: {k!r} is already part of every windowed group")
         fields.append(inp.field(k, "group_by"))
     for name, call in aggs:
