@@ -306,9 +306,14 @@ class BarrierWindowedTable:
         """One row per window over all rows, without a key."""
         return GroupedTable(self.plan, (), barrier=self.window).agg(**aggs)
 
-    def table(self) -> Table:
-        """Every row with its window_id (and window_start, window_end with ``on=``)."""
-        return Table(pn.BarrierAssign(self.plan, self.window))
+    def table(self, **carried: str) -> Table:
+        """Every row with its window_id (and window_start, window_end with ``on=``); each
+        ``name="column"`` adds that column's value on the barrier row that opened the row's window
+        (NULL before the first barrier), e.g. ``.table(page_category="category")``."""
+        for name, source in carried.items():
+            if not isinstance(source, str):
+                raise PlanError(f"table({name}=...): give the name of a column of the barrier rows, got {source!r}")
+        return Table(pn.BarrierAssign(self.plan, self.window, tuple(carried.items())))
 
 
 def Barrier(when: IntoExpr, on: str | None = None, by: str | Sequence[str] = ()) -> BarrierWindow:  # noqa: N802

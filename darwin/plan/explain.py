@@ -39,7 +39,8 @@ class _Describe(PlanVisitor[str]):
     visit_BarrierAggregate = visit_SessionAggregate
 
     def visit_BarrierAssign(self, node: pn.BarrierAssign) -> str:
-        return f"BarrierAssign {node.window}"
+        carried = ", ".join(f"{name}={source}" for name, source in node.carried)
+        return f"BarrierAssign {node.window}" + (f" carrying [{carried}]" if carried else "")
 
     def visit_TopN(self, node: pn.TopN) -> str:
         rank = f" rank={node.rank}" if node.rank else ""

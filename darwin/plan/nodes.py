@@ -263,10 +263,13 @@ class BarrierAssign(_Barriered):
     with ``on`` the window's start (the previous barrier's time, NULL before the first barrier). A
     barrier row carries the id of the window it closes, and its own time as window_end; other rows
     get a NULL window_end (the barrier closing their window has not come yet). With per-key barriers
-    (``window.by``) all of it is counted per key: a barrier moves only its own key's window."""
+    (``window.by``) all of it is counted per key: a barrier moves only its own key's window.
+    ``carried`` (new name, input column) pairs add, to every row, that column's value on the barrier
+    row that opened its window (NULL before the first one): a page's metadata, read by its views."""
 
     input: PlanNode
     window: BarrierWindow
+    carried: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         self._check_window("a barrier window")
@@ -275,11 +278,16 @@ class BarrierAssign(_Barriered):
     @cached_property
     def schema(self) -> Schema:
         inp = self.input.schema
-        bounds = self._bounds()
-        for f in bounds:
-            if f.name in inp:
-                raise PlanError(f"a barrier window adds column {f.name!r}, which the input already has")
-        return Schema(inp.fields + bounds, inp.unsupported)
+        added = list(self._bounds())
+        for name, source in self.carried:
+            f = inp.field(source, f"table({name}=...) of a barrier window")
+            added.append(Field(name, f.dtype, True))
+        taken = set(inp.names)
+        for f in added:
+            if f.name in taken:
+                raise PlanError(f"a barrier window adds column {f.name!r}, which the rows already have")
+            taken.add(f.name)
+        return Schema(inp.fields + tuple(added), inp.unsupported)
 
 
 def _need_aggregates(aggs: tuple[tuple[str, AggCall], ...]) -> None:

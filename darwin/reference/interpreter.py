@@ -598,22 +598,26 @@ class _SessionAggregate(_Operator):
 
 class _Barriers:
     """Where a barrier window stands, per ``by`` key (one key without it): the barriers seen (the
-    current window's id) and the last one's time."""
+    current window's id) and the barrier row that opened it."""
 
     def __init__(self, window: BarrierWindow, schema: Schema) -> None:
         self.window, self.is_barrier = window, compile_expr(window.when, schema)
         self.by = [compile_expr(Column(c), schema) for c in window.by]
-        self.state: dict[tuple, tuple[int, Any]] = {}  # key -> (window id, start)
+        self.state: dict[tuple, tuple[int, Row | None]] = {}  # key -> (window id, the barrier that opened it)
 
-    def bounds(self, row: Row, end: Any) -> list[Any]:
-        """window_id, and with ``on`` window_start and window_end, of the window ``row`` is in."""
-        ident, start = self.state.get(self._key(row), (0, None))
-        return [ident] if self.window.on is None else [ident, start, end]
+    def bounds(self, row: Row, end: Any, carried: tuple[tuple[str, str], ...] = ()) -> list[Any]:
+        """window_id, and with ``on`` window_start and window_end, of the window ``row`` is in; then
+        the ``carried`` columns of the barrier that opened it."""
+        ident, opener = self.state.get(self._key(row), (0, None))
+        out: list[Any] = [ident]
+        if self.window.on is not None:
+            out += [None if opener is None else opener[self.window.on], end]
+        return out + [None if opener is None else opener[source] for _, source in carried]
 
     def close(self, row: Row) -> None:
         key = self._key(row)
         ident, _ = self.state.get(key, (0, None))
-        self.state[key] = (ident + 1, row[self.window.on] if self.window.on is not None else None)
+        self.state[key] = (ident + 1, row)
 
     def _key(self, row: Row) -> tuple:
         return tuple(_group_key(f(row)) for f in self.by)
@@ -673,7 +677,8 @@ class _BarrierAssign(_Operator):
         on = self.node.window.on
         for row in rows:
             barrier = self.barriers.is_barrier(row) is True
-            out.append({**row, **dict(zip(self.names, self.barriers.bounds(row, row[on] if barrier and on else None)))})
+            added = self.barriers.bounds(row, row[on] if barrier and on else None, self.node.carried)
+            out.append({**row, **dict(zip(self.names, added))})
             if barrier:
                 self.barriers.close(row)
         self.emit(out, marks)

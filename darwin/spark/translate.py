@@ -168,11 +168,16 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         before = ordered.rowsBetween(Window.unboundedPreceding, -1)
         after = ordered.rowsBetween(0, Window.unboundedFollowing)
         t = column(w.on) if w.on else F.lit(None).cast("bigint")
-        mark = F.when(barrier, F.struct(t.alias("t")))  # a struct: a barrier without a time still counts
+        carried = node.carried if isinstance(node, pn.BarrierAssign) else ()
+        # a struct: a barrier without a time still counts; it holds what the barrier passes to its window
+        mark = F.when(barrier, F.struct(t.alias("t"), *(column(c).alias(f"c{j}") for j, (_, c) in enumerate(carried))))
         df = f.df.withColumn("__dw_barrier", barrier)
         df = df.withColumn(pn.WINDOW_ID, F.coalesce(F.sum(barrier.cast("bigint")).over(before), F.lit(0)))
+        df = df.withColumn("__dw_opened", F.last(mark, ignorenulls=True).over(before))
+        for j, (name, _) in enumerate(carried):
+            df = df.withColumn(name, column("__dw_opened")[f"c{j}"])
         if w.on:
-            df = df.withColumn(pn.WINDOW_START, F.last(mark, ignorenulls=True).over(before)["t"])
+            df = df.withColumn(pn.WINDOW_START, column("__dw_opened")["t"])
         if closed_only:
             df = df.withColumn("__dw_closing", F.first(mark, ignorenulls=True).over(after))
             df = df.filter(~column("__dw_barrier") & column("__dw_closing").isNotNull())

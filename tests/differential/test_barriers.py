@@ -32,6 +32,8 @@ SHAPES = {
     "assigned": lambda t, on: _windows(t, on).table(),
     "assigned_per_key": lambda t, on: _windows(t, on, by=("k",)).table(),
     "assigned_per_string_key": lambda t, on: _windows(t, on, by=("s", "k")).table(),
+    "carried": lambda t, on: _windows(t, on, by=("k",)).table(opened_f="f", opened_s="s", opened_b="b",
+                                                               opened_ts="ts"),
     "model_joined": lambda t, on: _windows(t, on).table().filter(
         dw.when(col("b") & (col("v") % 3 == 0), False).otherwise(True)).join(
         _windows(t, on).group_by("k").agg(mean=dw.avg("f")).select("k", "mean", next=col("window_id") + 1),
@@ -55,7 +57,8 @@ def test_barrier_windows_agree_with_the_reference(shape, data, on):
     assert_agree(SHAPES[shape](source(table, cuts, delay), on), batch_size)
 
 
-@pytest.mark.parametrize("shape", ["keyed", "string_keys", "float_and_bool_keys", "model_joined", "assigned_per_key"])
+@pytest.mark.parametrize("shape", ["keyed", "string_keys", "float_and_bool_keys", "model_joined", "assigned_per_key",
+                                   "carried"])
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=streams(), seed=st.integers(0, 1000))
 def test_barrier_windows_are_the_same_at_every_parallelism(shape, data, seed):

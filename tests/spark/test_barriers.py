@@ -20,7 +20,7 @@ def test_barrier_windows_agree_on_three_engines(spark):
     assert_three_engines_agree(windows.group_by("k").agg(n=dw.count(), s=dw.sum("v"), hi=dw.max("v")), batch_size=16)
     assert_three_engines_agree(windows.agg(n=dw.count()), batch_size=16)
     assert_three_engines_agree(windows.table(), batch_size=16)
-    per_key = t.window(dw.Barrier(col("kind") == "rule", on="t", by="k")).table()
+    per_key = t.window(dw.Barrier(col("kind") == "rule", on="t", by="k")).table(rule_v="v", rule_kind="kind")
     assert_three_engines_agree(per_key, batch_size=16)
 
 
