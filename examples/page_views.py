@@ -2,15 +2,14 @@
 
 Nearly all views go to two pages, so splitting the work by page would leave all but two workers
 idle: the parallelism has to come from within a key. A metadata update of a page is a barrier of
-that page only (``dw.Barrier(..., by="page")``): it closes the page's window, and the views of the
-next window read the metadata as of that update. So the views of one page are independent of each
-other between two updates, and the join is on (page, window), not on the page alone: a view joins
-exactly the update that opened its window. Run it with ``python examples/page_views.py [parallelism]``.
+that page only (``dw.Barrier(..., by="page")``): it closes the page's window, and every view of
+the next window reads the metadata that update carries (``.table(page_category="category")``).
+The state is one metadata row per page, not the views: between two updates the views of a page
+are independent of each other. Run it with ``python examples/page_views.py [parallelism]``.
 
-What is not built yet: forking one page's metadata to every worker so that the views of a hot
-page are processed by several workers at once. Here the source is read by all workers, but the
-window numbering and the join run on one thread, and the join keeps every view and update
-(docs/decisions.md, "Barrier windows").
+What is not built yet: forking a hot page's metadata to every worker so that its views are
+processed by several workers at once. Here the source is read and filtered by all workers, but
+the per-page numbering is one compiled pass on one thread (docs/decisions.md, "Barrier windows").
 """
 
 from __future__ import annotations
@@ -56,11 +55,9 @@ def events(n: int = 10_000, seed: int = 5) -> pa.Table:
 
 def query(table: pa.Table) -> dw.Table:
     events_ = dw.from_arrow(table, time="t", name="events")
-    rows = events_.window(dw.Barrier(col("kind") == "meta", by="page")).table()  # window_id: per page
-    views = rows.filter(col("kind") == "view").select("id", "page", "user", "window_id")
-    # the update closing a page's window w is what that page's views in window w + 1 read
-    updates = rows.filter(col("kind") == "meta").select("page", "category", opens=col("window_id") + 1)
-    return views.join(updates, on=[("page", "page"), ("window_id", "opens")]).select("id", "page", "user", "category")
+    rows = events_.window(dw.Barrier(col("kind") == "meta", by="page")).table(page_category="category")
+    views = rows.filter((col("kind") == "view") & col("page_category").is_not_null())  # a page with metadata
+    return views.select("id", "page", "user", category=col("page_category"))
 
 
 def expected(table: pa.Table) -> list[tuple[int, str]]:
