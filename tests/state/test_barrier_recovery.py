@@ -17,7 +17,7 @@ def _events(t):
 
 
 def per_key_barriers(t):
-    return _events(t).window(dw.Barrier(col("kind") == "rule", on="ts", by="k")).table()
+    return _events(t).window(dw.Barrier(col("kind") == "rule", on="ts", by="k")).table(rule_v="v", rule_kind="kind")
 
 
 def barrier_windows(t):
