@@ -9,6 +9,8 @@
 
 from darwin import errors
 from darwin.api import (
+                        Barrier,
+                        BarrierWindowedTable,
                         GroupedTable,
                         RunResult,
                         SinkQuery,
@@ -35,6 +37,7 @@ from darwin.types import DType
 _register_spark()  # Config(engine="spark"); pyspark is imported only when a query runs there
 
 __all__ = [
+    "Barrier", "BarrierWindowedTable",
     "Config", "DType", "Expr", "GroupedTable", "HardwareInfo", "RunResult", "Session", "SinkQuery", "Slide", "Table",
     "Tumble", "Window", "WindowedTable", "asc", "avg", "col", "count", "count_distinct", "desc", "errors", "from_arrow",
     "from_batches", "lit", "max", "mean", "min", "from_source", "read_csv", "read_ipc", "read_kafka", "read_parquet",

@@ -27,7 +27,7 @@ from darwin.io.source import Source
 from darwin.io.sources import ArrowSource, BatchSource, ParquetSource
 from darwin.plan import nodes as pn
 from darwin.plan.exprs import Column, ExprNode
-from darwin.plan.window import SessionWindow, Window
+from darwin.plan.window import BarrierWindow, SessionWindow, Window
 from darwin.runtime.output import RunResult
 
 if TYPE_CHECKING:
@@ -109,16 +109,26 @@ class Table:
     @overload
     def window(self, window: SessionWindow, late_output: bool = False) -> SessionWindowedTable: ...
 
-    def window(self, window: Window | SessionWindow, late_output: bool = False) \
-            -> WindowedTable | SessionWindowedTable:
+    @overload
+    def window(self, window: BarrierWindow, late_output: bool = False) -> BarrierWindowedTable: ...
+
+    def window(self, window: Window | SessionWindow | BarrierWindow, late_output: bool = False) \
+            -> WindowedTable | SessionWindowedTable | BarrierWindowedTable:
         """Assign rows to event-time windows; ``late_output`` keeps late rows instead of only counting them.
-        Session windows (``dw.Session``) are only aggregated: ``.group_by(...).agg(...)``."""
+        Session windows (``dw.Session``) are only aggregated: ``.group_by(...).agg(...)``; barrier
+        windows (``dw.Barrier``) are aggregated or attached to rows (``.table()``)."""
+        if isinstance(window, BarrierWindow):
+            if late_output:
+                raise PlanError("late_output=True: barrier windows have no late rows (they are not event-time windows)")
+            pn.check_barrier_window(window, self.plan)  # the condition and the time column, now
+            return BarrierWindowedTable(self.plan, window)
         if isinstance(window, SessionWindow):
             if late_output:
                 raise PlanError("late_output=True is not supported for session windows yet; late rows are counted")
             return SessionWindowedTable(self.plan, window)
         if not isinstance(window, Window):
-            raise PlanError(f"window() takes dw.Tumble(...), dw.Slide(...) or dw.Session(...), got {window!r}")
+            raise PlanError(f"window() takes dw.Tumble(...), dw.Slide(...), dw.Session(...) or dw.Barrier(...), "
+                            f"got {window!r}")
         return WindowedTable(pn.WindowAssign(self.plan, window, late_output))
 
     # -- joins ----------------------------------------------------------------------
@@ -284,14 +294,50 @@ class SessionWindowedTable:
         return GroupedTable(self.plan, (), self.window).agg(**aggs)
 
 
+class BarrierWindowedTable:
+    """Rows in data-triggered windows: ``.group_by(...).agg(...)`` emits every group's row of a window
+    when the barrier closing it arrives; ``.table()`` gives the rows with their window's id."""
+
+    __slots__ = ("plan", "window")
+
+    def __init__(self, plan: pn.PlanNode, window: BarrierWindow) -> None:
+        self.plan, self.window = plan, window
+
+    def group_by(self, *keys: str | Expr) -> GroupedTable:
+        return GroupedTable(self.plan, _key_names(self.plan, keys), barrier=self.window)
+
+    def agg(self, **aggs: Agg) -> Table:
+        """One row per window over all rows, without a key."""
+        return GroupedTable(self.plan, (), barrier=self.window).agg(**aggs)
+
+    def table(self, **carried: str) -> Table:
+        """Every row with its window_id (and window_start, window_end with ``on=``); each
+        ``name="column"`` adds that column's value on the barrier row that opened the row's window
+        (NULL before the first barrier), e.g. ``.table(page_category="category")``."""
+        for name, source in carried.items():
+            if not isinstance(source, str):
+                raise PlanError(f"table({name}=...): give the name of a column of the barrier rows, got {source!r}")
+        return Table(pn.BarrierAssign(self.plan, self.window, tuple(carried.items())))
+
+
+def Barrier(when: IntoExpr, on: str | None = None, by: str | Sequence[str] = ()) -> BarrierWindow:  # noqa: N802
+    """Windows closed by data: each row for which ``when`` holds (a barrier) closes the window of
+    every key; ``on`` names a timestamp column whose barrier times bound the windows. With ``by``,
+    a barrier closes only the window of its own ``by`` key (e.g. a page's metadata update)."""
+    if isinstance(when, str):
+        when = Column(when)
+    return BarrierWindow(_node(when), on, _names(by))
+
+
 class GroupedTable:
     """Grouped rows: of windows (a windowed aggregation that appends) or of the whole stream (an
     updating aggregation)."""
 
-    __slots__ = ("plan", "keys", "session")
+    __slots__ = ("plan", "keys", "session", "barrier")
 
-    def __init__(self, plan: pn.PlanNode, keys: tuple[str, ...], session: SessionWindow | None = None) -> None:
-        self.plan, self.keys, self.session = plan, keys, session
+    def __init__(self, plan: pn.PlanNode, keys: tuple[str, ...], session: SessionWindow | None = None,
+                 barrier: BarrierWindow | None = None) -> None:
+        self.plan, self.keys, self.session, self.barrier = plan, keys, session, barrier
 
     def agg(self, **aggs: Agg) -> Table:
         calls = []
@@ -299,6 +345,8 @@ class GroupedTable:
             if not isinstance(a, Agg):
                 raise PlanError(f"agg: {name}= must be an aggregate such as dw.sum('x'), got {a!r}")
             calls.append((name, a.call))
+        if self.barrier is not None:
+            return Table(pn.BarrierAggregate(self.plan, self.barrier, self.keys, tuple(calls)))
         if self.session is not None:
             return Table(pn.SessionAggregate(self.plan, self.session, self.keys, tuple(calls)))
         if isinstance(self.plan, pn.WindowAssign):

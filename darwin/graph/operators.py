@@ -295,7 +295,8 @@ class JoinOperator:
                 f"{ttl} state={self.state.describe()}")
 
 
-StreamNode = pn.GroupAggregate | pn.SessionAggregate | pn.TopN | pn.Deduplicate | pn.Over
+StreamNode = (pn.GroupAggregate | pn.SessionAggregate | pn.TopN | pn.Deduplicate | pn.Over | pn.BarrierAggregate
+              | pn.BarrierAssign)
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ class _Chain:
 
 KEY_PREFIX = "__darwin_key"
 ARG_PREFIX = "__darwin_arg"
+BARRIER_COLUMN = "__darwin_barrier"  # a barrier window's condition, computed by its input pipeline
 
 
 class _Translator(SharedNodeVisitor[_Chain]):
@@ -131,6 +132,23 @@ class _Translator(SharedNodeVisitor[_Chain]):
         return self._stream_operator(node, chain.then(op.ProjectOp(exprs), schema), args)
 
     visit_SessionAggregate = visit_GroupAggregate
+
+    def visit_BarrierAggregate(self, node: pn.BarrierAggregate) -> _Chain:
+        """Its keys, time column and arguments, and whether each row is a barrier."""
+        chain = self.visit(node.input)
+        args = tuple(None if call.input is None else f"{ARG_PREFIX}{i}" for i, (_, call) in enumerate(node.aggs))
+        read = node.keys + ((node.window.on,) if node.window.on else ())
+        exprs = tuple((k, Column(k)) for k in dict.fromkeys(read)) + tuple(
+            (f"{ARG_PREFIX}{i}", call.input) for i, (_, call) in enumerate(node.aggs) if call.input is not None)
+        exprs += ((BARRIER_COLUMN, node.window.when),)
+        return self._stream_operator(node, chain.then(op.ProjectOp(exprs), pn.project_schema(exprs, chain.schema)),
+                                     args)
+
+    def visit_BarrierAssign(self, node: pn.BarrierAssign) -> _Chain:
+        """Its rows, and whether each is a barrier."""
+        chain = self.visit(node.input)
+        exprs = tuple((c, Column(c)) for c in chain.schema.names) + ((BARRIER_COLUMN, node.window.when),)
+        return self._stream_operator(node, chain.then(op.ProjectOp(exprs), pn.project_schema(exprs, chain.schema)))
 
     def visit_TopN(self, node: pn.TopN | pn.Deduplicate) -> _Chain:
         return self._stream_operator(node, self.visit(node.input))

@@ -33,8 +33,14 @@ class _Describe(PlanVisitor[str]):
 
     visit_GroupAggregate = visit_Aggregate
 
-    def visit_SessionAggregate(self, node: pn.SessionAggregate) -> str:
+    def visit_SessionAggregate(self, node: pn.SessionAggregate | pn.BarrierAggregate) -> str:
         return f"{self.visit_Aggregate(node)} {node.window}"
+
+    visit_BarrierAggregate = visit_SessionAggregate
+
+    def visit_BarrierAssign(self, node: pn.BarrierAssign) -> str:
+        carried = ", ".join(f"{name}={source}" for name, source in node.carried)
+        return f"BarrierAssign {node.window}" + (f" carrying [{carried}]" if carried else "")
 
     def visit_TopN(self, node: pn.TopN) -> str:
         rank = f" rank={node.rank}" if node.rank else ""

@@ -47,7 +47,10 @@ class _Inspects(PlanVisitor[list[set[str]]]):
     def visit_Aggregate(self, n: pn.AnyAggregate, inspected: set[str]) -> list[set[str]]:
         return [pn.aggregate_reads(n)]
 
-    visit_GroupAggregate = visit_SessionAggregate = visit_Aggregate
+    visit_GroupAggregate = visit_SessionAggregate = visit_BarrierAggregate = visit_Aggregate
+
+    def visit_BarrierAssign(self, n: pn.BarrierAssign, inspected: set[str]) -> list[set[str]]:
+        return [(inspected & set(n.input.schema.names)) | pn.barrier_reads(n.window)]  # a carried value is moved
 
     def visit_TopN(self, n: pn.TopN | pn.Deduplicate | pn.Over, inspected: set[str]) -> list[set[str]]:
         if pn.updating(n.input):  # a retraction compares whole rows

@@ -56,6 +56,12 @@ class _UniqueKey(PlanVisitor[Key]):
     def visit_SessionAggregate(self, n: pn.SessionAggregate) -> Key:
         return (pn.WINDOW_START, pn.WINDOW_END, *n.keys)  # a key's sessions never overlap
 
+    def visit_BarrierAggregate(self, n: pn.BarrierAggregate) -> Key:
+        return (pn.WINDOW_ID, *n.keys)  # a barrier fires each group once
+
+    def visit_BarrierAssign(self, n: pn.BarrierAssign) -> Key:
+        return self.visit(n.input)  # a row of its input, with its window added
+
     def visit_GroupAggregate(self, n: pn.GroupAggregate) -> Key:
         return n.keys
 

@@ -21,10 +21,11 @@ from darwin.errors import DarwinTypeError, PlanError, UnsupportedError
 from darwin.io.source import Source
 from darwin.plan.aggregates import agg_type, function
 from darwin.plan.exprs import AggCall, ExprNode, columns_of, type_of
-from darwin.plan.window import SessionWindow, Window
+from darwin.plan.window import BarrierWindow, SessionWindow, Window
 from darwin.types import DType, Field, Schema
 
 WINDOW_START, WINDOW_END = "window_start", "window_end"
+WINDOW_ID = "window_id"  # a barrier window's number: the barriers before its rows
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,102 @@ class SessionAggregate(_OneInput):
         return _windowed_groups(self.input.schema, bounds, self.keys, self.aggs)
 
 
+def check_barrier_window(window: BarrierWindow, rows: PlanNode, what: str = "a barrier window") -> None:
+    """``window.when`` is a bool over ``rows``, ``window.on`` (if given) a timestamp of it, and the
+    rows append (a barrier is a row's place in the stream, which retractions would not keep)."""
+    if not isinstance(window, BarrierWindow):
+        raise PlanError(f"{what}: needs a dw.Barrier(when=...) window, got {window!r}")
+    if updating(rows):
+        raise UnsupportedError(f"{what} over {_UPDATING} is not supported yet")
+    t = type_of(window.when, rows.schema, f"{what}: when=")
+    if t.dtype not in (DType.BOOL, None):
+        raise DarwinTypeError(f"{what}: when={window.when} is {t.dtype.value}, not bool")
+    for c in window.by:
+        rows.schema.field(c, f"{what}: by=")
+    if window.on is not None:
+        f = rows.schema.field(window.on, f"{what}: on=")
+        if f.dtype is not DType.TIMESTAMP:
+            raise DarwinTypeError(f"{what}: on={window.on!r} is {f.dtype.value}; the bounds of a "
+                                  "barrier window need a timestamp column")
+
+
+class _Barriered(_OneInput):
+    """A node over rows in barrier windows (``check_barrier_window`` says what it checks)."""
+
+    input: PlanNode
+    window: BarrierWindow
+
+    def _check_window(self, what: str) -> None:
+        check_barrier_window(self.window, self.input, what)
+
+    def _bounds(self) -> tuple[Field, ...]:
+        """window_id, and with ``on`` the previous barrier's time (NULL for the first window) and this one's."""
+        ident = (Field(WINDOW_ID, DType.INT64, False),)
+        if self.window.on is None:
+            return ident
+        return ident + (Field(WINDOW_START, DType.TIMESTAMP, True), Field(WINDOW_END, DType.TIMESTAMP, True))
+
+
+@dataclass(frozen=True)
+class BarrierAggregate(_Barriered):
+    """Aggregation per key and barrier window: when a barrier row arrives, every key's aggregate of
+    the rows since the previous barrier is emitted (keys in the order they first arrived in the
+    window) and the state is emptied. The barrier row itself is in no window; rows after the last
+    barrier are never emitted (no barrier closed their window)."""
+
+    input: PlanNode
+    window: BarrierWindow
+    keys: tuple[str, ...]
+    aggs: tuple[tuple[str, AggCall], ...]
+
+    def __post_init__(self) -> None:
+        self._check_window("a barrier window aggregation")
+        if self.window.by:
+            raise UnsupportedError("a barrier window aggregation with per-key barriers (dw.Barrier(by=...)) is not "
+                                   "supported yet; per-key barriers number rows: .window(...).table()")
+        _need_aggregates(self.aggs)
+        _distinct_keys(self.keys)
+        _refuse_unwindowed(self.aggs, "a barrier window aggregation")
+        _ = self.schema
+
+    @cached_property
+    def schema(self) -> Schema:
+        return _windowed_groups(self.input.schema, self._bounds(), self.keys, self.aggs)
+
+
+@dataclass(frozen=True)
+class BarrierAssign(_Barriered):
+    """Every row with the number of its barrier window (``window_id``: the barriers before it), and
+    with ``on`` the window's start (the previous barrier's time, NULL before the first barrier). A
+    barrier row carries the id of the window it closes, and its own time as window_end; other rows
+    get a NULL window_end (the barrier closing their window has not come yet). With per-key barriers
+    (``window.by``) all of it is counted per key: a barrier moves only its own key's window.
+    ``carried`` (new name, input column) pairs add, to every row, that column's value on the barrier
+    row that opened its window (NULL before the first one): a page's metadata, read by its views."""
+
+    input: PlanNode
+    window: BarrierWindow
+    carried: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        self._check_window("a barrier window")
+        _ = self.schema
+
+    @cached_property
+    def schema(self) -> Schema:
+        inp = self.input.schema
+        added = list(self._bounds())
+        for name, source in self.carried:
+            f = inp.field(source, f"table({name}=...) of a barrier window")
+            added.append(Field(name, f.dtype, True))
+        taken = set(inp.names)
+        for f in added:
+            if f.name in taken:
+                raise PlanError(f"a barrier window adds column {f.name!r}, which the rows already have")
+            taken.add(f.name)
+        return Schema(inp.fields + tuple(added), inp.unsupported)
+
+
 def _need_aggregates(aggs: tuple[tuple[str, AggCall], ...]) -> None:
     if not aggs:
         raise PlanError("agg: at least one aggregate is needed, e.g. agg(n=dw.count())")
@@ -203,12 +300,12 @@ def _distinct_keys(keys: tuple[str, ...]) -> None:
         raise PlanError(f"group_by: a key is given twice in {list(keys)}")
 
 
-def _windowed_groups(inp: Schema, bounds: tuple[Field, Field], keys: tuple[str, ...],
+def _windowed_groups(inp: Schema, bounds: tuple[Field, ...], keys: tuple[str, ...],
                      aggs: tuple[tuple[str, AggCall], ...]) -> Schema:
     """A windowed aggregation's rows: the window's bounds, the group keys, the aggregates."""
     fields = list(bounds)
     for k in keys:
-        if k in (WINDOW_START, WINDOW_END):
+        if k in (WINDOW_START, WINDOW_END) or k in {f.name for f in bounds}:
             raise PlanError(f"group_by: {k!r} is already part of every windowed group")
         fields.append(inp.field(k, "group_by"))
     for name, call in aggs:
@@ -570,7 +667,7 @@ class Union:
         return Schema(tuple(Field(f.name, f.dtype, n) for f, n in zip(first.fields, nullable)), first.unsupported)
 
 
-AnyAggregate = Aggregate | GroupAggregate | SessionAggregate
+AnyAggregate = Aggregate | GroupAggregate | SessionAggregate | BarrierAggregate
 
 
 def aggregate_reads(n: AnyAggregate) -> set[str]:
@@ -580,9 +677,16 @@ def aggregate_reads(n: AnyAggregate) -> set[str]:
         uses |= {n.input.window.on, WINDOW_START, WINDOW_END}
     if isinstance(n, SessionAggregate):
         uses.add(n.window.on)
+    if isinstance(n, BarrierAggregate):
+        uses |= barrier_reads(n.window)
     for _, call in n.aggs:
         uses |= columns_of(call)
     return uses
+
+
+def barrier_reads(w: BarrierWindow) -> set[str]:
+    """The columns a barrier window reads: its condition's and its time column."""
+    return set(columns_of(w.when)) | ({w.on} if w.on else set()) | set(w.by)
 
 
 def ranking_reads(n: TopN | Deduplicate | Over) -> set[str]:
@@ -636,7 +740,7 @@ def _columns(s: Schema) -> str:
 
 
 PlanNode = (Scan | Filter | Project | WindowAssign | Aggregate | SessionAggregate | GroupAggregate | TopN | Deduplicate
-            | Over | Join | LookupJoin | Union)
+            | Over | Join | LookupJoin | Union | BarrierAggregate | BarrierAssign)
 
 
 def updating(node: PlanNode) -> bool:

@@ -245,7 +245,10 @@ class _Needs(PlanVisitor[list[set[str]]]):
     def visit_Aggregate(self, n: pn.AnyAggregate, needed: set[str]) -> list[set[str]]:
         return [pn.aggregate_reads(n)]
 
-    visit_GroupAggregate = visit_SessionAggregate = visit_Aggregate
+    visit_GroupAggregate = visit_SessionAggregate = visit_BarrierAggregate = visit_Aggregate
+
+    def visit_BarrierAssign(self, n: pn.BarrierAssign, needed: set[str]) -> list[set[str]]:
+        return [(needed & set(n.input.schema.names)) | pn.barrier_reads(n.window) | {c for _, c in n.carried}]
 
     def visit_TopN(self, n: pn.TopN | pn.Deduplicate | pn.Over, needed: set[str]) -> list[set[str]]:
         if pn.updating(n.input):  # a retracted row is told apart from its equals by every column

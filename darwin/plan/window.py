@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from darwin.durations import MAX_DURATION_MS, to_millis
 from darwin.errors import PlanError
+from darwin.plan.exprs import ExprNode
 
 Duration = str | int | float | timedelta
 MAX_WINDOWS_PER_ROW = 1000  # size / slide of a sliding window: each row is aggregated this many times
@@ -87,3 +88,21 @@ class SessionWindow:
 def Session(gap: Duration, on: str) -> SessionWindow:  # noqa: N802
     """Sessions of rows no more than ``gap`` apart, per key, over timestamp column ``on``."""
     return SessionWindow(to_millis(gap, "Session gap", PlanError), on)
+
+
+@dataclass(frozen=True)
+class BarrierWindow:
+    """Data-triggered windows: a row for which ``when`` holds (a *barrier*) closes the window of
+    every key at once; the rows before it, back to the previous barrier, are the window. ``on``
+    (a timestamp column, optional) gives the windows' bounds: the previous and this barrier's time.
+    ``when`` is a plan expression (``darwin.plan.exprs``), checked against the input when the
+    aggregation is built. With ``by`` (columns), barriers are per key: a barrier closes the window
+    of its own ``by`` key only, and window ids count each key's barriers."""
+
+    when: ExprNode
+    on: str | None = None
+    by: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        by = f" by [{', '.join(self.by)}]" if self.by else ""
+        return f"barrier(when {self.when}{by}" + (f" on {self.on})" if self.on else ")")

@@ -35,6 +35,7 @@ from darwin.plan.exprs import Column
 from darwin.plan.ranking import Ranking, ranking_of
 from darwin.plan.temporal import join_timing
 from darwin.plan.visitor import SharedNodeVisitor
+from darwin.plan.window import BarrierWindow
 from darwin.runtime.encoding import to_int64
 from darwin.runtime.output import Output
 from darwin.runtime.progress import NO_WATERMARK, LateRowsWarning, Metrics, WatermarkClock
@@ -247,6 +248,12 @@ class _Builder(SharedNodeVisitor[_Operator]):
 
     def visit_SessionAggregate(self, node: pn.SessionAggregate) -> _Operator:
         return _SessionAggregate(node, self.ctx, self.visit(node.input))
+
+    def visit_BarrierAggregate(self, node: pn.BarrierAggregate) -> _Operator:
+        return _BarrierAggregate(node, self.ctx, self.visit(node.input))
+
+    def visit_BarrierAssign(self, node: pn.BarrierAssign) -> _Operator:
+        return _BarrierAssign(node, self.visit(node.input))
 
     def visit_TopN(self, node: pn.TopN | pn.Deduplicate) -> _Operator:
         return _Rank(node, self.ctx, self.visit(node.input))
@@ -587,6 +594,94 @@ class _SessionAggregate(_Operator):
             out.append(dict(zip(names, [start, session.end, *keys, *(a.result() for a in accs)])))
         self.ctx.metrics.add("windows_fired", len(fired))
         self.emit(out, [old] * len(out))
+
+
+class _Barriers:
+    """Where a barrier window stands, per ``by`` key (one key without it): the barriers seen (the
+    current window's id) and the barrier row that opened it."""
+
+    def __init__(self, window: BarrierWindow, schema: Schema) -> None:
+        self.window, self.is_barrier = window, compile_expr(window.when, schema)
+        self.by = [compile_expr(Column(c), schema) for c in window.by]
+        self.state: dict[tuple, tuple[int, Row | None]] = {}  # key -> (window id, the barrier that opened it)
+
+    def bounds(self, row: Row, end: Any, carried: tuple[tuple[str, str], ...] = ()) -> list[Any]:
+        """window_id, and with ``on`` window_start and window_end, of the window ``row`` is in; then
+        the ``carried`` columns of the barrier that opened it."""
+        ident, opener = self.state.get(self._key(row), (0, None))
+        out: list[Any] = [ident]
+        if self.window.on is not None:
+            out += [None if opener is None else opener[self.window.on], end]
+        return out + [None if opener is None else opener[source] for _, source in carried]
+
+    def close(self, row: Row) -> None:
+        key = self._key(row)
+        ident, _ = self.state.get(key, (0, None))
+        self.state[key] = (ident + 1, row)
+
+    def _key(self, row: Row) -> tuple:
+        return tuple(_group_key(f(row)) for f in self.by)
+
+
+class _BarrierAggregate(_Operator):
+    """Barrier windows (``pn.BarrierAggregate``): rows are aggregated per key until a barrier row,
+    which emits every key's row of the window (keys in the order they first arrived in it) and
+    empties the state. The barrier row is in no window."""
+
+    def __init__(self, node: pn.BarrierAggregate, ctx: _Context, child: _Operator) -> None:
+        super().__init__([child])
+        self.node, self.ctx = node, ctx
+        schema = node.input.schema
+        self.barriers = _Barriers(node.window, schema)
+        self.keys = [compile_expr(Column(k), schema) for k in node.keys]
+        self.args = [(function(call.func), compile_expr(call.input, schema) if call.input is not None else None)
+                     for _, call in node.aggs]
+        self.groups: dict[tuple, list[Accumulator]] = {}  # insertion order: first arrival in the window
+        self.names = [f.name for f in node.schema.fields]
+
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        out, out_marks = [], []
+        for row, mark in zip(rows, marks):
+            if self.barriers.is_barrier(row) is True:
+                bounds = self.barriers.bounds(row, row[self.node.window.on] if self.node.window.on else None)
+                for key, accs in self.groups.items():
+                    keys = [float("nan") if k is _NAN else k for k in key]
+                    out.append(dict(zip(self.names, [*bounds, *keys, *(a.result() for a in accs)])))
+                    out_marks.append(mark)
+                self.ctx.metrics.add("windows_fired", 1)
+                self.groups = {}
+                self.barriers.close(row)
+                continue
+            key = tuple(_group_key(f(row)) for f in self.keys)
+            if key not in self.groups:
+                self.groups[key] = [agg.accumulator() for agg, _ in self.args]
+            accs = self.groups[key]
+            for acc, (_, f) in zip(accs, self.args):
+                v = f(row) if f is not None else 1
+                if v is not None:
+                    acc.add(v)
+        self.emit(out, out_marks)
+
+
+class _BarrierAssign(_Operator):
+    """Every row with its barrier window (``pn.BarrierAssign``); a barrier row with the window it closes."""
+
+    def __init__(self, node: pn.BarrierAssign, child: _Operator) -> None:
+        super().__init__([child])
+        self.node = node
+        self.barriers = _Barriers(node.window, node.input.schema)
+        self.names = [f.name for f in node.schema.fields[len(node.input.schema):]]
+
+    def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        out = []
+        on = self.node.window.on
+        for row in rows:
+            barrier = self.barriers.is_barrier(row) is True
+            added = self.barriers.bounds(row, row[on] if barrier and on else None, self.node.carried)
+            out.append({**row, **dict(zip(self.names, added))})
+            if barrier:
+                self.barriers.close(row)
+        self.emit(out, marks)
 
 
 class _Group:

@@ -15,6 +15,7 @@ from darwin.errors import UnsupportedError
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
 from darwin.runtime.encoding import EncodedBatch, StringPool
+from darwin.runtime.workers import WorkerPool
 
 
 class StreamRunner(Protocol):
@@ -49,7 +50,8 @@ class InputTime:
         pass
 
 
-def runner_for(operator: op.StreamOperator, config: Config, pool: StringPool) -> StreamRunner:
+def runner_for(operator: op.StreamOperator, config: Config, pool: StringPool,
+               workers: WorkerPool | None = None) -> StreamRunner:
     """The runner of ``operator``; its compiled parts load only when a query needs them."""
     node = operator.node
     if isinstance(node, pn.GroupAggregate):
@@ -60,6 +62,14 @@ def runner_for(operator: op.StreamOperator, config: Config, pool: StringPool) ->
         from darwin.runtime.session import SessionAggregateRunner
 
         return SessionAggregateRunner(operator, config, pool)
+    if isinstance(node, pn.BarrierAggregate):
+        from darwin.runtime.barrier import BarrierAggregateRunner
+
+        return BarrierAggregateRunner(operator, config, pool, workers or WorkerPool(1))
+    if isinstance(node, pn.BarrierAssign):
+        from darwin.runtime.barrier_assign import BarrierAssignRunner
+
+        return BarrierAssignRunner(operator, config, pool)
     if isinstance(node, pn.Over):
         from darwin.runtime.over import OverRunner
 

@@ -137,6 +137,56 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
             df = df.filter(column("__dw_rows") > 0)
         return _stateful(df, node.schema, frozenset())
 
+    def visit_BarrierAssign(self, node: pn.BarrierAssign) -> Frame:
+        f = self._barriered(node)
+        return Frame(f.df.select(*[column(n) for n in node.schema.names], *_hidden()), node.schema, f.arrival,
+                     f.never_late)
+
+    def visit_BarrierAggregate(self, node: pn.BarrierAggregate) -> Frame:
+        """Rows of a window closed by a barrier (later rows are never emitted), grouped by its id and keys."""
+        from pyspark.sql import functions as F
+
+        rows = self._barriered(node, closed_only=True).df
+        bounds = [pn.WINDOW_ID] + ([pn.WINDOW_START, pn.WINDOW_END] if node.window.on else [])
+        keys = [column(c) for c in bounds + list(node.keys)]
+        df = rows.groupBy(*keys).agg(*_aggregates(node.aggs, node.input.schema), F.min(SEQ).alias(SEQ))
+        return _stateful(df, node.schema, frozenset())
+
+    def _barriered(self, node: pn.BarrierAggregate | pn.BarrierAssign, closed_only: bool = False) -> Frame:
+        """The input's rows with their barrier window, counted over the order of arrival (``SEQ``); with
+        ``closed_only`` only the rows (not barriers) of windows a barrier closed, with that barrier's time."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        f = self.visit(node.input)
+        if not f.arrival:
+            raise UnsupportedError(f"the Spark engine cannot count the barriers of {_name(node)} over rows that "
+                                   "do not come straight from one source: its windows follow the order rows arrive in")
+        w = node.window
+        barrier = F.coalesce(to_spark(w.when, node.input.schema), F.lit(False))
+        ordered = Window.partitionBy(*(column(c) for c in w.by)).orderBy(SEQ) if w.by else Window.orderBy(SEQ)
+        before = ordered.rowsBetween(Window.unboundedPreceding, -1)
+        after = ordered.rowsBetween(0, Window.unboundedFollowing)
+        t = column(w.on) if w.on else F.lit(None).cast("bigint")
+        carried = node.carried if isinstance(node, pn.BarrierAssign) else ()
+        # a struct: a barrier without a time still counts; it holds what the barrier passes to its window
+        mark = F.when(barrier, F.struct(t.alias("t"), *(column(c).alias(f"c{j}") for j, (_, c) in enumerate(carried))))
+        df = f.df.withColumn("__dw_barrier", barrier)
+        df = df.withColumn(pn.WINDOW_ID, F.coalesce(F.sum(barrier.cast("bigint")).over(before), F.lit(0)))
+        df = df.withColumn("__dw_opened", F.last(mark, ignorenulls=True).over(before))
+        for j, (name, _) in enumerate(carried):
+            df = df.withColumn(name, column("__dw_opened")[f"c{j}"])
+        if w.on:
+            df = df.withColumn(pn.WINDOW_START, column("__dw_opened")["t"])
+        if closed_only:
+            df = df.withColumn("__dw_closing", F.first(mark, ignorenulls=True).over(after))
+            df = df.filter(~column("__dw_barrier") & column("__dw_closing").isNotNull())
+            if w.on:
+                df = df.withColumn(pn.WINDOW_END, column("__dw_closing")["t"])
+        elif w.on:
+            df = df.withColumn(pn.WINDOW_END, F.when(barrier, t))
+        return replace(f, df=df)
+
     def visit_SessionAggregate(self, node: pn.SessionAggregate) -> Frame:
         from darwin.spark.sessions import sessions
 
