@@ -18,6 +18,6 @@ def test_micro_benchmark_runs_and_every_engine_agrees(tmp_path):
     result = json.loads(out.read_text())
     assert result["equal"] is True
     assert set(result["records_per_s"]) == {
-        "darwin (compiled, host)", "hand kernel, in memory", "hand kernel, incl. Parquet read",
+        "darwin (compiled, host)", "hand kernel, in memory", "hand kernel, incl. Parquet read", "darwin, in memory",
         "pyspark local[*]", "darwin host (child process)", "darwin generic (child process)"}
     assert all(v > 0 for v in result["records_per_s"].values())

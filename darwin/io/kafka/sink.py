@@ -23,14 +23,18 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from darwin.errors import SinkError
 from darwin.files import crc32_of, fsync_path, write_atomically
-from darwin.io.kafka import avro, codecs
+from darwin.io.kafka import codecs
 from darwin.io.sinks import ResultSpec
+
+if TYPE_CHECKING:  # its Numba kernels load only for jobs that use Avro (Numba fixes its CPU target
+    # at the first compiled function: importing darwin must not)
+    from darwin.io.kafka import avro
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +66,7 @@ class KafkaSink:
         codecs.check_format(format, where, SinkError)
         self._avro: avro.AvroLayout | None = None
         if format == "avro":
+            from darwin.io.kafka import avro  # noqa: F811 - loaded only for Avro (see above)
             self._avro = avro.layout(avro_schema, avro_wire, avro_schema_id, where, SinkError)
         elif avro_schema is not None:
             raise SinkError(f"{where}(avro_schema=...) is for format='avro', not format={format!r}")
@@ -99,6 +104,7 @@ class KafkaSink:
             raise SinkError(f"{self._where}: the query keeps late rows (late_output=True), and a Kafka sink writes "
                             "results only; drop late_output, or send the results to a file sink with a late_path")
         if self._avro is not None:
+            from darwin.io.kafka import avro  # noqa: F811 - loaded only for Avro (see above)
             avro.check_columns(self._avro, [n for n in names if n not in (self.key, self.timestamp)
                                             or n in self._avro.schema.names], self._where)
         if self.format == "raw" and len(names) != 1:
@@ -267,6 +273,7 @@ class KafkaSink:
         """``row``: (epoch, number of the batch's first row in it), written as a header of each message, so a
         publish repeated after a crash can tell which rows a broker already shows (``skip``)."""
         if self._avro is not None:
+            from darwin.io.kafka import avro  # noqa: F811 - loaded only for Avro (see above)
             values = avro.encode(self._avro, batch.select(self._avro.schema.names), self._where)
         else:
             values = codecs.encode(self.format, batch)

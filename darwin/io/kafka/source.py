@@ -29,16 +29,20 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from darwin.durations import to_millis
 from darwin.errors import SourceError
-from darwin.io.kafka import avro, codecs
+from darwin.io.kafka import codecs
 from darwin.io.source import skip_rows
 from darwin.types import Schema
+
+if TYPE_CHECKING:  # its Numba kernels load only for jobs that use Avro (Numba fixes its CPU target
+    # at the first compiled function: importing darwin must not)
+    from darwin.io.kafka import avro
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +134,7 @@ class KafkaSource:
                               f"{list(METADATA)}")
         self._avro: avro.AvroLayout | None = None
         if format == "avro":
+            from darwin.io.kafka import avro  # noqa: F811 - loaded only for Avro (see above)
             self._avro = avro.layout(avro_schema, avro_wire, avro_schema_id, where, SourceError)
             values = _avro_columns(self._avro.schema, schema, where)
         elif avro_schema is not None:
@@ -413,6 +418,7 @@ class KafkaSource:
         if any(c in self.values.names for c in (*columns, self.time_column)):
             payloads = [m.value() for m in messages]
             if self._avro is not None:
+                from darwin.io.kafka import avro  # noqa: F811 - loaded only for Avro (see above)
                 decoded = avro.decode(self._avro, payloads,
                                       lambda i: f"{self._where} partition {part.id} offset {offsets[i]}")
                 decoded = _cast_values(decoded, self.values, where)
