@@ -57,8 +57,8 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
 
     check(config)
     spark = spark_session("darwin", config.spark_master, config.spark_conf)
-    frame, late, tables = translate(spark, plan, config)
-    metrics.add("input_rows", _input_rows(plan, tables))
+    frame, late, rows = translate(spark, plan, config)
+    metrics.add("input_rows", _input_rows(plan, rows))
     result = frame.df.select(*[c for c in frame.df.columns if c not in HIDDEN])
     table = _darwin_table(result.toArrow(), plan.schema)
     if pn.updating(plan):
@@ -87,10 +87,10 @@ def dataframe(plan: pn.PlanNode, config: Config) -> DataFrame:
     return frame.df.select(*[c for c in frame.df.columns if c not in HIDDEN])
 
 
-def _input_rows(plan: pn.PlanNode, tables: dict[int, pa.Table]) -> int:
+def _input_rows(plan: pn.PlanNode, rows: dict[int, int]) -> int:
     """Rows the streams held (a lookup join's table is loaded apart, as in Darwin)."""
     apart = {id(s) for n in pn.walk(plan) if isinstance(n, pn.LookupJoin) for s in pn.scans(n.table)}
-    return sum(t.num_rows for i, t in tables.items() if i not in apart)
+    return sum(n for i, n in rows.items() if i not in apart)
 
 
 def _darwin_table(table: pa.Table, schema: Schema) -> pa.Table:

@@ -29,7 +29,7 @@ from darwin.plan.ranking import Ranking, ranking_of
 from darwin.plan.temporal import join_timing, time_attributes
 from darwin.plan.visitor import SharedNodeVisitor
 from darwin.spark.exprs import column, spark_type, to_spark
-from darwin.spark.sources import BEFORE, HIDDEN, MARK, SEQ, read_scans, to_dataframe
+from darwin.spark.sources import BEFORE, HIDDEN, MARK, SEQ, delay_of, own_reader, read_scans, to_dataframe
 from darwin.types import Schema
 
 if TYPE_CHECKING:
@@ -62,11 +62,18 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         super().__init__()
         self.spark, self.config, self.tables = spark, config, tables
         self.late: DataFrame | None = None
+        self.rows: dict[int, int] = {}  # rows of each source, by id of its scan
 
     # -- sources and stateless operators --------------------------------------------------
     def visit_Scan(self, node: pn.Scan) -> Frame:
-        df = to_dataframe(self.spark, self.tables[id(node)])
-        return Frame(df, node.schema, arrival=True)
+        reader = own_reader(node)
+        if reader is not None:
+            df, rows = reader.spark_frame(self.spark, node.columns, self.config.batch_size, delay_of(node, self.config))
+            self.rows[id(node)] = rows
+            return Frame(df, node.schema, arrival=True)
+        table = self.tables[id(node)]
+        self.rows[id(node)] = table.num_rows
+        return Frame(to_dataframe(self.spark, table), node.schema, arrival=True)
 
     def visit_Filter(self, node: pn.Filter) -> Frame:
         f = self.visit(node.input)
@@ -318,9 +325,11 @@ def _join(left: Frame, right: Frame, node: pn.Join, how: str, broadcast: bool = 
 
 
 def translate(spark: SparkSession, plan: pn.PlanNode, config: Config) \
-        -> tuple[Frame, DataFrame | None, dict[int, pa.Table]]:
+        -> tuple[Frame, DataFrame | None, dict[int, int]]:
     """The DataFrame of ``plan`` (hidden columns included), that of the late rows it keeps (if any),
-    and the sources' rows as read, by ``id`` of their scan."""
-    tables = read_scans(pn.scans(plan), config)
+    and how many rows each source gave, by ``id`` of its scan. Sources that read themselves in Spark
+    (``SparkReadable``) do so on the executors; the others are read by the driver."""
+    tables = read_scans([s for s in pn.scans(plan) if own_reader(s) is None], config)
     t = SparkTranslator(spark, config, tables)
-    return t.visit(plan), t.late, tables
+    frame = t.visit(plan)
+    return frame, t.late, t.rows
