@@ -37,11 +37,12 @@ class NexmarkStream:
         rows = len(self.config.ids_of_kind(STREAMS.index(self.stream), 0, self.config.events))
         return spark.read.format(spark_source.NAME).options(**opts).load(), rows
 
-    def spark_stream(self, spark: Any, columns: tuple[str, ...], rate: float | None) -> Any:
+    def spark_stream(self, spark: Any, columns: tuple[str, ...], rate: float | None, batch_size: int) -> Any:
         from nexmark import spark_source
 
         spark_source.register(spark)
-        opts = spark_source.options(self.config, self.stream, columns, partitions=_parallelism(spark), rate=rate)
+        opts = spark_source.options(self.config, self.stream, columns, partitions=_parallelism(spark), rate=rate,
+                                    max_events=batch_size)
         return spark.readStream.format(spark_source.NAME).options(**opts).load()
 
     def stream_end(self, rate: float | None) -> Any:

@@ -33,15 +33,19 @@ NAME = "nexmark"
 
 
 def options(config: GeneratorConfig, stream: str, columns: Sequence[str], batch_size: int = 65_536,
-            delay_ms: int | None = None, partitions: int = 2, rate: float | None = None) -> dict[str, str]:
+            delay_ms: int | None = None, partitions: int = 2, rate: float | None = None,
+            max_events: int | None = None) -> dict[str, str]:
     """The reader options for one stream: with ``delay_ms`` the rows carry Darwin's hidden arrival
-    columns (a batch read), with ``rate`` a stream releases that many rows per second."""
+    columns (a batch read), with ``rate`` a stream releases that many rows per second, and a
+    micro-batch takes at most ``max_events`` event ids."""
     out = {"config": json.dumps(asdict(config)), "stream": stream, "columns": json.dumps(list(columns)),
            "batch_size": str(batch_size), "partitions": str(partitions)}
     if delay_ms is not None:
         out["delay_ms"] = str(delay_ms)
     if rate is not None:
         out["rate"] = repr(float(rate))
+    if max_events is not None:
+        out["max_events"] = str(max_events)
     return out
 
 
@@ -62,6 +66,7 @@ class _Options:
         self.partitions = max(1, int(options.get("partitions", 2)))
         self.delay_ms = int(options["delay_ms"]) if "delay_ms" in options else None
         self.rate = float(options["rate"]) if "rate" in options else None
+        self.max_events = int(options["max_events"]) if "max_events" in options else None
 
     def arrow_schema(self) -> pa.Schema:
         source = SCHEMAS[self.stream]
@@ -180,6 +185,7 @@ class _StreamReader(DataSourceStreamReader):
     def __init__(self, o: _Options) -> None:
         self.o = o
         self.started: tuple[float, int] | None = None  # (wall-clock time, event id) of the first ask
+        self.end = 0  # the offset last reported
         c = o.config
         share = (c.person_proportion, c.auction_proportion, c.bid_proportion)[STREAMS.index(o.stream)]
         self.ids_per_second = None if o.rate is None else o.rate * c.total_proportion / share
@@ -188,14 +194,20 @@ class _StreamReader(DataSourceStreamReader):
         return {"event": 0}
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
+        """Every event id due by now, at most ``max_events`` past ``start``."""
         events = self.o.config.events
-        if self.ids_per_second is None:
-            return {"event": events}
-        now = time.monotonic()
-        if self.started is None:
-            self.started = (now, int((start or {"event": 0})["event"]))
-        t0, base = self.started
-        return {"event": min(events, base + int((now - t0) * self.ids_per_second))}
+        first = int((start or {"event": self.end})["event"])
+        end = events
+        if self.ids_per_second is not None:
+            now = time.monotonic()
+            if self.started is None:
+                self.started = (now, first)
+            t0, base = self.started
+            end = min(events, base + int((now - t0) * self.ids_per_second))
+        if self.o.max_events is not None:
+            end = min(end, first + self.o.max_events)
+        self.end = max(end, first)
+        return {"event": self.end}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         return split(int(start["event"]), int(end["event"]), self.o.partitions, self.o.batch_size)

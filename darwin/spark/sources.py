@@ -61,9 +61,11 @@ class SparkReadable(Protocol):
 class SparkStreamable(Protocol):
     """A source Structured Streaming can read: ``spark_stream`` is a streaming DataFrame of ``columns``
     (timestamps as int64 ms) released at ``rate`` rows per second of wall-clock time (None: as fast as
-    Spark reads), and ``stream_end`` the offset Spark reports once every row is read (None: never)."""
+    Spark reads), a micro-batch taking at most about ``batch_size`` rows; ``stream_end`` is the offset
+    Spark reports once every row is read (None: never)."""
 
-    def spark_stream(self, spark: Any, columns: tuple[str, ...], rate: float | None) -> DataFrame: ...
+    def spark_stream(self, spark: Any, columns: tuple[str, ...], rate: float | None, batch_size: int) \
+            -> DataFrame: ...
 
     def stream_end(self, rate: float | None) -> Any: ...
 

@@ -98,7 +98,7 @@ class StreamTranslator(SharedNodeVisitor[Stream]):
         if not isinstance(source, SparkStreamable):
             raise UnsupportedError(f"{_name(node)}: Spark cannot read source {node.source.name!r} as a stream (it "
                                    "gives no spark_stream reader; Spark's Kafka connector is not bundled with pyspark)")
-        df = source.spark_stream(self.spark, node.columns, rate)
+        df = source.spark_stream(self.spark, node.columns, rate, self.config.batch_size)
         self.ends.append(source.stream_end(rate))
         if node.time_column is None:
             return Stream(df, node.schema, None)

@@ -55,11 +55,12 @@ def test_an_updating_aggregation_streams_as_upserts(spark, tmp_path):
 
 def test_a_restart_with_the_same_checkpoint_dir_writes_each_batch_once(spark, tmp_path):
     out, ck = tmp_path / "out", tmp_path / "ck"
-    config = dw.Config(engine="spark", checkpoint_dir=str(ck))
+    config = dw.Config(engine="spark", checkpoint_dir=str(ck), batch_size=1_500)  # four micro-batches of events
     q = windowed(rate_limit=20_000)
     run = Driver(q.plan, dw.sinks.Parquet(out), config).outputs()
-    next(run)  # the first micro-batch with rows is committed ...
+    first = next(run)  # the first micro-batch with rows is committed ...
     run.close()  # ... and the query is stopped mid-way
+    assert first.rows.num_rows < fired(windowed().collect()).num_rows
     record = json.loads((ck / RECORD).read_text())
     assert record["batch_id"] >= 0
     # as if Spark had died after the sink committed but before Spark's own commit (the stop may have
@@ -75,7 +76,7 @@ def test_a_restart_with_the_same_checkpoint_dir_writes_each_batch_once(spark, tm
 
 
 @pytest.mark.parametrize("shape, named", [
-    (lambda t: t.top_n(3, by="price"), "TopN"),
+    (lambda t: t.top_n(3, by="auction", order=[dw.desc("price")]), "TopN"),
     (lambda t: t.join(t, on=[("auction", "auction")]), "Join"),
 ])
 def test_what_streaming_cannot_express_is_refused_naming_the_node(spark, shape, named):
