@@ -48,3 +48,17 @@ def test_darwin_on_spark_reads_the_generator_through_the_data_source(spark):
     result = q.execute(dw.Config(engine="spark"))
     assert_table_equal(result.table, q.collect(), sort=True)
     assert result.metrics["input_rows"] == q.execute(dw.Config()).metrics["input_rows"]
+
+
+@pytest.mark.parametrize("name", ["q3", "q5", "q12"])
+def test_twins_over_the_generator_data_source_agree_with_darwin(spark, name):
+    """``nexmark run --spark-input generator``: the PySpark twins read the same events from the data source."""
+    from darwin.spark import to_arrow
+    from nexmark import bench
+    from nexmark.spark_queries import QUERIES as TWINS
+
+    events = 3_000
+    twin = to_arrow(TWINS[name](bench.spark_streams({}, GeneratorConfig(events=events))))  # no Parquet at all
+    darwin = bench.darwin_query(name, events, 0).collect()
+    assert darwin.num_rows > 0
+    assert bench.difference(darwin, twin) is None
