@@ -242,6 +242,23 @@ def run(plan: pn.PlanNode, sink: Sink, result: ResultSpec, config: Config, metri
 
 def _outputs(query: StreamingQuery, done: queue.Queue[pa.Table], ends: list[Any], metrics: Metrics) \
         -> Iterator[Output]:
+    counted: set[int] = set()  # micro-batches whose input rows are in the metrics
+    try:
+        yield from _poll(query, done, ends, metrics, counted)
+    finally:
+        _count_input(query, metrics, counted)
+
+
+def _count_input(query: StreamingQuery, metrics: Metrics, counted: set[int]) -> None:
+    """Add the input rows of the micro-batches Spark reported since the last call."""
+    for p in query.recentProgress:
+        if p["batchId"] not in counted:
+            counted.add(p["batchId"])
+            metrics.add("input_rows", int(p["numInputRows"]))
+
+
+def _poll(query: StreamingQuery, done: queue.Queue[pa.Table], ends: list[Any], metrics: Metrics,
+          counted: set[int]) -> Iterator[Output]:
     idle_since: float | None = None
     while True:
         try:
@@ -250,6 +267,7 @@ def _outputs(query: StreamingQuery, done: queue.Queue[pa.Table], ends: list[Any]
             table = None
         if table is not None:
             metrics.add("output_rows", table.num_rows)
+            _count_input(query, metrics, counted)
             for batch in table.to_batches():
                 if batch.num_rows:
                     yield Output("result", batch)

@@ -39,10 +39,11 @@ def test_paced_sources_stream_and_bounded_ones_do_not():
 
 
 def test_a_streaming_run_gives_the_batch_runs_windows(spark):
-    got = windowed(rate_limit=100_000).collect(dw.Config(engine="spark"))
+    run = windowed(rate_limit=100_000).execute(dw.Config(engine="spark"))
     want = fired(windowed().collect())
     assert want.num_rows > 100
-    assert_table_equal(got, want, sort=True)
+    assert_table_equal(run.table, want, sort=True)
+    assert run.metrics["input_rows"] == windowed().execute().metrics["input_rows"]
 
 
 def test_an_updating_aggregation_streams_as_upserts(spark, tmp_path):
