@@ -202,11 +202,22 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
             left = _drop_late(left, timing.left.time, timing.left.time_shift, node, window)
             right = _drop_late(right, timing.right.time, timing.right.time_shift, node, window)
             never_late = time_attributes(node)
-        df = _join(left, right, node, node.how)
+        # a side of one row per window is small: broadcast it, as Spark cannot tell (a Python data
+        # source reports no size) and would otherwise shuffle the other side, every column of it
+        small = node.how in ("inner", "left") and _one_row_per_window(node.right)
+        df = _join(left, right, node, node.how, broadcast=small)
         seq = F.greatest(F.coalesce(column(SEQ), F.lit(0)), F.coalesce(column("__dw_right_seq"), F.lit(0)))
         df = df.select(*[column(n) for n in node.schema.names], seq.alias(SEQ), F.lit(0).cast("bigint").alias(MARK),
                        F.lit(0).cast("bigint").alias(BEFORE))
         return Frame(df, node.schema, arrival=False, never_late=never_late)
+
+
+def _one_row_per_window(node: pn.PlanNode) -> bool:
+    """Whether ``node`` is a windowed aggregation without group keys (through filters and projections):
+    one row per window, however many rows its input has."""
+    while isinstance(node, (pn.Filter, pn.Project)):
+        node = node.input
+    return isinstance(node, pn.Aggregate) and not node.keys
 
 
 def _hidden() -> list[Column]:
