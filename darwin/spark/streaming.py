@@ -235,6 +235,9 @@ def run(plan: pn.PlanNode, sink: Sink, result: ResultSpec, config: Config, metri
         yield from _outputs(query, done, t.ends, metrics)
     finally:
         query.stop()
+        deadline = time.monotonic() + 30
+        while query.isActive and time.monotonic() < deadline:  # its thread gone: a restart may use the checkpoint
+            time.sleep(0.05)
         sink.close()
         if temporary is not None:
             temporary.cleanup()
