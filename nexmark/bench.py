@@ -25,6 +25,9 @@ from nexmark.side_input import write_side_input
 from nexmark.source import source
 
 ENGINES = ("darwin", "spark", "darwin-spark")  # darwin-spark: the Darwin query run with engine="spark"
+# where the hand-written twins read the Nexmark streams: the Parquet files the generator wrote, or the
+# generator itself as a Spark data source (nexmark.spark_source), as Darwin-on-Spark reads them
+SPARK_INPUTS = ("parquet", "generator")
 WARM_UP_EVENTS = 5_000  # the untimed run of each query before the timed one
 SPARK_INSTALL = 'pip install "darwin-stream[spark]"'  # pyspark is an optional dependency (pyproject.toml)
 
@@ -138,14 +141,15 @@ def on_spark(config: dw.Config) -> dw.Config:
 
 def run_darwin_spark(query: str, events: int, seed: int, config: dw.Config, sql: bool = False) -> float:
     """The seconds of the Darwin query run by Spark into Spark's ``noop`` writer (as the twins are timed),
-    reading the generator's events included, after an untimed run on a few events."""
+    reading the generator's events included, after an untimed run on a few events. The DataFrame is
+    built before the clock starts, as the twins' are (translating, and resolving the data sources)."""
     from darwin.spark.engine import dataframe
 
     small = darwin_query(query, min(events, WARM_UP_EVENTS), seed, sql)
     dataframe(small.plan, on_spark(config)).write.format("noop").mode("overwrite").save()
-    q = darwin_query(query, events, seed, sql)
+    df = dataframe(darwin_query(query, events, seed, sql).plan, on_spark(config))  # built untimed, as the twins'
     started = time.perf_counter()
-    dataframe(q.plan, on_spark(config)).write.format("noop").mode("overwrite").save()
+    df.write.format("noop").mode("overwrite").save()
     return time.perf_counter() - started
 
 
@@ -165,30 +169,52 @@ def spark_cores() -> int:
     return int(spark_session("nexmark").sparkContext.defaultParallelism)
 
 
-def run_spark(query: str, paths: dict[str, str], warm_up: dict[str, str]) -> float:
-    """The seconds of a run into Spark's ``noop`` writer (every row computed, none kept), after an untimed
-    run of the same query over the ``warm_up`` files (Spark's code generation and the JVM's JIT)."""
+def spark_streams(paths: dict[str, str], generator: GeneratorConfig | None = None) -> dict[str, Any]:
+    """The twins' input: the Parquet files, with the three Nexmark streams read from the generator data
+    source instead when ``generator`` is given (its timestamps as Spark timestamps, as Parquet's are)."""
+    from pyspark.sql import functions as F
+
     from darwin.spark import spark_session
-    from nexmark.spark_queries import QUERIES as SPARK_QUERIES
+    from nexmark import spark_source
+    from nexmark.generator import SCHEMAS, STREAMS
     from nexmark.spark_queries import read_streams
 
     spark = spark_session("nexmark")
-    SPARK_QUERIES[query](read_streams(spark, warm_up)).write.format("noop").mode("overwrite").save()
-    df = SPARK_QUERIES[query](read_streams(spark, paths))
+    if generator is None:
+        return read_streams(spark, paths)
+    streams = read_streams(spark, {k: v for k, v in paths.items() if k not in STREAMS})
+    spark_source.register(spark)
+    for stream in STREAMS:
+        names = SCHEMAS[stream].names
+        opts = spark_source.options(generator, stream, names, partitions=int(spark.sparkContext.defaultParallelism))
+        df = spark.read.format(spark_source.NAME).options(**opts).load()
+        times = {c for c in names if c in ("date_time", "expires")}
+        streams[stream] = df.select(*[F.timestamp_millis(c).alias(c) if c in times else F.col(c) for c in names])
+    return streams
+
+
+def run_spark(query: str, paths: dict[str, str], warm_up: dict[str, str], generator: GeneratorConfig | None = None,
+              warm_generator: GeneratorConfig | None = None) -> float:
+    """The seconds of a run into Spark's ``noop`` writer (every row computed, none kept), after an untimed
+    run of the same query over the ``warm_up`` files (Spark's code generation and the JVM's JIT); with
+    ``generator``, the Nexmark streams come from the generator data source (``spark_streams``)."""
+    from nexmark.spark_queries import QUERIES as SPARK_QUERIES
+
+    SPARK_QUERIES[query](spark_streams(warm_up, warm_generator)).write.format("noop").mode("overwrite").save()
+    df = SPARK_QUERIES[query](spark_streams(paths, generator))
     started = time.perf_counter()
     df.write.format("noop").mode("overwrite").save()
     return time.perf_counter() - started
 
 
-def collect_spark(query: str, paths: dict[str, str]) -> tuple[pa.Table, float]:
+def collect_spark(query: str, paths: dict[str, str], generator: GeneratorConfig | None = None) \
+        -> tuple[pa.Table, float]:
     """Spark's result collected to Arrow, and the seconds it took; not a benchmark."""
-    from darwin.spark import spark_session, to_arrow
+    from darwin.spark import to_arrow
     from nexmark.spark_queries import QUERIES as SPARK_QUERIES
-    from nexmark.spark_queries import read_streams
 
-    spark = spark_session("nexmark")
     started = time.perf_counter()
-    table = to_arrow(SPARK_QUERIES[query](read_streams(spark, paths)))
+    table = to_arrow(SPARK_QUERIES[query](spark_streams(paths, generator)))
     return table, time.perf_counter() - started
 
 
@@ -257,10 +283,15 @@ def expand(queries: list[str]) -> list[str]:
 
 
 def run_all(queries: list[str], engines: list[str], events: int, seed: int, config: dw.Config, data_dir: Path,
-            progress: Any, collect: bool = True, sql: bool = False) -> tuple[list[Measurement], list[str]]:
+            progress: Any, collect: bool = True, sql: bool = False, spark_input: str = "parquet") \
+        -> tuple[list[Measurement], list[str]]:
     """Every query on every engine that has it: the measurements, and the problems found (results that
     differ, runs that failed). A failing run is recorded and the other runs go on. With ``sql``, Darwin
-    runs each query's Flink SQL (``nexmark/sql``) instead of its fluent definition."""
+    runs each query's Flink SQL (``nexmark/sql``) instead of its fluent definition; ``spark_input`` is
+    where the twins read the Nexmark streams (``SPARK_INPUTS``)."""
+    generated = spark_input == "generator"
+    generator = GeneratorConfig(events=events, seed=seed) if generated else None
+    warm_generator = GeneratorConfig(events=min(events, WARM_UP_EVENTS), seed=seed) if generated else None
     measurements: list[Measurement] = []
     problems: list[str] = []
     twins = spark_twins()
@@ -289,11 +320,11 @@ def run_all(queries: list[str], engines: list[str], events: int, seed: int, conf
                             progress.update(task, description=f"writing {events:,} events as Parquet for Spark")
                             inputs["run"] = parquet_for(events, seed, data_dir)
                             inputs["warm_up"] = parquet_for(min(events, WARM_UP_EVENTS), seed, data_dir)
-                        m.seconds = run_spark(query, inputs["run"], inputs["warm_up"])
+                        m.seconds = run_spark(query, inputs["run"], inputs["warm_up"], generator, warm_generator)
                     if collect:
                         progress.update(task, description=f"{query} on {engine}: collecting (untimed)")
                         if engine == "spark":
-                            table, m.collect_seconds = collect_spark(query, inputs["run"])
+                            table, m.collect_seconds = collect_spark(query, inputs["run"], generator)
                         else:
                             table, m.collect_seconds = collect_darwin(
                                 query, events, seed, config if engine == "darwin" else on_spark(config), sql)

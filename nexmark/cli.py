@@ -74,8 +74,10 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
         collect: bool = typer.Option(True, help="collect each result (untimed) and compare the engines'; "
                                                 "--no-collect only times the runs"),
         json_out: Path = typer.Option(None, "--json", dir_okay=False, help="write the measurements to this file"),
-        sql: bool = typer.Option(False, "--sql", help="Darwin runs each query's Flink SQL (nexmark/sql/qN.sql)")) \
-        -> None:
+        sql: bool = typer.Option(False, "--sql", help="Darwin runs each query's Flink SQL (nexmark/sql/qN.sql)"),
+        spark_input: str = typer.Option("parquet", help="where the PySpark twins read the Nexmark streams: "
+                                        "parquet (files the generator wrote) or generator (the generator as a "
+                                        "Spark data source, as darwin-spark reads them)")) -> None:
     """Time queries on each engine into a discarding sink, compare their collected results, print a table;
     exit 1 if results differ or a run fails."""
     from darwin.codegen.target import ensure_target
@@ -87,6 +89,8 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
     from nexmark.queries import QUERIES
 
     engines = [e.strip() for e in engine.split(",") if e.strip()]
+    if spark_input not in bench.SPARK_INPUTS:
+        raise typer.BadParameter(f"--spark-input {spark_input!r}: use one of {list(bench.SPARK_INPUTS)}")
     unknown = [e for e in engines if e not in bench.ENGINES] + [q for q in queries if q not in QUERIES and q != "all"]
     if unknown:
         raise typer.BadParameter(f"unknown engine or query: {unknown}; engines {list(bench.ENGINES)}, "
@@ -99,7 +103,7 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
         config = dw.Config(mode=mode, target=target, state=state, parallelism=parallelism, batch_size=batch_size,
                            state_path=state_path)
     measurements, problems = bench.run_all(bench.expand(queries), engines, n, seed, config, data_dir, _progress(),
-                                           collect, sql)
+                                           collect, sql, spark_input)
     console.print(result_table(measurements, n, seed))
     if json_out:
         bench.save(measurements, json_out)

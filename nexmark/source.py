@@ -10,7 +10,7 @@ import pyarrow as pa
 import darwin as dw
 from darwin.types import Schema
 from nexmark import ysb
-from nexmark.generator import SCHEMAS, GeneratorConfig, generate
+from nexmark.generator import SCHEMAS, STREAMS, GeneratorConfig, generate
 from nexmark.side_input import side_input_table
 
 TIME_COLUMN = "date_time"
@@ -27,6 +27,30 @@ class NexmarkStream:
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
         for batch in generate(self.config, self.stream, batch_size=batch_size, columns=frozenset(columns)):
             yield batch.select(list(columns))
+
+    # -- Darwin-on-Spark: Spark generates the events (nexmark.spark_source), not the driver -------
+    def spark_frame(self, spark: Any, columns: tuple[str, ...], batch_size: int, delay_ms: int) -> tuple[Any, int]:
+        from nexmark import spark_source
+
+        spark_source.register(spark)
+        opts = spark_source.options(self.config, self.stream, columns, batch_size, delay_ms, _parallelism(spark))
+        rows = len(self.config.ids_of_kind(STREAMS.index(self.stream), 0, self.config.events))
+        return spark.read.format(spark_source.NAME).options(**opts).load(), rows
+
+    def spark_stream(self, spark: Any, columns: tuple[str, ...], rate: float | None, batch_size: int) -> Any:
+        from nexmark import spark_source
+
+        spark_source.register(spark)
+        opts = spark_source.options(self.config, self.stream, columns, partitions=_parallelism(spark), rate=rate,
+                                    max_events=batch_size)
+        return spark.readStream.format(spark_source.NAME).options(**opts).load()
+
+    def stream_end(self, rate: float | None) -> Any:
+        return {"event": self.config.events}
+
+
+def _parallelism(spark: Any) -> int:
+    return int(spark.sparkContext.defaultParallelism)
 
 
 class NexmarkSources:

@@ -49,17 +49,28 @@ if TYPE_CHECKING:
     from darwin.runtime.compiled import CompiledEngine
 
 log = logging.getLogger(__name__)
-__all__ = ["CHANGE_COLUMN", "Driver", "JobResult", "register_engine", "result_spec", "run_job"]
+__all__ = ["CHANGE_COLUMN", "Driver", "JobResult", "register_engine", "register_streaming", "result_spec", "run_job"]
 
 # An engine other than Darwin's own: the outputs of a plan run to the end of its input
 EngineRunner = Callable[[pn.PlanNode, Config, Metrics], Iterator[Output]]
 _ENGINES: dict[str, EngineRunner] = {}
 
 
+# An engine's runs of unbounded plans: it writes (and commits) the sink itself, as it checkpoints
+StreamRunner = Callable[[pn.PlanNode, Sink, ResultSpec, Config, Metrics], Iterator[Output]]
+_STREAMING: dict[str, tuple[Callable[[pn.PlanNode], bool], StreamRunner]] = {}
+
+
 def register_engine(name: str, runner: EngineRunner) -> None:
     """Let ``Config(engine=name)`` run plans with ``runner`` (the layers above register theirs, so this
     module never imports them)."""
     _ENGINES[name] = runner
+
+
+def register_streaming(name: str, applies: Callable[[pn.PlanNode], bool], runner: StreamRunner) -> None:
+    """Let engine ``name`` run the plans ``applies`` accepts (unbounded ones) with ``runner``, which owns
+    the sink: it opens, writes and commits it by its own checkpoints."""
+    _STREAMING[name] = (applies, runner)
 
 
 @dataclass(frozen=True)
@@ -138,7 +149,12 @@ class Driver:
             runner = _ENGINES.get(self.config.engine)
             if runner is None:
                 raise ConfigError(f"engine {self.config.engine!r} is not available; import darwin to register it")
-            yield from self._external(runner(self.plan, self.config, self.metrics))
+            applies, stream = _STREAMING.get(self.config.engine, (None, None))
+            if applies is not None and stream is not None and applies(self.plan):
+                # the engine writes and commits the sink itself
+                yield from stream(self.plan, self.sink, self.result, self.config, self.metrics)
+            else:
+                yield from self._external(runner(self.plan, self.config, self.metrics))
         elif self.config.mode == "interpreted":
             from darwin.reference.interpreter import run as interpret
 

@@ -4,6 +4,7 @@
 through an engine registry; ``register()`` adds this one as ``engine="spark"``, and pyspark is
 imported only when a query runs on it.
 
+Unbounded (or paced) sources run as a Structured Streaming query instead (``darwin.spark.streaming``).
 Bounded sources become one batch job whose result is the final table of the query (an updating
 result's rows arrive as inserts of the table its changes end in). The settings of Darwin's own
 runtime mean nothing on Spark, and are refused rather than ignored.
@@ -30,12 +31,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def check(config: Config) -> None:
-    """Refuse what the Spark engine cannot honour, naming the setting."""
+def check(config: Config, streaming: bool = False) -> None:
+    """Refuse what the Spark engine cannot honour, naming the setting (a streaming run keeps its
+    checkpoints under ``checkpoint_dir``)."""
     problems = []
     if config.mode != "compiled":
         problems.append(f"mode={config.mode!r} chooses how Darwin runs a query; drop it with engine='spark'")
-    if config.checkpoint_dir:
+    if config.checkpoint_dir and not streaming:
         problems.append("checkpoint_dir: bounded sources run as one Spark batch job, which has no checkpoints to "
                         "resume from; drop checkpoint_dir (the output is committed once, when the job ends)")
     if config.state != "memory":
@@ -43,7 +45,7 @@ def check(config: Config) -> None:
     if config.workers != 1:
         problems.append(f"parallelism={config.workers}: Spark's parallelism is its cluster's; set it with "
                         "spark_conf={'spark.default.parallelism': ...} and drop parallelism")
-    if config.idle_timeout is not None:
+    if config.idle_timeout is not None and not streaming:
         problems.append("idle_timeout: a batch job reads every source to its end, so no source is ever idle")
     if problems:
         raise ConfigError("engine='spark' cannot honour " + "; ".join(problems))
@@ -57,8 +59,8 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
 
     check(config)
     spark = spark_session("darwin", config.spark_master, config.spark_conf)
-    frame, late, tables = translate(spark, plan, config)
-    metrics.add("input_rows", _input_rows(plan, tables))
+    frame, late, rows = translate(spark, plan, config)
+    metrics.add("input_rows", _input_rows(plan, rows))
     result = frame.df.select(*[c for c in frame.df.columns if c not in HIDDEN])
     table = _darwin_table(result.toArrow(), plan.schema)
     if pn.updating(plan):
@@ -87,10 +89,10 @@ def dataframe(plan: pn.PlanNode, config: Config) -> DataFrame:
     return frame.df.select(*[c for c in frame.df.columns if c not in HIDDEN])
 
 
-def _input_rows(plan: pn.PlanNode, tables: dict[int, pa.Table]) -> int:
+def _input_rows(plan: pn.PlanNode, rows: dict[int, int]) -> int:
     """Rows the streams held (a lookup join's table is loaded apart, as in Darwin)."""
     apart = {id(s) for n in pn.walk(plan) if isinstance(n, pn.LookupJoin) for s in pn.scans(n.table)}
-    return sum(t.num_rows for i, t in tables.items() if i not in apart)
+    return sum(n for i, n in rows.items() if i not in apart)
 
 
 def _darwin_table(table: pa.Table, schema: Schema) -> pa.Table:
@@ -107,7 +109,10 @@ def _darwin_table(table: pa.Table, schema: Schema) -> pa.Table:
 
 
 def register() -> None:
-    """Make ``Config(engine="spark")`` run queries here."""
-    from darwin.runtime.job import register_engine
+    """Make ``Config(engine="spark")`` run queries here: bounded ones as batch jobs, unbounded ones with
+    Structured Streaming (``darwin.spark.streaming``)."""
+    from darwin.runtime.job import register_engine, register_streaming
+    from darwin.spark import streaming
 
     register_engine("spark", run)
+    register_streaming("spark", streaming.streams, streaming.run)

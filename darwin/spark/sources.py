@@ -13,18 +13,26 @@ row, before it becomes a DataFrame:
   judge it by: their watermark moves after each batch).
 
 Timestamps become int64 milliseconds (as Darwin holds them) and dictionaries are decoded.
+
+A source may read itself in Spark instead (``SparkReadable``): its rows are then produced on the
+executors, in parallel, rather than read through the driver (the Nexmark generator does this, as a
+``pyspark.sql.datasource`` data source split by event-id ranges). It gives the same hidden columns,
+by its own knowledge of the order its rows arrive in. For Structured Streaming, a source gives a
+streaming DataFrame of its visible columns (``SparkStreamable``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import pyarrow as pa
 
 from darwin.config import Config
+from darwin.io.paced import Paced
+from darwin.io.source import Source
 from darwin.plan import nodes as pn
 from darwin.runtime.encoding import to_int64
 from darwin.runtime.progress import NO_WATERMARK, WatermarkClock
@@ -36,6 +44,50 @@ if TYPE_CHECKING:
 SEQ, MARK, BEFORE = "__dw_seq", "__dw_mark", "__dw_before"
 HIDDEN = (SEQ, MARK, BEFORE)
 END_OF_INPUT = 2**63 - 1
+
+
+@runtime_checkable
+class SparkReadable(Protocol):
+    """A source that reads itself in Spark: ``spark_frame`` is its rows as a DataFrame of ``columns``
+    (timestamps as int64 ms, strings decoded) followed by the hidden columns ``HIDDEN``, exactly as
+    ``read_scans`` would give them for ``batch_size`` and a watermark ``delay_ms`` behind the largest
+    event time, and how many rows that is."""
+
+    def spark_frame(self, spark: Any, columns: tuple[str, ...], batch_size: int, delay_ms: int) \
+            -> tuple[DataFrame, int]: ...
+
+
+@runtime_checkable
+class SparkStreamable(Protocol):
+    """A source Structured Streaming can read: ``spark_stream`` is a streaming DataFrame of ``columns``
+    (timestamps as int64 ms) released at ``rate`` rows per second of wall-clock time (None: as fast as
+    Spark reads), a micro-batch taking at most about ``batch_size`` rows; ``stream_end`` is the offset
+    Spark reports once every row is read (None: never)."""
+
+    def spark_stream(self, spark: Any, columns: tuple[str, ...], rate: float | None, batch_size: int) \
+            -> DataFrame: ...
+
+    def stream_end(self, rate: float | None) -> Any: ...
+
+
+def unwrapped(source: Source) -> tuple[Source, float | None]:
+    """The source under a pacing wrapper, and the wrapper's rate (None if not paced)."""
+    if isinstance(source, Paced):
+        return source.source, source.rate
+    return source, None
+
+
+def own_reader(node: pn.Scan) -> SparkReadable | None:
+    """The scan's source if it reads itself in Spark and the scan asks nothing it cannot honour (a paced
+    source is read through the driver: its batches, and so its rows' watermarks, are cut by the pace)."""
+    source = node.source
+    if isinstance(source, SparkReadable) and node.max_future_ms is None:
+        return source
+    return None
+
+
+def delay_of(node: pn.Scan, config: Config) -> int:
+    return node.max_delay_ms if node.max_delay_ms is not None else config.max_delay_ms
 
 
 @dataclass
@@ -56,7 +108,7 @@ def read_scans(scans: list[pn.Scan], config: Config, next_seq: int = 0) -> dict[
     """Every scan's rows with the hidden columns, by ``id`` of the scan node."""
     readers = []
     for node in scans:
-        delay = node.max_delay_ms if node.max_delay_ms is not None else config.max_delay_ms
+        delay = delay_of(node, config)
         readers.append(_Reader(node, iter(node.source.batches(node.columns, config.batch_size)),
                                WatermarkClock(delay, node.max_future_ms)))
     seq = next_seq

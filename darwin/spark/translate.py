@@ -29,7 +29,7 @@ from darwin.plan.ranking import Ranking, ranking_of
 from darwin.plan.temporal import join_timing, time_attributes
 from darwin.plan.visitor import SharedNodeVisitor
 from darwin.spark.exprs import column, spark_type, to_spark
-from darwin.spark.sources import BEFORE, HIDDEN, MARK, SEQ, read_scans, to_dataframe
+from darwin.spark.sources import BEFORE, HIDDEN, MARK, SEQ, delay_of, own_reader, read_scans, to_dataframe
 from darwin.types import Schema
 
 if TYPE_CHECKING:
@@ -62,11 +62,18 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         super().__init__()
         self.spark, self.config, self.tables = spark, config, tables
         self.late: DataFrame | None = None
+        self.rows: dict[int, int] = {}  # rows of each source, by id of its scan
 
     # -- sources and stateless operators --------------------------------------------------
     def visit_Scan(self, node: pn.Scan) -> Frame:
-        df = to_dataframe(self.spark, self.tables[id(node)])
-        return Frame(df, node.schema, arrival=True)
+        reader = own_reader(node)
+        if reader is not None:
+            df, rows = reader.spark_frame(self.spark, node.columns, self.config.batch_size, delay_of(node, self.config))
+            self.rows[id(node)] = rows
+            return Frame(df, node.schema, arrival=True)
+        table = self.tables[id(node)]
+        self.rows[id(node)] = table.num_rows
+        return Frame(to_dataframe(self.spark, table), node.schema, arrival=True)
 
     def visit_Filter(self, node: pn.Filter) -> Frame:
         f = self.visit(node.input)
@@ -120,9 +127,11 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         rows = _assign(f.df, w)
         if exact:
             rows = rows.filter(column(pn.WINDOW_END) > column(MARK))
-        keys = [column(pn.WINDOW_START), column(pn.WINDOW_END), *(column(k) for k in node.keys)]
+        # grouped by the window's start only: its end follows from it, and one key fewer hashes faster
+        keys = [column(pn.WINDOW_START), *(column(k) for k in node.keys)]
         aggs = _aggregates(node.aggs, assign.input.schema)
         df = rows.groupBy(*keys).agg(*aggs, F.min(SEQ).alias(SEQ))
+        df = df.withColumn(pn.WINDOW_END, column(pn.WINDOW_START) + w.size_ms)
         out = _stateful(df, node.schema, frozenset({pn.WINDOW_END}))
         return replace(out, fired_starts=frozenset({pn.WINDOW_START}))
 
@@ -245,11 +254,22 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
             left = _drop_late(left, timing.left.time, timing.left.time_shift, node, window)
             right = _drop_late(right, timing.right.time, timing.right.time_shift, node, window)
             never_late = time_attributes(node)
-        df = _join(left, right, node, node.how)
+        # a side of one row per window is small: broadcast it, as Spark cannot tell (a Python data
+        # source reports no size) and would otherwise shuffle the other side, every column of it
+        small = node.how in ("inner", "left") and _one_row_per_window(node.right)
+        df = _join(left, right, node, node.how, broadcast=small)
         seq = F.greatest(F.coalesce(column(SEQ), F.lit(0)), F.coalesce(column("__dw_right_seq"), F.lit(0)))
         df = df.select(*[column(n) for n in node.schema.names], seq.alias(SEQ), F.lit(0).cast("bigint").alias(MARK),
                        F.lit(0).cast("bigint").alias(BEFORE))
         return Frame(df, node.schema, arrival=False, never_late=never_late)
+
+
+def _one_row_per_window(node: pn.PlanNode) -> bool:
+    """Whether ``node`` is a windowed aggregation without group keys (through filters and projections):
+    one row per window, however many rows its input has."""
+    while isinstance(node, (pn.Filter, pn.Project)):
+        node = node.input
+    return isinstance(node, pn.Aggregate) and not node.keys
 
 
 def _hidden() -> list[Column]:
@@ -368,9 +388,11 @@ def _join(left: Frame, right: Frame, node: pn.Join, how: str, broadcast: bool = 
 
 
 def translate(spark: SparkSession, plan: pn.PlanNode, config: Config) \
-        -> tuple[Frame, DataFrame | None, dict[int, pa.Table]]:
+        -> tuple[Frame, DataFrame | None, dict[int, int]]:
     """The DataFrame of ``plan`` (hidden columns included), that of the late rows it keeps (if any),
-    and the sources' rows as read, by ``id`` of their scan."""
-    tables = read_scans(pn.scans(plan), config)
+    and how many rows each source gave, by ``id`` of its scan. Sources that read themselves in Spark
+    (``SparkReadable``) do so on the executors; the others are read by the driver."""
+    tables = read_scans([s for s in pn.scans(plan) if own_reader(s) is None], config)
     t = SparkTranslator(spark, config, tables)
-    return t.visit(plan), t.late, tables
+    frame = t.visit(plan)
+    return frame, t.late, t.rows

@@ -1,0 +1,88 @@
+"""Unbounded runs on Spark: Structured Streaming over the paced Nexmark generator data source, with
+watermarks from max_delay, Darwin's sinks written from foreachBatch and committed once per batch id."""
+
+import json
+import time
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import darwin as dw
+from darwin.errors import UnsupportedError
+from darwin.runtime.job import Driver
+from darwin.spark.streaming import RECORD, streams
+from darwin.testing import assert_table_equal
+from nexmark.source import source
+
+EVENTS, DELAY_MS = 6_000, 500
+
+
+def windowed(rate_limit=None):
+    bids = source(events=EVENTS, rate=1_000, max_delay=f"{DELAY_MS}ms", rate_limit=rate_limit).bid
+    return bids.filter(dw.col("price") > 100).window(dw.Tumble("1s", on="date_time")).group_by("auction").agg(
+        n=dw.count(), top=dw.max("price"))
+
+
+def fired(batch: pa.Table) -> pa.Table:
+    """The batch run's windows a stream has emitted: those ending by its last watermark (the largest
+    event time less the delay); the stream never ends, so the later ones never fire."""
+    times = source(events=EVENTS, rate=1_000).bid.select(t=dw.col("date_time")).collect().column("t")
+    last = pc.max(times).cast(pa.int64()).as_py() - DELAY_MS
+    ends = batch.column("window_end").cast(pa.int64())
+    return batch.filter(pc.less_equal(ends, last))
+
+
+def test_paced_sources_stream_and_bounded_ones_do_not():
+    assert streams(windowed(rate_limit=1_000).plan)
+    assert not streams(windowed().plan)
+
+
+def test_a_streaming_run_gives_the_batch_runs_windows(spark):
+    run = windowed(rate_limit=100_000).execute(dw.Config(engine="spark"))
+    want = fired(windowed().collect())
+    assert want.num_rows > 100
+    assert_table_equal(run.table, want, sort=True)
+    assert run.metrics["input_rows"] == windowed().execute().metrics["input_rows"]
+
+
+def test_an_updating_aggregation_streams_as_upserts(spark, tmp_path):
+    q = source(events=EVENTS, rate=1_000, rate_limit=100_000).bid.group_by("channel").agg(n=dw.count())
+    result = q.sink(dw.sinks.Parquet(tmp_path / "out", mode="upsert")).run(dw.Config(engine="spark"))
+    got = pq.read_table(result.files[0])
+    assert_table_equal(got, source(events=EVENTS, rate=1_000).bid.group_by("channel").agg(n=dw.count()).collect(),
+                       sort=True)
+
+
+def test_a_restart_with_the_same_checkpoint_dir_writes_each_batch_once(spark, tmp_path):
+    out, ck = tmp_path / "out", tmp_path / "ck"
+    config = dw.Config(engine="spark", checkpoint_dir=str(ck), batch_size=1_500)  # four micro-batches of events
+    q = windowed(rate_limit=20_000)
+    run = Driver(q.plan, dw.sinks.Parquet(out), config).outputs()
+    first = next(run)  # the first micro-batch with rows is committed ...
+    run.close()  # ... and the query is stopped mid-way
+    assert first.rows.num_rows < fired(windowed().collect()).num_rows
+    time.sleep(1)  # let the stopped query's last writes land before the checkpoint is edited
+    record = json.loads((ck / RECORD).read_text())
+    assert record["batch_id"] >= 0
+    # as if Spark had died after the sink committed but before Spark's own commit (the stop may have
+    # done just that already): Spark replays the batch, which the sink must not write again
+    assert (ck / "spark" / "offsets" / str(record["batch_id"])).exists()
+    (ck / "spark" / "commits" / str(record["batch_id"])).unlink(missing_ok=True)
+    before = {p.name for p in out.glob("part-*")}
+    assert before, "the first run committed parts"
+    result = windowed(rate_limit=20_000).sink(dw.sinks.Parquet(out)).run(config)
+    assert {p.name for p in out.glob("part-*")} > before
+    written = pa.concat_tables([pq.read_table(f) for f in result.files])
+    assert_table_equal(written, fired(windowed().collect()), sort=True)  # no row twice, none missing
+
+
+@pytest.mark.parametrize("shape, named", [
+    (lambda t: t.top_n(3, by="auction", order=[dw.desc("price")]), "TopN"),
+    (lambda t: t.join(t, on=[("auction", "auction")]), "Join"),
+])
+def test_what_streaming_cannot_express_is_refused_naming_the_node(spark, shape, named):
+    q = shape(source(events=EVENTS, rate_limit=10_000).bid)
+    with pytest.raises(UnsupportedError, match=f"plan node {named}"):
+        q.collect(dw.Config(engine="spark"))
