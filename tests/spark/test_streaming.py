@@ -55,6 +55,19 @@ def test_an_updating_aggregation_streams_as_upserts(spark, tmp_path):
                        sort=True)
 
 
+def _settled(directory, quiet_s: float = 2.0, timeout_s: float = 60.0) -> None:
+    """Wait until no file under ``directory`` has appeared or changed for ``quiet_s`` (a stopped query's
+    thread may still write Spark's commit log for a moment)."""
+    def files():
+        return {(str(p), p.stat().st_mtime_ns) for p in directory.rglob("*") if p.is_file()}
+    seen, since, deadline = files(), time.monotonic(), time.monotonic() + timeout_s
+    while time.monotonic() - since < quiet_s and time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = files()
+        if now != seen:
+            seen, since = now, time.monotonic()
+
+
 def test_a_restart_with_the_same_checkpoint_dir_writes_each_batch_once(spark, tmp_path):
     out, ck = tmp_path / "out", tmp_path / "ck"
     config = dw.Config(engine="spark", checkpoint_dir=str(ck), batch_size=1_500)  # four micro-batches of events
@@ -63,13 +76,14 @@ def test_a_restart_with_the_same_checkpoint_dir_writes_each_batch_once(spark, tm
     first = next(run)  # the first micro-batch with rows is committed ...
     run.close()  # ... and the query is stopped mid-way
     assert first.rows.num_rows < fired(windowed().collect()).num_rows
-    time.sleep(1)  # let the stopped query's last writes land before the checkpoint is edited
+    _settled(ck / "spark")  # the stopped query's last writes land before the checkpoint is edited
     record = json.loads((ck / RECORD).read_text())
     assert record["batch_id"] >= 0
     # as if Spark had died after the sink committed but before Spark's own commit (the stop may have
     # done just that already): Spark replays the batch, which the sink must not write again
     assert (ck / "spark" / "offsets" / str(record["batch_id"])).exists()
-    (ck / "spark" / "commits" / str(record["batch_id"])).unlink(missing_ok=True)
+    for name in (str(record["batch_id"]), f".{record['batch_id']}.crc"):  # the entry and its checksum file
+        (ck / "spark" / "commits" / name).unlink(missing_ok=True)
     before = {p.name for p in out.glob("part-*")}
     assert before, "the first run committed parts"
     result = windowed(rate_limit=20_000).sink(dw.sinks.Parquet(out)).run(config)
