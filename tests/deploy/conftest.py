@@ -1,13 +1,9 @@
 """The example deployments of configs/, copied into a temporary directory so runs write there."""
 
 import shutil
-from pathlib import Path
 
 import pytest
-
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-ENGINE_ONLY = ("local.yaml", "mmap.yaml", "rocksdb.yaml")  # Config.from_yaml files, not deployments
-EXAMPLES = sorted(p.name for p in CONFIGS.glob("*.yaml") if p.name not in ENGINE_ONLY)
+from example_files import CONFIGS
 
 
 @pytest.fixture

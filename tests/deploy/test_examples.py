@@ -4,7 +4,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
-from conftest import CONFIGS, ENGINE_ONLY, EXAMPLES
+from example_files import CONFIGS, ENGINE_ONLY, EXAMPLES
 
 import darwin as dw
 from darwin import deploy
