@@ -46,6 +46,28 @@ def run_until_done(query, sink_factory, config, monkeypatch, crashes):
     return query.sink(sink_factory()).run(config)
 
 
+RESCALING_RUNS = [(4, 5), (2, 4), (8, 6), (3, None)]  # (workers, the batch the run crashes at)
+
+
+def run_rescaled(plan, out, chk, monkeypatch, runs=RESCALING_RUNS):
+    """Run ``plan`` into Parquet ``out`` with checkpoints in ``chk``, each run at another parallelism and
+    crashing at its batch (the last one runs to the end); the last run's result."""
+    result = None
+    for workers, crash in runs:
+        config = dw.Config(batch_size=250, parallelism=workers, checkpoint_dir=str(chk),
+                           checkpoint_interval="2 batches")
+        if crash is not None:
+            crash_after(monkeypatch, crash)
+        try:
+            result = plan.sink(dw.sinks.Parquet(out)).run(config)
+            assert crash is None, "the run should have crashed"
+        except Crash:
+            continue
+        finally:
+            stop_crashing(monkeypatch)
+    return result
+
+
 def bids(n=3000):
     return pa.table({"ts": pa.array([i * 37 % 100_000 + i * 20 for i in range(n)], pa.timestamp("ms")),
                      "k": [i % 97 for i in range(n)], "v": [float(i % 13) for i in range(n)]})

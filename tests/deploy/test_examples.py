@@ -92,7 +92,6 @@ def test_checkpointed_example_takes_checkpoints_and_equals_python(examples):
 
 
 def test_spark_example_equals_darwin(examples):
-    pytest.importorskip("pyspark")
     deployment = deploy.load(examples / "spark.yaml")
     assert deployment.config.engine == "spark"
     result = deploy.run(deployment)

@@ -4,17 +4,13 @@ topics rewritten in a copy of the file)."""
 import json
 import time
 
-import pytest
 import yaml
+from confluent_kafka import Producer
 
 from darwin import deploy
 
-pytest.importorskip("confluent_kafka")
-
 
 def _produce(bootstrap, topic, values):
-    from confluent_kafka import Producer
-
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for v in values:
         p.produce(topic, value=json.dumps(v).encode())

@@ -5,7 +5,7 @@ saved joined and forked again by key group on restore."""
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from crashes import Crash, bids, crash_after, stop_crashing
+from crashes import bids, run_rescaled
 
 import darwin as dw
 from darwin import col
@@ -32,19 +32,8 @@ def barrier_windows(t):
 def test_barrier_windows_resume_at_another_parallelism(query, tmp_path, monkeypatch):
     plan = query(bids(6000))
     expected = plan.collect(dw.Config(batch_size=250))
-    out, chk = tmp_path / "out", tmp_path / "chk"
-    for workers, crash in [(4, 5), (2, 4), (8, 6), (3, None)]:  # (workers, the batch the run crashes at)
-        config = dw.Config(batch_size=250, parallelism=workers, checkpoint_dir=str(chk),
-                           checkpoint_interval="2 batches")
-        if crash is not None:
-            crash_after(monkeypatch, crash)
-        try:
-            result = plan.sink(dw.sinks.Parquet(out)).run(config)
-            assert crash is None, "the run should have crashed"
-        except Crash:
-            continue
-        finally:
-            stop_crashing(monkeypatch)
+    out = tmp_path / "out"
+    result = run_rescaled(plan, out, tmp_path / "chk", monkeypatch)
     assert result.resumed_from is not None
     got = pq.read_table(out)
     assert got.num_rows == expected.num_rows > 0

@@ -5,7 +5,7 @@ group. Persistent backends resume only at the parallelism they were checkpointed
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from crashes import Crash, bids, crash_after, stop_crashing, windowed
+from crashes import Crash, bids, crash_after, run_rescaled, stop_crashing, windowed
 
 import darwin as dw
 from darwin.errors import CheckpointError
@@ -26,20 +26,8 @@ def test_resuming_at_another_parallelism_commits_the_one_thread_output(query, tm
     plan = query(t)
     assert "state=hash" in plan.explain(dw.Config(parallelism=2))
     expected = plan.collect(dw.Config(batch_size=250))
-    out, chk = tmp_path / "out", tmp_path / "chk"
-    runs = [(4, 5), (2, 4), (8, 6), (3, None)]  # (workers, the batch the run crashes at)
-    for workers, crash in runs:
-        config = dw.Config(batch_size=250, parallelism=workers, checkpoint_dir=str(chk),
-                           checkpoint_interval="2 batches")
-        if crash is not None:
-            crash_after(monkeypatch, crash)
-        try:
-            result = plan.sink(dw.sinks.Parquet(out)).run(config)
-            assert crash is None, "the run should have crashed"
-        except Crash:
-            continue
-        finally:
-            stop_crashing(monkeypatch)
+    out = tmp_path / "out"
+    result = run_rescaled(plan, out, tmp_path / "chk", monkeypatch)
     assert result.resumed_from is not None
     got = pq.read_table(out)
     assert got.num_rows == expected.num_rows > 0
