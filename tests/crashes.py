@@ -68,6 +68,19 @@ def run_rescaled(plan, out, chk, monkeypatch, runs=RESCALING_RUNS):
     return result
 
 
+def assert_rescaled_runs_commit_the_one_thread_output(plan, tmp_path, monkeypatch):
+    """Crashing runs at parallelism 4, 2 and 8, then a run at 3, commit exactly one thread's output."""
+    import pyarrow.parquet as pq
+
+    expected = plan.collect(dw.Config(batch_size=250))
+    out = tmp_path / "out"
+    result = run_rescaled(plan, out, tmp_path / "chk", monkeypatch)
+    assert result.resumed_from is not None
+    got = pq.read_table(out)
+    assert got.num_rows == expected.num_rows > 0
+    assert got.equals(pa.Table.from_batches(expected.to_batches(), schema=got.schema))
+
+
 def bids(n=3000):
     return pa.table({"ts": pa.array([i * 37 % 100_000 + i * 20 for i in range(n)], pa.timestamp("ms")),
                      "k": [i % 97 for i in range(n)], "v": [float(i % 13) for i in range(n)]})

@@ -3,9 +3,8 @@ time, commit exactly the one-thread run's output: the workers' shares of the ope
 saved joined and forked again by key group on restore."""
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from crashes import bids, run_rescaled
+from crashes import assert_rescaled_runs_commit_the_one_thread_output, bids
 
 import darwin as dw
 from darwin import col
@@ -31,10 +30,4 @@ def barrier_windows(t):
 @pytest.mark.parametrize("query", [barrier_windows, per_key_barriers])
 def test_barrier_windows_resume_at_another_parallelism(query, tmp_path, monkeypatch):
     plan = query(bids(6000))
-    expected = plan.collect(dw.Config(batch_size=250))
-    out = tmp_path / "out"
-    result = run_rescaled(plan, out, tmp_path / "chk", monkeypatch)
-    assert result.resumed_from is not None
-    got = pq.read_table(out)
-    assert got.num_rows == expected.num_rows > 0
-    assert got.equals(pa.Table.from_batches(expected.to_batches(), schema=got.schema))
+    assert_rescaled_runs_commit_the_one_thread_output(plan, tmp_path, monkeypatch)

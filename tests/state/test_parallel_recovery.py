@@ -5,7 +5,7 @@ group. Persistent backends resume only at the parallelism they were checkpointed
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from crashes import Crash, bids, crash_after, run_rescaled, stop_crashing, windowed
+from crashes import Crash, assert_rescaled_runs_commit_the_one_thread_output, bids, crash_after, stop_crashing, windowed
 
 import darwin as dw
 from darwin.errors import CheckpointError
@@ -25,13 +25,7 @@ def test_resuming_at_another_parallelism_commits_the_one_thread_output(query, tm
     t = bids(6000)
     plan = query(t)
     assert "state=hash" in plan.explain(dw.Config(parallelism=2))
-    expected = plan.collect(dw.Config(batch_size=250))
-    out = tmp_path / "out"
-    result = run_rescaled(plan, out, tmp_path / "chk", monkeypatch)
-    assert result.resumed_from is not None
-    got = pq.read_table(out)
-    assert got.num_rows == expected.num_rows > 0
-    assert got.equals(pa.Table.from_batches(expected.to_batches(), schema=got.schema))
+    assert_rescaled_runs_commit_the_one_thread_output(plan, tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("backend", ["mmap", "rocksdb"])
