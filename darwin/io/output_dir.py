@@ -150,6 +150,7 @@ class OutputDirectory:
             if epoch_of(staged.name) is not None:
                 staged.unlink()
                 _remove_empty_partitions(staged.parent, self.staging)
+        _remove_empty_partition_dirs(self.staging)  # made by a run killed before it wrote the part
 
     # -- commits -----------------------------------------------------------------------
     def commit_part(self, entry: dict[str, Any]) -> None:
@@ -233,6 +234,15 @@ def _remove_empty_partitions(d: Path, root: Path) -> None:
     while d != root and is_partition(d.name) and d.is_dir() and not any(d.iterdir()):
         d.rmdir()
         d = d.parent
+
+
+def _remove_empty_partition_dirs(d: Path) -> None:
+    """Remove the empty partition directories below ``d``, deepest first."""
+    for p in list(d.iterdir()):
+        if p.is_dir() and not p.is_symlink() and is_partition(p.name):
+            _remove_empty_partition_dirs(p)
+            if not any(p.iterdir()):
+                p.rmdir()
 
 
 def read_marker(directory: Path) -> str | None:

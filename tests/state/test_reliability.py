@@ -19,6 +19,7 @@ from darwin.cli import app
 from darwin.config import STATE_BACKENDS
 from darwin.errors import CheckpointError, SinkError
 from darwin.files import exclusive_lock
+from darwin.io.output_dir import OutputDirectory
 from darwin.runtime.dictionary import DICTIONARY
 from darwin.state.checkpoint import MANIFEST, MARKER, CheckpointStore
 from darwin.state.ownership import LOCK
@@ -307,3 +308,16 @@ def test_rocksdb_failures_mid_run_are_state_errors_naming_the_database(tmp_path)
             list(table.fire(0, 1, final=True))
     finally:
         backend.close()
+
+
+def test_a_partition_directory_made_before_a_kill_is_removed_on_resume(tmp_path):
+    """A run killed between making a staged part's partition directory and writing the part left
+    the empty directory behind; the resumed run's tidy-up removes it, and only the empty ones."""
+    out = OutputDirectory(tmp_path / "out", "parquet", depth=1)
+    out.claim(resume=False, job="job")
+    out.staging.mkdir()
+    out.staged("p=0/part-000003.parquet")
+    out.staged("p=1/part-000003.parquet").write_bytes(b"staged")
+    out.staged("p=2/notes.txt").write_text("not a part")
+    out.tidy(last_epoch=2)
+    assert [p.relative_to(out.staging).as_posix() for p in out.staging.rglob("*")] == ["p=2", "p=2/notes.txt"]
