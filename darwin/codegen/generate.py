@@ -83,7 +83,8 @@ class _Generator:
         self.arg_names: list[str] = []
         self.agg_sink = p.sink if isinstance(p.sink, op.WindowAggregateSink) else None  # None: rows are emitted
         self.keyed = p.keyed_parallel  # walks a selection of rows, judging lateness by the batch's progress
-        self.agg_layout = layout(self.agg_sink.aggregate, self.keyed) if self.agg_sink is not None else None
+        self.numbered = p.numbers_rows  # entries record the serial number of the row that made them
+        self.agg_layout = layout(self.agg_sink.aggregate, self.numbered) if self.agg_sink is not None else None
         self.hashed = self.agg_sink is not None and self.agg_sink.ring is None
         self.undo = self.hashed and self.agg.undo_log
 
@@ -168,7 +169,7 @@ class _Generator:
             for i in range(len(self.params.formats)):  # the formats' one-entry caches
                 head.line(f"pfl{i} = {number(NO_WATERMARK)}")
                 head.line(f"pfv{i} = np.int64(-1)")
-            if self.keyed:
+            if self.numbered:
                 head.line(f"row_base = ctl[{ctl.ROW_BASE}]")
             with head.block(f"for {self._position} in range(start, n):"):
                 if self.keyed:

@@ -158,12 +158,25 @@ class KeyedRunner(_Shared):
     def process(self, batch: EncodedBatch, input_watermark: int = NO_WATERMARK) \
             -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
         assert self.p.parallel is not None
+        if self.merged_rings:
+            self._in_slices(batch, input_watermark)
+        else:
+            self._routed(batch, input_watermark)
+        self.rows_seen += batch.length
+        if self.late_warning is not None:
+            late = sum(int(r.ctl[ctl.LATE_ROWS]) for r in self.replicas)
+            self.late_warning.update(late, NO_WATERMARK if self.max_time == NO_WATERMARK else
+                                     self.max_time - self.replicas[0].p.input.delay_ms)  # type: ignore[union-attr]
+        return None, None, []
+
+    def _routed(self, batch: EncodedBatch, input_watermark: int) -> None:
+        """Hash tables: rows (or their slices' partial entries) go to the worker owning their key,
+        which judges lateness by the batch's progress column."""
+        assert self.p.parallel is not None
         if self.time_column is not None:
             batch = EncodedBatch({**batch.columns, PROGRESS_COLUMN: Column(self._progress(batch), None)},
                                  batch.length, batch.arrow)
-        if self.merged_rings:
-            self._in_slices(batch, input_watermark)
-        elif self.slices and not self.routed_batches:
+        if self.slices and not self.routed_batches:
             self._pre_aggregate(batch, input_watermark)
         else:
             self.routed_batches = max(0, self.routed_batches - 1)
@@ -174,12 +187,6 @@ class KeyedRunner(_Shared):
             parts = [partial(r.process, batch, input_watermark, None, selection)
                      for r, selection in zip(self.replicas, rows)]
             self.workers.run(parts, self.worker_busy)  # nothing fires mid-batch: a keyed pipeline has no window ring
-        self.rows_seen += batch.length
-        if self.late_warning is not None:
-            late = sum(int(r.ctl[ctl.LATE_ROWS]) for r in self.replicas)
-            self.late_warning.update(late, NO_WATERMARK if self.max_time == NO_WATERMARK else
-                                     self.max_time - self.replicas[0].p.input.delay_ms)  # type: ignore[union-attr]
-        return None, None, []
 
     def _slices(self, n: int, k: int) -> list[np.ndarray]:
         """Rows 0..n-1 cut into k contiguous selections (views of one array)."""
@@ -188,12 +195,18 @@ class KeyedRunner(_Shared):
         return [self.row_numbers[n * i // k:n * (i + 1) // k] for i in range(k)]
 
     def _in_slices(self, batch: EncodedBatch, input_watermark: int) -> None:
-        """Merged rings: each worker folds a contiguous slice of the batch into its own ring."""
-        for r in self.replicas:
+        """Merged rings: each worker folds a contiguous slice of the batch into its own ring with the
+        one-thread kernel, its event-time progress starting where the rows before its slice left it."""
+        n, k = batch.length, len(self.replicas)
+        times = self._times(batch)
+        parts = []
+        for i, r in enumerate(self.replicas):
             r.ctl[ctl.ROW_BASE] = self.rows_seen
-        parts = [partial(r.process, batch, input_watermark, None, rows)
-                 for r, rows in zip(self.replicas, self._slices(batch.length, len(self.replicas)))]
+            parts.append(partial(_ring_slice, r, batch, input_watermark, n * i // k, n * (i + 1) // k,
+                                 times, self.max_time))
         self.workers.run(parts, self.worker_busy)
+        if times is not None:  # the last slice's progress is the batch's
+            self.max_time = int(self.replicas[-1].ctl[ctl.MAX_TIME])
 
     def _pre_aggregate(self, batch: EncodedBatch, input_watermark: int) -> None:
         """Local/global: fold slices into partial entries, then merge each into its key's owner."""
@@ -229,12 +242,19 @@ class KeyedRunner(_Shared):
             runner.ctl[ctl.MIN_WINDOW_END] = min(int(runner.ctl[ctl.MIN_WINDOW_END]), end)
         state.end_batch()
 
-    def _progress(self, batch: EncodedBatch) -> np.ndarray:
-        """The largest event time up to each row (a null time moves nothing), continuing the last batch's."""
-        assert self.time_column is not None
+    def _times(self, batch: EncodedBatch) -> tuple[np.ndarray, np.ndarray] | None:
+        """The event times of the batch and their validity (empty: all valid), or None without a time column."""
+        if self.time_column is None:
+            return None
         times = batch.columns[self.time_column]
         valid = np.ones(0, np.bool_) if times.valid is None else times.valid
-        progress = _running_max(times.values.astype(np.int64, copy=False), valid, self.max_time)
+        return times.values.astype(np.int64, copy=False), valid
+
+    def _progress(self, batch: EncodedBatch) -> np.ndarray:
+        """The largest event time up to each row (a null time moves nothing), continuing the last batch's."""
+        times = self._times(batch)
+        assert times is not None
+        progress = _running_max(*times, self.max_time)
         if len(progress):
             self.max_time = int(progress[-1])
         return progress
@@ -355,6 +375,31 @@ def _running_max(values: np.ndarray, valid: np.ndarray, start: int) -> np.ndarra
             top = values[i]
         out[i] = top
     return out
+
+
+@njit(cache=True, nogil=True)
+def _max_before(values: np.ndarray, valid: np.ndarray, end: int, start: int) -> int:
+    """``start`` and the values of rows before ``end``, their maximum; rows not ``valid`` (when it is
+    not empty) count for nothing."""
+    top = start
+    if valid.shape[0] == 0:
+        for i in range(end):
+            top = max(top, values[i])
+    else:
+        for i in range(end):
+            if valid[i] and values[i] > top:
+                top = values[i]
+    return top
+
+
+def _ring_slice(runner: PipelineRunner, batch: EncodedBatch, input_watermark: int, first: int, end: int,
+                times: tuple[np.ndarray, np.ndarray] | None, progress: int) -> None:
+    """A worker's slice of a batch into its ring: the kernel judges lateness as one thread would, by
+    the largest event time of every row before it, the rows of the slices before this one included
+    (each worker finds their maximum itself: a vectorized pass, not a step of its own)."""
+    if times is not None:
+        runner.ctl[ctl.MAX_TIME] = _max_before(*times, first, progress)
+    runner.process(batch, input_watermark, (first, end))
 
 
 def _partials(runner: PipelineRunner, batch: EncodedBatch, input_watermark: int, rows: np.ndarray) \
