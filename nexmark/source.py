@@ -10,7 +10,7 @@ import pyarrow as pa
 import darwin as dw
 from darwin.types import Schema
 from nexmark import ysb
-from nexmark.generator import SCHEMAS, STREAMS, GeneratorConfig, generate
+from nexmark.generator import SCHEMAS, STREAMS, GeneratorConfig, generate, id_bounds
 from nexmark.side_input import side_input_table
 
 TIME_COLUMN = "date_time"
@@ -27,6 +27,12 @@ class NexmarkStream:
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
         for batch in generate(self.config, self.stream, batch_size=batch_size, columns=frozenset(columns)):
             yield batch.select(list(columns))
+
+    def bounds(self, column: str) -> tuple[int, int] | None:
+        """Bounds every value of an id column lies within, from the generator's rules (not the tightest:
+        a random choice may pick an id up to ``ID_LEAD`` ahead of the last one created). A windowed
+        aggregation grouped by one gets a window ring over them."""
+        return id_bounds(self.config, self.stream, column)
 
     # -- Darwin-on-Spark: Spark generates the events (nexmark.spark_source), not the driver -------
     def spark_frame(self, spark: Any, columns: tuple[str, ...], batch_size: int, delay_ms: int) -> tuple[Any, int]:
