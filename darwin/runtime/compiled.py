@@ -343,12 +343,16 @@ class CompiledEngine:
                     yield from self._to_port(("join", target), joined, self.joins[target].wm)
 
     def pipeline_metrics(self) -> list[dict[str, Any]]:
-        """Per pipeline: rows in, seconds, and on several workers each one's busy seconds and the
-        imbalance (the busiest worker's share over the mean: 1.0 is even, a hot key shows here)."""
+        """Per pipeline: rows in, seconds, and on several workers the workers it uses now (adapted while
+        the job runs), each one's busy seconds and the imbalance (the busiest worker's share over the
+        mean: 1.0 is even, a hot key shows here)."""
         out = []
         for runner, rows, seconds in zip(self.runners, self.pipeline_rows, self.pipeline_seconds):
             entry: dict[str, Any] = {"pipeline": runner.p.id, "rows_in": rows, "seconds": round(seconds, 6),
                                      "workers": 1 if runner.p.parallel is None else runner.p.parallel.workers}
+            share = getattr(runner, "share", None)
+            if share is not None:  # on several workers: how many it uses now, of how many, and how often that moved
+                entry.update(workers=share.active, workers_most=share.most, worker_changes=share.changes)
             busy = getattr(runner, "worker_busy", None)
             if busy is not None:
                 entry["worker_busy_seconds"] = [round(b, 6) for b in busy]

@@ -23,10 +23,10 @@ the same state; the runner pre-aggregates only while partials are much fewer tha
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numba import njit
@@ -37,6 +37,7 @@ from darwin.config import Config
 from darwin.errors import CheckpointError
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
+from darwin.runtime.adaptive import WorkerShare
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.pipeline import FIRST_SEEN, PipelineRunner, concatenated
 from darwin.runtime.routing import key_columns, key_groups, owners, split_rows
@@ -48,6 +49,7 @@ from darwin.state.memory import MemoryBackend
 from darwin.state.merge import Entries, merge_entries, merge_partials
 from darwin.state.ring import RingState
 
+T = TypeVar("T")
 COUNTERS = ("late_rows", "null_time_rows", "future_rows")
 COUNTER_SLOTS = (ctl.LATE_ROWS, ctl.NULL_TIME_ROWS, ctl.FUTURE_ROWS)
 # pre-aggregate while a slice's partial entries are at most this share of its rows; after a batch
@@ -73,6 +75,15 @@ class _Shared:
         self.p, self.replicas, self.workers = p, replicas, workers
         self.kernel = replicas[0].kernel
         self.worker_busy = [0.0] * len(replicas)  # seconds each worker spent on this pipeline
+        self.share = WorkerShare(p.id, len(replicas))  # how many of them it uses now (slices only)
+
+    def _adapted(self, run: Callable[[int], list[T]]) -> list[T]:
+        """``run(k)`` on the workers this batch gets, then its work (busy seconds over all of them)
+        told to the share, which adapts the count for the batches after."""
+        before = sum(self.worker_busy)
+        results = run(self.share.for_batch())
+        self.share.observe(sum(self.worker_busy) - before)
+        return results
 
     def _counters(self) -> dict[str, int]:
         totals = {name: 0 for name in COUNTERS}
@@ -102,10 +113,12 @@ class SlicedRunner(_Shared):
 
     def process(self, batch: EncodedBatch, input_watermark: int = NO_WATERMARK) \
             -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
-        n, k = batch.length, len(self.replicas)
-        parts = [partial(r.process, batch, input_watermark, (n * i // k, n * (i + 1) // k))
-                 for i, r in enumerate(self.replicas)]
-        outs = [out for out, _, _ in self.workers.run(parts, self.worker_busy) if out is not None]
+        n = batch.length
+
+        def run(k: int) -> list[tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]]:
+            return self.workers.run([partial(r.process, batch, input_watermark, (n * i // k, n * (i + 1) // k))
+                                     for i, r in enumerate(self.replicas[:k])], self.worker_busy)
+        outs = [out for out, _, _ in self._adapted(run) if out is not None]
         return concatenated(outs, self.p.output_schema), None, []
 
     def drain(self, wm: int, final: bool = False) -> Iterator[EncodedBatch]:
@@ -197,16 +210,18 @@ class KeyedRunner(_Shared):
     def _in_slices(self, batch: EncodedBatch, input_watermark: int) -> None:
         """Merged rings: each worker folds a contiguous slice of the batch into its own ring with the
         one-thread kernel, its event-time progress starting where the rows before its slice left it."""
-        n, k = batch.length, len(self.replicas)
-        times = self._times(batch)
-        parts = []
-        for i, r in enumerate(self.replicas):
-            r.ctl[ctl.ROW_BASE] = self.rows_seen
-            parts.append(partial(_ring_slice, r, batch, input_watermark, n * i // k, n * (i + 1) // k,
-                                 times, self.max_time))
-        self.workers.run(parts, self.worker_busy)
-        if times is not None:  # the last slice's progress is the batch's
-            self.max_time = int(self.replicas[-1].ctl[ctl.MAX_TIME])
+        n, times = batch.length, self._times(batch)
+
+        def run(k: int) -> list[None]:
+            for r in self.replicas[:k]:
+                r.ctl[ctl.ROW_BASE] = self.rows_seen
+            done = self.workers.run([partial(_ring_slice, r, batch, input_watermark, n * i // k, n * (i + 1) // k,
+                                             times, self.max_time) for i, r in enumerate(self.replicas[:k])],
+                                    self.worker_busy)
+            if times is not None:  # the last slice's progress is the batch's
+                self.max_time = int(self.replicas[k - 1].ctl[ctl.MAX_TIME])
+            return done
+        self._adapted(run)
 
     def _pre_aggregate(self, batch: EncodedBatch, input_watermark: int) -> None:
         """Local/global: fold slices into partial entries, then merge each into its key's owner."""
