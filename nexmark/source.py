@@ -8,6 +8,7 @@ from typing import Any
 import pyarrow as pa
 
 import darwin as dw
+from darwin.io.source import Split
 from darwin.types import Schema
 from nexmark import ysb
 from nexmark.generator import SCHEMAS, STREAMS, GeneratorConfig, generate
@@ -25,8 +26,59 @@ class NexmarkStream:
         self.schema = Schema.from_arrow(SCHEMAS[stream], frozenset(SCHEMAS[stream].names))
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
-        for batch in generate(self.config, self.stream, batch_size=batch_size, columns=frozenset(columns)):
-            yield batch.select(list(columns))
+        yield from self._generated(columns, batch_size, 0, self.config.events)
+
+    def _generated(self, columns: tuple[str, ...], batch_size: int, start: int, end: int, skip: int = 0) \
+            -> Iterator[pa.RecordBatch]:
+        """The batches of events [start, end) (``start`` on the batch grid), the first ``skip`` rows left out."""
+        for batch in generate(self.config, self.stream, batch_size=batch_size, start_event=start, end_event=end,
+                              columns=frozenset(columns)):
+            yield batch.select(list(columns)).slice(skip) if skip else batch.select(list(columns))
+            skip = 0
+
+    # -- seeking and splits: a batch is ``batch_size`` event ids, counted from event 0 ---------------
+    def rows_before(self, event: int) -> int:
+        """Rows of this stream among events [0, event)."""
+        c, kind = self.config, STREAMS.index(self.stream)
+        low = (0, c.person_proportion, c.person_proportion + c.auction_proportion)[kind]
+        share = (c.person_proportion, c.auction_proportion, c.bid_proportion)[kind]
+        epochs, within = divmod(min(event, c.events), c.total_proportion)
+        return epochs * share + min(max(within - low, 0), share)
+
+    def _batch_start(self, row: int, batch_size: int) -> int | None:
+        """The first event of the batch holding row ``row`` of this stream (None past the end)."""
+        c, kind = self.config, STREAMS.index(self.stream)
+        if row >= self.rows_before(c.events):
+            return None
+        low = (0, c.person_proportion, c.person_proportion + c.auction_proportion)[kind]
+        share = (c.person_proportion, c.auction_proportion, c.bid_proportion)[kind]
+        epoch, within = divmod(row, share)
+        return (epoch * c.total_proportion + low + within) // batch_size * batch_size
+
+    def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
+        """From row ``offset``: the events before its batch are not generated."""
+        start = self._batch_start(offset, batch_size)
+        if start is not None:
+            yield from self._generated(columns, batch_size, start, self.config.events, offset - self.rows_before(start))
+
+    def splits(self, columns: tuple[str, ...], batch_size: int, offset: int, split_rows: int) -> Iterator[Split]:
+        """Event-id ranges of whole batches (about ``split_rows`` rows each), from the batch holding ``offset``."""
+        start = self._batch_start(offset, batch_size)
+        if start is None:
+            return
+        c = self.config
+        share = (c.person_proportion, c.auction_proportion, c.bid_proportion)[STREAMS.index(self.stream)]
+        events = max(1, split_rows * c.total_proportion // share // batch_size) * batch_size
+        first = offset
+        for lo in range(start, c.events, events):
+            hi = min(lo + events, c.events)
+            yield Split(first, self.rows_before(hi) - first, (lo, hi, first - self.rows_before(lo)))
+            first = self.rows_before(hi)
+
+    def read_split(self, split: Split, columns: tuple[str, ...], batch_size: int) -> list[pa.RecordBatch]:
+        """Generated on this thread: the compiled generator releases the GIL."""
+        lo, hi, skip = split.where
+        return list(self._generated(columns, batch_size, lo, hi, skip))
 
     # -- Darwin-on-Spark: Spark generates the events (nexmark.spark_source), not the driver -------
     def spark_frame(self, spark: Any, columns: tuple[str, ...], batch_size: int, delay_ms: int) -> tuple[Any, int]:
