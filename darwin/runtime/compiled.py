@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 END_OF_INPUT = 2**63 - 1  # the watermark of a source that has ended
 Read = tuple[int, pa.RecordBatch | None, list[EncodedBatch], float]  # rows, batch, encoded, ingested
-SPLIT_BATCHES = 4  # batches a split of a source holds, about: what one thread reads at a time
+SPLIT_ROWS = 1 << 18  # rows a split of a source holds, about (at least a batch): what a thread reads at a time
 SPLITS_AHEAD = 2  # splits in flight per thread
 
 
@@ -50,7 +50,7 @@ def read_from(source: sources.Source, columns: tuple[str, ...], batch_size: int,
         return
     split: sources.SplitSource = source  # type: ignore[assignment]
     reads = in_order(((lambda s=s: (s, split.read_split(s, columns, batch_size)))  # type: ignore[misc]
-                      for s in split.splits(columns, batch_size, offset, SPLIT_BATCHES * batch_size)),
+                      for s in split.splits(columns, batch_size, offset, max(batch_size, SPLIT_ROWS))),
                      threads, SPLITS_AHEAD * threads)
     yield from sources.joined(reads)
 
