@@ -39,15 +39,14 @@ class ArrowSource:
 
     def splits(self, columns: tuple[str, ...], batch_size: int, offset: int, split_rows: int) -> Iterator[Split]:
         """Slices of whole batches of the in-order read (at least ``split_rows`` rows a split)."""
-        start = rows = 0
-        at = offset
+        start, rows = offset, 0
         for batch in self.batches_from(columns, batch_size, offset):  # zero-copy slices: their lengths
             rows += batch.num_rows
             if rows >= split_rows:
-                yield Split(at + start, rows, ())
+                yield Split(start, rows, ())
                 start, rows = start + rows, 0
         if rows:
-            yield Split(at + start, rows, ())
+            yield Split(start, rows, ())
 
     def read_split(self, split: Split, columns: tuple[str, ...], batch_size: int) -> list[pa.RecordBatch]:
         return self.table.select(list(columns)).slice(split.start, split.rows).to_batches(max_chunksize=batch_size)
