@@ -1,7 +1,7 @@
 """Reading a source alone, in order on one thread or in splits on several (issue 12).
 
-Times the engine's read (``darwin.runtime.compiled.read_from``) of a source to its end, optionally
-with the encoding the reader thread does after it (numeric columns only here: no string interning),
+Times the engine's read (``darwin.runtime.compiled.read_from``) of a source to its end, and on its
+own the encoding the reader thread does after it (strings interned into one pool, in order, on one thread),
 at 1 and 2 threads, best of ``--runs`` (wall seconds, and the CPU seconds of every thread in that run):
 
     python benchmarks/split_reading.py --events 10M --records 20M --runs 3
@@ -39,6 +39,21 @@ def reading(source, columns: tuple[str, ...], batch_size: int, threads: int) -> 
     def read() -> int:
         return sum(b.num_rows for b in read_from(source, columns, batch_size, 0, threads))
     return read
+
+
+def encoding_seconds(source, columns: tuple[str, ...], batch_size: int) -> float:
+    """Seconds the reader thread spends encoding the batches (interning strings, in order, on one thread):
+    the part of reading that stays serial."""
+    from darwin.runtime.compiled import read_from
+    from darwin.runtime.encoding import StringPool, encode
+
+    schema, pool = source.schema.select(columns), StringPool()
+    seconds = 0.0
+    for batch in read_from(source, columns, batch_size, 0, 1):
+        started = time.perf_counter()
+        encode(batch, schema, pool, source.name)
+        seconds += time.perf_counter() - started
+    return seconds
 
 
 @app.command()
@@ -79,6 +94,7 @@ def main(events: str = typer.Option("10M", help="Nexmark events generated"),
             base = base or seconds
             line.append(f"{t} thread(s) {seconds:.3f} s, CPU {cpu:.2f} s ({rows / seconds / 1e6:.1f} M rows/s, "
                         f"{base / seconds:.2f}x)")
+        line.append(f"encoding on the reader thread {encoding_seconds(source, columns, batch_size):.3f} s")
         print(f"{name}: " + "; ".join(line), flush=True)
 
 

@@ -15,6 +15,7 @@ from nexmark.generator import SCHEMAS, STREAMS, GeneratorConfig, generate
 from nexmark.side_input import side_input_table
 
 TIME_COLUMN = "date_time"
+YSB_CHUNK = 65_536  # events ysb.generate makes at a time
 
 
 class NexmarkStream:
@@ -101,6 +102,52 @@ class NexmarkStream:
         return {"event": self.config.events}
 
 
+class YsbAds:
+    """YSB's ad events as a Darwin source: the batches ``dw.from_batches`` over ``ysb.generate`` gives
+    (chunks of ``YSB_CHUNK`` events, each cut into batches), seekable, and read in splits of whole chunks."""
+
+    def __init__(self, config: GeneratorConfig) -> None:
+        self.config = config
+        self.name = "ysb.ads"
+        self.schema = Schema.from_arrow(ysb.SCHEMA, frozenset(ysb.SCHEMA.names))
+
+    def _chunks(self, columns: tuple[str, ...], batch_size: int, start: int, end: int, skip: int = 0) \
+            -> Iterator[pa.RecordBatch]:
+        c = self.config
+        for chunk in ysb.generate(end, c.seed, c.first_event_rate, YSB_CHUNK, start):
+            for lo in range(0, max(chunk.num_rows, 1), batch_size):
+                if skip >= min(lo + batch_size, chunk.num_rows):
+                    continue
+                piece = chunk.slice(lo, batch_size).select(list(columns))
+                yield piece.slice(skip - lo) if skip > lo else piece
+            skip = 0
+
+    def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
+        yield from self._chunks(columns, batch_size, 0, self.config.events)
+
+    def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
+        """From event ``offset``: the chunks before its own are not generated."""
+        if offset < self.config.events:
+            start = offset // YSB_CHUNK * YSB_CHUNK
+            yield from self._chunks(columns, batch_size, start, self.config.events, offset - start)
+
+    def splits(self, columns: tuple[str, ...], batch_size: int, offset: int, split_rows: int) -> Iterator[Split]:
+        """Ranges of whole chunks of events (about ``split_rows`` each), from the chunk holding ``offset``."""
+        events = max(1, split_rows // YSB_CHUNK) * YSB_CHUNK
+        first = offset
+        for lo in range(offset // YSB_CHUNK * YSB_CHUNK, self.config.events, events):
+            hi = min(lo + events, self.config.events)
+            yield Split(first, hi - first, (lo, hi, first - lo))
+            first = hi
+
+    def read_split(self, split: Split, columns: tuple[str, ...], batch_size: int) -> list[pa.RecordBatch]:
+        lo, hi, skip = split.where
+        return list(self._chunks(columns, batch_size, lo, hi, skip))
+
+    def __repr__(self) -> str:
+        return f"YsbAds({self.config.events} events)"
+
+
 def _parallelism(spark: Any) -> int:
     return int(spark.sparkContext.defaultParallelism)
 
@@ -119,9 +166,7 @@ class NexmarkSources:
         self.auction = self._table("auction", max_delay)
         self.bid = self._table("bid", max_delay)
         c = config
-        self.ads = dw.from_batches(ysb.SCHEMA, lambda: ysb.generate(c.events, c.seed, c.first_event_rate),
-                                   time="event_time", max_delay=max_delay, name="ysb.ads",
-                                   non_null=ysb.SCHEMA.names, rate_limit=rate_limit)
+        self.ads = dw.from_source(YsbAds(c), "event_time", max_delay, rate_limit=rate_limit)
         self.side_input = dw.from_arrow(side_input_table(), name="nexmark.side_input")
 
     def _table(self, stream: str, max_delay: Any) -> dw.Table:

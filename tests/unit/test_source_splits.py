@@ -21,8 +21,9 @@ from darwin.io.source import Split, joined, read_from, read_splits, splittable
 from darwin.io.sources import ArrowSource, BatchSource, ParquetSource
 from darwin.runtime import compiled
 from darwin.runtime.workers import inject_delays
+from nexmark import ysb
 from nexmark.generator import GeneratorConfig
-from nexmark.source import NexmarkStream
+from nexmark.source import NexmarkStream, YsbAds
 
 ROWS = 1000
 
@@ -142,3 +143,17 @@ def test_an_error_in_a_split_surfaces_in_the_reader(parquet_files):
     source.read_split = failing
     with pytest.raises(dw.errors.SourceError, match="bad split at 0"):
         list(compiled.read_from(source, ("k",), 64, 0, 2))
+
+
+@settings(max_examples=8, deadline=None)
+@given(batch_size=st.integers(3000, 70_000), offset=st.integers(0, 140_000), split_rows=st.integers(1, 200_000))
+def test_chunk_ranges_of_ysb_ads_give_the_batches_of_the_batch_factory(batch_size, offset, split_rows):
+    config = GeneratorConfig(events=140_000, seed=5)
+    factory = BatchSource(ysb.SCHEMA, lambda: ysb.generate(config.events, config.seed, config.first_event_rate))
+    source = YsbAds(config)
+    columns = ("ad_id", "event_type", "event_time")
+    want = list(read_from(factory, columns, batch_size, offset))
+    assert [b.num_rows for b in read_from(source, columns, batch_size, offset)] == [b.num_rows for b in want]
+    assert_same_batches(source, columns, batch_size, offset, split_rows)
+    got = list(compiled.read_from(source, columns, batch_size, offset, 2))
+    assert all(g.equals(w) for g, w in zip(got, want))
