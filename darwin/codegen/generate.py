@@ -455,10 +455,10 @@ class _Generator:
         if not self.hashed:
             self._ring_entry(env)
         t = self._time_value(env, w.on)
-        if self.keyed:  # the progress column moved max_time: the watermark follows it
-            b.line(self._watermark())
-        elif not self._source_timed:  # the runtime passes the input's watermark: the rows travel ahead of the next one
+        if not self._source_timed:  # the runtime passes the input's watermark: the rows travel ahead of the next one
             b.line("wm = input_wm")
+        elif self.keyed:  # the progress column moved max_time: the watermark follows it
+            b.line(self._watermark())
         key_values = self._hash_key_values(env) if self.hashed else []
         args = {}
         for a in lay.accs:

@@ -286,7 +286,8 @@ class BarrierAggregateRunner:
             if self.key_fields:
                 keys = [batch.columns[k] for k in self.node.keys]
                 owner = self.owner[key_groups(key_columns([Column(c.values[rows], None if c.valid is None
-                                                                 else c.valid[rows]) for c in keys]))]
+                                                                 else c.valid[rows]) for c in keys],
+                                                          [f.nullable for f in self.key_fields]))]
             else:
                 owner = np.zeros(len(rows), np.int64)
             mine = split_rows(owner, np.arange(len(self.shares), dtype=np.int64), len(self.shares))
@@ -346,7 +347,8 @@ class BarrierAggregateRunner:
                  for j in range(len(self.slots))]
         if self.key_fields and len(self.shares) > 1 and len(groups):
             cols = self.keys.columns(groups)
-            owner = self.owner[key_groups(key_columns([cols[k] for k in self.node.keys]))]
+            owner = self.owner[key_groups(key_columns([cols[k] for k in self.node.keys],
+                                                      [f.nullable for f in self.key_fields]))]
         else:
             owner = np.zeros(len(groups), np.int64)
         for w, share in enumerate(self.shares):

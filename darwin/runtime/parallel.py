@@ -155,6 +155,10 @@ class KeyedRunner(_Shared):
         self.windows_fired = 0
         self.late_warning = replicas[0].late_warning
         self.merged_rings = p.parallel.merged_rings
+        # per key, whether the state stores its validity: rows route as the state's entries do
+        lay = replicas[0].ks.agg_layout if replicas[0].ks else None
+        assert lay is not None  # an aggregating pipeline has a kernel and a layout
+        self.nullable_keys = [k.valid_position is not None for k in lay.keys]
         if self.merged_rings:  # a full ring's windows wait for the other workers' entries of them
             for r in replicas:
                 r.early = []
@@ -193,7 +197,7 @@ class KeyedRunner(_Shared):
             self._pre_aggregate(batch, input_watermark)
         else:
             self.routed_batches = max(0, self.routed_batches - 1)
-            groups = key_groups(key_columns([batch.columns[k] for k in self.p.parallel.keys]))
+            groups = key_groups(key_columns([batch.columns[k] for k in self.p.parallel.keys], self.nullable_keys))
             rows = split_rows(groups, self.owner, len(self.replicas))
             for r in self.replicas:
                 r.ctl[ctl.ROW_BASE] = self.rows_seen

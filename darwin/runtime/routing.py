@@ -25,10 +25,12 @@ def owners(workers: int) -> np.ndarray:
     return (np.arange(KEY_GROUPS, dtype=np.int64) * workers // KEY_GROUPS).astype(np.int64)
 
 
-def key_columns(columns: Sequence[Column]) -> list[np.ndarray]:
-    """Key columns as int64 arrays the way state stores them (a nullable key adds its validity)."""
+def key_columns(columns: Sequence[Column], nullable: Sequence[bool]) -> list[np.ndarray]:
+    """Key columns as int64 arrays the way state stores them: a key ``nullable`` in the schema adds
+    its validity, whether or not this batch's column carries one (a union's inputs may differ), so a
+    key routes alike from every input."""
     out = []
-    for c in columns:
+    for c, maybe_null in zip(columns, nullable, strict=True):
         v = c.values
         if v.dtype == np.float64:  # one group for 0.0/-0.0 and one for all NaNs, as the state's hash
             v = np.where(np.isnan(v), np.nan, v + 0.0).view(np.int64)
@@ -36,6 +38,8 @@ def key_columns(columns: Sequence[Column]) -> list[np.ndarray]:
             v = v.astype(np.int64)
         if c.valid is not None:
             out += [np.where(c.valid, v, 0), c.valid.astype(np.int64)]
+        elif maybe_null:
+            out += [v, np.ones(len(v), np.int64)]
         else:
             out.append(v)
     return out
