@@ -49,6 +49,39 @@ class NexmarkStream:
         return {"event": self.config.events}
 
 
+class YsbAds:
+    """YSB's ad events of the generator's size, seed and rate (``nexmark.ysb``), replayable; on Spark
+    they are generated on the executors like the Nexmark streams (``nexmark.spark_source``)."""
+
+    def __init__(self, config: GeneratorConfig) -> None:
+        self.config = config
+        self.name = "ysb.ads"
+        self.schema = Schema.from_arrow(ysb.SCHEMA, frozenset(ysb.SCHEMA.names))
+
+    def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
+        c = self.config
+        for batch in ysb.generate(c.events, c.seed, c.first_event_rate, batch_size):
+            yield batch.select(list(columns))
+
+    def spark_frame(self, spark: Any, columns: tuple[str, ...], batch_size: int, delay_ms: int) -> tuple[Any, int]:
+        from nexmark import spark_source
+
+        spark_source.register(spark)
+        opts = spark_source.options(self.config, spark_source.ADS, columns, batch_size, delay_ms, _parallelism(spark))
+        return spark.read.format(spark_source.NAME).options(**opts).load(), self.config.events
+
+    def spark_stream(self, spark: Any, columns: tuple[str, ...], rate: float | None, batch_size: int) -> Any:
+        from nexmark import spark_source
+
+        spark_source.register(spark)
+        opts = spark_source.options(self.config, spark_source.ADS, columns, partitions=_parallelism(spark),
+                                    rate=rate, max_events=batch_size)
+        return spark.readStream.format(spark_source.NAME).options(**opts).load()
+
+    def stream_end(self, rate: float | None) -> Any:
+        return {"event": self.config.events}
+
+
 def _parallelism(spark: Any) -> int:
     return int(spark.sparkContext.defaultParallelism)
 
@@ -66,10 +99,7 @@ class NexmarkSources:
         self.person = self._table("person", max_delay)
         self.auction = self._table("auction", max_delay)
         self.bid = self._table("bid", max_delay)
-        c = config
-        self.ads = dw.from_batches(ysb.SCHEMA, lambda: ysb.generate(c.events, c.seed, c.first_event_rate),
-                                   time="event_time", max_delay=max_delay, name="ysb.ads",
-                                   non_null=ysb.SCHEMA.names, rate_limit=rate_limit)
+        self.ads = dw.from_source(YsbAds(config), "event_time", max_delay, rate_limit=rate_limit)
         self.side_input = dw.from_arrow(side_input_table(), name="nexmark.side_input")
 
     def _table(self, stream: str, max_delay: Any) -> dw.Table:

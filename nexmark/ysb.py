@@ -44,12 +44,19 @@ def _mix(z: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
-def generate(events: int, seed: int = 0, rate: int = 10_000_000, batch_size: int = 65_536) \
+def event_time_ms(event: int, rate: int = 10_000_000) -> int:
+    """The event time of ad event ``event`` (event times never decrease with the id)."""
+    return BASE_TIME_MS + event * 1000 // rate
+
+
+def generate(events: int, seed: int = 0, rate: int = 10_000_000, batch_size: int = 65_536, start: int = 0) \
         -> Iterator[pa.RecordBatch]:
-    """Ad events; each event's fields come from a hash of (seed, event id), so batches do not matter."""
+    """Ad events ``start`` to ``events`` (exclusive), in batches of ``batch_size`` from ``start``; each
+    event's fields come from a hash of (seed, event id), so batches do not matter (a Spark data source
+    generates ranges of ids on its executors, ``nexmark.spark_source``)."""
     ads = pa.array([a for a, _ in campaigns(seed)])
     ad_types, event_types = pa.array(AD_TYPES), pa.array(EVENT_TYPES)
-    for lo in range(0, events, batch_size):
+    for lo in range(start, events, batch_size):
         ids = np.arange(lo, min(lo + batch_size, events), dtype=np.int64)
         with np.errstate(over="ignore"):
             h = _mix(ids.astype(np.uint64) ^ (np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)))
