@@ -204,7 +204,7 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
             raise UnsupportedError(f"the Spark engine cannot merge the session windows of {_name(node)} over "
                                    "rows that do not come straight from one source: which sessions a row "
                                    "merges depends on when Darwin's watermark fired them")
-        df = sessions(f.df, node)
+        df = sessions(f.df, node, _aggregates(node.aggs, node.input.schema))
         return _stateful(df, node.schema, frozenset({pn.WINDOW_END}))
 
     # -- ranking ------------------------------------------------------------------------------
