@@ -302,6 +302,11 @@ def _drop_late(f: Frame, time: str, shift: int, node: pn.Join, window: bool) -> 
     return replace(f, df=f.df.filter(t.isNull() | (t + shift >= column(BEFORE))))
 
 
+# sliding windows of at most this many windows per row are assigned by Spark's window (an Expand of
+# each row per window); more would make one huge generated projection
+EXPANDED_WINDOWS = 64
+
+
 def _assign(df: DataFrame, w: Any) -> DataFrame:
     """Each row with a time once per window holding it (``window_start``, ``window_end``); rows
     without a time have no window."""
@@ -309,12 +314,18 @@ def _assign(df: DataFrame, w: Any) -> DataFrame:
 
     t = column(w.on)
     last = t - F.pmod(t, F.lit(w.slide_ms))
-    first = last - (w.windows_per_row - 1) * w.slide_ms
+    rows = df.filter(t.isNotNull())
     if w.windows_per_row == 1:
-        start = last
+        out = rows.withColumn(pn.WINDOW_START, last)
+    elif w.windows_per_row <= EXPANDED_WINDOWS:
+        # Spark's own sliding window: one Expand of the row per window (code-generated), where an
+        # exploded array would build and walk an array per row (swa: 2.5x slower at 10M)
+        span = F.window(F.timestamp_millis(t), f"{w.size_ms} milliseconds", f"{w.slide_ms} milliseconds")
+        out = rows.withColumn("__dw_span", span)
+        out = out.withColumn(pn.WINDOW_START, F.unix_millis(column("__dw_span").getField("start"))).drop("__dw_span")
     else:
-        start = F.explode(F.sequence(first, last, F.lit(w.slide_ms).cast("bigint")))
-    out = df.filter(t.isNotNull()).withColumn(pn.WINDOW_START, start)
+        first = last - (w.windows_per_row - 1) * w.slide_ms
+        out = rows.withColumn(pn.WINDOW_START, F.explode(F.sequence(first, last, F.lit(w.slide_ms).cast("bigint"))))
     return out.withColumn(pn.WINDOW_END, column(pn.WINDOW_START) + w.size_ms)
 
 

@@ -146,3 +146,18 @@ def test_updating_aggregations(spark, left, right, how, batch):
     assert_three_engines_agree(per_key.group_by("s").agg(d=dw.count_distinct("total"), n=dw.count()), batch)
     joined = left.join(right, on=[("k", "k")], how=how)
     assert_three_engines_agree(joined.group_by("k").agg(n=dw.count(), total=dw.sum("v_right")), batch)
+
+
+@pytest.mark.parametrize("slide", [("3s", "1s"), ("2s", "500ms")])
+def test_sliding_windows_around_the_epoch(spark, slide):
+    """Sliding windows (Spark's own window function on Spark) over times before and after 1970, with
+    NULL times, late rows and a late-row output."""
+    import pyarrow as pa
+
+    times = [None if i % 17 == 0 else (i - 40) * 321 - (2500 if i % 11 == 0 else 0) for i in range(80)]
+    table = pa.table({"t": pa.array(times, pa.timestamp("ms")), "k": pa.array([i % 3 for i in range(80)], pa.int64())})
+    size, every = slide
+    q = dw.from_arrow(table, time="t", max_delay="1s").window(dw.Slide(size, every=every, on="t"), late_output=True) \
+        .group_by("k").agg(n=dw.count(), first=dw.min("t"))
+    result = assert_three_engines_agree(q, 7)
+    assert min(result.table.column("window_start").cast(pa.int64()).to_pylist()) < 0
