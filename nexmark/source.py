@@ -22,6 +22,7 @@ class NexmarkStream:
     def __init__(self, config: GeneratorConfig, stream: str) -> None:
         self.config, self.stream = config, stream
         self.name = f"nexmark.{stream}"
+        self.ordered_by = TIME_COLUMN  # event times grow with the event id (Darwin-on-Spark relies on it)
         self.schema = Schema.from_arrow(SCHEMAS[stream], frozenset(SCHEMAS[stream].names))
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
@@ -56,6 +57,7 @@ class YsbAds:
     def __init__(self, config: GeneratorConfig) -> None:
         self.config = config
         self.name = "ysb.ads"
+        self.ordered_by = "event_time"  # event times grow with the event id (Darwin-on-Spark relies on it)
         self.schema = Schema.from_arrow(ysb.SCHEMA, frozenset(ysb.SCHEMA.names))
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:

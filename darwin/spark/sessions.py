@@ -30,9 +30,10 @@ TIME = "__dw_time"
 DISORDER, SESSION = "__dw_disorder", "__dw_session"
 
 
-def sessions(df: DataFrame, node: pn.SessionAggregate, aggs: list[Column]) -> DataFrame:
+def sessions(df: DataFrame, node: pn.SessionAggregate, aggs: list[Column], in_order: bool = False) -> DataFrame:
     """One row per session of each key: its bounds, the keys, the aggregates (``aggs``, Spark's
-    aggregates of ``node.aggs``) and its first ``SEQ``."""
+    aggregates of ``node.aggs``) and its first ``SEQ``. ``in_order``: the source says its times never
+    decrease in arrival order, so no key needs the replay (nor the check for it)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -41,10 +42,13 @@ def sessions(df: DataFrame, node: pn.SessionAggregate, aggs: list[Column]) -> Da
     by_key = Window.partitionBy(*keys) if keys else Window.partitionBy()
     arrival = by_key.orderBy(column(SEQ))
     timed = df.filter(t.isNotNull())  # a row without a time is in no session (Darwin skips it)
-    earlier = F.max(t).over(arrival.rowsBetween(Window.unboundedPreceding, -1))
-    timed = timed.withColumn(DISORDER, F.coalesce((t < earlier).cast("int"), F.lit(0)))
-    timed = timed.withColumn(DISORDER, F.max(column(DISORDER)).over(by_key))
-    ordered = timed.filter((column(DISORDER) == 0) & (t + gap > column(BEFORE)))  # late rows dropped
+    if in_order:
+        ordered = timed.filter(t + gap > column(BEFORE))  # late rows dropped
+    else:
+        earlier = F.max(t).over(arrival.rowsBetween(Window.unboundedPreceding, -1))
+        timed = timed.withColumn(DISORDER, F.coalesce((t < earlier).cast("int"), F.lit(0)))
+        timed = timed.withColumn(DISORDER, F.max(column(DISORDER)).over(by_key))
+        ordered = timed.filter((column(DISORDER) == 0) & (t + gap > column(BEFORE)))
     previous = F.lag(t).over(arrival)
     opens = previous.isNull() | (t > previous + gap) | (previous + gap <= column(BEFORE))
     ordered = ordered.withColumn(SESSION, F.sum(opens.cast("bigint")).over(
@@ -52,6 +56,8 @@ def sessions(df: DataFrame, node: pn.SessionAggregate, aggs: list[Column]) -> Da
     native = ordered.groupBy(*keys, column(SESSION)).agg(
         F.min(t).alias(pn.WINDOW_START), (F.max(t) + gap).alias(pn.WINDOW_END), *aggs, F.min(SEQ).alias(SEQ))
     native = native.select(*[column(f.name) for f in node.schema.fields], column(SEQ))
+    if in_order:
+        return native
     return native.unionByName(_replayed(timed.filter(column(DISORDER) == 1), node))
 
 

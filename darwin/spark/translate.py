@@ -29,7 +29,7 @@ from darwin.plan.ranking import Ranking, ranking_of
 from darwin.plan.temporal import join_timing, time_attributes
 from darwin.plan.visitor import SharedNodeVisitor
 from darwin.spark.exprs import column, spark_type, to_spark
-from darwin.spark.sources import BEFORE, HIDDEN, MARK, SEQ, delay_of, own_reader, read_scans, to_dataframe
+from darwin.spark.sources import BEFORE, HIDDEN, MARK, SEQ, delay_of, own_reader, read_scans, time_ordered, to_dataframe
 from darwin.types import Schema
 
 if TYPE_CHECKING:
@@ -48,6 +48,7 @@ class Frame:
     # window_start columns of an aggregation's fired windows: a window join never finds them late
     # (the window had not fired at the join's last watermark, so start + size - 1 is not below it)
     fired_starts: frozenset[str] = frozenset()
+    in_order: frozenset[str] = frozenset()  # columns that never decrease in arrival order (SEQ)
 
     def visible(self) -> list[Column]:
         return [column(n) for n in self.schema.names]
@@ -70,7 +71,8 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         if reader is not None:
             df, rows = reader.spark_frame(self.spark, node.columns, self.config.batch_size, delay_of(node, self.config))
             self.rows[id(node)] = rows
-            return Frame(df, node.schema, arrival=True)
+            ordered = time_ordered(reader)
+            return Frame(df, node.schema, arrival=True, in_order=frozenset({ordered} if ordered else ()))
         table = self.tables[id(node)]
         self.rows[id(node)] = table.num_rows
         return Frame(to_dataframe(self.spark, table), node.schema, arrival=True)
@@ -86,7 +88,7 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         def renamed(names: frozenset[str]) -> frozenset[str]:
             return frozenset(name for name, e in node.exprs if isinstance(e, ex.Column) and e.name in names)
         return Frame(f.df.select(*out, *_hidden()), node.schema, f.arrival, renamed(f.never_late),
-                     renamed(f.fired_starts))
+                     renamed(f.fired_starts), renamed(f.in_order))
 
     def visit_WindowAssign(self, node: pn.WindowAssign) -> Frame:
         f = self.visit(node.input)
@@ -204,7 +206,7 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
             raise UnsupportedError(f"the Spark engine cannot merge the session windows of {_name(node)} over "
                                    "rows that do not come straight from one source: which sessions a row "
                                    "merges depends on when Darwin's watermark fired them")
-        df = sessions(f.df, node, _aggregates(node.aggs, node.input.schema))
+        df = sessions(f.df, node, _aggregates(node.aggs, node.input.schema), node.window.on in f.in_order)
         return _stateful(df, node.schema, frozenset({pn.WINDOW_END}))
 
     # -- ranking ------------------------------------------------------------------------------

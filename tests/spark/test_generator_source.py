@@ -37,6 +37,9 @@ def test_generator_data_source_gives_darwins_rows(spark, stream):
     got, want = got.sort_by(SEQ), want.sort_by(SEQ)
     assert pc.all(pc.greater(got.column(SEQ).slice(1), got.column(SEQ).slice(0, got.num_rows - 1))).as_py()
     assert_table_equal(got.drop_columns([SEQ]), want.drop_columns([SEQ]))
+    # what ``ordered_by`` tells Darwin-on-Spark's sessions: the times never decrease in arrival order
+    times = want.column(scan.source.ordered_by).cast(pa.int64())
+    assert pc.all(pc.greater_equal(times.slice(1), times.slice(0, want.num_rows - 1))).as_py()
 
 
 def test_darwin_on_spark_reads_the_generator_through_the_data_source(spark):
