@@ -383,21 +383,31 @@ def _join(left: Frame, right: Frame, node: pn.Join, how: str, broadcast: bool = 
     from pyspark.sql import functions as F
 
     names = node.right_names
-    lkeys = [to_spark(k, node.left.schema).alias(f"__dw_lk{i}") for i, k in enumerate(node.left_keys)]
-    rkeys = [to_spark(k, node.right.schema).alias(f"__dw_rk{i}") for i, k in enumerate(node.right_keys)]
+    # a key that is a column is joined on as it is (not on a copy), so Spark knows the join's output is
+    # partitioned by it: a later join or ranking on the same column needs no shuffle of its own
+    lnames = [k.name if isinstance(k, ex.Column) else f"__dw_lk{i}" for i, k in enumerate(node.left_keys)]
+    rnames = [names[k.name] if isinstance(k, ex.Column) else f"__dw_rk{i}" for i, k in enumerate(node.right_keys)]
+    lkeys = [to_spark(k, node.left.schema).alias(n) for n, k in zip(lnames, node.left_keys)
+             if not isinstance(k, ex.Column)]
+    rkeys = [to_spark(k, node.right.schema).alias(n) for n, k in zip(rnames, node.right_keys)
+             if not isinstance(k, ex.Column)]
     ldf = left.df.select(*left.visible(), *_hidden(), *lkeys)
     rdf = right.df.select(*[column(n).alias(names[n]) for n in node.right.schema.names],
                           column(SEQ).alias("__dw_right_seq"), *rkeys)
     if broadcast:
         rdf = F.broadcast(rdf)
     cond = None
-    for i in range(len(lkeys)):
-        eq = ldf[f"__dw_lk{i}"] == rdf[f"__dw_rk{i}"]
+    for lname, rname in zip(lnames, rnames):
+        eq = ldf[_quoted(lname)] == rdf[_quoted(rname)]
         cond = eq if cond is None else cond & eq
     if node.where is not None:
         cond = cond & to_spark(node.where, node.schema)  # type: ignore[operator]
     kind = {"inner": "inner", "left": "left_outer", "right": "right_outer", "full": "full_outer"}[how]
     return ldf.join(rdf, on=cond, how=kind)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def translate(spark: SparkSession, plan: pn.PlanNode, config: Config) \
