@@ -7,9 +7,10 @@ the next window reads the metadata that update carries (``.table(page_category="
 The state is one metadata row per page, not the views: between two updates the views of a page
 are independent of each other. Run it with ``python examples/page_views.py [parallelism]``.
 
-What is not built yet: forking a hot page's metadata to every worker so that its views are
-processed by several workers at once. Here the source is read and filtered by all workers, but
-the per-page numbering is one compiled pass on one thread (docs/decisions.md, "Barrier windows").
+On several workers each batch is cut into slices and every worker numbers its slice's views from
+a fork of the per-page metadata (the state before the batch moved on by the updates of the slices
+before its own), so the views of one hot page are processed by all workers at once
+(docs/decisions.md, "Barrier windows").
 """
 
 from __future__ import annotations

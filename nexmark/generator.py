@@ -242,3 +242,19 @@ def write_parquet(config: GeneratorConfig, out_dir: str | os.PathLike[str], batc
             if os.path.exists(tmp):
                 os.remove(tmp)
     return paths
+
+
+def id_bounds(config: GeneratorConfig, stream: str, column: str) -> tuple[int, int] | None:
+    """(min, max) bounds of an id column of ``stream`` over all of ``config``'s events: ids created up
+    to the last epoch, and as the bid and auction kernels draw them, up to ``ID_LEAD`` beyond."""
+    if config.events == 0:
+        return None
+    epochs = (config.events - 1) // config.total_proportion + 1
+    people, auctions = epochs * config.person_proportion, epochs * config.auction_proportion
+    drawn = {("person", "id"): (k.FIRST_PERSON_ID, people - 1),
+             ("auction", "id"): (k.FIRST_AUCTION_ID, auctions - 1),
+             ("auction", "seller"): (k.FIRST_PERSON_ID, people - 1 + k.ID_LEAD),
+             ("bid", "auction"): (k.FIRST_AUCTION_ID, auctions - 1 + k.ID_LEAD),
+             ("bid", "bidder"): (k.FIRST_PERSON_ID, people - 1 + k.ID_LEAD)}
+    found = drawn.get((stream, column))
+    return None if found is None else (found[0], found[0] + found[1])

@@ -8,12 +8,14 @@ from typing import Any
 import pyarrow as pa
 
 import darwin as dw
+from darwin.io.source import Split
 from darwin.types import Schema
 from nexmark import ysb
-from nexmark.generator import SCHEMAS, STREAMS, GeneratorConfig, generate
+from nexmark.generator import SCHEMAS, STREAMS, GeneratorConfig, generate, id_bounds
 from nexmark.side_input import side_input_table
 
 TIME_COLUMN = "date_time"
+YSB_CHUNK = 65_536  # events ysb.generate makes at a time
 
 
 class NexmarkStream:
@@ -26,8 +28,65 @@ class NexmarkStream:
         self.schema = Schema.from_arrow(SCHEMAS[stream], frozenset(SCHEMAS[stream].names))
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
-        for batch in generate(self.config, self.stream, batch_size=batch_size, columns=frozenset(columns)):
-            yield batch.select(list(columns))
+        yield from self._generated(columns, batch_size, 0, self.config.events)
+
+    def _generated(self, columns: tuple[str, ...], batch_size: int, start: int, end: int, skip: int = 0) \
+            -> Iterator[pa.RecordBatch]:
+        """The batches of events [start, end) (``start`` on the batch grid), the first ``skip`` rows left out."""
+        for batch in generate(self.config, self.stream, batch_size=batch_size, start_event=start, end_event=end,
+                              columns=frozenset(columns)):
+            yield batch.select(list(columns)).slice(skip) if skip else batch.select(list(columns))
+            skip = 0
+
+    # -- seeking and splits: a batch is ``batch_size`` event ids, counted from event 0 ---------------
+    def rows_before(self, event: int) -> int:
+        """Rows of this stream among events [0, event)."""
+        c, kind = self.config, STREAMS.index(self.stream)
+        low = (0, c.person_proportion, c.person_proportion + c.auction_proportion)[kind]
+        share = (c.person_proportion, c.auction_proportion, c.bid_proportion)[kind]
+        epochs, within = divmod(min(event, c.events), c.total_proportion)
+        return epochs * share + min(max(within - low, 0), share)
+
+    def _batch_start(self, row: int, batch_size: int) -> int | None:
+        """The first event of the batch holding row ``row`` of this stream (None past the end)."""
+        c, kind = self.config, STREAMS.index(self.stream)
+        if row >= self.rows_before(c.events):
+            return None
+        low = (0, c.person_proportion, c.person_proportion + c.auction_proportion)[kind]
+        share = (c.person_proportion, c.auction_proportion, c.bid_proportion)[kind]
+        epoch, within = divmod(row, share)
+        return (epoch * c.total_proportion + low + within) // batch_size * batch_size
+
+    def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
+        """From row ``offset``: the events before its batch are not generated."""
+        start = self._batch_start(offset, batch_size)
+        if start is not None:
+            yield from self._generated(columns, batch_size, start, self.config.events, offset - self.rows_before(start))
+
+    def splits(self, columns: tuple[str, ...], batch_size: int, offset: int, split_rows: int) -> Iterator[Split]:
+        """Event-id ranges of whole batches (about ``split_rows`` rows each), from the batch holding ``offset``."""
+        start = self._batch_start(offset, batch_size)
+        if start is None:
+            return
+        c = self.config
+        share = (c.person_proportion, c.auction_proportion, c.bid_proportion)[STREAMS.index(self.stream)]
+        events = max(1, split_rows * c.total_proportion // share // batch_size) * batch_size
+        first = offset
+        for lo in range(start, c.events, events):
+            hi = min(lo + events, c.events)
+            yield Split(first, self.rows_before(hi) - first, (lo, hi, first - self.rows_before(lo)))
+            first = self.rows_before(hi)
+
+    def read_split(self, split: Split, columns: tuple[str, ...], batch_size: int) -> list[pa.RecordBatch]:
+        """Generated on this thread: the compiled generator releases the GIL."""
+        lo, hi, skip = split.where
+        return list(self._generated(columns, batch_size, lo, hi, skip))
+
+    def bounds(self, column: str) -> tuple[int, int] | None:
+        """Bounds every value of an id column lies within, from the generator's rules (not the tightest:
+        a random choice may pick an id up to ``ID_LEAD`` ahead of the last one created). A windowed
+        aggregation grouped by one gets a window ring over them."""
+        return id_bounds(self.config, self.stream, column)
 
     # -- Darwin-on-Spark: Spark generates the events (nexmark.spark_source), not the driver -------
     def spark_frame(self, spark: Any, columns: tuple[str, ...], batch_size: int, delay_ms: int) -> tuple[Any, int]:
@@ -51,8 +110,8 @@ class NexmarkStream:
 
 
 class YsbAds:
-    """YSB's ad events of the generator's size, seed and rate (``nexmark.ysb``), replayable; on Spark
-    they are generated on the executors like the Nexmark streams (``nexmark.spark_source``)."""
+    """YSB's ad events as a Darwin source: the batches ``dw.from_batches`` over ``ysb.generate`` gives
+    (chunks of ``YSB_CHUNK`` events, each cut into batches), seekable, and read in splits of whole chunks."""
 
     def __init__(self, config: GeneratorConfig) -> None:
         self.config = config
@@ -60,11 +119,40 @@ class YsbAds:
         self.ordered_by = "event_time"  # event times grow with the event id (Darwin-on-Spark relies on it)
         self.schema = Schema.from_arrow(ysb.SCHEMA, frozenset(ysb.SCHEMA.names))
 
-    def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
+    def _chunks(self, columns: tuple[str, ...], batch_size: int, start: int, end: int, skip: int = 0) \
+            -> Iterator[pa.RecordBatch]:
         c = self.config
-        for batch in ysb.generate(c.events, c.seed, c.first_event_rate, batch_size):
-            yield batch.select(list(columns))
+        for chunk in ysb.generate(end, c.seed, c.first_event_rate, YSB_CHUNK, start):
+            for lo in range(0, max(chunk.num_rows, 1), batch_size):
+                if skip >= min(lo + batch_size, chunk.num_rows):
+                    continue
+                piece = chunk.slice(lo, batch_size).select(list(columns))
+                yield piece.slice(skip - lo) if skip > lo else piece
+            skip = 0
 
+    def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
+        yield from self._chunks(columns, batch_size, 0, self.config.events)
+
+    def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
+        """From event ``offset``: the chunks before its own are not generated."""
+        if offset < self.config.events:
+            start = offset // YSB_CHUNK * YSB_CHUNK
+            yield from self._chunks(columns, batch_size, start, self.config.events, offset - start)
+
+    def splits(self, columns: tuple[str, ...], batch_size: int, offset: int, split_rows: int) -> Iterator[Split]:
+        """Ranges of whole chunks of events (about ``split_rows`` each), from the chunk holding ``offset``."""
+        events = max(1, split_rows // YSB_CHUNK) * YSB_CHUNK
+        first = offset
+        for lo in range(offset // YSB_CHUNK * YSB_CHUNK, self.config.events, events):
+            hi = min(lo + events, self.config.events)
+            yield Split(first, hi - first, (lo, hi, first - lo))
+            first = hi
+
+    def read_split(self, split: Split, columns: tuple[str, ...], batch_size: int) -> list[pa.RecordBatch]:
+        lo, hi, skip = split.where
+        return list(self._chunks(columns, batch_size, lo, hi, skip))
+
+    # -- Darwin-on-Spark: Spark generates the events (nexmark.spark_source, stream "ads"), not the driver
     def spark_frame(self, spark: Any, columns: tuple[str, ...], batch_size: int, delay_ms: int) -> tuple[Any, int]:
         from nexmark import spark_source
 
@@ -82,6 +170,9 @@ class YsbAds:
 
     def stream_end(self, rate: float | None) -> Any:
         return {"event": self.config.events}
+
+    def __repr__(self) -> str:
+        return f"YsbAds({self.config.events} events)"
 
 
 def _parallelism(spark: Any) -> int:
@@ -101,7 +192,8 @@ class NexmarkSources:
         self.person = self._table("person", max_delay)
         self.auction = self._table("auction", max_delay)
         self.bid = self._table("bid", max_delay)
-        self.ads = dw.from_source(YsbAds(config), "event_time", max_delay, rate_limit=rate_limit)
+        c = config
+        self.ads = dw.from_source(YsbAds(c), "event_time", max_delay, rate_limit=rate_limit)
         self.side_input = dw.from_arrow(side_input_table(), name="nexmark.side_input")
 
     def _table(self, stream: str, max_delay: Any) -> dw.Table:

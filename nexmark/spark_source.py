@@ -150,10 +150,12 @@ def _last_time_before(config: GeneratorConfig, kind: int, event: int) -> int:
 
 
 def _generated(o: _Options, start: int, end: int, columns: frozenset[str]) -> Iterator[pa.RecordBatch]:
-    """The stream's events [start, end), one batch per ``o.batch_size`` event ids from ``start``."""
+    """The stream's events [start, end) in the batches Darwin reads: one per ``o.batch_size`` event ids
+    from ``start``, or for YSB's ads ``YsbAds``'s (chunks of ``YSB_CHUNK`` events cut into batches)."""
     if o.stream == ADS:
-        c = o.config
-        yield from ysb.generate(end, c.seed, c.first_event_rate, o.batch_size, start)
+        from nexmark.source import YsbAds
+
+        yield from YsbAds(o.config)._chunks(tuple(ysb.SCHEMA.names), o.batch_size, start, end)
     else:
         yield from generate(o.config, o.stream, o.batch_size, start, end, columns)
 
@@ -172,6 +174,15 @@ def _time_before(o: _Options, event: int) -> int:
     return _last_time_before(o.config, STREAMS.index(o.stream), event)
 
 
+def _align(o: _Options) -> int:
+    """Where a partition may start: where one of Darwin's batches does (YSB's ads: a chunk's start)."""
+    if o.stream == ADS:
+        from nexmark.source import YSB_CHUNK
+
+        return YSB_CHUNK
+    return o.batch_size
+
+
 def read_range(o: _Options, start: int, end: int) -> Iterator[pa.RecordBatch]:
     """The rows of events [start, end) as Spark gets them. With hidden columns, ``start`` must be
     where one of Darwin's batches starts: ``SEQ`` is the event id, ``MARK`` and ``BEFORE`` the
@@ -186,7 +197,7 @@ def read_range(o: _Options, start: int, end: int) -> Iterator[pa.RecordBatch]:
     max_time = _time_before(o, start)
     lo = start
     for batch in _generated(o, start, end, need):
-        hi = min(lo + o.batch_size, end)
+        hi = lo + batch.num_rows if o.stream == ADS else min(lo + o.batch_size, end)
         seq = _ids(o, lo, hi)
         lo = hi
         n = batch.num_rows
@@ -205,7 +216,7 @@ class _BatchReader(DataSourceReader):
         self.o = o
 
     def partitions(self) -> Sequence[InputPartition]:
-        return split(0, self.o.config.events, self.o.partitions, self.o.batch_size)
+        return split(0, self.o.config.events, self.o.partitions, _align(self.o))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, _Range)
@@ -245,7 +256,7 @@ class _StreamReader(DataSourceStreamReader):
         return {"event": self.end}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        return split(int(start["event"]), int(end["event"]), self.o.partitions, self.o.batch_size)
+        return split(int(start["event"]), int(end["event"]), self.o.partitions, _align(self.o))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, _Range)

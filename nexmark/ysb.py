@@ -51,9 +51,8 @@ def event_time_ms(event: int, rate: int = 10_000_000) -> int:
 
 def generate(events: int, seed: int = 0, rate: int = 10_000_000, batch_size: int = 65_536, start: int = 0) \
         -> Iterator[pa.RecordBatch]:
-    """Ad events ``start`` to ``events`` (exclusive), in batches of ``batch_size`` from ``start``; each
-    event's fields come from a hash of (seed, event id), so batches do not matter (a Spark data source
-    generates ranges of ids on its executors, ``nexmark.spark_source``)."""
+    """Ad events [start, events); each event's fields come from a hash of (seed, event id), so batches do
+    not matter."""
     ads = pa.array([a for a, _ in campaigns(seed)])
     ad_types, event_types = pa.array(AD_TYPES), pa.array(EVENT_TYPES)
     for lo in range(start, events, batch_size):

@@ -1,4 +1,9 @@
 import itertools
+import os
+
+# CLI output is rendered by rich, which wraps at 80 columns when not on a terminal: a long temporary
+# path (pytest-xdist's are) would be cut in the middle. Wide, so tests read whole lines.
+os.environ["COLUMNS"] = os.environ["TERMINAL_WIDTH"] = "400"
 
 import pyarrow as pa
 import pytest

@@ -83,7 +83,8 @@ class _Generator:
         self.arg_names: list[str] = []
         self.agg_sink = p.sink if isinstance(p.sink, op.WindowAggregateSink) else None  # None: rows are emitted
         self.keyed = p.keyed_parallel  # walks a selection of rows, judging lateness by the batch's progress
-        self.agg_layout = layout(self.agg_sink.aggregate, self.keyed) if self.agg_sink is not None else None
+        self.numbered = p.numbers_rows  # entries record the serial number of the row that made them
+        self.agg_layout = layout(self.agg_sink.aggregate, self.numbered) if self.agg_sink is not None else None
         self.hashed = self.agg_sink is not None and self.agg_sink.ring is None
         self.undo = self.hashed and self.agg.undo_log
 
@@ -168,8 +169,10 @@ class _Generator:
             for i in range(len(self.params.formats)):  # the formats' one-entry caches
                 head.line(f"pfl{i} = {number(NO_WATERMARK)}")
                 head.line(f"pfv{i} = np.int64(-1)")
-            if self.keyed:
+            if self.numbered:
                 head.line(f"row_base = ctl[{ctl.ROW_BASE}]")
+            if self._hoisted_watermark:
+                head.line(self._watermark())
             with head.block(f"for {self._position} in range(start, n):"):
                 if self.keyed:
                     head.line("i = sel[r]")
@@ -245,11 +248,32 @@ class _Generator:
             with b.block(f"if {cond}:"):
                 if future is None:
                     b.line(f"max_time = {v}")
+                    if self._hoisted_watermark:
+                        b.line(self._watermark())
                     return
                 with b.block(f"if max_time != {number(NO_WATERMARK)} and {v} > max_time + {number(future)}:"):
                     b.line("future_rows += 1")
                 with b.block("else:"):
                     b.line(f"max_time = {v}")
+                    if self._hoisted_watermark:
+                        b.line(self._watermark())
+
+    @property
+    def _hoisted_watermark(self) -> bool:
+        """Whether ``wm`` is computed where ``max_time`` moves (and once before the loop), not per row."""
+        return self.agg_sink is not None and self._source_timed and not self.keyed
+
+    @property
+    def _source_timed(self) -> bool:
+        """Whether lateness is judged by the source's event-time progress (``max_time``)."""
+        inp = self.p.input
+        return isinstance(inp, op.SourcePort) and inp.scan.time_column is not None
+
+    def _watermark(self) -> str:
+        """``wm``, the source's watermark, from ``max_time``."""
+        inp = self.p.input
+        assert isinstance(inp, op.SourcePort)
+        return f"wm = max_time - {number(inp.delay_ms)} if max_time != {number(NO_WATERMARK)} else max_time"
 
     def _operators(self, ops: list[op.StatelessOp], env: Env, schema: Schema) -> None:
         b = self.src
@@ -431,10 +455,9 @@ class _Generator:
         if not self.hashed:
             self._ring_entry(env)
         t = self._time_value(env, w.on)
-        inp = self.p.input
-        if isinstance(inp, op.SourcePort) and inp.scan.time_column is not None:
-            b.line(f"wm = max_time - {number(inp.delay_ms)} if max_time != {number(NO_WATERMARK)} else max_time")
-        else:  # the runtime passes the input's watermark: the rows travel ahead of the next one
+        if self.keyed:  # the progress column moved max_time: the watermark follows it
+            b.line(self._watermark())
+        elif not self._source_timed:  # the runtime passes the input's watermark: the rows travel ahead of the next one
             b.line("wm = input_wm")
         key_values = self._hash_key_values(env) if self.hashed else []
         args = {}
@@ -510,7 +533,8 @@ class _Generator:
             self._stop(ctl.OUT_OF_DOMAIN)
 
     def _slot_of(self, index: str) -> str:
-        return f"{index} % {number(self.ring.slots)}"
+        slots = self.ring.slots  # a power of two: the mask is the floor modulo, negative starts too
+        return f"({index} & {number(slots - 1)})" if slots & (slots - 1) == 0 else f"{index} % {number(slots)}"
 
     def _check_ring_slots(self, t: str, w: Window) -> None:
         """Before touching state: every open window of this row needs its slot free or its own."""

@@ -236,7 +236,14 @@ class Pipeline:
 
     @property
     def keyed_parallel(self) -> bool:
-        """Whether the kernel walks a selection of rows and keeps per-worker state (``Parallel.keys``)."""
+        """Whether the kernel walks a selection of rows routed to it by key, judging lateness by the
+        batch's progress column (merged rings run contiguous slices, as one thread would)."""
+        return self.parallel is not None and self.parallel.keyed and not self.parallel.merged_rings
+
+    @property
+    def numbers_rows(self) -> bool:
+        """Whether state entries carry the serial of the row that made them: several workers' entries
+        are merged into one thread's order."""
         return self.parallel is not None and self.parallel.keyed
 
     @property

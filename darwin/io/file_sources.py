@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from darwin.errors import SourceError
-from darwin.io.source import Source
+from darwin.io.source import Source, Split, SplitSource, read_from, skip_rows
 from darwin.types import Field, Schema
 
 _CSV_COLUMN = re.compile(r"CSV column #(\d+)")
@@ -169,6 +169,49 @@ class FilesSource:
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
         for part in self.parts:
             yield from part.batches(columns, batch_size)
+
+    def _starts(self) -> list[int] | None:
+        """The first row of each file and the number of rows last, when every file knows its size."""
+        sizes = [getattr(part, "num_rows", None) for part in self.parts]
+        if any(n is None for n in sizes):
+            return None
+        starts = [0]
+        for n in sizes:
+            starts.append(starts[-1] + int(n))  # type: ignore[arg-type]
+        return starts
+
+    @property
+    def splittable(self) -> bool:
+        """Whether its rows can be read in splits: every file can be, and knows its size."""
+        return self._starts() is not None and all(isinstance(p, SplitSource) for p in self.parts)
+
+    def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
+        """From row ``offset``: the files before it are skipped unread when every file knows its size."""
+        starts = self._starts()
+        if starts is None:
+            yield from skip_rows(self.batches(columns, batch_size), offset)
+            return
+        for i, part in enumerate(self.parts):
+            if offset < starts[i + 1]:
+                yield from read_from(part, columns, batch_size, max(0, offset - starts[i]))
+
+    def splits(self, columns: tuple[str, ...], batch_size: int, offset: int, split_rows: int) -> Iterator[Split]:
+        """Each file's splits in turn (a batch never spans two files), the file's index first in ``where``."""
+        starts = self._starts()
+        assert starts is not None, "splits() of files that do not know their sizes"
+        for i, part in enumerate(self.parts):
+            if offset < starts[i + 1]:
+                assert isinstance(part, SplitSource)
+                for s in part.splits(columns, batch_size, max(0, offset - starts[i]), split_rows):
+                    yield Split(starts[i] + s.start, s.rows, (i, *s.where), s.continues)
+
+    def read_split(self, split: Split, columns: tuple[str, ...], batch_size: int) -> list[pa.RecordBatch]:
+        i = split.where[0]
+        part = self.parts[i]
+        assert isinstance(part, SplitSource)
+        start = self._starts()[i]  # type: ignore[index]
+        return part.read_split(Split(split.start - start, split.rows, split.where[1:], split.continues), columns,
+                               batch_size)
 
     def __repr__(self) -> str:
         return f"FilesSource({self.name!r}, {len(self.parts)} files)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
@@ -55,3 +56,68 @@ def skip_rows(batches: Iterable[pa.RecordBatch], skip: int) -> Iterator[pa.Recor
             continue
         yield batch.slice(skip) if skip else batch
         skip = 0
+
+
+@dataclass(frozen=True)
+class Split:
+    """A stretch of a source that can be read on its own, on any thread: rows [start, start + rows).
+
+    ``where`` is the source's own locator (row groups, an event-id range, a file and its row groups).
+    ``continues`` says its first batch is the rest of the previous split's last batch: a batch of the
+    in-order read that spans the boundary (Parquet batches span row groups), glued back by ``joined``.
+    """
+
+    start: int
+    rows: int
+    where: tuple[int, ...]
+    continues: bool = False
+
+
+@runtime_checkable
+class SplitSource(Protocol):
+    """A source whose rows can be read in splits side by side (optional, beside ``Source``).
+
+    Reading ``splits(columns, batch_size, offset, split_rows)`` one after another with
+    ``read_split`` and gluing them (``joined``) gives exactly the batches of
+    ``read_from(source, columns, batch_size, offset)``: same rows, same batch boundaries.
+    ``split_rows`` is about how many rows a split should hold; the source rounds it to what
+    it can read on its own (whole row groups, whole batches).
+    """
+
+    def splits(self, columns: tuple[str, ...], batch_size: int, offset: int, split_rows: int) -> Iterator[Split]:
+        ...
+
+    def read_split(self, split: Split, columns: tuple[str, ...], batch_size: int) -> list[pa.RecordBatch]:
+        ...
+
+
+def joined(reads: Iterable[tuple[Split, list[pa.RecordBatch]]]) -> Iterator[pa.RecordBatch]:
+    """The batches of splits read in order, a batch spanning two splits glued back into one.
+
+    The last batch of a split is held until the next split says whether it continues it.
+    """
+    held: pa.RecordBatch | None = None
+    for split, batches in reads:
+        if not batches:
+            continue
+        if held is not None:
+            if split.continues:  # a batch may span several short splits: it stays held until complete
+                batches = [pa.concat_batches([held, batches[0]]), *batches[1:]]
+            else:
+                yield held
+        yield from batches[:-1]
+        held = batches[-1]
+    if held is not None:
+        yield held
+
+
+def splittable(source: object) -> bool:
+    """Whether ``source`` can be read in splits (a source of several files can only if every file can)."""
+    return isinstance(source, SplitSource) and bool(getattr(source, "splittable", True))
+
+
+def read_splits(source: SplitSource, columns: tuple[str, ...], batch_size: int, offset: int,
+                split_rows: int) -> Iterator[pa.RecordBatch]:
+    """A split source's batches read split by split on this thread (what the threads' read must equal)."""
+    yield from joined((s, source.read_split(s, columns, batch_size))
+                      for s in source.splits(columns, batch_size, offset, split_rows))

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from darwin.errors import SchemaError, SourceError
-from darwin.io.source import skip_rows
+from darwin.io.source import Split, skip_rows
 from darwin.types import Schema
 
 
@@ -36,6 +36,20 @@ class ArrowSource:
 
     def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
         yield from self.table.select(list(columns)).slice(offset).to_batches(max_chunksize=batch_size)
+
+    def splits(self, columns: tuple[str, ...], batch_size: int, offset: int, split_rows: int) -> Iterator[Split]:
+        """Slices of whole batches of the in-order read (at least ``split_rows`` rows a split)."""
+        start, rows = offset, 0
+        for batch in self.batches_from(columns, batch_size, offset):  # zero-copy slices: their lengths
+            rows += batch.num_rows
+            if rows >= split_rows:
+                yield Split(start, rows, ())
+                start, rows = start + rows, 0
+        if rows:
+            yield Split(start, rows, ())
+
+    def read_split(self, split: Split, columns: tuple[str, ...], batch_size: int) -> list[pa.RecordBatch]:
+        return self.table.select(list(columns)).slice(split.start, split.rows).to_batches(max_chunksize=batch_size)
 
     def bounds(self, column: str) -> tuple[int, int] | None:
         arr = self.table.column(column)
@@ -88,6 +102,57 @@ class ParquetSource:
                                  skip)
         except (OSError, pa.ArrowInvalid) as e:
             raise SourceError(f"error while reading Parquet file {str(self.path)!r}: {e}") from None
+
+    def _group_starts(self) -> list[int]:
+        """The first row of each row group, and the number of rows last."""
+        starts = [0]
+        for g in range(self._meta.num_row_groups):
+            starts.append(starts[-1] + self._meta.row_group(g).num_rows)
+        return starts
+
+    def splits(self, columns: tuple[str, ...], batch_size: int, offset: int, split_rows: int) -> Iterator[Split]:
+        """Whole row groups (at least ``split_rows`` rows a split), from the one holding row ``offset``.
+
+        The in-order read's batches are ``batch_size`` rows counted from that group's start and span
+        row groups (not when no column is read: then each group's rows are batched on their own), so a
+        split starting off that grid continues the previous split's last batch.
+        """
+        starts = self._group_starts()
+        first = next((g for g in range(len(starts) - 1) if offset < starts[g + 1]), None)
+        if first is None:
+            return
+        origin = starts[first]
+        group = first
+        while group < len(starts) - 1:
+            last = group + 1
+            while last < len(starts) - 1 and starts[last] - starts[group] < split_rows and columns:
+                last += 1
+            start = max(offset, starts[group])
+            continues = bool(columns) and group != first and (start - origin) % batch_size != 0
+            yield Split(start, starts[last] - start, (group, last, origin), continues)
+            group = last
+
+    def read_split(self, split: Split, columns: tuple[str, ...], batch_size: int) -> list[pa.RecordBatch]:
+        """The split's row groups decoded on this thread, cut at the in-order read's batch boundaries."""
+        group, last, origin = split.where
+        try:
+            f = pq.ParquetFile(self.path)
+            if not columns:
+                return list(skip_rows(f.iter_batches(batch_size=batch_size, columns=[],
+                                                     row_groups=list(range(group, last)), use_threads=False),
+                                      split.start - self._group_starts()[group]))
+            table = f.read_row_groups(list(range(group, last)), columns=list(columns), use_threads=False)
+        except (OSError, pa.ArrowInvalid) as e:
+            raise SourceError(f"error while reading Parquet file {str(self.path)!r}: {e}") from None
+        base = split.start + split.rows - table.num_rows  # the row the table begins with
+        out = []
+        at, end = split.start, split.start + split.rows
+        while at < end:
+            cell_end = min(end, origin + ((at - origin) // batch_size + 1) * batch_size)
+            pieces = table.slice(at - base, cell_end - at).to_batches()
+            out.append(pieces[0] if len(pieces) == 1 else pa.concat_batches(pieces))
+            at = cell_end
+        return out
 
     def bounds(self, column: str) -> tuple[int, int] | None:
         """From row-group statistics: metadata only, no data read."""

@@ -39,12 +39,14 @@ class ProgressDisplay:
 
     @staticmethod
     def pipelines(status: JobStatus) -> Table:
-        """Per pipeline: rows given, workers, busy seconds and (on several workers) the imbalance."""
+        """Per pipeline: rows given, workers (in use / most, as adapted), busy seconds and (on several
+        workers) the imbalance."""
         table = Table(show_header=True, header_style="dim", box=None)
         for name in ("pipeline", "rows in", "workers", "busy", "imbalance"):
             table.add_column(name, justify="right")
         for p in status.pipelines:
-            table.add_row(str(p["pipeline"]), f"{p['rows_in']:,}", str(p["workers"]), _seconds(p["seconds"]),
+            workers = f"{p['workers']}/{p['workers_most']}" if "workers_most" in p else str(p["workers"])
+            table.add_row(str(p["pipeline"]), f"{p['rows_in']:,}", workers, _seconds(p["seconds"]),
                           f"{p['imbalance']:.2f}" if "imbalance" in p else "-")
         return table
 

@@ -51,11 +51,15 @@ class JobCollector(Collector):
                 yield GaugeMetricFamily(gauge, about, value=reading)
         rows = CounterMetricFamily("darwin_pipeline_input_rows", "rows each pipeline was given", labels=["pipeline"])
         busy = CounterMetricFamily("darwin_pipeline_busy_seconds", "seconds each pipeline ran", labels=["pipeline"])
+        workers = GaugeMetricFamily("darwin_pipeline_workers", "workers each pipeline uses now (adapted while "
+                                    "the job runs)", labels=["pipeline"])
         for pipeline in status.pipelines:
             rows.add_metric([str(pipeline["pipeline"])], pipeline["rows_in"])
             busy.add_metric([str(pipeline["pipeline"])], pipeline["seconds"])
+            workers.add_metric([str(pipeline["pipeline"])], pipeline["workers"])
         yield rows
         yield busy
+        yield workers
 
 
 class MetricsServer:

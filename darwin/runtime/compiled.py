@@ -23,12 +23,12 @@ import pyarrow as pa
 from darwin.codegen.target import ensure_target
 from darwin.config import Config
 from darwin.graph import operators as op
+from darwin.io import source as sources
 from darwin.io.paced import arrival
-from darwin.io.source import read_from
 from darwin.runtime.dictionary import load_dictionary, save_dictionary
 from darwin.runtime.encoding import EncodedBatch, StringPool, decode, encode, to_int64
 from darwin.runtime.output import BARRIER, Output
-from darwin.runtime.prefetch import prefetched
+from darwin.runtime.prefetch import in_order, prefetched
 from darwin.runtime.progress import NO_WATERMARK, Metrics, WatermarkClock
 
 if TYPE_CHECKING:
@@ -37,6 +37,22 @@ if TYPE_CHECKING:
 
 END_OF_INPUT = 2**63 - 1  # the watermark of a source that has ended
 Read = tuple[int, pa.RecordBatch | None, list[EncodedBatch], float]  # rows, batch, encoded, ingested
+SPLIT_ROWS = 1 << 18  # rows a split of a source holds, about (at least a batch): what a thread reads at a time
+SPLITS_AHEAD = 2  # splits in flight per thread
+
+
+def read_from(source: sources.Source, columns: tuple[str, ...], batch_size: int, offset: int = 0,
+              threads: int = 1) -> Iterator[pa.RecordBatch]:
+    """The source's batches from row ``offset`` on, in order; on several ``threads`` a source that has
+    splits is read in splits side by side, giving the same batches (``darwin.io.source.SplitSource``)."""
+    if threads <= 1 or not sources.splittable(source):
+        yield from sources.read_from(source, columns, batch_size, offset)
+        return
+    split: sources.SplitSource = source  # type: ignore[assignment]
+    reads = in_order(((lambda s=s: (s, split.read_split(s, columns, batch_size)))  # type: ignore[misc]
+                      for s in split.splits(columns, batch_size, offset, max(batch_size, SPLIT_ROWS))),
+                     threads, SPLITS_AHEAD * threads)
+    yield from sources.joined(reads)
 
 
 class ReadTiming:
@@ -94,7 +110,7 @@ class SourceReader:
 
     def _read(self) -> Iterator[Read]:
         scan, pool = self.scan, self.pool
-        batches = read_from(scan.source, scan.columns, self.config.batch_size, self.offset)
+        batches = read_from(scan.source, scan.columns, self.config.batch_size, self.offset, self.config.workers)
         for batch, ingested in read_timed(iter(batches), self.timing):
             done: dict = {}
             encoded = [encode(batch, p.input_schema, pool, scan.source.name, p.moved_inputs, p.computed_inputs,
@@ -343,12 +359,16 @@ class CompiledEngine:
                     yield from self._to_port(("join", target), joined, self.joins[target].wm)
 
     def pipeline_metrics(self) -> list[dict[str, Any]]:
-        """Per pipeline: rows in, seconds, and on several workers each one's busy seconds and the
-        imbalance (the busiest worker's share over the mean: 1.0 is even, a hot key shows here)."""
+        """Per pipeline: rows in, seconds, and on several workers the workers it uses now (adapted while
+        the job runs), each one's busy seconds and the imbalance (the busiest worker's share over the
+        mean: 1.0 is even, a hot key shows here)."""
         out = []
         for runner, rows, seconds in zip(self.runners, self.pipeline_rows, self.pipeline_seconds):
             entry: dict[str, Any] = {"pipeline": runner.p.id, "rows_in": rows, "seconds": round(seconds, 6),
                                      "workers": 1 if runner.p.parallel is None else runner.p.parallel.workers}
+            share = getattr(runner, "share", None)
+            if share is not None:  # on several workers: how many it uses now, of how many, and how often that moved
+                entry.update(workers=share.active, workers_most=share.most, worker_changes=share.changes)
             busy = getattr(runner, "worker_busy", None)
             if busy is not None:
                 entry["worker_busy_seconds"] = [round(b, 6) for b in busy]

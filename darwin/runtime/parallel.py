@@ -23,10 +23,10 @@ the same state; the runner pre-aggregates only while partials are much fewer tha
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numba import njit
@@ -37,6 +37,7 @@ from darwin.config import Config
 from darwin.errors import CheckpointError
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
+from darwin.runtime.adaptive import WorkerShare
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.pipeline import FIRST_SEEN, PipelineRunner, concatenated
 from darwin.runtime.routing import key_columns, key_groups, owners, split_rows
@@ -48,6 +49,7 @@ from darwin.state.memory import MemoryBackend
 from darwin.state.merge import Entries, merge_entries, merge_partials
 from darwin.state.ring import RingState
 
+T = TypeVar("T")
 COUNTERS = ("late_rows", "null_time_rows", "future_rows")
 COUNTER_SLOTS = (ctl.LATE_ROWS, ctl.NULL_TIME_ROWS, ctl.FUTURE_ROWS)
 # pre-aggregate while a slice's partial entries are at most this share of its rows; after a batch
@@ -73,6 +75,15 @@ class _Shared:
         self.p, self.replicas, self.workers = p, replicas, workers
         self.kernel = replicas[0].kernel
         self.worker_busy = [0.0] * len(replicas)  # seconds each worker spent on this pipeline
+        self.share = WorkerShare(p.id, len(replicas))  # how many of them it uses now (slices only)
+
+    def _adapted(self, run: Callable[[int], list[T]]) -> list[T]:
+        """``run(k)`` on the workers this batch gets, then its work (busy seconds over all of them)
+        told to the share, which adapts the count for the batches after."""
+        before = sum(self.worker_busy)
+        results = run(self.share.for_batch())
+        self.share.observe(sum(self.worker_busy) - before)
+        return results
 
     def _counters(self) -> dict[str, int]:
         totals = {name: 0 for name in COUNTERS}
@@ -102,10 +113,12 @@ class SlicedRunner(_Shared):
 
     def process(self, batch: EncodedBatch, input_watermark: int = NO_WATERMARK) \
             -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
-        n, k = batch.length, len(self.replicas)
-        parts = [partial(r.process, batch, input_watermark, (n * i // k, n * (i + 1) // k))
-                 for i, r in enumerate(self.replicas)]
-        outs = [out for out, _, _ in self.workers.run(parts, self.worker_busy) if out is not None]
+        n = batch.length
+
+        def run(k: int) -> list[tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]]:
+            return self.workers.run([partial(r.process, batch, input_watermark, (n * i // k, n * (i + 1) // k))
+                                     for i, r in enumerate(self.replicas[:k])], self.worker_busy)
+        outs = [out for out, _, _ in self._adapted(run) if out is not None]
         return concatenated(outs, self.p.output_schema), None, []
 
     def drain(self, wm: int, final: bool = False) -> Iterator[EncodedBatch]:
@@ -158,12 +171,25 @@ class KeyedRunner(_Shared):
     def process(self, batch: EncodedBatch, input_watermark: int = NO_WATERMARK) \
             -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
         assert self.p.parallel is not None
+        if self.merged_rings:
+            self._in_slices(batch, input_watermark)
+        else:
+            self._routed(batch, input_watermark)
+        self.rows_seen += batch.length
+        if self.late_warning is not None:
+            late = sum(int(r.ctl[ctl.LATE_ROWS]) for r in self.replicas)
+            self.late_warning.update(late, NO_WATERMARK if self.max_time == NO_WATERMARK else
+                                     self.max_time - self.replicas[0].p.input.delay_ms)  # type: ignore[union-attr]
+        return None, None, []
+
+    def _routed(self, batch: EncodedBatch, input_watermark: int) -> None:
+        """Hash tables: rows (or their slices' partial entries) go to the worker owning their key,
+        which judges lateness by the batch's progress column."""
+        assert self.p.parallel is not None
         if self.time_column is not None:
             batch = EncodedBatch({**batch.columns, PROGRESS_COLUMN: Column(self._progress(batch), None)},
                                  batch.length, batch.arrow)
-        if self.merged_rings:
-            self._in_slices(batch, input_watermark)
-        elif self.slices and not self.routed_batches:
+        if self.slices and not self.routed_batches:
             self._pre_aggregate(batch, input_watermark)
         else:
             self.routed_batches = max(0, self.routed_batches - 1)
@@ -174,12 +200,6 @@ class KeyedRunner(_Shared):
             parts = [partial(r.process, batch, input_watermark, None, selection)
                      for r, selection in zip(self.replicas, rows)]
             self.workers.run(parts, self.worker_busy)  # nothing fires mid-batch: a keyed pipeline has no window ring
-        self.rows_seen += batch.length
-        if self.late_warning is not None:
-            late = sum(int(r.ctl[ctl.LATE_ROWS]) for r in self.replicas)
-            self.late_warning.update(late, NO_WATERMARK if self.max_time == NO_WATERMARK else
-                                     self.max_time - self.replicas[0].p.input.delay_ms)  # type: ignore[union-attr]
-        return None, None, []
 
     def _slices(self, n: int, k: int) -> list[np.ndarray]:
         """Rows 0..n-1 cut into k contiguous selections (views of one array)."""
@@ -188,12 +208,20 @@ class KeyedRunner(_Shared):
         return [self.row_numbers[n * i // k:n * (i + 1) // k] for i in range(k)]
 
     def _in_slices(self, batch: EncodedBatch, input_watermark: int) -> None:
-        """Merged rings: each worker folds a contiguous slice of the batch into its own ring."""
-        for r in self.replicas:
-            r.ctl[ctl.ROW_BASE] = self.rows_seen
-        parts = [partial(r.process, batch, input_watermark, None, rows)
-                 for r, rows in zip(self.replicas, self._slices(batch.length, len(self.replicas)))]
-        self.workers.run(parts, self.worker_busy)
+        """Merged rings: each worker folds a contiguous slice of the batch into its own ring with the
+        one-thread kernel, its event-time progress starting where the rows before its slice left it."""
+        n, times = batch.length, self._times(batch)
+
+        def run(k: int) -> list[None]:
+            for r in self.replicas[:k]:
+                r.ctl[ctl.ROW_BASE] = self.rows_seen
+            done = self.workers.run([partial(_ring_slice, r, batch, input_watermark, n * i // k, n * (i + 1) // k,
+                                             times, self.max_time) for i, r in enumerate(self.replicas[:k])],
+                                    self.worker_busy)
+            if times is not None:  # the last slice's progress is the batch's
+                self.max_time = int(self.replicas[k - 1].ctl[ctl.MAX_TIME])
+            return done
+        self._adapted(run)
 
     def _pre_aggregate(self, batch: EncodedBatch, input_watermark: int) -> None:
         """Local/global: fold slices into partial entries, then merge each into its key's owner."""
@@ -229,12 +257,19 @@ class KeyedRunner(_Shared):
             runner.ctl[ctl.MIN_WINDOW_END] = min(int(runner.ctl[ctl.MIN_WINDOW_END]), end)
         state.end_batch()
 
-    def _progress(self, batch: EncodedBatch) -> np.ndarray:
-        """The largest event time up to each row (a null time moves nothing), continuing the last batch's."""
-        assert self.time_column is not None
+    def _times(self, batch: EncodedBatch) -> tuple[np.ndarray, np.ndarray] | None:
+        """The event times of the batch and their validity (empty: all valid), or None without a time column."""
+        if self.time_column is None:
+            return None
         times = batch.columns[self.time_column]
         valid = np.ones(0, np.bool_) if times.valid is None else times.valid
-        progress = _running_max(times.values.astype(np.int64, copy=False), valid, self.max_time)
+        return times.values.astype(np.int64, copy=False), valid
+
+    def _progress(self, batch: EncodedBatch) -> np.ndarray:
+        """The largest event time up to each row (a null time moves nothing), continuing the last batch's."""
+        times = self._times(batch)
+        assert times is not None
+        progress = _running_max(*times, self.max_time)
         if len(progress):
             self.max_time = int(progress[-1])
         return progress
@@ -355,6 +390,31 @@ def _running_max(values: np.ndarray, valid: np.ndarray, start: int) -> np.ndarra
             top = values[i]
         out[i] = top
     return out
+
+
+@njit(cache=True, nogil=True)
+def _max_before(values: np.ndarray, valid: np.ndarray, end: int, start: int) -> int:
+    """``start`` and the values of rows before ``end``, their maximum; rows not ``valid`` (when it is
+    not empty) count for nothing."""
+    top = start
+    if valid.shape[0] == 0:
+        for i in range(end):
+            top = max(top, values[i])
+    else:
+        for i in range(end):
+            if valid[i] and values[i] > top:
+                top = values[i]
+    return top
+
+
+def _ring_slice(runner: PipelineRunner, batch: EncodedBatch, input_watermark: int, first: int, end: int,
+                times: tuple[np.ndarray, np.ndarray] | None, progress: int) -> None:
+    """A worker's slice of a batch into its ring: the kernel judges lateness as one thread would, by
+    the largest event time of every row before it, the rows of the slices before this one included
+    (each worker finds their maximum itself: a vectorized pass, not a step of its own)."""
+    if times is not None:
+        runner.ctl[ctl.MAX_TIME] = _max_before(*times, first, progress)
+    runner.process(batch, input_watermark, (first, end))
 
 
 def _partials(runner: PipelineRunner, batch: EncodedBatch, input_watermark: int, rows: np.ndarray) \

@@ -1,4 +1,5 @@
-"""Read ahead of the compiled loop: a thread decodes the next batches while kernels run.
+"""Read ahead of the compiled loop: a thread decodes the next batches while kernels run, and the
+splits of a source are read side by side on threads of their own (``in_order``).
 
 Kernels release the GIL (``nogil=True``) and so does Arrow's Parquet reader, so
 reading and computing overlap on two cores. Errors in the reader surface in the
@@ -9,8 +10,13 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
+
+from darwin.runtime import workers  # its test hook (inject_delays) stalls the split threads too
 
 T = TypeVar("T")
 _DONE = object()
@@ -60,3 +66,30 @@ def prefetched(items: Callable[[], Iterable[T]], depth: int) -> Iterator[T]:
     finally:
         stop.set()
         thread.join()
+
+
+def in_order(tasks: Iterable[Callable[[], T]], threads: int, ahead: int) -> Iterator[T]:
+    """The results of ``tasks``, run on ``threads`` threads up to ``ahead`` at a time, in the tasks' order.
+
+    A result is handed on only when every task before it has been, so what comes out never depends
+    on which thread finished first. Stopping early cancels the tasks not started.
+    """
+    def run(i: int, task: Callable[[], T]) -> T:
+        delay = workers._delay
+        if delay is not None:
+            time.sleep(delay(i % threads))
+        return task()
+
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="darwin-split")
+    pending: deque[Future[T]] = deque()
+    try:
+        for i, task in enumerate(tasks):
+            pending.append(pool.submit(run, i, task))
+            if len(pending) >= ahead:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for f in pending:
+            f.cancel()
+        pool.shutdown(wait=True)

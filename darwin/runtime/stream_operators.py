@@ -69,7 +69,7 @@ def runner_for(operator: op.StreamOperator, config: Config, pool: StringPool,
     if isinstance(node, pn.BarrierAssign):
         from darwin.runtime.barrier_assign import BarrierAssignRunner
 
-        return BarrierAssignRunner(operator, config, pool)
+        return BarrierAssignRunner(operator, config, pool, workers or WorkerPool(1))
     if isinstance(node, pn.Over):
         from darwin.runtime.over import OverRunner
 

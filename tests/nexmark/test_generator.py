@@ -2,12 +2,13 @@
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nexmark.generator import SCHEMAS, GeneratorConfig, generate, generate_all, write_parquet
+from nexmark.generator import SCHEMAS, GeneratorConfig, generate, generate_all, id_bounds, write_parquet
 
 EVENTS = 20_000
 
@@ -144,3 +145,27 @@ def test_ids_of_kind_are_the_ids_classified_as_that_kind(start, length, person, 
     c = GeneratorConfig(events=1000, person_proportion=person, auction_proportion=auction, bid_proportion=bid)
     ids = np.arange(start, start + length, dtype=np.int64)
     assert c.ids_of_kind(kind, start, start + length).tolist() == ids[c.kind_of(ids) == kind].tolist()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 3000), st.integers(1, 4), st.integers(1, 4), st.integers(1, 50), st.integers(0, 3))
+def test_every_id_lies_within_the_bounds_the_source_gives(events, person, auction, bid, seed):
+    """A window ring is sized by these bounds: a value outside would stop the run."""
+    c = GeneratorConfig(events=events, seed=seed, person_proportion=person, auction_proportion=auction,
+                        bid_proportion=bid, num_active_people=7, num_in_flight_auctions=5)
+    for name, columns in (("person", ["id"]), ("auction", ["id", "seller"]), ("bid", ["auction", "bidder"])):
+        table = stream(c, name)
+        for column in columns:
+            low, high = id_bounds(c, name, column)
+            if table.num_rows:
+                assert low <= pc.min(table[column]).as_py() and pc.max(table[column]).as_py() <= high
+    assert id_bounds(c, "bid", "price") is None
+
+
+def test_windowed_counts_by_bidder_and_auction_get_window_rings():
+    from nexmark.queries import QUERIES
+    from nexmark.source import NexmarkSources
+
+    sources = NexmarkSources(GeneratorConfig(events=10_000))
+    for name in ("q5", "q12"):
+        assert "ring" in QUERIES[name].build(sources).explain(), name

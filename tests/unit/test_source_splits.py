@@ -1,0 +1,159 @@
+"""Sources read in splits side by side give exactly the batches of the in-order read (issue 12).
+
+Parquet splits are whole row groups (and files), in-memory tables slices of whole batches, the
+Nexmark generator event-id ranges; a batch of the in-order read that spans two splits (Parquet
+batches span row groups) is glued back. Checked split by split on one thread, and on 2 and 4
+threads with workers stalled at random, from any offset.
+"""
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import darwin as dw
+from darwin.io.file_sources import FilesSource
+from darwin.io.source import Split, joined, read_from, read_splits, splittable
+from darwin.io.sources import ArrowSource, BatchSource, ParquetSource
+from darwin.runtime import compiled
+from darwin.runtime.workers import inject_delays
+from nexmark import ysb
+from nexmark.generator import GeneratorConfig
+from nexmark.source import NexmarkStream, YsbAds
+
+ROWS = 1000
+
+
+def table(n: int = ROWS, first: int = 0) -> pa.Table:
+    i = np.arange(first, first + n, dtype=np.int64)
+    return pa.table({"ts": pa.array(i * 10, pa.timestamp("ms")), "k": i % 17,
+                     "s": pa.array([f"v{x % 23}" for x in i]), "v": (i % 13).astype(np.float64)})
+
+
+def layout(batches) -> tuple[list[int], pa.Table | None]:
+    batches = list(batches)
+    return [b.num_rows for b in batches], pa.Table.from_batches(batches) if batches else None
+
+
+def assert_same_batches(source, columns, batch_size, offset, split_rows):
+    want = list(read_from(source, columns, batch_size, offset))
+    ways = [list(read_splits(source, columns, batch_size, offset, split_rows))]
+    rng = random.Random(offset * 31 + batch_size)
+    with inject_delays(lambda worker: rng.random() * 0.002):
+        for threads in (2, 4):
+            ways.append(list(compiled.read_from(source, columns, batch_size, offset, threads)))
+    for got in ways:
+        assert [b.num_rows for b in got] == [b.num_rows for b in want]
+        assert all(g.equals(w) for g, w in zip(got, want))
+
+
+@pytest.fixture(scope="module")
+def parquet_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("splits")
+    pq.write_table(table(), d / "a.parquet", row_group_size=170)
+    pq.write_table(table(333, ROWS), d / "b.parquet", row_group_size=100)
+    return d
+
+
+COLUMNS = st.sampled_from([("ts", "k", "s", "v"), ("k",), ("s", "ts"), ()])
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@SETTINGS
+@given(columns=COLUMNS, batch_size=st.integers(1, 600), offset=st.integers(0, ROWS + 400),
+       split_rows=st.integers(1, 900))
+def test_parquet_row_group_splits_give_the_in_order_batches(parquet_files, columns, batch_size, offset, split_rows):
+    assert_same_batches(ParquetSource(parquet_files / "a.parquet"), columns, batch_size, offset, split_rows)
+
+
+@SETTINGS
+@given(columns=COLUMNS, batch_size=st.integers(1, 600), offset=st.integers(0, ROWS + 400),
+       split_rows=st.integers(1, 900))
+def test_splits_of_several_parquet_files_give_the_in_order_batches(parquet_files, columns, batch_size, offset,
+                                                                    split_rows):
+    files = FilesSource(sorted(parquet_files.glob("*.parquet")), ParquetSource, "dir")
+    assert files.splittable
+    assert_same_batches(files, columns, batch_size, offset, split_rows)
+
+
+@SETTINGS
+@given(columns=COLUMNS, batch_size=st.integers(1, 600), offset=st.integers(0, ROWS + 10),
+       split_rows=st.integers(1, 900), cuts=st.lists(st.integers(0, ROWS), max_size=4))
+def test_slices_of_an_in_memory_table_give_the_in_order_batches(columns, batch_size, offset, split_rows, cuts):
+    t = table()
+    bounds = sorted({0, ROWS, *cuts})
+    chunked = pa.concat_tables([t.slice(a, b - a) for a, b in zip(bounds, bounds[1:])])  # chunks of any sizes
+    assert_same_batches(ArrowSource(chunked), columns, batch_size, offset, split_rows)
+
+
+@settings(max_examples=12, deadline=None)
+@given(stream=st.sampled_from(["person", "auction", "bid"]), batch_size=st.integers(1, 700),
+       offset=st.integers(0, 3100), split_rows=st.integers(1, 2000), events=st.integers(0, 3000))
+def test_event_id_ranges_of_the_generator_give_the_in_order_batches(stream, batch_size, offset, split_rows, events):
+    source = NexmarkStream(GeneratorConfig(events=events, seed=3), stream)
+    columns = tuple(source.schema.names)
+    assert_same_batches(source, columns, batch_size, offset, split_rows)
+    # seeking gives the rows of the whole read from ``offset`` on
+    whole = pa.concat_tables(pa.Table.from_batches([b]) for b in source.batches(columns, batch_size)) \
+        if events else None
+    sought = list(read_from(source, columns, batch_size, offset))
+    if whole is not None and offset < whole.num_rows:
+        assert pa.Table.from_batches(sought).equals(whole.slice(offset))
+    else:
+        assert sum(b.num_rows for b in sought) == 0
+
+
+def test_a_split_holds_its_own_first_row_and_rows(parquet_files):
+    source = ParquetSource(parquet_files / "a.parquet")
+    splits = list(source.splits(("k",), 64, 250, 300))
+    assert splits[0].start == 250 and splits[0].continues is False
+    assert [s.start + s.rows for s in splits[:-1]] == [s.start for s in splits[1:]]  # no row lost or doubled
+    assert splits[-1].start + splits[-1].rows == ROWS
+    assert all(s.rows >= 300 for s in splits[1:-1])  # whole row groups of 170 rows, at least split_rows
+    assert all((s.start + s.rows) % 170 == 0 for s in splits[:-1])
+    assert [s.continues for s in splits[1:]] == [(s.start - 170) % 64 != 0 for s in splits[1:]]
+
+
+def test_a_batch_spanning_several_short_splits_is_glued_whole():
+    t = table(10)
+    pieces = [t.slice(0, 3).to_batches()[0], t.slice(3, 2).to_batches()[0], t.slice(5, 5).to_batches()[0]]
+    reads = [(Split(0, 3, ()), [pieces[0]]), (Split(3, 2, (), True), [pieces[1]]),
+             (Split(5, 5, (), True), [pieces[2]])]
+    assert layout(joined(reads))[0] == [10]
+    reads[2] = (Split(5, 5, ()), [pieces[2]])
+    assert layout(joined(reads))[0] == [5, 5]
+
+
+def test_sources_without_splits_keep_the_in_order_read():
+    t = table(50)
+    source = BatchSource(t.schema, lambda: t.to_batches(max_chunksize=7))
+    assert not splittable(source)
+    assert layout(compiled.read_from(source, ("k",), 10, 3, 4))[0] == [4, 7, 7, 7, 7, 7, 7, 1]
+
+
+def test_an_error_in_a_split_surfaces_in_the_reader(parquet_files):
+    source = ParquetSource(parquet_files / "a.parquet")
+
+    def failing(split, columns, batch_size):
+        raise dw.errors.SourceError(f"bad split at {split.start}")
+    source.read_split = failing
+    with pytest.raises(dw.errors.SourceError, match="bad split at 0"):
+        list(compiled.read_from(source, ("k",), 64, 0, 2))
+
+
+@settings(max_examples=8, deadline=None)
+@given(batch_size=st.integers(3000, 70_000), offset=st.integers(0, 140_000), split_rows=st.integers(1, 200_000))
+def test_chunk_ranges_of_ysb_ads_give_the_batches_of_the_batch_factory(batch_size, offset, split_rows):
+    config = GeneratorConfig(events=140_000, seed=5)
+    factory = BatchSource(ysb.SCHEMA, lambda: ysb.generate(config.events, config.seed, config.first_event_rate))
+    source = YsbAds(config)
+    columns = ("ad_id", "event_type", "event_time")
+    want = list(read_from(factory, columns, batch_size, offset))
+    assert [b.num_rows for b in read_from(source, columns, batch_size, offset)] == [b.num_rows for b in want]
+    assert_same_batches(source, columns, batch_size, offset, split_rows)
+    got = list(compiled.read_from(source, columns, batch_size, offset, 2))
+    assert all(g.equals(w) for g, w in zip(got, want))
