@@ -170,26 +170,31 @@ def spark_cores() -> int:
 
 
 def spark_streams(paths: dict[str, str], generator: GeneratorConfig | None = None) -> dict[str, Any]:
-    """The twins' input: the Parquet files, with the three Nexmark streams read from the generator data
-    source instead when ``generator`` is given (its timestamps as Spark timestamps, as Parquet's are)."""
+    """The twins' input: the Parquet files, with the three Nexmark streams and YSB's ad events read from
+    the generator data source instead when ``generator`` is given (its timestamps as Spark timestamps,
+    as Parquet's are; YSB's campaigns, a small static table, made on the driver as Darwin's is)."""
     from pyspark.sql import functions as F
 
     from darwin.spark import spark_session
     from nexmark import spark_source
-    from nexmark.generator import SCHEMAS, STREAMS
+    from nexmark.generator import STREAMS
     from nexmark.spark_queries import read_streams
 
     spark = spark_session("nexmark")
     if generator is None:
         return read_streams(spark, paths)
-    streams = read_streams(spark, {k: v for k, v in paths.items() if k not in STREAMS})
+    generated = (*STREAMS, spark_source.ADS)
+    streams = read_streams(spark, {k: v for k, v in paths.items() if k not in generated})
     spark_source.register(spark)
-    for stream in STREAMS:
-        names = SCHEMAS[stream].names
+    for stream in generated:
+        names = spark_source.schema_of(stream).names
         opts = spark_source.options(generator, stream, names, partitions=int(spark.sparkContext.defaultParallelism))
         df = spark.read.format(spark_source.NAME).options(**opts).load()
-        times = {c for c in names if c in ("date_time", "expires")}
+        times = {c for c in names if c in ("date_time", "expires", "event_time")}
         streams[stream] = df.select(*[F.timestamp_millis(c).alias(c) if c in times else F.col(c) for c in names])
+    if "campaigns" not in streams:
+        pairs = ysb.campaigns(generator.seed)
+        streams["campaigns"] = spark.createDataFrame([(a, c) for a, c in pairs], "ad_id string, campaign_id string")
     return streams
 
 

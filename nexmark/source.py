@@ -24,6 +24,7 @@ class NexmarkStream:
     def __init__(self, config: GeneratorConfig, stream: str) -> None:
         self.config, self.stream = config, stream
         self.name = f"nexmark.{stream}"
+        self.ordered_by = TIME_COLUMN  # event times grow with the event id (Darwin-on-Spark relies on it)
         self.schema = Schema.from_arrow(SCHEMAS[stream], frozenset(SCHEMAS[stream].names))
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
@@ -115,6 +116,7 @@ class YsbAds:
     def __init__(self, config: GeneratorConfig) -> None:
         self.config = config
         self.name = "ysb.ads"
+        self.ordered_by = "event_time"  # event times grow with the event id (Darwin-on-Spark relies on it)
         self.schema = Schema.from_arrow(ysb.SCHEMA, frozenset(ysb.SCHEMA.names))
 
     def _chunks(self, columns: tuple[str, ...], batch_size: int, start: int, end: int, skip: int = 0) \
@@ -149,6 +151,25 @@ class YsbAds:
     def read_split(self, split: Split, columns: tuple[str, ...], batch_size: int) -> list[pa.RecordBatch]:
         lo, hi, skip = split.where
         return list(self._chunks(columns, batch_size, lo, hi, skip))
+
+    # -- Darwin-on-Spark: Spark generates the events (nexmark.spark_source, stream "ads"), not the driver
+    def spark_frame(self, spark: Any, columns: tuple[str, ...], batch_size: int, delay_ms: int) -> tuple[Any, int]:
+        from nexmark import spark_source
+
+        spark_source.register(spark)
+        opts = spark_source.options(self.config, spark_source.ADS, columns, batch_size, delay_ms, _parallelism(spark))
+        return spark.read.format(spark_source.NAME).options(**opts).load(), self.config.events
+
+    def spark_stream(self, spark: Any, columns: tuple[str, ...], rate: float | None, batch_size: int) -> Any:
+        from nexmark import spark_source
+
+        spark_source.register(spark)
+        opts = spark_source.options(self.config, spark_source.ADS, columns, partitions=_parallelism(spark),
+                                    rate=rate, max_events=batch_size)
+        return spark.readStream.format(spark_source.NAME).options(**opts).load()
+
+    def stream_end(self, rate: float | None) -> Any:
+        return {"event": self.config.events}
 
     def __repr__(self) -> str:
         return f"YsbAds({self.config.events} events)"

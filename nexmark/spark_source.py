@@ -27,9 +27,19 @@ from pyspark.sql.types import StructType
 from darwin.runtime.progress import NO_WATERMARK
 from darwin.spark.sources import HIDDEN
 from nexmark import _kernels as k
+from nexmark import ysb
 from nexmark.generator import SCHEMAS, STREAMS, GeneratorConfig, generate
 
 NAME = "nexmark"
+ADS = "ads"  # YSB's ad events (nexmark.ysb) of the same size, seed and rate: one per event id
+
+
+def schema_of(stream: str) -> pa.Schema:
+    return ysb.SCHEMA if stream == ADS else SCHEMAS[stream]
+
+
+def time_column(stream: str) -> str:
+    return "event_time" if stream == ADS else "date_time"
 
 
 def options(config: GeneratorConfig, stream: str, columns: Sequence[str], batch_size: int = 65_536,
@@ -55,9 +65,10 @@ class _Options:
     def __init__(self, options: dict[str, str]) -> None:
         self.config = GeneratorConfig(**json.loads(options["config"]))
         self.stream = options.get("stream", "bid")
-        if self.stream not in STREAMS:
-            raise ValueError(f"nexmark data source: unknown stream {self.stream!r}; streams are {list(STREAMS)}")
-        names = SCHEMAS[self.stream].names
+        if self.stream not in (*STREAMS, ADS):
+            raise ValueError(f"nexmark data source: unknown stream {self.stream!r}; streams are "
+                             f"{[*STREAMS, ADS]}")
+        names = schema_of(self.stream).names
         self.columns = tuple(json.loads(options["columns"])) if "columns" in options else tuple(names)
         unknown = [c for c in self.columns if c not in names]
         if unknown:
@@ -69,7 +80,7 @@ class _Options:
         self.max_events = int(options["max_events"]) if "max_events" in options else None
 
     def arrow_schema(self) -> pa.Schema:
-        source = SCHEMAS[self.stream]
+        source = schema_of(self.stream)
         fields = []
         for c in self.columns:
             t = source.field(c).type
@@ -138,28 +149,62 @@ def _last_time_before(config: GeneratorConfig, kind: int, event: int) -> int:
     return NO_WATERMARK
 
 
+def _generated(o: _Options, start: int, end: int, columns: frozenset[str]) -> Iterator[pa.RecordBatch]:
+    """The stream's events [start, end) in the batches Darwin reads: one per ``o.batch_size`` event ids
+    from ``start``, or for YSB's ads ``YsbAds``'s (chunks of ``YSB_CHUNK`` events cut into batches)."""
+    if o.stream == ADS:
+        from nexmark.source import YsbAds
+
+        yield from YsbAds(o.config)._chunks(tuple(ysb.SCHEMA.names), o.batch_size, start, end)
+    else:
+        yield from generate(o.config, o.stream, o.batch_size, start, end, columns)
+
+
+def _ids(o: _Options, start: int, end: int) -> np.ndarray:
+    """The ids of the stream's events among event ids [start, end)."""
+    if o.stream == ADS:
+        return np.arange(start, end, dtype=np.int64)
+    return o.config.ids_of_kind(STREAMS.index(o.stream), start, end)
+
+
+def _time_before(o: _Options, event: int) -> int:
+    """The event time of the stream's last event before event id ``event`` (NO_WATERMARK if none)."""
+    if o.stream == ADS:
+        return NO_WATERMARK if event <= 0 else ysb.event_time_ms(event - 1, o.config.first_event_rate)
+    return _last_time_before(o.config, STREAMS.index(o.stream), event)
+
+
+def _align(o: _Options) -> int:
+    """Where a partition may start: where one of Darwin's batches does (YSB's ads: a chunk's start)."""
+    if o.stream == ADS:
+        from nexmark.source import YSB_CHUNK
+
+        return YSB_CHUNK
+    return o.batch_size
+
+
 def read_range(o: _Options, start: int, end: int) -> Iterator[pa.RecordBatch]:
     """The rows of events [start, end) as Spark gets them. With hidden columns, ``start`` must be
     where one of Darwin's batches starts: ``SEQ`` is the event id, ``MARK`` and ``BEFORE`` the
     watermarks Darwin's read of the same batches gives (largest event time so far, less the delay)."""
     schema = o.arrow_schema()
     if o.delay_ms is None:
-        for batch in generate(o.config, o.stream, o.batch_size, start, end, frozenset(o.columns)):
+        for batch in _generated(o, start, end, frozenset(o.columns)):
             yield pa.RecordBatch.from_arrays(_visible(o, batch), schema=schema)
         return
-    kind = STREAMS.index(o.stream)
-    need = frozenset(o.columns) | {"date_time"}
-    max_time = _last_time_before(o.config, kind, start)
+    time = time_column(o.stream)
+    need = frozenset(o.columns) | {time}
+    max_time = _time_before(o, start)
     lo = start
-    for batch in generate(o.config, o.stream, o.batch_size, start, end, need):
-        hi = min(lo + o.batch_size, end)
-        seq = o.config.ids_of_kind(kind, lo, hi)
+    for batch in _generated(o, start, end, need):
+        hi = lo + batch.num_rows if o.stream == ADS else min(lo + o.batch_size, end)
+        seq = _ids(o, lo, hi)
         lo = hi
         n = batch.num_rows
         if not n:
             continue
         before = NO_WATERMARK if max_time == NO_WATERMARK else max_time - o.delay_ms
-        times = batch.column("date_time").cast(pa.int64()).to_numpy()
+        times = batch.column(time).cast(pa.int64()).to_numpy()
         seen = np.maximum(np.maximum.accumulate(times), max_time)
         max_time = int(seen[-1])
         hidden = [pa.array(seq, pa.int64()), pa.array(seen - o.delay_ms), pa.array(np.full(n, before, np.int64))]
@@ -171,7 +216,7 @@ class _BatchReader(DataSourceReader):
         self.o = o
 
     def partitions(self) -> Sequence[InputPartition]:
-        return split(0, self.o.config.events, self.o.partitions, self.o.batch_size)
+        return split(0, self.o.config.events, self.o.partitions, _align(self.o))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, _Range)
@@ -187,7 +232,8 @@ class _StreamReader(DataSourceStreamReader):
         self.started: tuple[float, int] | None = None  # (wall-clock time, event id) of the first ask
         self.end = 0  # the offset last reported
         c = o.config
-        share = (c.person_proportion, c.auction_proportion, c.bid_proportion)[STREAMS.index(o.stream)]
+        share = c.total_proportion if o.stream == ADS else \
+            (c.person_proportion, c.auction_proportion, c.bid_proportion)[STREAMS.index(o.stream)]
         self.ids_per_second = None if o.rate is None else o.rate * c.total_proportion / share
 
     def initialOffset(self) -> dict:
@@ -210,7 +256,7 @@ class _StreamReader(DataSourceStreamReader):
         return {"event": self.end}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        return split(int(start["event"]), int(end["event"]), self.o.partitions, self.o.batch_size)
+        return split(int(start["event"]), int(end["event"]), self.o.partitions, _align(self.o))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, _Range)

@@ -44,6 +44,11 @@ def _mix(z: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+def event_time_ms(event: int, rate: int = 10_000_000) -> int:
+    """The event time of ad event ``event`` (event times never decrease with the id)."""
+    return BASE_TIME_MS + event * 1000 // rate
+
+
 def generate(events: int, seed: int = 0, rate: int = 10_000_000, batch_size: int = 65_536, start: int = 0) \
         -> Iterator[pa.RecordBatch]:
     """Ad events [start, events); each event's fields come from a hash of (seed, event id), so batches do

@@ -56,8 +56,9 @@ EngineRunner = Callable[[pn.PlanNode, Config, Metrics], Iterator[Output]]
 _ENGINES: dict[str, EngineRunner] = {}
 
 
-# An engine's runs of unbounded plans: it writes (and commits) the sink itself, as it checkpoints
-StreamRunner = Callable[[pn.PlanNode, Sink, ResultSpec, Config, Metrics], Iterator[Output]]
+# An engine's runs of unbounded plans: it writes (and commits) the sink itself, as it checkpoints, and
+# ends after a commit once the last argument (whether a stop was asked, JobControl) says so
+StreamRunner = Callable[[pn.PlanNode, Sink, ResultSpec, Config, Metrics, Callable[[], bool]], Iterator[Output]]
 _STREAMING: dict[str, tuple[Callable[[pn.PlanNode], bool], StreamRunner]] = {}
 
 
@@ -151,8 +152,9 @@ class Driver:
                 raise ConfigError(f"engine {self.config.engine!r} is not available; import darwin to register it")
             applies, stream = _STREAMING.get(self.config.engine, (None, None))
             if applies is not None and stream is not None and applies(self.plan):
-                # the engine writes and commits the sink itself
-                yield from stream(self.plan, self.sink, self.result, self.config, self.metrics)
+                # the engine writes and commits the sink itself, and ends at a commit when asked to stop
+                yield from stream(self.plan, self.sink, self.result, self.config, self.metrics, self._stop_asked)
+                self.stopped = self._stop_asked()
             else:
                 yield from self._external(runner(self.plan, self.config, self.metrics))
         elif self.config.mode == "interpreted":

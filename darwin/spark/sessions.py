@@ -1,10 +1,15 @@
-"""Session windows on Spark as Darwin merges them: a grouped map over each key's rows in arrival order.
+"""Session windows on Spark as Darwin merges them.
 
 Spark's ``session_window`` merges all of a key's rows at once; Darwin merges them as they arrive
 and fires a session once the watermark passes its end, so a row that arrives after its session
-fired opens a new one, or is late. Each key's rows are replayed here in arrival order (``SEQ``),
-with the watermark each was judged by (``BEFORE``): the reference interpreter's rule, row by row,
-and the aggregate registry's accumulators for the values.
+fired opens a new one, or is late.
+
+A key whose rows arrive in time order (each row's time at least every earlier row's, in arrival
+order ``SEQ``) has one open session at most, ending at the previous row's time + gap: a row opens
+a new session when it is past that end, or when that end is at or below the watermark it is judged
+by (``BEFORE``: the session fired), and is late when its own end is. That is window functions and an
+aggregation, in the JVM. The other keys' rows (out of order) are replayed in Python in arrival
+order: the reference interpreter's rule, row by row, with the aggregate registry's accumulators.
 """
 
 from __future__ import annotations
@@ -19,13 +24,46 @@ from darwin.spark.exprs import column, to_spark
 from darwin.spark.sources import BEFORE, SEQ
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 TIME = "__dw_time"
+DISORDER, SESSION = "__dw_disorder", "__dw_session"
 
 
-def sessions(df: DataFrame, node: pn.SessionAggregate) -> DataFrame:
-    """One row per session of each key: its bounds, the keys, the aggregates and its first ``SEQ``."""
+def sessions(df: DataFrame, node: pn.SessionAggregate, aggs: list[Column], in_order: bool = False) -> DataFrame:
+    """One row per session of each key: its bounds, the keys, the aggregates (``aggs``, Spark's
+    aggregates of ``node.aggs``) and its first ``SEQ``. ``in_order``: the source says its times never
+    decrease in arrival order, so no key needs the replay (nor the check for it)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    keys = [column(k) for k in node.keys]
+    t, gap = column(node.window.on), node.window.gap_ms
+    by_key = Window.partitionBy(*keys) if keys else Window.partitionBy()
+    arrival = by_key.orderBy(column(SEQ))
+    timed = df.filter(t.isNotNull())  # a row without a time is in no session (Darwin skips it)
+    if in_order:
+        ordered = timed.filter(t + gap > column(BEFORE))  # late rows dropped
+    else:
+        earlier = F.max(t).over(arrival.rowsBetween(Window.unboundedPreceding, -1))
+        timed = timed.withColumn(DISORDER, F.coalesce((t < earlier).cast("int"), F.lit(0)))
+        timed = timed.withColumn(DISORDER, F.max(column(DISORDER)).over(by_key))
+        ordered = timed.filter((column(DISORDER) == 0) & (t + gap > column(BEFORE)))
+    previous = F.lag(t).over(arrival)
+    opens = previous.isNull() | (t > previous + gap) | (previous + gap <= column(BEFORE))
+    ordered = ordered.withColumn(SESSION, F.sum(opens.cast("bigint")).over(
+        arrival.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+    native = ordered.groupBy(*keys, column(SESSION)).agg(
+        F.min(t).alias(pn.WINDOW_START), (F.max(t) + gap).alias(pn.WINDOW_END), *aggs, F.min(SEQ).alias(SEQ))
+    native = native.select(*[column(f.name) for f in node.schema.fields], column(SEQ))
+    if in_order:
+        return native
+    return native.unionByName(_replayed(timed.filter(column(DISORDER) == 1), node))
+
+
+def _replayed(df: DataFrame, node: pn.SessionAggregate) -> DataFrame:
+    """The sessions of keys whose rows arrive out of time order, by a grouped map replaying each key's
+    rows in arrival order."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     schema = node.input.schema

@@ -57,6 +57,12 @@ class SparkReadable(Protocol):
             -> tuple[DataFrame, int]: ...
 
 
+def time_ordered(source: Any) -> str | None:
+    """The column a source's rows never decrease on in arrival order, if it says so (``ordered_by``:
+    the Nexmark generator's event times grow with the event id): Spark then needs no check of it."""
+    return getattr(source, "ordered_by", None)
+
+
 @runtime_checkable
 class SparkStreamable(Protocol):
     """A source Structured Streaming can read: ``spark_stream`` is a streaming DataFrame of ``columns``

@@ -24,7 +24,7 @@ import queue
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -200,10 +200,12 @@ class _Committer:
         return True
 
 
-def run(plan: pn.PlanNode, sink: Sink, result: ResultSpec, config: Config, metrics: Metrics) -> Iterator[Output]:
+def run(plan: pn.PlanNode, sink: Sink, result: ResultSpec, config: Config, metrics: Metrics,
+        stopping: Callable[[], bool] = lambda: False) -> Iterator[Output]:
     """Run ``plan`` as a streaming query into ``sink``, yielding each micro-batch's rows once committed;
-    returns once every source reached its end (never, for an unbounded one). Closing the iterator
-    stops the query; a later run with the same ``checkpoint_dir`` goes on where it stopped."""
+    returns once every source reached its end (never, for an unbounded one), or once ``stopping()``
+    (a ``JobControl``'s stop) and no micro-batch is running. Closing the iterator stops the query
+    too; a later run with the same ``checkpoint_dir`` goes on where it stopped."""
     from darwin.spark.engine import _darwin_table, check
     from darwin.spark.session import spark_session
 
@@ -232,7 +234,7 @@ def run(plan: pn.PlanNode, sink: Sink, result: ResultSpec, config: Config, metri
     query = (frame.df.writeStream.outputMode("update" if t.updating else "append")
              .option("checkpointLocation", str(directory / "spark")).foreachBatch(each_batch).start())
     try:
-        yield from _outputs(query, done, t.ends, metrics)
+        yield from _outputs(query, done, t.ends, metrics, stopping)
     finally:
         query.stop()
         deadline = time.monotonic() + 30
@@ -243,11 +245,11 @@ def run(plan: pn.PlanNode, sink: Sink, result: ResultSpec, config: Config, metri
             temporary.cleanup()
 
 
-def _outputs(query: StreamingQuery, done: queue.Queue[pa.Table], ends: list[Any], metrics: Metrics) \
-        -> Iterator[Output]:
+def _outputs(query: StreamingQuery, done: queue.Queue[pa.Table], ends: list[Any], metrics: Metrics,
+             stopping: Callable[[], bool]) -> Iterator[Output]:
     counted: set[int] = set()  # micro-batches whose input rows are in the metrics
     try:
-        yield from _poll(query, done, ends, metrics, counted)
+        yield from _poll(query, done, ends, metrics, counted, stopping)
     finally:
         _count_input(query, metrics, counted)
 
@@ -261,7 +263,7 @@ def _count_input(query: StreamingQuery, metrics: Metrics, counted: set[int]) -> 
 
 
 def _poll(query: StreamingQuery, done: queue.Queue[pa.Table], ends: list[Any], metrics: Metrics,
-          counted: set[int]) -> Iterator[Output]:
+          counted: set[int], stopping: Callable[[], bool]) -> Iterator[Output]:
     idle_since: float | None = None
     while True:
         try:
@@ -274,6 +276,8 @@ def _poll(query: StreamingQuery, done: queue.Queue[pa.Table], ends: list[Any], m
             for batch in table.to_batches():
                 if batch.num_rows:
                     yield Output("result", batch)
+            if stopping():
+                return  # its micro-batch is committed: the caller stops the query (finally), a restart replays none
             idle_since = None
             continue
         error = query.exception()
@@ -282,6 +286,8 @@ def _poll(query: StreamingQuery, done: queue.Queue[pa.Table], ends: list[Any], m
         if not query.isActive:
             return
         status = query.status
+        if stopping() and not status["isTriggerActive"] and done.empty():
+            return  # between micro-batches, every one committed: the caller stops the query (finally)
         if _at_end(query, ends) and not status["isTriggerActive"] and not status["isDataAvailable"]:
             idle_since = idle_since or time.monotonic()
             if time.monotonic() - idle_since >= IDLE_S and done.empty():

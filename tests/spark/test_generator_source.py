@@ -20,22 +20,26 @@ def test_split_covers_the_range_on_batch_bounds():
     assert spark_source.split(5, 5, 3, 10) == []
 
 
-@pytest.mark.parametrize("stream", ["bid", "auction", "person"])
+@pytest.mark.parametrize("stream", ["bid", "auction", "person", "ads"])
 def test_generator_data_source_gives_darwins_rows(spark, stream):
-    streams = source(events=12_000, max_delay="2s")
+    streams = source(events=12_000, rate=1_000, max_delay="2s")  # ads: YSB's events, one per event id
     scan = getattr(streams, stream).plan
     config = dw.Config(batch_size=1_000)
     want = read_scans([scan], config)[id(scan)]
+    assert want.num_rows > 0 and len(set(want.column("__dw_mark").to_pylist())) > 3  # watermarks that move
     spark_source.register(spark)
-    opts = spark_source.options(GeneratorConfig(events=12_000), stream, scan.columns, 1_000, 2_000, partitions=5)
+    opts = spark_source.options(streams.config, stream, scan.columns, 1_000, 2_000, partitions=5)
     df = spark.read.format("nexmark").options(**opts).load()
-    assert df.rdd.getNumPartitions() == 5
+    assert df.rdd.getNumPartitions() == (1 if stream == "ads" else 5)  # ads: split by chunks of 65,536 events
     got = df.toArrow()
     got = pa.table([c.cast(f.type) for c, f in zip(got.columns, want.schema)], schema=want.schema)
     # SEQ is the event id there and the position in Darwin's read: the same order
     got, want = got.sort_by(SEQ), want.sort_by(SEQ)
     assert pc.all(pc.greater(got.column(SEQ).slice(1), got.column(SEQ).slice(0, got.num_rows - 1))).as_py()
     assert_table_equal(got.drop_columns([SEQ]), want.drop_columns([SEQ]))
+    # what ``ordered_by`` tells Darwin-on-Spark's sessions: the times never decrease in arrival order
+    times = want.column(scan.source.ordered_by).cast(pa.int64())
+    assert pc.all(pc.greater_equal(times.slice(1), times.slice(0, want.num_rows - 1))).as_py()
 
 
 def test_darwin_on_spark_reads_the_generator_through_the_data_source(spark):
@@ -50,7 +54,7 @@ def test_darwin_on_spark_reads_the_generator_through_the_data_source(spark):
     assert result.metrics["input_rows"] == q.execute(dw.Config()).metrics["input_rows"]
 
 
-@pytest.mark.parametrize("name", ["q3", "q5", "q12"])
+@pytest.mark.parametrize("name", ["q3", "q5", "q12", "ysb"])
 def test_twins_over_the_generator_data_source_agree_with_darwin(spark, name):
     """``nexmark run --spark-input generator``: the PySpark twins read the same events from the data source."""
     from darwin.spark import to_arrow

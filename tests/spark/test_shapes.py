@@ -104,6 +104,31 @@ def test_sessions(spark, left, gap, batch):
         n=dw.count(), total=dw.sum("v"), last=dw.max("t")), batch)
 
 
+@pytest.mark.parametrize("batch", [1, 3, 64])
+@pytest.mark.parametrize("delay", ["0s", "2s"])
+def test_sessions_of_keys_in_time_order_and_out_of_it(spark, batch, delay):
+    """Keys whose rows arrive in time order (merged by window functions on Spark) next to keys whose
+    rows do not (replayed in Python): gaps that end sessions, sessions the watermark fires before the
+    next row could extend them, late rows, NULL times and values."""
+    import pyarrow as pa
+
+    rng = __import__("random").Random(7)
+    rows = []
+    for i in range(300):
+        key = i % 5
+        t = i * 150 + (i // 40) * 3000 + (rng.randrange(-3000, 3000) if key == 4 else 0)  # key 4 out of order
+        if i % 67 == 0:
+            t = i * 150 - 9000  # late unless the delay covers it; its key out of order then
+        rows.append((key, None if i % 41 == 0 else t, None if i % 13 == 0 else i))
+    table = pa.table({"k": pa.array([r[0] for r in rows], pa.int64()),
+                      "t": pa.array([r[1] for r in rows], pa.timestamp("ms")),
+                      "v": pa.array([r[2] for r in rows], pa.int64())})
+    q = dw.from_arrow(table, time="t", max_delay=delay).window(dw.Session("1s", on="t")).group_by("k").agg(
+        n=dw.count(), total=dw.sum("v"), mean=dw.avg("v"), last=dw.max("t"))
+    result = assert_three_engines_agree(q, batch)
+    assert result.table.num_rows > 20 and max(result.table.column("n").to_pylist()) > 3  # merged rows, and gaps
+
+
 @FEW
 @given(left=two_streams("L"), preceding=st.integers(0, 4), batch=st.integers(1, 8),
        order=st.sampled_from([["t"], [dw.desc("v"), "t"], ["s"]]))
@@ -121,3 +146,18 @@ def test_updating_aggregations(spark, left, right, how, batch):
     assert_three_engines_agree(per_key.group_by("s").agg(d=dw.count_distinct("total"), n=dw.count()), batch)
     joined = left.join(right, on=[("k", "k")], how=how)
     assert_three_engines_agree(joined.group_by("k").agg(n=dw.count(), total=dw.sum("v_right")), batch)
+
+
+@pytest.mark.parametrize("slide", [("3s", "1s"), ("2s", "500ms")])
+def test_sliding_windows_around_the_epoch(spark, slide):
+    """Sliding windows (Spark's own window function on Spark) over times before and after 1970, with
+    NULL times, late rows and a late-row output."""
+    import pyarrow as pa
+
+    times = [None if i % 17 == 0 else (i - 40) * 321 - (2500 if i % 11 == 0 else 0) for i in range(80)]
+    table = pa.table({"t": pa.array(times, pa.timestamp("ms")), "k": pa.array([i % 3 for i in range(80)], pa.int64())})
+    size, every = slide
+    q = dw.from_arrow(table, time="t", max_delay="1s").window(dw.Slide(size, every=every, on="t"), late_output=True) \
+        .group_by("k").agg(n=dw.count(), first=dw.min("t"))
+    result = assert_three_engines_agree(q, 7)
+    assert min(result.table.column("window_start").cast(pa.int64()).to_pylist()) < 0

@@ -92,6 +92,34 @@ def test_a_restart_with_the_same_checkpoint_dir_writes_each_batch_once(spark, tm
     assert_table_equal(written, fired(windowed().collect()), sort=True)  # no row twice, none missing
 
 
+def test_a_job_control_stop_ends_the_query_at_a_commit_and_a_restart_goes_on(spark, tmp_path):
+    """``JobControl.stop()`` (what SIGTERM does to a ``darwin run`` job) on Spark: the streaming query
+    ends between micro-batches, every written one committed, and a restart with the same
+    checkpoint_dir writes the rest, no row twice."""
+    from darwin.runtime.control import JobControl
+
+    out, ck = tmp_path / "out", tmp_path / "ck"
+    config = dw.Config(engine="spark", checkpoint_dir=str(ck), batch_size=1_500)
+    control = JobControl()
+    driver = Driver(windowed(rate_limit=20_000).plan, dw.sinks.Parquet(out), config, control)
+    seen = 0
+    for output in driver.outputs():
+        seen += output.rows.num_rows
+        control.stop()  # after the first micro-batch with rows: the run ends at its next commit
+    assert driver.stopped
+    everything = fired(windowed().collect())
+    assert 0 < seen < everything.num_rows
+    record = json.loads((ck / RECORD).read_text())
+    assert record["batch_id"] >= 0 and record["sink"] is not None
+    first = pa.concat_tables([pq.read_table(f) for f in out.glob("part-*")])
+    assert first.num_rows == seen  # what the stopped run yielded is exactly what it committed
+    _settled(ck / "spark")
+    result = windowed(rate_limit=20_000).sink(dw.sinks.Parquet(out)).run(config)
+    assert not result.stopped
+    written = pa.concat_tables([pq.read_table(f) for f in result.files])
+    assert_table_equal(written, everything, sort=True)  # no row twice, none missing
+
+
 @pytest.mark.parametrize("shape, named", [
     (lambda t: t.top_n(3, by="auction", order=[dw.desc("price")]), "TopN"),
     (lambda t: t.join(t, on=[("auction", "auction")]), "Join"),
