@@ -18,6 +18,12 @@ far fewer than rows when keys repeat, go to the workers owning their keys, which
 their state. A hot key then costs its owner one entry per slice, not all of its rows. Lateness and
 first-seen serials are judged per row in the slice exactly as the owner would, so both ways give
 the same state; the runner pre-aggregates only while partials are much fewer than rows.
+
+Where the key is a small dense integer range, each worker instead keeps a window ring over every
+key for its contiguous slice of each batch (merged rings): it runs the one-thread kernel from the
+event-time progress of the rows before its slice, and a fired window's entries from all workers
+are merged in one thread's order. Pipelines cut into slices may use fewer workers for a while
+(``darwin.runtime.adaptive``); their output does not depend on how many.
 """
 
 from __future__ import annotations
