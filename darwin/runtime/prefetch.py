@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-from darwin.runtime import workers  # its test hook (inject_delays) stalls the split threads too
+from darwin.runtime.workers import stall  # the test hook (inject_delays) stalls the split threads too
 
 T = TypeVar("T")
 _DONE = object()
@@ -75,9 +74,7 @@ def in_order(tasks: Iterable[Callable[[], T]], threads: int, ahead: int) -> Iter
     on which thread finished first. Stopping early cancels the tasks not started.
     """
     def run(i: int, task: Callable[[], T]) -> T:
-        delay = workers._delay
-        if delay is not None:
-            time.sleep(delay(i % threads))
+        stall(i % threads)
         return task()
 
     pool = ThreadPoolExecutor(threads, thread_name_prefix="darwin-split")

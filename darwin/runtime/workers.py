@@ -29,6 +29,13 @@ def inject_delays(delay: Callable[[int], float]) -> Iterator[None]:
         _delay = None
 
 
+def stall(worker: int) -> None:
+    """Sleep as ``inject_delays`` says for ``worker``, if a test asked (before each part a worker
+    runs, and each split a reading thread reads)."""
+    if _delay is not None:
+        time.sleep(_delay(worker))
+
+
 class WorkerPool:
     """``workers`` threads running one step's parts; the busy time of each is measured."""
 
@@ -49,8 +56,7 @@ class WorkerPool:
         return [f.result() for f in futures]
 
     def _timed(self, worker: int, part: Callable[[], T], busy: list[float] | None) -> T:
-        if _delay is not None:
-            time.sleep(_delay(worker))
+        stall(worker)
         started = time.perf_counter()
         try:
             return part()
