@@ -39,23 +39,28 @@ class NexmarkStream:
             skip = 0
 
     # -- seeking and splits: a batch is ``batch_size`` event ids, counted from event 0 ---------------
+    @property
+    def _place(self) -> tuple[int, int]:
+        """Where this stream's events sit in each epoch of ``total_proportion`` events: the offset of
+        its first one, and how many there are."""
+        c = self.config
+        shares = (c.person_proportion, c.auction_proportion, c.bid_proportion)
+        kind = STREAMS.index(self.stream)
+        return sum(shares[:kind]), shares[kind]
+
     def rows_before(self, event: int) -> int:
         """Rows of this stream among events [0, event)."""
-        c, kind = self.config, STREAMS.index(self.stream)
-        low = (0, c.person_proportion, c.person_proportion + c.auction_proportion)[kind]
-        share = (c.person_proportion, c.auction_proportion, c.bid_proportion)[kind]
-        epochs, within = divmod(min(event, c.events), c.total_proportion)
+        low, share = self._place
+        epochs, within = divmod(min(event, self.config.events), self.config.total_proportion)
         return epochs * share + min(max(within - low, 0), share)
 
     def _batch_start(self, row: int, batch_size: int) -> int | None:
         """The first event of the batch holding row ``row`` of this stream (None past the end)."""
-        c, kind = self.config, STREAMS.index(self.stream)
-        if row >= self.rows_before(c.events):
+        if row >= self.rows_before(self.config.events):
             return None
-        low = (0, c.person_proportion, c.person_proportion + c.auction_proportion)[kind]
-        share = (c.person_proportion, c.auction_proportion, c.bid_proportion)[kind]
+        low, share = self._place
         epoch, within = divmod(row, share)
-        return (epoch * c.total_proportion + low + within) // batch_size * batch_size
+        return (epoch * self.config.total_proportion + low + within) // batch_size * batch_size
 
     def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
         """From row ``offset``: the events before its batch are not generated."""
@@ -69,8 +74,7 @@ class NexmarkStream:
         if start is None:
             return
         c = self.config
-        share = (c.person_proportion, c.auction_proportion, c.bid_proportion)[STREAMS.index(self.stream)]
-        events = max(1, split_rows * c.total_proportion // share // batch_size) * batch_size
+        events = max(1, split_rows * c.total_proportion // self._place[1] // batch_size) * batch_size
         first = offset
         for lo in range(start, c.events, events):
             hi = min(lo + events, c.events)
