@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
+from itertools import accumulate
 from pathlib import Path
 
 import pyarrow as pa
@@ -175,10 +176,7 @@ class FilesSource:
         sizes = [getattr(part, "num_rows", None) for part in self.parts]
         if any(n is None for n in sizes):
             return None
-        starts = [0]
-        for n in sizes:
-            starts.append(starts[-1] + int(n))  # type: ignore[arg-type]
-        return starts
+        return list(accumulate((int(n) for n in sizes), initial=0))  # type: ignore[arg-type]  # no None: checked above
 
     @property
     def splittable(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
+from itertools import accumulate
 from pathlib import Path
 
 import pyarrow as pa
@@ -105,10 +106,8 @@ class ParquetSource:
 
     def _group_starts(self) -> list[int]:
         """The first row of each row group, and the number of rows last."""
-        starts = [0]
-        for g in range(self._meta.num_row_groups):
-            starts.append(starts[-1] + self._meta.row_group(g).num_rows)
-        return starts
+        return list(accumulate((self._meta.row_group(g).num_rows for g in range(self._meta.num_row_groups)),
+                               initial=0))
 
     def splits(self, columns: tuple[str, ...], batch_size: int, offset: int, split_rows: int) -> Iterator[Split]:
         """Whole row groups (at least ``split_rows`` rows a split), from the one holding row ``offset``.
