@@ -36,11 +36,16 @@ SPARK_TYPES = {DType.INT64: "bigint", DType.TIMESTAMP: "bigint", DType.FLOAT64: 
 _PATTERNS = {"Y": "yyyy", "y": "yy", "m": "MM", "d": "dd", "j": "DDD", "H": "HH", "M": "mm", "S": "ss"}
 
 
+def quoted(name: str) -> str:
+    """A column name as Spark reads it literally, whatever characters it holds."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def column(name: str) -> Column:
     """A column by name, whatever characters the name holds."""
     from pyspark.sql import functions as F
 
-    return F.col("`" + name.replace("`", "``") + "`")
+    return F.col(quoted(name))
 
 
 def spark_type(dtype: DType | None) -> str:

@@ -28,7 +28,7 @@ from darwin.plan.exprs import AggCall
 from darwin.plan.ranking import Ranking, ranking_of
 from darwin.plan.temporal import join_timing, time_attributes
 from darwin.plan.visitor import SharedNodeVisitor
-from darwin.spark.exprs import column, spark_type, to_spark
+from darwin.spark.exprs import column, quoted, spark_type, to_spark
 from darwin.spark.sources import BEFORE, HIDDEN, MARK, SEQ, delay_of, own_reader, read_scans, time_ordered, to_dataframe
 from darwin.types import Schema
 
@@ -398,16 +398,12 @@ def _join(left: Frame, right: Frame, node: pn.Join, how: str, broadcast: bool = 
         rdf = F.broadcast(rdf)
     cond = None
     for lname, rname in zip(lnames, rnames):
-        eq = ldf[_quoted(lname)] == rdf[_quoted(rname)]
+        eq = ldf[quoted(lname)] == rdf[quoted(rname)]
         cond = eq if cond is None else cond & eq
     if node.where is not None:
         cond = cond & to_spark(node.where, node.schema)  # type: ignore[operator]
     kind = {"inner": "inner", "left": "left_outer", "right": "right_outer", "full": "full_outer"}[how]
     return ldf.join(rdf, on=cond, how=kind)
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def translate(spark: SparkSession, plan: pn.PlanNode, config: Config) \
