@@ -4,13 +4,13 @@ final checkpoint that the next run resumes from."""
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scrape import scrape_once_checkpointed  # noqa: E402
+from sigterm import job_process, stop_with_sigterm  # noqa: E402
 
 JOB = """\
 name: endless-bids
@@ -39,9 +39,8 @@ config:
 
 
 def _run_until_checkpointed_then_stop(job: Path) -> str:
-    process = subprocess.Popen([sys.executable, "-m", "darwin.cli", "run", str(job), "--metrics-port", "0"],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=job.parent)
-    try:
+    with job_process([sys.executable, "-m", "darwin.cli", "run", str(job), "--metrics-port", "0"],
+                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=job.parent) as process:
         assert process.stdout is not None
         seen = []
         for line in process.stdout:
@@ -54,12 +53,7 @@ def _run_until_checkpointed_then_stop(job: Path) -> str:
             raise AssertionError("no metrics address in: " + "".join(seen))
         metrics = scrape_once_checkpointed(port, 1)
         assert metrics["darwin_checkpoints_total"] >= 1 and metrics["darwin_throughput_rows_per_second"] >= 0
-        process.send_signal(signal.SIGTERM)
-        rest, _ = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        rest = stop_with_sigterm(process)
     assert process.returncode == 0, "".join(seen) + rest
     return "".join(seen) + rest
 

@@ -5,7 +5,6 @@ serves its counters while it runs."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from darwin.runtime.control import JobControl
 sys.path.insert(0, str(Path(__file__).parent))
 from endless import prefix, query  # noqa: E402
 from scrape import scrape_once_checkpointed  # noqa: E402
+from sigterm import job_process, stop_with_sigterm  # noqa: E402
 
 ORDER = [("window_start", "ascending"), ("key", "ascending")]
 
@@ -71,9 +71,8 @@ def test_stop_without_checkpoints_commits_what_was_emitted(tmp_path: Path) -> No
 
 
 def test_sigterm_takes_a_final_checkpoint_and_metrics_are_served(tmp_path: Path) -> None:
-    job = subprocess.Popen([sys.executable, str(Path(__file__).parent / "endless_job.py"), str(tmp_path)],
-                           stdout=subprocess.PIPE, text=True)
-    try:
+    with job_process([sys.executable, str(Path(__file__).parent / "endless_job.py"), str(tmp_path)],
+                     stdout=subprocess.PIPE) as job:
         assert job.stdout is not None
         port = int(job.stdout.readline())
         metrics = scrape_once_checkpointed(port, 2)
@@ -81,12 +80,7 @@ def test_sigterm_takes_a_final_checkpoint_and_metrics_are_served(tmp_path: Path)
         assert metrics["darwin_checkpoint_duration_seconds_count"] >= 2
         assert "darwin_watermark_milliseconds" in metrics and "darwin_latency_p99_seconds" in metrics
         assert metrics['darwin_pipeline_input_rows_total{pipeline="0"}'] > 0
-        job.send_signal(signal.SIGTERM)
-        out, _ = job.communicate(timeout=120)
-    finally:
-        if job.poll() is None:
-            job.kill()
-            job.wait()
+        out = stop_with_sigterm(job)
     assert job.returncode == 0
     result = json.loads(out.strip().splitlines()[-1])
     assert result["stopped"] and result["checkpoints"] >= 3
