@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numba import njit
 
 from darwin.codegen.aggregates import AggLayout
 from darwin.codegen.hashtable import hash_columns, upsert
+from darwin.graph.operators import Ring
 from darwin.state.backend import KeyedState
 from darwin.state.hash_table import NO_LOGGED, NO_SLOTS
 
@@ -69,30 +71,81 @@ def merge_partials(state: KeyedState, lay: AggLayout, keys: Sequence[np.ndarray]
 Entries = tuple[list[np.ndarray], list[np.ndarray]]  # key columns (window start first), value slots
 
 
-def merge_entries(lay: AggLayout, parts: Sequence[Entries]) -> Entries:
-    """Entries of several tables (each holding a key at most once) as one table's: entries of the same
-    key are ``combine``d, oldest first by first-seen row, so the result keeps the oldest one's serial."""
-    parts = [p for p in parts if len(p[0][0])]
+def merge_ring_entries(lay: AggLayout, ring: Ring, parts: Sequence[Entries]) -> Entries:
+    """Entries of several window rings over the same key domain (each holding a key of a window at
+    most once) as one ring's: entries of the same window and key are ``combine``d, oldest first by
+    first-seen row, and the result is in one ring's firing order -- by window, then first-seen row.
+
+    A compiled merge of the parts (each put in that order first, if it is not: a ring fires in it)
+    groups entries by their cell in the key domain, so nothing is sorted as a whole.
+    """
+    parts = [_in_firing_order(p, lay) for p in parts if len(p[0][0])]
     if not parts:
-        return [np.zeros(0, np.int64)], [np.zeros(0, d) for d in lay.value_dtypes]
+        return [np.zeros(0, np.int64)] * (1 + ring.keyed), [np.zeros(0, d) for d in lay.value_dtypes]
+    if len(parts) == 1:
+        return parts[0]
+    assert lay.first_seen is not None  # entries from several workers carry the row that made them
     keys = [np.concatenate(c) for c in zip(*(k for k, _ in parts))]
     values = [np.concatenate(c) for c in zip(*(v for _, v in parts))]
-    if len(parts) == 1:
-        return keys, values
-    assert lay.first_seen is not None  # entries from several workers carry the row that made them
-    order = np.lexsort((values[lay.first_seen], *reversed(keys)))  # by key, then oldest first
-    keys, values = [k[order] for k in keys], [v[order] for v in values]
-    n = len(keys[0])
-    new_group = np.ones(n, dtype=np.bool_)
-    new_group[1:] = np.any([k[1:] != k[:-1] for k in keys], axis=0)
-    group_start = np.flatnonzero(new_group)
-    group = np.cumsum(new_group) - 1
-    rank = np.arange(n) - group_start[group]  # 0 for a key's oldest entry
-    merged = [v[group_start].copy() for v in values]
-    for level in range(1, int(rank.max()) + 1):
+    bounds = np.zeros(len(parts) + 1, np.int64)
+    bounds[1:] = np.cumsum([len(k[0]) for k, _ in parts])
+    cells = keys[1] - ring.low if ring.keyed else np.zeros(len(keys[0]), np.int64)
+    order, group, rank = _merge_order(keys[0], values[lay.first_seen], np.ascontiguousarray(cells, np.int64),
+                                      bounds, ring.size)
+    oldest = order[rank == 0]  # group g's oldest entry is the g-th met: groups are numbered in firing order
+    merged = [v[oldest] for v in values]
+    for level in range(1, int(rank.max()) + 1):  # then each group's next oldest, and so on
         later = np.flatnonzero(rank == level)
         into = group[later]
-        combined = combine(lay, [m[into] for m in merged], [v[later] for v in values])
+        combined = combine(lay, [m[into] for m in merged], [v[order[later]] for v in values])
         for m, c in zip(merged, combined):
             m[into] = c
-    return [k[group_start] for k in keys], merged
+    return [k[oldest] for k in keys], merged
+
+
+def _in_firing_order(part: Entries, lay: AggLayout) -> Entries:
+    """A ring's entries by window start, then first-seen row (``entries()`` walks slots, not starts)."""
+    keys, values = part
+    starts = keys[0]
+    seen = values[lay.first_seen] if lay.first_seen is not None else np.arange(len(starts))
+    step = np.diff(starts)
+    if np.all((step > 0) | ((step == 0) & (np.diff(seen) > 0))):
+        return part
+    order = np.lexsort((seen, starts))
+    return [k[order] for k in keys], [v[order] for v in values]
+
+
+@njit(nogil=True, cache=True)
+def _merge_order(starts: np.ndarray, seen: np.ndarray, cells: np.ndarray, bounds: np.ndarray,
+                 size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge parts ``bounds[p]:bounds[p+1]``, each ordered by (start, seen), into one such order;
+    for each merged entry its index, its group (same start and cell; numbered as first met) and its
+    rank in the group (0 for the oldest)."""
+    n, parts = starts.shape[0], bounds.shape[0] - 1
+    at = bounds[:-1].copy()
+    order = np.empty(n, np.int64)
+    group = np.empty(n, np.int64)
+    rank = np.empty(n, np.int64)
+    group_of = np.empty(size, np.int64)
+    window_of = np.full(size, -1, np.int64)  # the window (run of equal starts) group_of[c] is of
+    members = np.zeros(n, np.int64)
+    groups, window, chosen = 0, -1, 0
+    for i in range(n):
+        j = -1
+        for p in range(parts):
+            k = at[p]
+            if k < bounds[p + 1] and (j < 0 or starts[k] < starts[j] or (starts[k] == starts[j] and seen[k] < seen[j])):
+                j = k
+                chosen = p
+        at[chosen] += 1
+        if i == 0 or starts[j] != starts[order[i - 1]]:
+            window += 1
+        c = cells[j]
+        if window_of[c] != window:
+            window_of[c] = window
+            group_of[c] = groups
+            groups += 1
+        g = group_of[c]
+        order[i], group[i], rank[i] = j, g, members[g]
+        members[g] += 1
+    return order, group, rank

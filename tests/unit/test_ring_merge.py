@@ -1,0 +1,62 @@
+"""Merging several workers' window rings (``merge_ring_entries``) against a plain dictionary merge:
+entries of one window and key combined oldest first, the result in one ring's firing order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import darwin as dw
+from darwin.codegen.aggregates import AggLayout, layout
+from darwin.graph.operators import Ring
+from darwin.plan import nodes as pn
+from darwin.state.merge import merge_ring_entries
+
+LOW, SIZE = 100, 8
+
+
+def _layout() -> AggLayout:
+    t = dw.from_arrow(pa.table({"ts": pa.array([0], pa.timestamp("ms")), "k": [1], "v": [2]}), time="ts")
+    node = t.window(dw.Tumble("10s", on="ts")).group_by("k").agg(s=dw.sum("v"), n=dw.count(), m=dw.max("v")).plan
+    assert isinstance(node, pn.Aggregate)
+    return layout(node, first_seen=True)
+
+
+LAY = _layout()
+
+# one worker's entries: (window index, key offset) -> (value, serial of the row that made it)
+part = st.dictionaries(st.tuples(st.integers(0, 2), st.integers(0, SIZE - 1)),
+                       st.tuples(st.integers(-50, 50), st.integers(0, 10_000)), max_size=20)
+
+
+def _entries(entries: dict[tuple[int, int], tuple[int, int]], shuffle: np.random.Generator | None):
+    items = sorted(entries.items(), key=lambda e: (e[0][0], e[1][1]))  # as a ring fires: window, then first seen
+    if shuffle is not None:  # as ``entries()`` walks slots
+        items = [items[i] for i in shuffle.permutation(len(items))]
+    starts = np.array([w * 10_000 for (w, _), _ in items], np.int64)
+    keys = np.array([LOW + k for (_, k), _ in items], np.int64)
+    v = np.array([x for _, (x, _) in items], np.int64)
+    seen = np.array([s for _, (_, s) in items], np.int64)
+    return [starts, keys], [v, np.ones(len(v), np.int64), v.copy(), seen]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(part, min_size=1, max_size=4), st.booleans(), st.integers(0, 2**32 - 1))
+def test_merge_matches_a_dictionary_merge(parts, shuffled, seed):
+    serials = [s for p in parts for _, s in p.values()]
+    assume(len(set(serials)) == len(serials))  # a row makes one entry: serials are unique
+    rng = np.random.default_rng(seed) if shuffled else None
+    keys, values = merge_ring_entries(LAY, Ring(4, LOW, SIZE), [_entries(p, rng) for p in parts])
+    expected: dict[tuple[int, int], list[int]] = {}
+    for p in parts:
+        for (w, k), (x, s) in p.items():
+            e = expected.setdefault((w * 10_000, LOW + k), [0, 0, x, s])
+            e[0] += x
+            e[1] += 1
+            e[2] = max(e[2], x)
+            e[3] = min(e[3], s)
+    order = sorted(expected, key=lambda wk: (wk[0], expected[wk][3]))
+    assert list(zip(keys[0].tolist(), keys[1].tolist())) == order
+    assert [list(t) for t in zip(*(v.tolist() for v in values))] == [expected[wk] for wk in order]
