@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from darwin.runtime.stream_operators import StreamRunner
 
 END_OF_INPUT = 2**63 - 1  # the watermark of a source that has ended
-Read = tuple[int, pa.RecordBatch | None, list[EncodedBatch], float]  # rows, batch, encoded, ingested
+# rows, batch, encoded, ingested, event times for the watermark clock
+Read = tuple[int, pa.RecordBatch | None, list[EncodedBatch], float, np.ndarray | None]
 SPLIT_ROWS = 1 << 18  # rows a split of a source holds, about (at least a batch): what a thread reads at a time
 SPLITS_AHEAD = 2  # splits in flight per thread
 
@@ -115,7 +116,7 @@ class SourceReader:
             done: dict = {}
             encoded = [encode(batch, p.input_schema, pool, scan.source.name, p.moved_inputs, p.computed_inputs,
                               self.payload, done) for p in self.pipelines]
-            yield batch.num_rows, batch, encoded, ingested
+            yield batch.num_rows, batch, encoded, ingested, self._times(batch)
 
     def next(self) -> tuple[pa.RecordBatch, list[EncodedBatch], float] | None:
         """The next batch (encoded once for each pipeline reading it) and its ingestion time, or None
@@ -126,14 +127,15 @@ class SourceReader:
         if item is None:
             self.finished = True
             return None
-        n, batch, encoded, ingested = item
+        n, batch, encoded, ingested, times = item
         assert batch is not None
         self.offset += n
         idle_ms = self.config.idle_timeout_ms
         now = time.monotonic()
         if n:
             self.last_rows, self.idle = now, False
-            self._observe(batch)
+            for t in [] if times is None else times:
+                self.clock.observe(int(t))
         elif idle_ms is not None and (now - self.last_rows) * 1000 >= idle_ms:
             self.idle = True
         return batch, encoded, ingested
@@ -177,19 +179,18 @@ class SourceReader:
         if done is not None and position is not None:
             done(position)
 
-    def _observe(self, batch: pa.RecordBatch) -> None:
+    def _times(self, batch: pa.RecordBatch) -> np.ndarray | None:
+        """The event times of ``batch`` the watermark clock observes, found ahead on the reading thread:
+        the largest, or with ``max_future`` every one (a row too far ahead does not move the clock)."""
         column = self.scan.time_column
-        if column is None:
-            return
+        if column is None or not batch.num_rows:
+            return None
         times = to_int64(batch.column(column), self.scan.source.name, column)
         values = times.to_numpy(zero_copy_only=False) if times.null_count == 0 else \
             times.drop_null().to_numpy(zero_copy_only=False)
         if self.clock.max_future_ms is None:
-            if len(values):
-                self.clock.observe(int(np.max(values)))
-            return
-        for t in values:  # a row beyond max_future does not move the clock: per row
-            self.clock.observe(int(t))
+            return values.max(keepdims=True) if len(values) else values
+        return values
 
 
 class CompiledEngine:
