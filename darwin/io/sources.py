@@ -31,6 +31,7 @@ class ArrowSource:
         self.table = table
         self.name = name
         self.schema = Schema.from_arrow(table.schema, _non_null_columns(table))
+        self._bounds: dict[str, tuple[int, int] | None] = {}  # the table never changes: found once per column
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
         yield from self.batches_from(columns, batch_size, 0)
@@ -53,11 +54,14 @@ class ArrowSource:
         return self.table.select(list(columns)).slice(split.start, split.rows).to_batches(max_chunksize=batch_size)
 
     def bounds(self, column: str) -> tuple[int, int] | None:
-        arr = self.table.column(column)
-        if not pa.types.is_integer(arr.type) or arr.null_count or len(arr) == 0:
-            return None
-        mm = pc.min_max(arr)
-        return int(mm["min"].as_py()), int(mm["max"].as_py())
+        if column not in self._bounds:
+            arr = self.table.column(column)
+            if not pa.types.is_integer(arr.type) or arr.null_count or len(arr) == 0:
+                self._bounds[column] = None
+            else:
+                mm = pc.min_max(arr)
+                self._bounds[column] = int(mm["min"].as_py()), int(mm["max"].as_py())
+        return self._bounds[column]
 
     def __repr__(self) -> str:
         return f"ArrowSource({self.name}, {self.table.num_rows} rows)"
