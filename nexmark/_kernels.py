@@ -172,10 +172,17 @@ def extra_bound(current: int, average: int) -> int:
     return want + int(round(want * 0.2)) + 1
 
 
+# the bid columns ``bids`` can skip (``wanted``); the time is always drawn
+BID_AUCTION, BID_BIDDER, BID_PRICE, BID_CHANNEL = 1, 2, 4, 8
+
+
 @njit(nogil=True, cache=True)
 def bids(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, auction: np.ndarray, bidder: np.ndarray,
          price_: np.ndarray, channel: np.ndarray, date_time: np.ndarray, extra_buf: np.ndarray,
-         extra_off: np.ndarray, hot_channels: np.int64, cold_channels: np.int64, with_extra: bool) -> None:
+         extra_off: np.ndarray, hot_channels: np.int64, cold_channels: np.int64, with_extra: bool,
+         wanted: np.int64) -> None:
+    """Bids of event ``ids``; only the columns whose ``BID_*`` bit is in ``wanted`` (and the time) are
+    drawn: draws are counter-based, so skipping a column changes no other value."""
     pos = 0
     want = max(cfg[C_AVG_BID] - 32, 0)  # padding after 4 int64 fields
     delta = np.int64(np.round(want * 0.2))
@@ -187,24 +194,28 @@ def bids(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, auction: np.ndarray
         epoch = eid // cfg[C_TOTAL]
         last_a = epoch * cfg[C_AUCTION] + cfg[C_AUCTION] - 1
         last_p = epoch * cfg[C_PERSON] + cfg[C_PERSON] - 1
-        if draw_int(key, 0, cfg[C_HOT_AUCTION]) > 0:
-            a = (last_a // HOT_RATIO_BATCH) * HOT_RATIO_BATCH
-        else:
-            low = max(last_a - cfg[C_IN_FLIGHT], 0)
-            a = low + draw_int(key, 1, last_a - low + 1 + ID_LEAD)
-        auction[j] = a + FIRST_AUCTION_ID
-        if draw_int(key, 2, cfg[C_HOT_BIDDER]) > 0:
-            b = (last_p // HOT_RATIO_BATCH) * HOT_RATIO_BATCH + 1
-        else:
-            people = last_p + 1
-            active = min(people, cfg[C_ACTIVE_PEOPLE])
-            b = people - active + draw_int(key, 3, active + ID_LEAD)
-        bidder[j] = b + FIRST_PERSON_ID
-        price_[j] = np.int64(np.round(np.exp(draw_double(key, 4) * LN_1E6) * 100.0))
-        if draw_int(key, 5, 2) > 0:
-            channel[j] = draw_int(key, 6, hot_channels)
-        else:
-            channel[j] = hot_channels + draw_int(key, 6, cold_channels)
+        if wanted & BID_AUCTION:
+            if draw_int(key, 0, cfg[C_HOT_AUCTION]) > 0:
+                a = (last_a // HOT_RATIO_BATCH) * HOT_RATIO_BATCH
+            else:
+                low = max(last_a - cfg[C_IN_FLIGHT], 0)
+                a = low + draw_int(key, 1, last_a - low + 1 + ID_LEAD)
+            auction[j] = a + FIRST_AUCTION_ID
+        if wanted & BID_BIDDER:
+            if draw_int(key, 2, cfg[C_HOT_BIDDER]) > 0:
+                b = (last_p // HOT_RATIO_BATCH) * HOT_RATIO_BATCH + 1
+            else:
+                people = last_p + 1
+                active = min(people, cfg[C_ACTIVE_PEOPLE])
+                b = people - active + draw_int(key, 3, active + ID_LEAD)
+            bidder[j] = b + FIRST_PERSON_ID
+        if wanted & BID_PRICE:
+            price_[j] = np.int64(np.round(np.exp(draw_double(key, 4) * LN_1E6) * 100.0))
+        if wanted & BID_CHANNEL:
+            if draw_int(key, 5, 2) > 0:
+                channel[j] = draw_int(key, 6, hot_channels)
+            else:
+                channel[j] = hot_channels + draw_int(key, 6, cold_channels)
         date_time[j] = timestamp(cfg, eid)
         extra_off[j] = pos
         if with_extra:  # draws are counter-based: skipping the padding changes no other value

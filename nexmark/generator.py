@@ -135,20 +135,32 @@ def _dict(codes: np.ndarray, dictionary: pa.Array) -> pa.Array:
     return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), dictionary)
 
 
+# the bid columns the kernel may skip, and the columns that need each (a channel code gives both the
+# channel and the url)
+_BID_BITS = {"auction": k.BID_AUCTION, "bidder": k.BID_BIDDER, "price": k.BID_PRICE, "channel": k.BID_CHANNEL}
+_BID_READS = {"auction": frozenset({"auction"}), "bidder": frozenset({"bidder"}), "price": frozenset({"price"}),
+              "channel": frozenset({"channel", "url"})}
+
+
 def _bid_batch(cfg: GeneratorConfig, ids: np.ndarray, columns: frozenset[str] | None = None) -> pa.RecordBatch:
     n = len(ids)
     with_extra = columns is None or "extra" in columns
+    wanted = {name: columns is None or bool(columns & read) for name, read in _BID_READS.items()}
     cols = {name: np.empty(n, dtype=np.int64) for name in ("auction", "bidder", "price", "channel", "date_time")}
     extra = np.empty(n * k.extra_bound(32, cfg.avg_bid_byte_size) + 1 if with_extra else 1, dtype=np.uint8)
     extra_off = np.empty(n + 1, dtype=np.int64)
     channels, urls = _channels(cfg.seed)
     k.bids(cfg.as_array(), _letters(cfg.seed), ids, cols["auction"], cols["bidder"], cols["price"], cols["channel"],
            cols["date_time"],
-           extra, extra_off, len(vocab.HOT_CHANNELS), vocab.CHANNELS_NUMBER, with_extra)
-    return pa.RecordBatch.from_arrays(
-        [pa.array(cols["auction"]), pa.array(cols["bidder"]), pa.array(cols["price"]),
-         _dict(cols["channel"], channels), _dict(cols["channel"], urls), _timestamps(cols["date_time"]),
-         _strings(extra, extra_off)], schema=SCHEMAS["bid"])
+           extra, extra_off, len(vocab.HOT_CHANNELS), vocab.CHANNELS_NUMBER, with_extra,
+           sum(bit for name, bit in _BID_BITS.items() if wanted[name]))
+    arrays = {"auction": lambda: pa.array(cols["auction"]), "bidder": lambda: pa.array(cols["bidder"]),
+              "price": lambda: pa.array(cols["price"]), "channel": lambda: _dict(cols["channel"], channels),
+              "url": lambda: _dict(cols["channel"], urls), "date_time": lambda: _timestamps(cols["date_time"]),
+              "extra": lambda: _strings(extra, extra_off)}
+    schema = SCHEMAS["bid"] if columns is None else \
+        pa.schema([f for f in SCHEMAS["bid"] if f.name in columns])  # only the columns asked for: Arrow's too
+    return pa.RecordBatch.from_arrays([arrays[f.name]() for f in schema], schema=schema)
 
 
 _TEXT = {"auction": frozenset({"item_name", "description", "extra"}),
@@ -205,7 +217,8 @@ def generate(config: GeneratorConfig, stream: str, batch_size: int = 65_536, sta
     """Batches of one stream for events [start_event, end_event), each covering batch_size event ids.
 
     With ``columns``, only those need be right: text nobody asked for (a bid's ``extra``, an
-    auction's or a person's text columns) is left empty, and every other value is the same.
+    auction's or a person's text columns) is left empty, a bid batch holds only those columns (the
+    others are not drawn), and every other value is the same.
     """
     if stream not in _BUILDERS:
         raise ValueError(f"unknown Nexmark stream {stream!r}; streams are {list(STREAMS)}")
