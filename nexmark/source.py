@@ -126,7 +126,7 @@ class YsbAds:
     def _chunks(self, columns: tuple[str, ...], batch_size: int, start: int, end: int, skip: int = 0) \
             -> Iterator[pa.RecordBatch]:
         c = self.config
-        for chunk in ysb.generate(end, c.seed, c.first_event_rate, YSB_CHUNK, start):
+        for chunk in ysb.generate(end, c.seed, c.first_event_rate, YSB_CHUNK, start, frozenset(columns)):
             for lo in range(0, max(chunk.num_rows, 1), batch_size):
                 if skip >= min(lo + batch_size, chunk.num_rows):
                     continue

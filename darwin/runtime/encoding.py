@@ -22,6 +22,9 @@ FIRST_CHUNK_BYTES = 1 << 16
 CHUNK_BYTES = 1 << 26  # chunks double up to this size; a longer string gets a chunk of its own
 
 
+KNOWN_DICTIONARIES = 16  # dictionaries whose codes a pool remembers
+
+
 class StringPool:
     """Every string a run has seen, each under an int64 code; the bytes in chunks that are never moved.
 
@@ -43,6 +46,9 @@ class StringPool:
         self._bases = np.zeros(0, dtype=np.int64)
         self._sizes = np.zeros(0, dtype=np.int64)
         self._position = 0  # bytes used in the last chunk
+        # the codes of dictionaries seen lately, by their buffers' addresses (each held, so no address is
+        # reused): a source repeats one dictionary in every batch, and codes never change
+        self._dictionaries: dict[tuple[int, ...], tuple[pa.Array, np.ndarray]] = {}
         self._publish()
 
     def __len__(self) -> int:
@@ -58,7 +64,7 @@ class StringPool:
     def encode(self, arr: pa.Array) -> np.ndarray:
         """Codes of a string array (nulls get code 0; validity is kept separately)."""
         if pa.types.is_dictionary(arr.type):
-            return _through_dictionary(arr, self.encode)
+            return _through_dictionary(arr, self._dictionary_codes)
         from darwin.codegen.strings import intern_strings, rehash_strings  # Numba fixes its target lazily
 
         in_offsets, in_data = _string_buffers(arr)
@@ -87,6 +93,20 @@ class StringPool:
             self._publish()
         return codes
 
+    def _dictionary_codes(self, dictionary: pa.Array) -> np.ndarray:
+        """Codes of a dictionary array's dictionary: interned once, then found by its buffers."""
+        key = (dictionary.offset, len(dictionary), *(b.address if b is not None else 0 for b in dictionary.buffers()))
+        with self._lock:
+            known = self._dictionaries.get(key)
+        if known is not None:
+            return known[1]
+        codes = self.encode(dictionary)
+        with self._lock:
+            if len(self._dictionaries) >= KNOWN_DICTIONARIES:
+                del self._dictionaries[next(iter(self._dictionaries))]
+            self._dictionaries[key] = (dictionary, codes)
+        return codes
+
     def append(self, arr: pa.Array) -> np.ndarray:
         """New codes for the strings of ``arr`` (nulls get code 0), without looking any of them up.
 
@@ -97,7 +117,7 @@ class StringPool:
         values it has not seen.
         """
         if pa.types.is_dictionary(arr.type):
-            return _through_dictionary(arr, self.encode)
+            return _through_dictionary(arr, self._dictionary_codes)
         in_offsets, in_data = _string_buffers(arr)
         with self._lock:
             first = self._append(in_offsets, in_data)
@@ -230,7 +250,8 @@ class StringPool:
 def _through_dictionary(arr: pa.DictionaryArray, codes_of: Callable[[pa.Array], np.ndarray]) -> np.ndarray:
     """Codes of a dictionary array: of its dictionary's strings, taken by its indices (nulls: 0)."""
     mapping = codes_of(arr.dictionary)
-    indices = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
+    indices = arr.indices
+    indices = (indices.fill_null(0) if indices.null_count else indices).to_numpy(zero_copy_only=False)
     return mapping[indices] if len(mapping) else np.zeros(len(arr), dtype=np.int64)
 
 
