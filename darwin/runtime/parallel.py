@@ -17,7 +17,9 @@ worker folds a contiguous slice of the batch into a table of its own, and the pa
 far fewer than rows when keys repeat, go to the workers owning their keys, which merge them into
 their state. A hot key then costs its owner one entry per slice, not all of its rows. Lateness and
 first-seen serials are judged per row in the slice exactly as the owner would, so both ways give
-the same state; the runner pre-aggregates only while partials are much fewer than rows.
+the same state; the runner pre-aggregates only while partials are much fewer than rows. Keys a
+lookup join or an expression makes are known only once the kernel has run, so such an aggregation
+always pre-aggregates (``op.Parallel.routes_rows`` is False): its rows cannot go to their owner.
 
 Where the key is a small dense integer range, each worker instead keeps a window ring over every
 key for its contiguous slice of each batch (merged rings): it runs the one-thread kernel from the
@@ -200,7 +202,7 @@ class KeyedRunner(_Shared):
         if self.time_column is not None:
             batch = EncodedBatch({**batch.columns, PROGRESS_COLUMN: Column(self._progress(batch), None)},
                                  batch.length, batch.arrow)
-        if self.slices and not self.routed_batches:
+        if self.slices and not (self.routed_batches and self.p.parallel.routes_rows):
             self._pre_aggregate(batch, input_watermark)
         else:
             self.routed_batches = max(0, self.routed_batches - 1)
