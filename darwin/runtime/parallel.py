@@ -199,11 +199,13 @@ class KeyedRunner(_Shared):
         """Hash tables: rows (or their slices' partial entries) go to the worker owning their key,
         which judges lateness by the batch's progress column."""
         assert self.p.parallel is not None
-        if self.time_column is not None:
-            batch = EncodedBatch({**batch.columns, PROGRESS_COLUMN: Column(self._progress(batch), None)},
-                                 batch.length, batch.arrow)
-        if self.slices and not (self.routed_batches and self.p.parallel.routes_rows):
-            self._pre_aggregate(batch, input_watermark)
+        pre_aggregating = bool(self.slices) and not (self.routed_batches and self.p.parallel.routes_rows)
+        times = self._times(batch)
+        if times is not None:  # pre-aggregating slices fill in their own parts of it
+            progress = np.empty(batch.length, np.int64) if pre_aggregating else _running_max(*times, self.max_time)
+            batch = EncodedBatch({**batch.columns, PROGRESS_COLUMN: Column(progress, None)}, batch.length, batch.arrow)
+        if pre_aggregating:
+            self._pre_aggregate(batch, input_watermark, times)
         else:
             self.routed_batches = max(0, self.routed_batches - 1)
             groups = key_groups(key_columns([batch.columns[k] for k in self.p.parallel.keys], self.nullable_keys))
@@ -213,6 +215,8 @@ class KeyedRunner(_Shared):
             parts = [partial(r.process, batch, input_watermark, None, selection)
                      for r, selection in zip(self.replicas, rows)]
             self.workers.run(parts, self.worker_busy)  # nothing fires mid-batch: a keyed pipeline has no window ring
+        if times is not None and batch.length:  # the column is whole now: the progress the next batch goes on from
+            self.max_time = int(batch.columns[PROGRESS_COLUMN].values[-1])
 
     def _slices(self, n: int, k: int) -> list[np.ndarray]:
         """Rows 0..n-1 cut into k contiguous selections (views of one array)."""
@@ -236,12 +240,13 @@ class KeyedRunner(_Shared):
             return done
         self._adapted(run)
 
-    def _pre_aggregate(self, batch: EncodedBatch, input_watermark: int) -> None:
+    def _pre_aggregate(self, batch: EncodedBatch, input_watermark: int,
+                       times: tuple[np.ndarray, np.ndarray] | None) -> None:
         """Local/global: fold slices into partial entries, then merge each into its key's owner."""
         n, k = batch.length, len(self.slices)
         for r in self.slices:
             r.ctl[ctl.ROW_BASE] = self.rows_seen
-        folds = [partial(_partials, r, batch, input_watermark, rows)
+        folds = [partial(_partials, r, batch, input_watermark, rows, times, self.max_time)
                  for r, rows in zip(self.slices, self._slices(n, k))]
         partials = self.workers.run(folds, self.worker_busy)
         counts = list(COUNTER_SLOTS)
@@ -277,15 +282,6 @@ class KeyedRunner(_Shared):
         times = batch.columns[self.time_column]
         valid = np.ones(0, np.bool_) if times.valid is None else times.valid
         return times.values.astype(np.int64, copy=False), valid
-
-    def _progress(self, batch: EncodedBatch) -> np.ndarray:
-        """The largest event time up to each row (a null time moves nothing), continuing the last batch's."""
-        times = self._times(batch)
-        assert times is not None
-        progress = _running_max(*times, self.max_time)
-        if len(progress):
-            self.max_time = int(progress[-1])
-        return progress
 
     def drain(self, wm: int, final: bool = False) -> Iterator[EncodedBatch]:
         """The windows ending at or before ``wm`` over every worker, in one thread's order."""
@@ -400,18 +396,24 @@ class KeyedRunner(_Shared):
             r.ctl[ctl.MIN_WINDOW_END] = ctl_max() if start is None else start + size
 
 
-@njit(cache=True, nogil=True)
 def _running_max(values: np.ndarray, valid: np.ndarray, start: int) -> np.ndarray:
-    """``start`` and the values up to each row, their running maximum; rows not ``valid`` (when it is
-    not empty) move nothing. One pass: it runs on the main thread for every batch."""
+    """``start`` and the values up to each row, their running maximum (the batch's event-time progress,
+    continuing the last batch's); rows not ``valid`` (when it is not empty) move nothing."""
     out = np.empty(values.shape[0], dtype=np.int64)
+    _running_max_into(values, valid, out, 0, values.shape[0], start)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _running_max_into(values: np.ndarray, valid: np.ndarray, out: np.ndarray, first: int, end: int,
+                      start: int) -> None:
+    """``out[first:end]``: ``start`` and the values of rows first..i, their running maximum."""
     top = start
     checked = valid.shape[0] > 0
-    for i in range(values.shape[0]):
+    for i in range(first, end):
         if values[i] > top and (not checked or valid[i]):
             top = values[i]
         out[i] = top
-    return out
 
 
 @njit(cache=True, nogil=True)
@@ -439,9 +441,15 @@ def _ring_slice(runner: PipelineRunner, batch: EncodedBatch, input_watermark: in
     runner.process(batch, input_watermark, (first, end))
 
 
-def _partials(runner: PipelineRunner, batch: EncodedBatch, input_watermark: int, rows: np.ndarray) \
-        -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """A slice of the batch folded into the runner's own table: its entries, taken out."""
+def _partials(runner: PipelineRunner, batch: EncodedBatch, input_watermark: int, rows: np.ndarray,
+              times: tuple[np.ndarray, np.ndarray] | None, progress: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """A contiguous slice of the batch folded into the runner's own table: its entries, taken out.
+    First the slice's part of the progress column, from the largest event time of every row before it
+    (found by this worker: no step of its own, nothing on the coordinating thread)."""
+    if times is not None and len(rows):
+        first, end = int(rows[0]), int(rows[-1]) + 1
+        _running_max_into(*times, batch.columns[PROGRESS_COLUMN].values, first, end,
+                          _max_before(*times, first, progress))
     runner.process(batch, input_watermark, None, rows)
     state = runner.state
     assert isinstance(state, HashTableState)  # a slice's table lives on the memory backend
