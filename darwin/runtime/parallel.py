@@ -64,6 +64,7 @@ COUNTER_SLOTS = (ctl.LATE_ROWS, ctl.NULL_TIME_ROWS, ctl.FUTURE_ROWS)
 # where they were not, route rows directly for this many batches before trying again
 PAYS_OFF = 0.5
 RETRY_AFTER = 16
+MERGE_HERE = 2048  # partial entries of a batch the coordinating thread merges into their owners itself
 
 
 def pipeline_runner(p: op.Pipeline, config: Config, pool: StringPool, backend: StateBackend,
@@ -260,9 +261,14 @@ class KeyedRunner(_Shared):
             for w, rows in enumerate(split_rows(key_groups(keys[1:]), self.owner, len(self.replicas))):
                 if len(rows):
                     shares[w].append(([c[rows] for c in keys], [c[rows] for c in values]))
-        self.workers.run([partial(self._merge_into, r, share) for r, share in zip(self.replicas, shares)],
-                         self.worker_busy)
-        if sum(len(keys[0]) for keys, _ in partials) > PAYS_OFF * n:
+        merges = [partial(self._merge_into, r, share) for r, share in zip(self.replicas, shares)]
+        made = sum(len(keys[0]) for keys, _ in partials)
+        if made <= MERGE_HERE:  # a step on the pool would cost more than the merges
+            for merge in merges:
+                merge()
+        else:
+            self.workers.run(merges, self.worker_busy)
+        if made > PAYS_OFF * n:
             self.routed_batches = RETRY_AFTER
         self.pre_aggregated_batches += 1
 
@@ -288,6 +294,8 @@ class KeyedRunner(_Shared):
         if self.merged_rings:
             yield from self._merged(self._merged_windows(wm, final))
             return
+        if not final and all(r.ctl[ctl.MIN_WINDOW_END] > wm for r in self.replicas):
+            return  # no worker holds a window to fire: no step on the pool
         parts = [partial(_drained, r, wm, final) for r in self.replicas]
         yield from self._merged([b for fired in self.workers.run(parts, self.worker_busy) for b in fired])
 

@@ -65,13 +65,15 @@ def _random_counts(seed: int, most: int):
 
 @contextmanager
 def _pre_aggregation(pays_off: float):
-    """Pre-aggregate while partials are at most ``pays_off`` of the rows, else route the next batch."""
-    saved = parallel.PAYS_OFF, parallel.RETRY_AFTER
+    """Pre-aggregate while partials are at most ``pays_off`` of the rows, else route the next batch;
+    the partials merge into their owners on the workers or (few of them) on the coordinating thread."""
+    saved = parallel.PAYS_OFF, parallel.RETRY_AFTER, parallel.MERGE_HERE
     parallel.PAYS_OFF, parallel.RETRY_AFTER = pays_off, 1
+    parallel.MERGE_HERE = 0 if pays_off < 0.5 else 2048
     try:
         yield
     finally:
-        parallel.PAYS_OFF, parallel.RETRY_AFTER = saved
+        parallel.PAYS_OFF, parallel.RETRY_AFTER, parallel.MERGE_HERE = saved
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda f: f.__name__)
