@@ -109,7 +109,9 @@ class SourceReader:
         """What it holds the operators reading it back to: nothing while it is idle."""
         return END_OF_INPUT if self.idle else self.watermark()
 
-    def _read(self) -> Iterator[Read]:
+    def reads(self) -> Iterator[Read]:
+        """The source's batches from the offset, each encoded for every pipeline reading it: the reading
+        thread's work (``next`` takes them from it, read ahead)."""
         scan, pool = self.scan, self.pool
         batches = read_from(scan.source, scan.columns, self.config.batch_size, self.offset, self.config.workers)
         for batch, ingested in read_timed(iter(batches), self.timing):
@@ -122,7 +124,7 @@ class SourceReader:
         """The next batch (encoded once for each pipeline reading it) and its ingestion time, or None
         at the end."""
         if self._batches is None:
-            self._batches = iter(prefetched(self._read, self.config.prefetch))
+            self._batches = iter(prefetched(self.reads, self.config.prefetch))
         item = next(self._batches, None)
         if item is None:
             self.finished = True
