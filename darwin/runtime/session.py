@@ -2,10 +2,12 @@
 
 The semantics are the reference interpreter's (``_SessionAggregate``). Rows of open sessions are
 buffered, not folded: sessions are the runs of a key's rows, in time order, no more than ``gap``
-apart, so merging is implied by sorting and needs no bookkeeping. When the watermark may have
-closed a session (it passed the earliest buffered time + gap), the buffer is split into sessions;
-the closed ones are folded by the generated fold kernel of updating aggregations (their rows in
-arrival order, so a float sum adds as the reference does), emitted and dropped.
+apart, so merging is implied by ordering and needs no bookkeeping (rows are ordered by key in a
+counting pass over their dense key ids, and by time only where a key's rows arrived out of order).
+When the watermark may have closed a session (it passed the earliest buffered time + gap), the
+buffer is split into sessions; the closed ones are folded by the generated fold kernel of updating
+aggregations (their rows in arrival order, so a float sum adds as the reference does), emitted and
+dropped.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from darwin.config import Config
 from darwin.graph import operators as op
@@ -100,31 +103,30 @@ class SessionAggregateRunner:
         if self.earliest == NEVER or self.earliest + self.gap > input_wm:
             return None  # no session can have ended: each ends at least gap after its first row
         self._joined()
-        order = np.lexsort([self.time, self.kid])  # stable: equal times stay in arrival (buffer) order
-        kid, time = self.kid[order], self.time[order]
-        starts = np.r_[True, (kid[1:] != kid[:-1]) | (time[1:] - time[:-1] > self.gap)]
-        session = np.cumsum(starts) - 1
-        first = np.flatnonzero(starts)
-        last = np.r_[first[1:] - 1, len(order) - 1]
-        end = time[last] + self.gap
+        order = by_key_then_time(self.kid, self.time, self.keys.count)
+        of_row, start, last, session_kid = split_sessions(self.kid, self.time, order, self.gap)
+        end = last + self.gap
         closed = end <= input_wm
         if not closed.any():
             return None
-        of_row = np.empty(len(order), np.int64)
-        of_row[order] = session  # per buffered row (in arrival order): its session
-        done = closed[of_row]
-        rows = np.flatnonzero(done)  # the closed sessions' rows, in arrival order
-        number = np.cumsum(closed) - 1  # closed sessions numbered 0..
-        out = self.folds.fold(number[of_row[rows]], int(closed.sum()),
-                              [(x[rows], present[rows]) for x, present in zip(self.x, self.present)])
+        if closed.all():  # every buffered row's session: fold the buffer as it is, keep nothing
+            out = self.folds.fold(of_row, len(closed), list(zip(self.x, self.present)))
+            kept = np.zeros(0, np.int64)
+        else:
+            done = closed[of_row]
+            rows = np.flatnonzero(done)  # the closed sessions' rows, in arrival order
+            number = np.cumsum(closed) - 1  # closed sessions numbered 0..
+            out = self.folds.fold(number[of_row[rows]], int(closed.sum()),
+                                  [(x[rows], present[rows]) for x, present in zip(self.x, self.present)])
+            kept = np.flatnonzero(~done)
         fired = np.flatnonzero(closed)
-        fired_start, fired_end, fired_kid = time[first[fired]], end[fired], kid[first[fired]]
+        fired_start, fired_end, fired_kid = start[fired], end[fired], session_kid[fired]
         emit = np.lexsort([fired_kid, fired_start])
         columns = {pn.WINDOW_START: Column(fired_start[emit], None), pn.WINDOW_END: Column(fired_end[emit], None)}
         columns.update({k: Column(c.values, c.valid) for k, c in self.keys.columns(fired_kid[emit]).items()})
         for (name, _), (dtype, _), (values, valid) in zip(self.node.aggs, self.out_types, out):
             columns[name] = Column(values[emit].astype(dtype.numpy), None if valid is None else valid[emit])
-        self._drop(np.flatnonzero(~done))
+        self._drop(kept)
         self.windows_fired += len(fired)
         return EncodedBatch(columns, len(fired))
 
@@ -163,3 +165,52 @@ class SessionAggregateRunner:
 
     def close(self) -> None:
         pass
+
+
+@njit(nogil=True, cache=True)
+def by_key_then_time(kid: np.ndarray, time: np.ndarray, keys: int) -> np.ndarray:
+    """The buffer's rows ordered by key id, then time, equal times in arrival order (a stable sort by
+    (key, time)). Key ids are dense (0..keys-1): rows are placed by key in one counting pass, and a
+    key's rows, in arrival order, are sorted only if their times go back somewhere (in-order streams:
+    never)."""
+    n = kid.shape[0]
+    start = np.zeros(keys + 1, np.int64)
+    for i in range(n):
+        start[kid[i] + 1] += 1
+    for k in range(keys):
+        start[k + 1] += start[k]
+    at = start[:-1].copy()
+    order = np.empty(n, np.int64)
+    for i in range(n):
+        order[at[kid[i]]] = i
+        at[kid[i]] += 1
+    for k in range(keys):
+        lo, hi = start[k], start[k + 1]
+        for j in range(lo + 1, hi):
+            if time[order[j]] < time[order[j - 1]]:
+                segment = order[lo:hi].copy()
+                order[lo:hi] = segment[np.argsort(time[segment], kind="mergesort")]
+                break
+    return order
+
+
+@njit(nogil=True, cache=True)
+def split_sessions(kid: np.ndarray, time: np.ndarray, order: np.ndarray, gap: int) \
+        -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sessions of the rows walked in ``order`` (by key, then time): a new one where the key changes
+    or the time jumps by more than ``gap``. Per buffered row its session; per session its first and
+    last time and its key id."""
+    n = order.shape[0]
+    of_row = np.empty(n, np.int64)
+    start = np.empty(n, np.int64)
+    last = np.empty(n, np.int64)
+    session_kid = np.empty(n, np.int64)
+    sessions = 0
+    for j in range(n):
+        i = order[j]
+        if j == 0 or kid[i] != kid[order[j - 1]] or time[i] - time[order[j - 1]] > gap:
+            start[sessions], session_kid[sessions] = time[i], kid[i]
+            sessions += 1
+        last[sessions - 1] = time[i]
+        of_row[i] = sessions - 1
+    return of_row, start[:sessions], last[:sessions], session_kid[:sessions]
