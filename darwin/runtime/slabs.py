@@ -64,7 +64,7 @@ class PartitionSlabs:
         self.rows.put(to, rows, np.arange(rows.length))
         self.seq[to] = seq
         self.length[parts] = new_length
-        if self.abandoned > self.used // 2 and self.used > COMPACT_ABOVE:
+        if self.abandoned > self.used // 2 and self.used > COMPACT_ABOVE:  # looked up here: tests lower it
             self._compact()
 
     def _move(self, parts: np.ndarray, keep: np.ndarray, room: np.ndarray) -> None:
