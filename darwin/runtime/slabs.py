@@ -1,7 +1,7 @@
 """Rows held per partition, in order, for runners that rewrite only the tail of a partition
 (``OverRunner``): each partition owns a slab of the flat columns with room to grow at its end, so a
 batch copies what it rewrites, not every held row. A partition that outgrows its slab moves to a
-new one twice its size at the end of the columns; the columns are compacted once the slabs left
+new one half as large again at the end of the columns; the columns are compacted once the slabs left
 behind outweigh half of them."""
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ class PartitionSlabs:
         new_length = keep + counts
         moving = np.flatnonzero(new_length > self.room[parts])
         if len(moving):
-            self._move(parts[moving], keep[moving], np.maximum(2 * new_length[moving], MIN_ROOM))
+            grown = new_length[moving]
+            self._move(parts[moving], keep[moving], np.maximum(grown + grown // 2, MIN_ROOM))
         first = np.cumsum(counts) - counts
         to = np.repeat(self.start[parts] + keep - first, counts) + np.arange(rows.length)
         self.rows.put(to, rows, np.arange(rows.length))
@@ -84,7 +85,7 @@ class PartitionSlabs:
     def _reserve(self, rows: int) -> None:
         capacity = len(self.seq)
         if rows > capacity:
-            grown = max(rows, 2 * capacity)
+            grown = max(rows, capacity + capacity // 2)
             self.rows = self.rows.resized(grown)
             self.seq = np.concatenate([self.seq, np.zeros(grown - capacity, np.int64)])
 
