@@ -38,9 +38,10 @@ def long_streams(draw) -> dw.Table:
 
 @SETTINGS
 @given(left=long_streams(), preceding=st.sampled_from([0, 1, 3, 200]), batch=st.integers(1, 16),
-       compact=st.booleans())
-def test_over_agrees_incrementally(left, preceding, batch, compact):
-    frame = dict(partition_by="p", order_by=["t", "k"], rows=(preceding, 0))
+       compact=st.booleans(), order=st.sampled_from([["t", "k"], ["v", "t"], [dw.desc("v"), "k"]]))
+def test_over_agrees_incrementally(left, preceding, batch, compact, order):
+    """Ordered by ``v``, with NULLs, rows land anywhere in their partition and tie on their keys."""
+    frame = dict(partition_by="p", order_by=order, rows=(preceding, 0))
     with mock.patch.object(slabs, "COMPACT_ABOVE", 0 if compact else slabs.COMPACT_ABOVE):
         assert_agree(left.with_columns(mean=dw.avg("v").over(**frame), n=dw.count().over(**frame),
                                        low=dw.min("v").over(**frame)), batch)
