@@ -14,8 +14,11 @@ from hypothesis import strategies as st
 from test_joins import SETTINGS, assert_agree
 
 import darwin as dw
+from darwin.graph import operators as op
+from darwin.plan import nodes as pn
 from darwin.runtime import slabs
-from darwin.runtime.encoding import Column
+from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.runtime.over import OverRunner
 from darwin.runtime.rows import Rows
 from darwin.runtime.slabs import PartitionSlabs
 from darwin.types import DType, Field
@@ -57,6 +60,30 @@ def test_over_retracts_anywhere_in_a_partition(left, preceding, batch, compact):
     with mock.patch.object(slabs, "COMPACT_ABOVE", 0 if compact else slabs.COMPACT_ABOVE):
         assert_agree(best.with_columns(mean=dw.avg("v").over(**frame), high=dw.max("v").over(**frame)), batch)
 
+
+def _changes(runner: OverRunner, rows: list[tuple[int, int, int]], kind: pn.ChangeKind) -> list[tuple]:
+    columns = {c: Column(np.array([r[i] for r in rows], np.int64), None) for i, c in enumerate("ptv")}
+    columns[pn.CHANGE_KIND] = Column(np.full(len(rows), kind, np.int64), None)
+    out = runner.push(EncodedBatch(columns, len(rows)))
+    names = ["p", "t", "v", "n", pn.CHANGE_KIND]
+    return [] if out is None else list(zip(*[out.columns[c].values.tolist() for c in names]))
+
+
+def test_a_retraction_takes_back_only_an_equal_row():
+    """A row with a retraction's sort keys but other values stays, whether it is the only row with
+    those keys or one of several; an equal one goes (the earliest of equal ones)."""
+    t = dw.from_arrow(pa.table({"p": [1], "t": [1], "v": [1]}))
+    node = t.with_columns(n=dw.count().over(partition_by="p", order_by="t", rows=(1, 0))).plan.input
+    assert isinstance(node, pn.Over)
+    runner = OverRunner(op.StreamOperator(0, node, 0, (None,)), dw.Config(), StringPool())
+    ins, dele, before, after = (pn.ChangeKind.INSERT, pn.ChangeKind.DELETE, pn.ChangeKind.UPDATE_BEFORE,
+                                pn.ChangeKind.UPDATE_AFTER)
+    assert _changes(runner, [(1, 1, 5), (1, 2, 6), (1, 2, 7), (1, 2, 7)], ins) == \
+        [(1, 1, 5, 1, ins), (1, 2, 6, 2, ins), (1, 2, 7, 2, ins), (1, 2, 7, 2, ins)]
+    assert _changes(runner, [(1, 1, 99)], dele) == []  # the only row with its keys
+    assert _changes(runner, [(1, 2, 99)], dele) == []  # one of three
+    assert _changes(runner, [(1, 1, 5), (1, 2, 7)], dele) == \
+        [(1, 1, 5, 1, dele), (1, 2, 7, 2, dele), (1, 2, 6, 2, before), (1, 2, 6, 1, after)]
 
 FIELDS = [Field("x", DType.INT64, False), Field("y", DType.FLOAT64, True)]
 
