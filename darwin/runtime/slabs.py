@@ -1,8 +1,8 @@
 """Rows held per partition, in order, for runners that rewrite only the tail of a partition
 (``OverRunner``): each partition owns a slab of the flat columns with room to grow at its end, so a
 batch copies what it rewrites, not every held row. A partition that outgrows its slab moves to a
-new one half as large again at the end of the columns; the columns are compacted once the slabs left
-behind outweigh half of them."""
+new one half as large again at the end of the columns; the columns are compacted in place once the
+slabs left behind outweigh half of them."""
 
 from __future__ import annotations
 
@@ -90,19 +90,17 @@ class PartitionSlabs:
             self.seq = np.concatenate([self.seq, np.zeros(grown - capacity, np.int64)])
 
     def _compact(self) -> None:
-        """Every partition in a fresh slab with half its length again as room, slab after slab."""
-        parts = np.arange(len(self.start))
+        """Every partition in a slab of half its length again as room, slab after slab from the
+        start of the columns, in place."""
         length = self.length
         room = np.where(length > 0, length + length // 2 + 1, 0)
-        source, _ = self.spans(parts, np.zeros(len(parts), np.int64))
+        source, _ = self.spans(np.arange(len(length)), np.zeros(len(length), np.int64))
         start = np.cumsum(room) - room
         to = np.repeat(start - (np.cumsum(length) - length), length) + np.arange(len(source))
         total = int(room.sum())
-        rows = Rows.empty(self.fields, max(total, 1))
-        rows.put(to, self.rows, source)
-        seq = np.zeros(max(total, 1), np.int64)
-        seq[to] = self.seq[source]
-        self.rows, self.seq = rows, seq
+        self._reserve(total)
+        self.rows.put(to, self.rows, source)  # each column's moved rows are read before any is written
+        self.seq[to] = self.seq[source]
         self.start, self.room = start, room
         self.used, self.abandoned = total, 0
 
