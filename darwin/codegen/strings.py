@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import carray, njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 FNV_OFFSET = np.uint64(0xCBF29CE484222325)
@@ -27,6 +28,20 @@ def _byte_pointer(typingctx, address):  # type: ignore[no-untyped-def]
 
     def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
         return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.uint8)))
+
+    return signature, codegen
+
+
+@intrinsic
+def _copy_bytes(typingctx, target, source, count):  # type: ignore[no-untyped-def]
+    """memcpy of ``count`` bytes from address ``source`` to address ``target``: a string at a time,
+    a slice assignment costs several times the copy (it builds and checks two array views)."""
+    signature = types.void(types.int64, types.int64, types.int64)
+
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        pointer = context.get_value_type(types.CPointer(types.uint8))
+        cgutils.raw_memcpy(builder, builder.inttoptr(args[0], pointer), builder.inttoptr(args[1], pointer), args[2], 1)
+        return context.get_dummy_value()
 
     return signature, codegen
 
@@ -86,7 +101,7 @@ def intern_strings(in_offsets: np.ndarray, in_data: np.ndarray, present: np.ndar
             if c < 0:
                 if position + length > chunk.shape[0]:
                     return i, count, position  # the caller adds a chunk and calls again from this row
-                chunk[position:position + length] = in_data[start:end]
+                _copy_bytes(chunk.ctypes.data + position, in_data.ctypes.data + start, length)
                 starts[count] = (np.int64(last) << POSITION_BITS) | position
                 ends[count] = starts[count] + length
                 position += length
@@ -139,10 +154,10 @@ def gather_strings(starts: np.ndarray, ends: np.ndarray, bases: np.ndarray, size
             total += ends[c] - starts[c]
         out_offsets[i + 1] = total
     out_data = np.empty(total, dtype=np.uint8)
+    target = out_data.ctypes.data
     for i in range(n):
         if present[i]:
-            c = codes[i]
-            data = _chunk(bases, sizes, starts[c] >> POSITION_BITS)
-            at = starts[c] & POSITION_MASK
-            out_data[out_offsets[i]:out_offsets[i + 1]] = data[at:at + ends[c] - starts[c]]
+            start = starts[codes[i]]
+            _copy_bytes(target + out_offsets[i], bases[start >> POSITION_BITS] + (start & POSITION_MASK),
+                        out_offsets[i + 1] - out_offsets[i])
     return out_offsets, out_data
