@@ -101,7 +101,7 @@ def intern_strings(in_offsets: np.ndarray, in_data: np.ndarray, present: np.ndar
             if c < 0:
                 if position + length > chunk.shape[0]:
                     return i, count, position  # the caller adds a chunk and calls again from this row
-                _copy_bytes(chunk.ctypes.data + position, in_data.ctypes.data + start, length)
+                _copy_bytes(chunk.ctypes.data + position, in_data.ctypes.data + start, length)  # type: ignore[call-arg]
                 starts[count] = (np.int64(last) << POSITION_BITS) | position
                 ends[count] = starts[count] + length
                 position += length
@@ -159,5 +159,5 @@ def gather_strings(starts: np.ndarray, ends: np.ndarray, bases: np.ndarray, size
         if present[i]:
             start = starts[codes[i]]
             _copy_bytes(target + out_offsets[i], bases[start >> POSITION_BITS] + (start & POSITION_MASK),
-                        out_offsets[i + 1] - out_offsets[i])
+                        out_offsets[i + 1] - out_offsets[i])  # type: ignore[call-arg]
     return out_offsets, out_data
