@@ -1,8 +1,8 @@
 """Compiled building blocks of joins: a multimap from key to the rows kept for it, in arrival order.
 
 Rows are dense (row r's key components in ``keys[r]``); ``slots`` is an open-addressing table of
-distinct keys, each slot holding its first and last row, and ``next`` chains a key's rows in
-arrival order. Rows are only appended; freed rows are marked dead and dropped by ``rebuild``.
+distinct keys, each slot (a row of ``slots``) holding its newest row then its key, and ``next``
+chains a key's rows from the newest back. Rows are only appended; freed rows are marked dead and dropped by ``rebuild``.
 The table grows with the distinct keys, not with the rows (``move_slots``).
 Keys are int64 components (floats as normalised bit patterns, strings as dictionary codes).
 """
@@ -55,51 +55,61 @@ def _same(a: np.ndarray, i: int, b: np.ndarray, r: int) -> bool:
     return True
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _slot_holds(slots: np.ndarray, s: int | np.int64, probe: np.ndarray, i: int) -> bool:
+    for j in range(probe.shape[1]):
+        if slots[s, 1 + j] != probe[i, j]:
+            return False
+    return True
+
+
 @njit(cache=True, nogil=True)
-def find_slot(slot_first: np.ndarray, keys: np.ndarray, probe: np.ndarray, i: int, h: np.uint64) -> np.int64:
-    """The slot of ``probe[i]``'s key, or of the empty slot where it would go."""
-    mask = slot_first.shape[0] - 1
+def find_slot(slots: np.ndarray, probe: np.ndarray, i: int, h: np.uint64) -> np.int64:
+    """The slot of ``probe[i]``'s key, or of the empty slot where it would go. A slot holds its
+    key beside its newest row, so finding it reads one slot, not a kept row's key."""
+    mask = slots.shape[0] - 1
     s = np.int64(h & np.uint64(mask))
     while True:
-        r = slot_first[s]
-        if r == EMPTY or _same(probe, i, keys, r):
+        if slots[s, 0] == EMPTY or _slot_holds(slots, s, probe, i):
             return s
         s = (s + 1) & mask
 
 
 @njit(cache=True, nogil=True)
-def append_rows(slot_first: np.ndarray, slot_last: np.ndarray, keys: np.ndarray, nxt: np.ndarray,
-                new_keys: np.ndarray, hashes: np.ndarray, rows: np.ndarray, first: int) -> int:
-    """Index new rows first, first+1, ... (their keys already copied to ``keys``), for the
-    batch rows ``rows`` of ``new_keys``; returns how many distinct keys were added."""
+def append_rows(slots: np.ndarray, nxt: np.ndarray, new_keys: np.ndarray, hashes: np.ndarray, rows: np.ndarray,
+                first: int) -> int:
+    """Index new rows first, first+1, ... for the batch rows ``rows`` of ``new_keys``; returns how
+    many distinct keys were added. A new row becomes its key's newest (``slots[s, 0]``) and links
+    to the one before, so appending writes no older row."""
     added = 0
     for n in range(rows.shape[0]):
         i = rows[n]
         r = first + n
-        s = find_slot(slot_first, keys, new_keys, i, hashes[i])
-        nxt[r] = EMPTY
-        if slot_first[s] == EMPTY:
-            slot_first[s] = r
+        s = find_slot(slots, new_keys, i, hashes[i])
+        if slots[s, 0] == EMPTY:
+            for j in range(new_keys.shape[1]):
+                slots[s, 1 + j] = new_keys[i, j]
             added += 1
-        else:
-            nxt[slot_last[s]] = r
-        slot_last[s] = r
+        nxt[r] = slots[s, 0]
+        slots[s, 0] = r
     return added
 
 
 @njit(cache=True, nogil=True)
-def probe_rows(slot_first: np.ndarray, keys: np.ndarray, nxt: np.ndarray, alive: np.ndarray,
-               probe: np.ndarray, hashes: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def probe_rows(slots: np.ndarray, nxt: np.ndarray, alive: np.ndarray, probe: np.ndarray, hashes: np.ndarray,
+               rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (batch row, kept row) of equal keys: batch rows in order, each one's kept rows in
-    arrival order; dead rows are skipped."""
+    arrival order (a key's chain runs newest first: each batch row's run is reversed); dead rows
+    are skipped."""
     cap = max(16, rows.shape[0])
     out_probe = np.empty(cap, dtype=np.int64)
     out_kept = np.empty(cap, dtype=np.int64)
     m = 0
     for n in range(rows.shape[0]):
         i = rows[n]
-        s = find_slot(slot_first, keys, probe, i, hashes[i])
-        r = slot_first[s]
+        s = find_slot(slots, probe, i, hashes[i])
+        r = slots[s, 0]
+        begin = m
         while r != EMPTY:
             if alive[r]:
                 if m == out_probe.shape[0]:
@@ -109,6 +119,11 @@ def probe_rows(slot_first: np.ndarray, keys: np.ndarray, nxt: np.ndarray, alive:
                 out_kept[m] = r
                 m += 1
             r = nxt[r]
+        low, high = begin, m - 1
+        while low < high:
+            out_kept[low], out_kept[high] = out_kept[high], out_kept[low]
+            low += 1
+            high -= 1
     return out_probe[:m], out_kept[:m]
 
 
@@ -153,26 +168,23 @@ def plan_output(n: int, probe_rows_: np.ndarray, pair_probe: np.ndarray, pair_ke
 
 
 @njit(cache=True, nogil=True)
-def rebuild(slot_first: np.ndarray, slot_last: np.ndarray, keys: np.ndarray, nxt: np.ndarray, count: int) -> int:
+def rebuild(slots: np.ndarray, keys: np.ndarray, nxt: np.ndarray, count: int) -> int:
     """Index rows 0..count-1 again (after dead rows were dropped); the number of distinct keys."""
-    slot_first[:] = EMPTY
+    slots[:, 0] = EMPTY
     hashes = hash_keys(keys[:count])
     rows = np.arange(count)
-    return append_rows(slot_first, slot_last, keys, nxt, keys, hashes, rows, 0)
+    return append_rows(slots, nxt, keys, hashes, rows, 0)
 
 
 @njit(cache=True, nogil=True)
-def move_slots(old_first: np.ndarray, old_last: np.ndarray, keys: np.ndarray, slot_first: np.ndarray,
-               slot_last: np.ndarray) -> None:
-    """Move every key of a full table into a larger empty one: its first and last rows go along,
-    so the rows' ``next`` chains stay as they are and no row is read but each key's first."""
-    mask = slot_first.shape[0] - 1
-    for old in range(old_first.shape[0]):
-        r = old_first[old]
-        if r == EMPTY:
+def move_slots(old: np.ndarray, slots: np.ndarray) -> None:
+    """Move every key of a full table into a larger empty one: each slot goes along whole (its key
+    and newest row), so the rows' ``next`` chains stay as they are and no row is read."""
+    mask = slots.shape[0] - 1
+    for o in range(old.shape[0]):
+        if old[o, 0] == EMPTY:
             continue
-        s = np.int64(_hash_row(keys, r) & np.uint64(mask))
-        while slot_first[s] != EMPTY:
+        s = np.int64(_hash_row(old[:, 1:], o) & np.uint64(mask))
+        while slots[s, 0] != EMPTY:
             s = (s + 1) & mask
-        slot_first[s] = r
-        slot_last[s] = old_last[old]
+        slots[s, :] = old[o, :]

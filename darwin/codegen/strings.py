@@ -141,23 +141,29 @@ def rehash_strings(hashes: np.ndarray, count: int, size: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def gather_strings(starts: np.ndarray, ends: np.ndarray, bases: np.ndarray, sizes: np.ndarray,
-                   codes: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The strings ``codes`` (empty where not ``present``) as Arrow large-string offsets and bytes."""
+def string_offsets(starts: np.ndarray, ends: np.ndarray, codes: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Arrow large-string offsets of the strings ``codes`` (empty where not ``present``)."""
     n = codes.shape[0]
-    out_offsets = np.empty(n + 1, dtype=np.int64)
-    out_offsets[0] = 0
+    offsets = np.empty(n + 1, dtype=np.int64)
+    offsets[0] = 0
     total = 0
     for i in range(n):
         if present[i]:
             c = codes[i]
             total += ends[c] - starts[c]
-        out_offsets[i + 1] = total
-    out_data = np.empty(total, dtype=np.uint8)
-    target = out_data.ctypes.data
-    for i in range(n):
+        offsets[i + 1] = total
+    return offsets
+
+
+@njit(cache=True, nogil=True)
+def copy_strings(starts: np.ndarray, bases: np.ndarray, codes: np.ndarray, present: np.ndarray,
+                 offsets: np.ndarray, out: np.ndarray) -> None:
+    """The bytes of the strings ``codes`` into ``out`` at ``offsets`` (from ``string_offsets``).
+    ``out`` is the caller's: an Arrow buffer from Arrow's pool, which reuses the memory of the
+    batches before it, where a new array here would be fresh pages the kernel zeroes first."""
+    target = out.ctypes.data
+    for i in range(codes.shape[0]):
         if present[i]:
             start = starts[codes[i]]
-            _copy_bytes(target + out_offsets[i], bases[start >> POSITION_BITS] + (start & POSITION_MASK),
-                        out_offsets[i + 1] - out_offsets[i])  # type: ignore[call-arg]
-    return out_offsets, out_data
+            _copy_bytes(target + offsets[i], bases[start >> POSITION_BITS] + (start & POSITION_MASK),
+                        offsets[i + 1] - offsets[i])  # type: ignore[call-arg]

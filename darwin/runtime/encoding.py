@@ -185,7 +185,7 @@ class StringPool:
         laid_out = self._laid_out
         starts, hashes = laid_out[0], laid_out[2]
         offsets, data, _ = self._gather(laid_out, np.arange(len(starts), dtype=np.int64), None)
-        strings = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(data))
+        strings = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), data)
         return strings, hashes != 0
 
     def restore(self, values: pa.Array, interned: np.ndarray) -> None:
@@ -229,20 +229,23 @@ class StringPool:
         """The strings of ``codes`` as an Arrow string array (NULL where not ``valid``)."""
         offsets, data, bitmap = self._gather(self._laid_out, codes, valid)
         if offsets[-1] < 2**31:  # Arrow's string type: int32 offsets
-            return pa.StringArray.from_buffers(len(codes), pa.py_buffer(offsets.astype(np.int32)),
-                                               pa.py_buffer(data), bitmap)
-        strings = pa.LargeStringArray.from_buffers(len(codes), pa.py_buffer(offsets), pa.py_buffer(data), bitmap)
+            return pa.StringArray.from_buffers(len(codes), pa.py_buffer(offsets.astype(np.int32)), data, bitmap)
+        strings = pa.LargeStringArray.from_buffers(len(codes), pa.py_buffer(offsets), data, bitmap)
         return strings.cast(pa.string())  # more than 2 GiB of text in one batch: Arrow refuses it here
 
     @staticmethod
     def _gather(laid_out: tuple, codes: np.ndarray, valid: np.ndarray | None) \
-            -> tuple[np.ndarray, np.ndarray, pa.Buffer | None]:
-        """Arrow large-string offsets, bytes and validity bitmap of the strings ``codes``."""
-        from darwin.codegen.strings import gather_strings  # Numba fixes its target at the first kernel
+            -> tuple[np.ndarray, pa.Buffer, pa.Buffer | None]:
+        """Arrow large-string offsets, bytes and validity bitmap of the strings ``codes``; the bytes
+        in a buffer of Arrow's memory pool (see ``copy_strings``)."""
+        from darwin.codegen.strings import copy_strings, string_offsets  # Numba fixes its target at the first kernel
 
-        starts, ends, _, bases, sizes, _ = laid_out
+        starts, ends, _, bases, _, _ = laid_out
         present = np.ones(len(codes), dtype=np.bool_) if valid is None else valid
-        offsets, data = gather_strings(starts, ends, bases, sizes, codes, present)
+        offsets = string_offsets(starts, ends, codes, present)
+        data = pa.allocate_buffer(int(offsets[-1]))
+        if data.size:
+            copy_strings(starts, bases, codes, present, offsets, np.frombuffer(data, dtype=np.uint8))
         bitmap = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
         return offsets, data, bitmap
 

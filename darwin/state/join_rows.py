@@ -68,8 +68,8 @@ class ArrayColumns:
         end = first + len(rows)
         for f in self.schema.fields:
             values, valid = columns[f.name]
-            self.arrays[f"value:{f.name}"][first:end] = values[rows]
-            self.arrays[f"valid:{f.name}"][first:end] = True if valid is None else valid[rows]
+            self.arrays[f"value:{f.name}"][first:end] = taken(values, rows)
+            self.arrays[f"valid:{f.name}"][first:end] = True if valid is None else taken(valid, rows)
 
     def gather(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return self.arrays[f"value:{name}"][rows], self.arrays[f"valid:{name}"][rows]
@@ -90,6 +90,12 @@ class ArrayColumns:
         pass
 
 
+def taken(array: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``array[rows]`` for ascending distinct ``rows``: the array itself when they are all of its
+    rows (a join usually keeps a whole batch), so copying it in is a slice copy, not a gather."""
+    return array if len(rows) == len(array) else array[rows]
+
+
 def _file_part(part: str) -> str:
     return part.replace(":", "__")
 
@@ -105,8 +111,8 @@ GROWTH = 4  # rows grow fourfold: a third of doubling's copying, and untouched r
 
 
 class JoinRows:
-    # the per-row arrays (``PER_ROW``), placed by ``_grow``; the key index over them (``next`` chains
-    # a key's rows), rebuilt from ``keys``
+    # the per-row arrays (``PER_ROW``), placed by ``_grow``; the key index over them (``slots``, and
+    # ``next`` chaining a key's rows), rebuilt from ``keys``
     keys: np.ndarray
     next: np.ndarray
     matches: np.ndarray
@@ -124,7 +130,7 @@ class JoinRows:
         self.distinct = 0
         self.capacity = 0
         self.lowest_bound = INT64_MAX  # no live row's bound is below it: frees below it need no scan
-        self.slot_first = self.slot_last = np.zeros(0, dtype=np.int64)  # the key index, sized by _index_room
+        self.slots = np.zeros((0, 1 + key_width), dtype=np.int64)  # the key index, sized by _index_room
         self._grow(capacity)
         self._index_room(capacity)
 
@@ -149,22 +155,21 @@ class JoinRows:
 
     def _index_room(self, keys: int) -> None:
         """A key index of at least twice ``keys`` slots; the keys move into a larger one."""
-        size = max(16, len(self.slot_first))
-        if len(self.slot_first) >= 2 * keys:
+        size = max(16, len(self.slots))
+        if len(self.slots) >= 2 * keys:
             return
         while size < 2 * keys:
             size *= 2
-        old_first, old_last = self.slot_first, self.slot_last
-        self.slot_first = self.placement.allocate("slot_first", (size,), np.dtype(np.int64))
-        self.slot_last = self.placement.allocate("slot_last", (size,), np.dtype(np.int64))
-        self.slot_first[:] = ji.EMPTY
-        ji.move_slots(old_first, old_last, self.keys, self.slot_first, self.slot_last)
+        old = self.slots
+        self.slots = self.placement.allocate("slots", (size, 1 + self.key_width), np.dtype(np.int64))
+        self.slots[:, 0] = ji.EMPTY
+        ji.move_slots(old, self.slots)
 
     def _reindex(self) -> None:
         """Index the rows again (they were renumbered or restored)."""
-        self.slot_first = self.slot_last = np.zeros(0, dtype=np.int64)
+        self.slots = np.zeros((0, 1 + self.key_width), dtype=np.int64)
         self._index_room(max(self.count, 1))
-        self.distinct = ji.rebuild(self.slot_first, self.slot_last, self.keys, self.next, self.count)
+        self.distinct = ji.rebuild(self.slots, self.keys, self.next, self.count)
 
     @property
     def live(self) -> int:
@@ -180,22 +185,22 @@ class JoinRows:
         self._grow(first + n)
         end = first + n
         self.columns.write(first, columns, rows)
-        self.keys[first:end] = keys[rows]
-        self.matches[first:end] = matches[rows]
+        self.keys[first:end] = taken(keys, rows)
+        self.matches[first:end] = taken(matches, rows)
         self.alive[first:end] = True
-        self.bound[first:end] = bound[rows]
-        self.lowest_bound = min(self.lowest_bound, int(bound[rows].min()))
+        bounds = taken(bound, rows)
+        self.bound[first:end] = bounds
+        self.lowest_bound = min(self.lowest_bound, int(bounds.min()))
         self.stamp[first:end] = stamp
         self._index_room(self.distinct + n)
-        self.distinct += ji.append_rows(self.slot_first, self.slot_last, self.keys, self.next, keys, hashes, rows,
-                                        first)
+        self.distinct += ji.append_rows(self.slots, self.next, keys, hashes, rows, first)
         self.count = end
 
     def probe(self, keys: np.ndarray, hashes: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.live == 0:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty
-        return ji.probe_rows(self.slot_first, self.keys, self.next, self.alive, keys, hashes, rows)
+        return ji.probe_rows(self.slots, self.next, self.alive, keys, hashes, rows)
 
     def gather(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Values and validity of column ``name`` for kept rows ``rows`` (-1: NULL)."""
