@@ -41,6 +41,7 @@ class JoinRunner:
         self.wm = NO_WATERMARK
         self.late_rows = self.null_time_rows = 0
         self.output_schema = pn.with_change_kind(node.schema) if self.updating else node.schema
+        self.nullable = frozenset(f.name for f in node.schema.fields if f.nullable)
         self.condition = None
         if node.where is not None:
             keep = Schema((Field(KEEP, DType.BOOL, True),))
@@ -112,18 +113,22 @@ class JoinRunner:
     def _assemble(self, side: int, columns: dict[str, Column], batch_rows: np.ndarray, kept_rows: np.ndarray,
                   kind: np.ndarray | None) -> EncodedBatch:
         """Joined rows: this side's columns from the batch, the other side's from the state (-1: NULL)."""
-        def column(s: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+        present = batch_rows >= 0
+        every = bool(present.all())
+        safe = batch_rows if every else np.where(present, batch_rows, 0)
+
+        def column(s: int, name: str) -> tuple[np.ndarray, np.ndarray | None]:
             if s != side:
                 return self.sides[s].gather(name, kept_rows)
             c = columns[name]
-            present = batch_rows >= 0
-            safe = np.where(present, batch_rows, 0)
             values = c.values[safe] if len(c.values) else np.zeros(len(safe), c.values.dtype)
-            return values, present if c.valid is None else present & c.valid[safe]
+            if c.valid is None:
+                return values, None if every else present
+            return values, present & c.valid[safe]
 
         return self._joined(column, len(batch_rows), kind)
 
-    def _joined(self, column: Callable[[int, str], tuple[np.ndarray, np.ndarray]], n: int,
+    def _joined(self, column: Callable[[int, str], tuple[np.ndarray, np.ndarray | None]], n: int,
                 kind: np.ndarray | None) -> EncodedBatch:
         """``n`` output rows, each input column (side, name) given by ``column``; the change kind
         ``kind`` (all +I when None) if the output is updating."""
@@ -132,7 +137,10 @@ class JoinRunner:
         for s in (0, 1):
             for f in self.schemas[s].fields:
                 values, valid = column(s, f.name)
-                out[f.name if s == 0 else names[f.name]] = Column(values, valid)
+                name = f.name if s == 0 else names[f.name]
+                if valid is None and name in self.nullable:  # operators downstream expect a nullable column's mask
+                    valid = np.ones(n, dtype=np.bool_)
+                out[name] = Column(values, valid)
         if self.updating:
             out[pn.CHANGE_KIND] = Column(kind if kind is not None else np.zeros(n, np.int64), None)
         return EncodedBatch(out, n)

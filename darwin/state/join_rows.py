@@ -40,8 +40,8 @@ class ColumnStore(Protocol):
         """Room for rows 0..capacity-1, keeping rows 0..count-1."""
     def write(self, first: int, columns: dict[str, tuple[np.ndarray, np.ndarray | None]], rows: np.ndarray) -> None:
         """Rows first, first+1, ... take the values of batch rows ``rows``."""
-    def gather(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Values and validity of column ``name`` at kept rows ``rows`` (all >= 0)."""
+    def gather(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Values and validity of column ``name`` at kept rows ``rows`` (all >= 0); None: all valid."""
     def keep(self, rows: np.ndarray) -> None:
         """Compaction: rows 0, 1, ... become the rows ``rows`` (ascending)."""
     def snapshot(self, directory: Path, table: str, count: int) -> list[str]: ...
@@ -50,14 +50,15 @@ class ColumnStore(Protocol):
 
 
 class ArrayColumns:
-    """Column values in arrays of a ``Placement``: one values array and one validity array per column."""
+    """Column values in arrays of a ``Placement``: one values array per column, and one validity
+    array per column that may hold NULLs (a NOT NULL column's rows are all valid: nothing to keep)."""
 
     def __init__(self, schema: Schema, placement: Placement) -> None:
         self.schema, self.placement = schema, placement
         self.arrays: dict[str, np.ndarray] = {}
 
     def grow(self, capacity: int, count: int) -> None:
-        for part, dtype in column_parts(self.schema):
+        for part, dtype in self._parts():
             new = self.placement.allocate(part, (capacity,), dtype)
             old = self.arrays.get(part)
             if old is not None and count:
@@ -69,10 +70,17 @@ class ArrayColumns:
         for f in self.schema.fields:
             values, valid = columns[f.name]
             self.arrays[f"value:{f.name}"][first:end] = taken(values, rows)
-            self.arrays[f"valid:{f.name}"][first:end] = True if valid is None else taken(valid, rows)
+            if f.nullable:
+                self.arrays[f"valid:{f.name}"][first:end] = True if valid is None else taken(valid, rows)
 
-    def gather(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.arrays[f"value:{name}"][rows], self.arrays[f"valid:{name}"][rows]
+    def gather(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        valid = self.arrays.get(f"valid:{name}")
+        return self.arrays[f"value:{name}"][rows], None if valid is None else valid[rows]
+
+    def _parts(self) -> list[tuple[str, np.dtype]]:
+        nullable = {f.name for f in self.schema.fields if f.nullable}
+        return [(part, dtype) for part, dtype in column_parts(self.schema)
+                if not part.startswith("valid:") or part[len("valid:"):] in nullable]
 
     def keep(self, rows: np.ndarray) -> None:
         for array in self.arrays.values():
@@ -202,15 +210,16 @@ class JoinRows:
             return empty, empty
         return ji.probe_rows(self.slots, self.next, self.alive, keys, hashes, rows)
 
-    def gather(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Values and validity of column ``name`` for kept rows ``rows`` (-1: NULL)."""
+    def gather(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Values and validity of column ``name`` for kept rows ``rows`` (-1: NULL); None: all valid."""
         present = rows >= 0
         if present.all():
             return self.columns.gather(name, rows)
         values = np.zeros(len(rows), dtype=self.schema.field(name).dtype.numpy)
         valid = np.zeros(len(rows), dtype=np.bool_)
         if present.any():
-            values[present], valid[present] = self.columns.gather(name, rows[present])
+            values[present], got = self.columns.gather(name, rows[present])
+            valid[present] = True if got is None else got
         return values, valid
 
     def free(self, expired: np.ndarray) -> np.ndarray:
