@@ -129,14 +129,14 @@ def probe_rows(slots: np.ndarray, nxt: np.ndarray, alive: np.ndarray, probe: np.
 
 @njit(cache=True, nogil=True)
 def plan_output(n: int, probe_rows_: np.ndarray, pair_probe: np.ndarray, pair_kept: np.ndarray,
-                kept_matches: np.ndarray, pad_probe: np.ndarray, retract_kept: bool) \
+                kept_matches: np.ndarray, pad_probe: np.ndarray, retract_kept: bool, count_kept: bool) \
         -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The output of one batch, in order: for each batch row in ``probe_rows_``, per matching
     pair a retraction of the kept row's padded row if it had no match yet (``retract_kept``),
     then the joined row; a padded row if it matched nothing and ``pad_probe`` says so.
 
     Returns (batch row or -1, kept row or -1, change kind, matches per batch row); updates
-    ``kept_matches``.
+    ``kept_matches`` if ``count_kept`` (the kept side keeps them: ``retract_kept`` needs it).
     """
     cap = pair_probe.shape[0] * 2 + probe_rows_.shape[0]
     out_probe = np.empty(cap, dtype=np.int64)
@@ -154,7 +154,8 @@ def plan_output(n: int, probe_rows_: np.ndarray, pair_probe: np.ndarray, pair_ke
                 out_kept[m] = r
                 kind[m] = 3  # -D
                 m += 1
-            kept_matches[r] += 1
+            if count_kept:
+                kept_matches[r] += 1
             matches[i] += 1
             out_probe[m] = i
             out_kept[m] = r

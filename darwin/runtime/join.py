@@ -36,6 +36,9 @@ class JoinRunner:
         self.schemas = (node.left.schema, node.right.schema)
         self.timing = None if j.timing is None else (j.timing.left, j.timing.right)
         self.outer = (node.how in ("left", "full"), node.how in ("right", "full"))
+        for rows, outer in zip(self.sides, self.outer):
+            rows.track(matches=outer, bound=self.timing is not None,
+                       stamp=self.timing is None and node.state_ttl_ms is not None)
         self.updating = pn.updating(node)
         self.side_wm = [NO_WATERMARK, NO_WATERMARK]
         self.wm = NO_WATERMARK
@@ -82,7 +85,7 @@ class JoinRunner:
                 pad[probing] = True  # a regular join pads at once; an interval or window join when freed
         out_probe, out_kept, kind, matches = ji.plan_output(
             n, np.flatnonzero(eligible), pair_probe, pair_kept, theirs.matches, pad,
-            self.updating and self.outer[1 - side])
+            self.updating and self.outer[1 - side], self.outer[1 - side])
         result = self._assemble(side, batch.columns, out_probe, out_kept, kind) if len(out_probe) else None
         mine.append({name: (c.values, c.valid) for name, c in batch.columns.items()}, probing, keys, hashes, bound,
                     self.wm, matches)

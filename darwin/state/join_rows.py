@@ -23,6 +23,7 @@ from darwin.state.snapshot import load_arrays, save_arrays
 from darwin.types import Schema
 
 PER_ROW = ("keys", "matches", "alive", "bound", "stamp")  # moved by compaction, saved by checkpoints
+OPTIONAL = ("matches", "bound", "stamp")  # kept only where the join needs them (``JoinRows.track``)
 LOAD_CHUNK = 1 << 20  # rows copied at a time from a checkpoint into placed arrays
 INT64_MAX = np.iinfo(np.int64).max
 
@@ -139,8 +140,22 @@ class JoinRows:
         self.capacity = 0
         self.lowest_bound = INT64_MAX  # no live row's bound is below it: frees below it need no scan
         self.slots = np.zeros((0, 1 + key_width), dtype=np.int64)  # the key index, sized by _index_room
+        self.per_row: tuple[str, ...] = PER_ROW
+        for part in OPTIONAL:
+            setattr(self, part, np.zeros(0, dtype=np.int64))
         self._grow(capacity)
         self._index_room(capacity)
+
+    def track(self, matches: bool, bound: bool, stamp: bool) -> None:
+        """Keep per row only what the join reads again, before any row arrives: how many rows it
+        matched (an outer side), its bound (an interval or window join), its arrival watermark (a
+        state TTL). A regular inner join keeps none of them: 24 bytes a row less to write."""
+        assert self.count == 0, "a join side's bookkeeping is chosen before it keeps rows"
+        wanted = {"matches": matches, "bound": bound, "stamp": stamp}
+        self.per_row = tuple(p for p in PER_ROW if wanted.get(p, True))
+        for part in OPTIONAL:
+            if not wanted[part]:
+                setattr(self, part, np.zeros(0, dtype=np.int64))
 
     def _grow(self, needed: int) -> None:
         """Room for ``needed`` rows: arrays of twice the size, the kept rows copied (row numbers, so
@@ -154,6 +169,8 @@ class JoinRows:
         for part, shape, dtype in (("keys", (capacity, self.key_width), np.int64), ("next", (capacity,), np.int64),
                                    ("matches", (capacity,), np.int64), ("alive", (capacity,), np.bool_),
                                    ("bound", (capacity,), np.int64), ("stamp", (capacity,), np.int64)):
+            if part != "next" and part not in self.per_row:
+                continue
             new = self.placement.allocate(part, shape, np.dtype(dtype))
             if count:
                 new[:count] = getattr(self, part)[:count]
@@ -194,12 +211,15 @@ class JoinRows:
         end = first + n
         self.columns.write(first, columns, rows)
         self.keys[first:end] = taken(keys, rows)
-        self.matches[first:end] = taken(matches, rows)
         self.alive[first:end] = True
-        bounds = taken(bound, rows)
-        self.bound[first:end] = bounds
-        self.lowest_bound = min(self.lowest_bound, int(bounds.min()))
-        self.stamp[first:end] = stamp
+        if "matches" in self.per_row:
+            self.matches[first:end] = taken(matches, rows)
+        if "bound" in self.per_row:
+            bounds = taken(bound, rows)
+            self.bound[first:end] = bounds
+            self.lowest_bound = min(self.lowest_bound, int(bounds.min()))
+        if "stamp" in self.per_row:
+            self.stamp[first:end] = stamp
         self._index_room(self.distinct + n)
         self.distinct += ji.append_rows(self.slots, self.next, keys, hashes, rows, first)
         self.count = end
@@ -238,6 +258,9 @@ class JoinRows:
         return freed
 
     def _find_lowest_bound(self) -> None:
+        if "bound" not in self.per_row:
+            self.lowest_bound = INT64_MAX
+            return
         live = self.bound[:self.count][self.alive[:self.count]]
         self.lowest_bound = int(live.min()) if len(live) else INT64_MAX
 
@@ -246,7 +269,7 @@ class JoinRows:
         if self.dead == 0 or self.dead < self.live:
             return
         keep = np.flatnonzero(self.alive[:self.count])
-        for part in PER_ROW:
+        for part in self.per_row:
             array = getattr(self, part)
             array[:len(keep)] = array[keep]
         self.columns.keep(keep)
@@ -258,7 +281,7 @@ class JoinRows:
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         self.compact()
         count = self.count
-        files = save_arrays(directory, self.name, {p: getattr(self, p)[:count] for p in PER_ROW})
+        files = save_arrays(directory, self.name, {p: getattr(self, p)[:count] for p in self.per_row})
         files += self.columns.snapshot(directory, self.name, count)
         return {"count": count, "dead": self.dead}, files
 
@@ -266,7 +289,7 @@ class JoinRows:
         count = int(meta["count"])
         self.count, self.dead = 0, 0
         self._grow(max(count, 1))
-        for part, saved in zip(PER_ROW, load_arrays(directory, self.name, PER_ROW, mmap=True)):
+        for part, saved in zip(self.per_row, load_arrays(directory, self.name, list(self.per_row), mmap=True)):
             _copy_rows(getattr(self, part), saved, count)
         self.columns.restore(directory, self.name, count)
         self.count, self.dead = count, int(meta["dead"])
