@@ -1,0 +1,139 @@
+"""The join state's layout (issue 10): what a side keeps per row, and the key index.
+
+Joins with a state TTL (the only join whose rows keep their arrival watermark) against the
+reference interpreter, with and without a checkpoint and a crash in the middle; the key index on
+its own: a key's kept rows come back in arrival order after growth, deaths and compaction.
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import darwin as dw
+from darwin.codegen import join_index as ji
+from darwin.state.join_rows import JoinRows
+from darwin.testing import assert_table_equal
+from darwin.types import DType, Field, Schema
+
+SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def ordered_streams(draw, name: str) -> dw.Table:
+    """Rows in time order, with gaps wide enough for a TTL to drop rows between matches."""
+    n = draw(st.integers(0, 30))
+    keys = draw(st.lists(st.one_of(st.none(), st.integers(0, 4)), min_size=n, max_size=n))
+    steps = draw(st.lists(st.integers(0, 3_000), min_size=n, max_size=n))
+    values = draw(st.lists(st.integers(-50, 50), min_size=n, max_size=n))
+    times = pa.array(np.cumsum(steps, dtype=np.int64), pa.timestamp("ms"))
+    table = pa.table({"k": pa.array(keys, pa.int64()), "t": times, "v": pa.array(values, pa.int64()),
+                      "s": pa.array([f"{name}{v}" for v in values], pa.string())})
+    return dw.from_arrow(table, time="t", max_delay=0, name=name)
+
+
+@SETTINGS
+@given(left=ordered_streams("L"), right=ordered_streams("R"), how=st.sampled_from(("inner", "left", "full")),
+       batch=st.integers(1, 6), state=st.sampled_from(("memory", "mmap")))
+def test_joins_with_a_state_ttl_agree_with_the_interpreter(left, right, how, batch, state):
+    q = left.join(right, on=[("k", "k")], how=how, state_ttl="4s")
+    with tempfile.TemporaryDirectory() as directory:
+        compiled = q.execute(dw.Config(batch_size=batch, state=state,
+                                       state_path=None if state == "memory" else directory))
+    reference = q.execute(dw.Config(batch_size=batch, mode="interpreted"))
+    assert_table_equal(compiled.changelog, reference.changelog, check_nullability=True)
+
+
+def test_a_state_ttl_drops_rows_the_join_would_otherwise_match():
+    def stream(name: str, keys: list[int], times: list[int]) -> dw.Table:
+        table = pa.table({"k": pa.array(keys, pa.int64()), "t": pa.array(times, pa.timestamp("ms"))})
+        return dw.from_arrow(table, time="t", max_delay=0, name=name)
+
+    left = stream("L", [1, 2], [0, 9_000])
+    right = stream("R", [2, 1, 1], [1_000, 9_500, 9_600])
+    config = dw.Config(batch_size=1)
+    rows = {}
+    for ttl in (None, "4s"):
+        q = left.join(right, on=[("k", "k")], state_ttl=ttl)
+        compiled = q.execute(config).table
+        assert_table_equal(compiled, q.execute(config.replace(mode="interpreted")).table)
+        rows[ttl] = compiled.num_rows
+    assert rows[None] == 3 and rows["4s"] < 3  # L's key 1 (t=0) is gone when R's arrive at 9.5 s
+
+
+def _index(capacity: int = 16) -> JoinRows:
+    rows = JoinRows("t", Schema((Field("x", DType.INT64, False),)), 1, capacity=capacity)
+    rows.track(matches=False, bound=True, stamp=False)
+    return rows
+
+
+def _append(rows: JoinRows, keys: list[int], ids: list[int]) -> None:
+    """Rows of ``keys``, each with its arrival number ``ids`` as column ``x`` and as its bound."""
+    k = np.array(keys, dtype=np.int64).reshape(-1, 1)
+    n = len(keys)
+    rows.append({"x": (np.array(ids, dtype=np.int64), None)}, np.arange(n), k, ji.hash_keys(k),
+                np.array(ids, dtype=np.int64), 0, np.zeros(n, dtype=np.int64))
+
+
+def _matches(rows: JoinRows, keys: list[int]) -> list[list[int]]:
+    """Per probed key, the arrival numbers of its live kept rows, in the probe's order."""
+    k = np.array(keys, dtype=np.int64).reshape(-1, 1)
+    probe, kept = rows.probe(k, ji.hash_keys(k), np.arange(len(keys)))
+    values, _ = rows.gather("x", kept)
+    return [values[probe == i].tolist() for i in range(len(keys))]
+
+
+def test_a_keys_rows_come_back_in_arrival_order_through_growth_deaths_and_compaction():
+    rows = _index()
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 50, 3000)
+    for start in range(0, 3000, 250):  # the index and the rows grow many times
+        _append(rows, keys[start:start + 250].tolist(), list(range(start, start + 250)))
+    arrived = {key: np.flatnonzero(keys == key).tolist() for key in range(50)}
+    assert _matches(rows, [3, 49, 3, 77]) == [arrived[3], arrived[49], arrived[3], []]
+    rows.free_below(2000)  # rows 0..1999 die: more dead than live
+    survivors = [[r for r in arrived[key] if r >= 2000] for key in (3, 49)]
+    assert _matches(rows, [3, 49]) == survivors
+    rows.compact()  # renumbers the live rows and indexes them again
+    assert rows.count == 1000 and rows.dead == 0
+    assert _matches(rows, [3, 49]) == survivors
+    _append(rows, [3, 49, 3], [3000, 3001, 3002])
+    assert _matches(rows, [49, 3]) == [survivors[1] + [3001], survivors[0] + [3000, 3002]]
+
+
+def test_wide_keys_and_untracked_bookkeeping():
+    """Two-component keys equal only when both components are; a side that tracks nothing keeps
+    no match counts, bounds or stamps, and still finds its rows."""
+    rows = JoinRows("t", Schema((Field("x", DType.INT64, True),)), 2)
+    rows.track(matches=False, bound=False, stamp=False)
+    assert rows.per_row == ("keys", "alive")
+    k = np.array([[1, 2], [2, 1], [1, 2], [1, 3]], dtype=np.int64)
+    x = np.array([10, 20, 30, 40], dtype=np.int64)
+    valid = np.array([True, False, True, True])
+    rows.append({"x": (x, valid)}, np.arange(4), k, ji.hash_keys(k), np.zeros(4, np.int64), 0, np.zeros(4, np.int64))
+    probe_keys = np.array([[1, 2], [2, 1], [3, 1]], dtype=np.int64)
+    probe, kept = rows.probe(probe_keys, ji.hash_keys(probe_keys), np.arange(3))
+    assert probe.tolist() == [0, 0, 1] and kept.tolist() == [0, 2, 1]
+    values, got_valid = rows.gather("x", np.array([0, 1, -1]))
+    assert values[:2].tolist() == [10, 20] and got_valid.tolist() == [True, False, False]
+    assert len(rows.matches) == len(rows.bound) == len(rows.stamp) == 0
+
+
+@pytest.mark.parametrize("lengths", [[0, 0, 0], [1, 0, 300, 5, 70_000], list(range(0, 400, 7))])
+def test_decoded_strings_are_the_pools_strings(lengths):
+    from darwin.runtime.encoding import StringPool
+
+    pool = StringPool()
+    rng = np.random.default_rng(len(lengths))
+    strings = ["".join(chr(97 + int(c)) for c in rng.integers(0, 26, n)) + "é" * (n % 3) for n in lengths]
+    codes = pool.append(pa.array(strings, pa.string()))
+    order = rng.permutation(len(codes))
+    valid = rng.random(len(codes)) < 0.8
+    decoded = pool.decode(codes[order], valid)
+    assert decoded.to_pylist() == [s if v else None for s, v in zip(np.array(strings, dtype=object)[order], valid)]
+    assert pool.decode(codes, None).to_pylist() == strings
