@@ -8,9 +8,10 @@ share saves, so it gives workers back down to one, which runs on the coordinatin
 count moves by one worker at a time and only after ``PATIENCE`` batches agree, so a noisy batch
 does not make it swing.
 
-Results cannot change: a stateless pipeline's slices are joined in order, and merged window rings
-are merged in one thread's order, whatever the number of slices a batch was cut into (pipelines
-whose state is partitioned by key keep their workers: moving keys between them is a rescale).
+Results cannot change: a stateless pipeline's slices are joined in order, merged window rings are
+merged in one thread's order, and pre-aggregated slices' partial entries merge into their owners in
+slice order, whatever the number of slices a batch was cut into (the owners of key groups keep
+their state: moving keys between them is a rescale).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 # a batch whose work (seconds, over all workers) is below this runs on one worker: a step on the
-# pool costs some tens of microseconds, so splitting smaller work loses more than it gains
-SPLIT_WORK_S = 0.0005
+# pool costs 80 us with nothing to do, and more while the reading threads hold the GIL between their
+# compiled calls; Nexmark q12 and YSB (0.5-0.8 ms of work a batch) ran slower on two workers than on one
+SPLIT_WORK_S = 0.002
 PATIENCE = 4  # batches in a row that must ask for a change before it is made
 
 _forced: Callable[[int, int], int] | None = None  # tests: (pipeline, batch) -> workers to use
