@@ -206,9 +206,6 @@ class Parallel:
     # each batch; when a window fires the workers' entries of it are merged (every aggregate merges
     # exactly). No rows move between workers, so a hot key costs nothing more than a cold one
     merged_rings: bool = False
-    # False: the keys are made in the pipeline (by a lookup join or an expression), so rows cannot go
-    # to their key's owner before the kernel has run; only partial entries move (pre_aggregate)
-    routes_rows: bool = True
 
     @property
     def keyed(self) -> bool:
@@ -218,8 +215,6 @@ class Parallel:
         if self.merged_rings:
             return "parallel in slices, local/global: window rings merged as windows fire"
         how = f"by key groups of [{', '.join(self.keys)}]" if self.keyed else "in slices"
-        if not self.routes_rows:
-            how += " (keys made in the pipeline: only partial entries move)"
         return f"parallel {how}" + (", local/global pre-aggregation" if self.pre_aggregate else "")
 
 

@@ -278,29 +278,24 @@ def _parallel(workers: int, port: op.Port, chain: list[op.StatelessOp], sink: op
     unchanged to the sink, so a row's owner is known before its kernel runs. A pipeline only
     emitting rows of a source is cut into slices. Not (yet) split: a source with ``max_future``
     (its clock is sequential by definition), aggregations keeping late rows, global aggregations,
-    and stateless pipelines behind a breaker.
+    keys a lookup join or an expression makes, and stateless pipelines behind a breaker.
 
     A keyed aggregation pre-aggregates (local/global) when every aggregate merges exactly, so the
-    result cannot depend on how the rows were grouped into partials. Keys a lookup join or an
-    expression makes are known only after the kernel has run: such an aggregation is shared only by
-    pre-aggregating, whose partial entries carry their keys.
+    result cannot depend on how the rows were grouped into partials.
     """
     if workers == 1 or (isinstance(port, op.SourcePort) and port.scan.max_future_ms is not None):
         return None
     if isinstance(sink, op.EmitRows):
         return op.Parallel(workers) if isinstance(port, op.SourcePort) and chain else None
-    if sink.late_output or not sink.aggregate.keys:
+    if sink.late_output or not sink.aggregate.keys or any(isinstance(o, op.LookupJoinOp) for o in chain):
+        return None
+    keys = tuple(_source_column(k, chain) for k in sink.aggregate.keys)
+    if any(k is None for k in keys):
         return None
     schema = sink.aggregate.input.input.schema
     exact = all(function(call.func).merges_exactly(None if call.input is None else type_of(call.input, schema).dtype)
                 for _, call in sink.aggregate.aggs)
-    looked_up = any(isinstance(o, op.LookupJoinOp) for o in chain)
-    keys = [None] if looked_up else [_source_column(k, chain) for k in sink.aggregate.keys]
-    if all(k is not None for k in keys):
-        return op.Parallel(workers, tuple(k for k in keys if k is not None), pre_aggregate and exact)
-    if pre_aggregate and exact:  # keys the pipeline makes: each worker folds its slice, the partials move
-        return op.Parallel(workers, tuple(sink.aggregate.keys), True, routes_rows=False)
-    return None
+    return op.Parallel(workers, tuple(k for k in keys if k is not None), pre_aggregate and exact)
 
 
 # slots x domain: beyond this a ring leaves the caches (a cell is at least 17 bytes: value, order,

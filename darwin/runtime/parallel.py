@@ -17,9 +17,7 @@ worker folds a contiguous slice of the batch into a table of its own, and the pa
 far fewer than rows when keys repeat, go to the workers owning their keys, which merge them into
 their state. A hot key then costs its owner one entry per slice, not all of its rows. Lateness and
 first-seen serials are judged per row in the slice exactly as the owner would, so both ways give
-the same state; the runner pre-aggregates only while partials are much fewer than rows. Keys a
-lookup join or an expression makes are known only once the kernel has run, so such an aggregation
-always pre-aggregates (``op.Parallel.routes_rows`` is False): its rows cannot go to their owner.
+the same state; the runner pre-aggregates only while partials are much fewer than rows.
 
 Where the key is a small dense integer range, each worker instead keeps a window ring over every
 key for its contiguous slice of each batch (merged rings): it runs the one-thread kernel from the
@@ -203,7 +201,7 @@ class KeyedRunner(_Shared):
         """Hash tables: rows (or their slices' partial entries) go to the worker owning their key,
         which judges lateness by the batch's progress column."""
         assert self.p.parallel is not None
-        pre_aggregating = bool(self.slices) and not (self.routed_batches and self.p.parallel.routes_rows)
+        pre_aggregating = bool(self.slices) and not self.routed_batches
         times = self._times(batch)
         if times is not None:  # pre-aggregating slices fill in their own parts of it
             progress = np.empty(batch.length, np.int64) if pre_aggregating else _running_max(*times, self.max_time)
