@@ -3,9 +3,9 @@
 An upsert sink writes the latest row per key, so it needs one (Flink derives a sink's upsert
 key from the plan the same way). An updating aggregation is keyed by its group keys, a windowed
 or session one by its window and group keys, a deduplication by its columns, a top-N with a rank
-column by its partition and rank; filters keep the key, projections keep it while they pass its
-columns through (renamed or not), and so do top-N without a rank and OVER windows (rows of their
-input). Joins and unions have no key Darwin can derive: a row of an
+column by its partition and rank (a top-1 by its partition alone); filters keep the key,
+projections keep it while they pass its columns through (renamed or not), and so do top-N without
+a rank and OVER windows (rows of their input). Joins and unions have no key Darwin can derive: a row of an
 outer join is identified by what the user knows of the data, so they name it (``key=``).
 
 Examples
@@ -68,7 +68,10 @@ class _UniqueKey(PlanVisitor[Key]):
     def visit_TopN(self, n: pn.TopN) -> Key:
         if n.rank is not None:  # one row per rank of each partition, as Flink keys a top-N with its rank
             return (*n.partition, n.rank)
-        return self.visit(n.input)  # a top-N keeps rows of its input
+        key = self.visit(n.input)  # a top-N keeps rows of its input
+        if key is None and n.n == 1:  # and a top-1 holds one of them per partition
+            return n.partition
+        return key
 
     def visit_Deduplicate(self, n: pn.Deduplicate) -> Key:
         return n.on

@@ -15,6 +15,7 @@ from darwin.errors import DarwinTypeError
 from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
 from darwin.plan.evaluate import compile_expr
+from darwin.plan.keys import unique_key
 from darwin.plan.visitor import PlanVisitor
 from darwin.types import Schema
 
@@ -251,9 +252,14 @@ class _Needs(PlanVisitor[list[set[str]]]):
         return [(needed & set(n.input.schema.names)) | pn.barrier_reads(n.window) | {c for _, c in n.carried}]
 
     def visit_TopN(self, n: pn.TopN | pn.Deduplicate | pn.Over, needed: set[str]) -> list[set[str]]:
-        if pn.updating(n.input):  # a retracted row is told apart from its equals by every column
-            return [set(n.input.schema.names)]
-        return [(needed & set(n.input.schema.names)) | pn.ranking_reads(n)]
+        reads = (needed & set(n.input.schema.names)) | pn.ranking_reads(n)
+        if not pn.updating(n.input):
+            return [reads]
+        # a retraction is matched to the held row equal to it in every column it has: with a unique
+        # key of the input among them, that is the one row it retracts (one live row per key), as it
+        # is with every column; without one, equal rows could be told apart by a column pruned away
+        key = unique_key(n.input)
+        return [set(n.input.schema.names) if key is None else reads | set(key)]
 
     visit_Deduplicate = visit_Over = visit_TopN
 

@@ -144,3 +144,16 @@ def test_pruning_through_a_join_keeps_suffixes_only_where_they_are_read():
     assert q.collect().sort_by("a_right").to_pydict() == {
         "k": [1, 2, 2], "a_right": ["r1", "r2", "r3"], "a_right_right": ["s1", "s2", "s3"]}
     assert_engines_agree(q)
+
+
+def test_pruning_through_an_updating_input_keeps_its_unique_key():
+    """Over a top-1 (an updating input, one live row per partition) an OVER window keeps only what it
+    reads and the key: a retraction still matches exactly the row it retracts. A top-2 has no such
+    key, so every column stays (equal rows could differ in one pruned away)."""
+    bids = _side("bids", k=[1, 1, 2, 2, 1], v=[5, 7, 1, 9, 3], s=list("ababa"), pad=list("pqrst"))
+    over = dw.avg("v").over(partition_by="s", order_by="k", rows=(1, 0))
+    for n, kept in ((1, {"ts", "k", "v", "s"}), (2, {"ts", "k", "v", "s", "pad"})):
+        q = bids.top_n(n, by="k", order=[dw.desc("v")]).select("s", a=over)
+        [scan] = pn.scans(optimize(q.plan))
+        assert set(scan.columns) == kept, n
+        assert_engines_agree(q)

@@ -123,7 +123,8 @@ def test_unique_keys_of_plans():
     assert unique_key(t.window(dw.Tumble("1s", on="ts")).table().top_n(1, by="k", order="v", rank="r").plan) == \
         ("window_start", "window_end", "k", "r")
     assert unique_key(updating().top_n(1, by="n", order="total").plan) == ("k",)  # rows of its input
-    assert unique_key(t.top_n(1, by="k", order="v").plan) is None
+    assert unique_key(t.top_n(1, by="k", order="v").plan) == ("k",)  # one row per partition
+    assert unique_key(t.top_n(2, by="k", order="v").plan) is None
     assert unique_key(t.deduplicate(["k", "s"], keep="last").plan) == ("k", "s")
     over = dw.sum("v").over(partition_by="s", order_by="ts", rows=(2, 0))  # rows of its input, aggregates added
     assert unique_key(t.deduplicate("k").with_columns(m=over).plan) == ("k",)
