@@ -204,6 +204,7 @@ class StringPool:
         in_offsets, in_data = _string_buffers(values)
         n = len(values)
         with self._lock:
+            self._dictionaries.clear()  # codes are kept, but remembering none is the safe side
             self._count = 0
             self._append(in_offsets, in_data)
             self._hashes[:n] = hash_strings(self._starts[:n], self._ends[:n], self._bases, self._sizes, interned)
