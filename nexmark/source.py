@@ -123,8 +123,10 @@ class YsbAds:
         self.ordered_by = "event_time"  # event times grow with the event id (Darwin-on-Spark relies on it)
         self.schema = Schema.from_arrow(ysb.SCHEMA, frozenset(ysb.SCHEMA.names))
 
-    def _chunks(self, columns: tuple[str, ...], batch_size: int, start: int, end: int, skip: int = 0) \
+    def chunks(self, columns: tuple[str, ...], batch_size: int, start: int, end: int, skip: int = 0) \
             -> Iterator[pa.RecordBatch]:
+        """Events [start, end) as Darwin reads them: chunks of ``YSB_CHUNK`` events cut into batches, the
+        first ``skip`` rows left out (Darwin-on-Spark generates its partitions through this too)."""
         c = self.config
         for chunk in ysb.generate(end, c.seed, c.first_event_rate, YSB_CHUNK, start, frozenset(columns)):
             for lo in range(0, max(chunk.num_rows, 1), batch_size):
@@ -135,13 +137,13 @@ class YsbAds:
             skip = 0
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
-        yield from self._chunks(columns, batch_size, 0, self.config.events)
+        yield from self.chunks(columns, batch_size, 0, self.config.events)
 
     def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
         """From event ``offset``: the chunks before its own are not generated."""
         if offset < self.config.events:
             start = offset // YSB_CHUNK * YSB_CHUNK
-            yield from self._chunks(columns, batch_size, start, self.config.events, offset - start)
+            yield from self.chunks(columns, batch_size, start, self.config.events, offset - start)
 
     def splits(self, columns: tuple[str, ...], batch_size: int, offset: int, split_rows: int) -> Iterator[Split]:
         """Ranges of whole chunks of events (about ``split_rows`` each), from the chunk holding ``offset``."""
@@ -154,7 +156,7 @@ class YsbAds:
 
     def read_split(self, split: Split, columns: tuple[str, ...], batch_size: int) -> list[pa.RecordBatch]:
         lo, hi, skip = split.where
-        return list(self._chunks(columns, batch_size, lo, hi, skip))
+        return list(self.chunks(columns, batch_size, lo, hi, skip))
 
     # -- Darwin-on-Spark: Spark generates the events (nexmark.spark_source, stream "ads"), not the driver
     def spark_frame(self, spark: Any, columns: tuple[str, ...], batch_size: int, delay_ms: int) -> tuple[Any, int]:

@@ -155,7 +155,7 @@ def _generated(o: _Options, start: int, end: int, columns: frozenset[str]) -> It
     if o.stream == ADS:
         from nexmark.source import YsbAds
 
-        yield from YsbAds(o.config)._chunks(tuple(ysb.SCHEMA.names), o.batch_size, start, end)
+        yield from YsbAds(o.config).chunks(tuple(ysb.SCHEMA.names), o.batch_size, start, end)
     else:
         yield from generate(o.config, o.stream, o.batch_size, start, end, columns)
 
