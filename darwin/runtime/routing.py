@@ -62,24 +62,24 @@ def _mix(z: np.ndarray) -> np.ndarray:
 
 def split_rows(groups: np.ndarray, owner: np.ndarray, workers: int) -> list[np.ndarray]:
     """The row numbers each worker owns, in row order."""
-    rows, counts = _split(groups, owner, workers)
+    rows, counts = order_by_bucket(owner[groups], workers)
     ends = np.cumsum(counts)
     return [rows[e - c:e] for e, c in zip(ends, counts)]
 
 
 @njit(cache=True, nogil=True)
-def _split(groups: np.ndarray, owner: np.ndarray, workers: int) -> tuple[np.ndarray, np.ndarray]:
-    """A stable counting sort of row numbers by their owner."""
-    n = groups.shape[0]
-    counts = np.zeros(workers, dtype=np.int64)
+def order_by_bucket(buckets: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """A stable counting sort of row numbers by their bucket (0..count-1), and each bucket's rows."""
+    n = buckets.shape[0]
+    counts = np.zeros(count, dtype=np.int64)
     for i in range(n):
-        counts[owner[groups[i]]] += 1
-    place = np.zeros(workers, dtype=np.int64)
-    for w in range(1, workers):
-        place[w] = place[w - 1] + counts[w - 1]
+        counts[buckets[i]] += 1
+    place = np.zeros(count, dtype=np.int64)
+    for b in range(1, count):
+        place[b] = place[b - 1] + counts[b - 1]
     rows = np.empty(n, dtype=np.int64)
     for i in range(n):
-        w = owner[groups[i]]
-        rows[place[w]] = i
-        place[w] += 1
+        b = buckets[i]
+        rows[place[b]] = i
+        place[b] += 1
     return rows, counts

@@ -26,6 +26,7 @@ from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.folds import Folds
 from darwin.runtime.group_keys import GroupKeys
 from darwin.runtime.progress import NO_WATERMARK
+from darwin.runtime.routing import order_by_bucket
 
 NEVER = np.iinfo(np.int64).max
 
@@ -173,19 +174,10 @@ def by_key_then_time(kid: np.ndarray, time: np.ndarray, keys: int) -> np.ndarray
     (key, time)). Key ids are dense (0..keys-1): rows are placed by key in one counting pass, and a
     key's rows, in arrival order, are sorted only if their times go back somewhere (in-order streams:
     never)."""
-    n = kid.shape[0]
-    start = np.zeros(keys + 1, np.int64)
-    for i in range(n):
-        start[kid[i] + 1] += 1
+    order, counts = order_by_bucket(kid, keys)
+    hi = 0
     for k in range(keys):
-        start[k + 1] += start[k]
-    at = start[:-1].copy()
-    order = np.empty(n, np.int64)
-    for i in range(n):
-        order[at[kid[i]]] = i
-        at[kid[i]] += 1
-    for k in range(keys):
-        lo, hi = start[k], start[k + 1]
+        lo, hi = hi, hi + counts[k]
         for j in range(lo + 1, hi):
             if time[order[j]] < time[order[j - 1]]:
                 segment = order[lo:hi].copy()
