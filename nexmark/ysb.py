@@ -76,8 +76,10 @@ def event_time_ms(event: int, rate: int = 10_000_000) -> int:
 
 def generate(events: int, seed: int = 0, rate: int = 10_000_000, batch_size: int = 65_536, start: int = 0,
              columns: frozenset[str] | None = None) -> Iterator[pa.RecordBatch]:
-    """Ad events [start, events); each event's fields come from a hash of (seed, event id), so batches do
-    not matter. With ``columns``, a batch holds only those (the others are not drawn)."""
+    """Ad events ``start`` to ``events`` (exclusive), in batches of ``batch_size`` from ``start``; each
+    event's fields come from a hash of (seed, event id), so batches do not matter (a Spark data source
+    generates ranges of ids on its executors, ``nexmark.spark_source``). With ``columns``, a batch
+    holds only those (the others are not drawn)."""
     ads = pa.array([a for a, _ in campaigns(seed)])
     dictionaries = {"ad_id": ads, "ad_type": pa.array(AD_TYPES), "event_type": pa.array(EVENT_TYPES)}
     schema = SCHEMA if columns is None else pa.schema([f for f in SCHEMA if f.name in columns])
