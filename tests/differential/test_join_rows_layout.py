@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_joins import stream
 
 import darwin as dw
 from darwin.codegen import join_index as ji
@@ -31,10 +32,7 @@ def ordered_streams(draw, name: str) -> dw.Table:
     keys = draw(st.lists(st.one_of(st.none(), st.integers(0, 4)), min_size=n, max_size=n))
     steps = draw(st.lists(st.integers(0, 3_000), min_size=n, max_size=n))
     values = draw(st.lists(st.integers(-50, 50), min_size=n, max_size=n))
-    times = pa.array(np.cumsum(steps, dtype=np.int64), pa.timestamp("ms"))
-    table = pa.table({"k": pa.array(keys, pa.int64()), "t": times, "v": pa.array(values, pa.int64()),
-                      "s": pa.array([f"{name}{v}" for v in values], pa.string())})
-    return dw.from_arrow(table, time="t", max_delay=0, name=name)
+    return stream(name, keys, np.cumsum(steps, dtype=np.int64).tolist(), values, [f"{name}{v}" for v in values], 0)
 
 
 @SETTINGS

@@ -29,10 +29,15 @@ def streams(draw, name: str) -> dw.Table:
     keys = draw(st.lists(st.one_of(st.none(), st.integers(0, 5)), min_size=n, max_size=n))
     times = draw(st.lists(st.integers(0, 20_000), min_size=n, max_size=n))
     values = draw(st.lists(st.integers(-50, 50), min_size=n, max_size=n))
-    labels = pa.array([f"{name}{v % 3}" for v in values], pa.string())
+    return stream(name, keys, times, values, [f"{name}{v % 3}" for v in values],
+                  draw(st.sampled_from([0, 500, 5000])))
+
+
+def stream(name: str, keys: list, times: list, values: list, labels: list, max_delay: int) -> dw.Table:
+    """A join side: key ``k`` (NULLs allowed), event time ``t``, value ``v`` and label ``s``."""
     table = pa.table({"k": pa.array(keys, pa.int64()), "t": pa.array(times, pa.timestamp("ms")),
-                      "v": pa.array(values, pa.int64()), "s": labels})
-    return dw.from_arrow(table, time="t", max_delay=draw(st.sampled_from([0, 500, 5000])), name=name)
+                      "v": pa.array(values, pa.int64()), "s": pa.array(labels, pa.string())})
+    return dw.from_arrow(table, time="t", max_delay=max_delay, name=name)
 
 
 def assert_agree(query: dw.Table, batch_size: int, state: str = "memory") -> None:
