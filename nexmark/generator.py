@@ -88,6 +88,15 @@ class GeneratorConfig:
                          round(1e9 / self.first_event_rate), self.avg_person_byte_size,
                          self.avg_auction_byte_size, self.avg_bid_byte_size], dtype=np.int64)
 
+    def batch_events(self, stream: str, batch_size: int) -> int:
+        """Event ids per batch of ``stream`` read ``batch_size`` rows at a time: whole epochs of
+        ``total_proportion`` events, as many as hold at most ``batch_size`` of its rows. A person
+        batch spans fifty times the events a bid batch does, so a query reading persons or auctions
+        is not paced by batches of a few hundred rows. Where that is fewer than ``batch_size`` ids,
+        ``batch_size`` ids (at most as many rows)."""
+        share = (self.person_proportion, self.auction_proportion, self.bid_proportion)[STREAMS.index(stream)]
+        return max(batch_size, batch_size // share * self.total_proportion)
+
     def ids_of_kind(self, kind: int, start: int, end: int) -> np.ndarray:
         """The event ids in [start, end) of one kind (0 person, 1 auction, 2 bid), ascending,
         computed per epoch instead of classifying every id."""

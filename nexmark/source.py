@@ -33,12 +33,16 @@ class NexmarkStream:
     def _generated(self, columns: tuple[str, ...], batch_size: int, start: int, end: int, skip: int = 0) \
             -> Iterator[pa.RecordBatch]:
         """The batches of events [start, end) (``start`` on the batch grid), the first ``skip`` rows left out."""
-        for batch in generate(self.config, self.stream, batch_size=batch_size, start_event=start, end_event=end,
-                              columns=frozenset(columns)):
+        for batch in generate(self.config, self.stream, batch_size=self._grid(batch_size), start_event=start,
+                              end_event=end, columns=frozenset(columns)):
             yield batch.select(list(columns)).slice(skip) if skip else batch.select(list(columns))
             skip = 0
 
-    # -- seeking and splits: a batch is ``batch_size`` event ids, counted from event 0 ---------------
+    # -- seeking and splits: batches cover ``_grid`` event ids each, counted from event 0 -------------
+    def _grid(self, batch_size: int) -> int:
+        """Event ids per batch: as many as hold at most ``batch_size`` of this stream's rows."""
+        return self.config.batch_events(self.stream, batch_size)
+
     @property
     def _place(self) -> tuple[int, int]:
         """Where this stream's events sit in each epoch of ``total_proportion`` events: the offset of
@@ -60,7 +64,8 @@ class NexmarkStream:
             return None
         low, share = self._place
         epoch, within = divmod(row, share)
-        return (epoch * self.config.total_proportion + low + within) // batch_size * batch_size
+        grid = self._grid(batch_size)
+        return (epoch * self.config.total_proportion + low + within) // grid * grid
 
     def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
         """From row ``offset``: the events before its batch are not generated."""
@@ -74,7 +79,8 @@ class NexmarkStream:
         if start is None:
             return
         c = self.config
-        events = max(1, split_rows * c.total_proportion // self._place[1] // batch_size) * batch_size
+        grid = self._grid(batch_size)
+        events = max(1, split_rows * c.total_proportion // self._place[1] // grid) * grid
         first = offset
         for lo in range(start, c.events, events):
             hi = min(lo + events, c.events)

@@ -150,14 +150,14 @@ def _last_time_before(config: GeneratorConfig, kind: int, event: int) -> int:
 
 
 def _generated(o: _Options, start: int, end: int, columns: frozenset[str]) -> Iterator[pa.RecordBatch]:
-    """The stream's events [start, end) in the batches Darwin reads: one per ``o.batch_size`` event ids
+    """The stream's events [start, end) in the batches Darwin reads: one per ``_align(o)`` event ids
     from ``start``, or for YSB's ads ``YsbAds``'s (chunks of ``YSB_CHUNK`` events cut into batches)."""
     if o.stream == ADS:
         from nexmark.source import YsbAds
 
         yield from YsbAds(o.config).chunks(tuple(ysb.SCHEMA.names), o.batch_size, start, end)
     else:
-        yield from generate(o.config, o.stream, o.batch_size, start, end, columns)
+        yield from generate(o.config, o.stream, _align(o), start, end, columns)
 
 
 def _ids(o: _Options, start: int, end: int) -> np.ndarray:
@@ -180,7 +180,7 @@ def _align(o: _Options) -> int:
         from nexmark.source import YSB_CHUNK
 
         return YSB_CHUNK
-    return o.batch_size
+    return o.config.batch_events(o.stream, o.batch_size)
 
 
 def read_range(o: _Options, start: int, end: int) -> Iterator[pa.RecordBatch]:
@@ -195,9 +195,9 @@ def read_range(o: _Options, start: int, end: int) -> Iterator[pa.RecordBatch]:
     time = time_column(o.stream)
     need = frozenset(o.columns) | {time}
     max_time = _time_before(o, start)
-    lo = start
+    lo, grid = start, _align(o)
     for batch in _generated(o, start, end, need):
-        hi = lo + batch.num_rows if o.stream == ADS else min(lo + o.batch_size, end)
+        hi = lo + batch.num_rows if o.stream == ADS else min(lo + grid, end)
         seq = _ids(o, lo, hi)
         lo = hi
         n = batch.num_rows

@@ -22,13 +22,14 @@ def test_split_covers_the_range_on_batch_bounds():
 
 @pytest.mark.parametrize("stream", ["bid", "auction", "person", "ads"])
 def test_generator_data_source_gives_darwins_rows(spark, stream):
-    streams = source(events=12_000, rate=1_000, max_delay="2s")  # ads: YSB's events, one per event id
+    # batches of 100 rows: a person batch spans 5,000 event ids, so 30,000 events make six of them
+    streams = source(events=30_000, rate=1_000, max_delay="2s")  # ads: YSB's events, one per event id
     scan = getattr(streams, stream).plan
-    config = dw.Config(batch_size=1_000)
+    config = dw.Config(batch_size=100)
     want = read_scans([scan], config)[id(scan)]
     assert want.num_rows > 0 and len(set(want.column("__dw_mark").to_pylist())) > 3  # watermarks that move
     spark_source.register(spark)
-    opts = spark_source.options(streams.config, stream, scan.columns, 1_000, 2_000, partitions=5)
+    opts = spark_source.options(streams.config, stream, scan.columns, 100, 2_000, partitions=5)
     df = spark.read.format("nexmark").options(**opts).load()
     assert df.rdd.getNumPartitions() == (1 if stream == "ads" else 5)  # ads: split by chunks of 65,536 events
     got = df.toArrow()
