@@ -77,22 +77,26 @@ def find_slot(slots: np.ndarray, probe: np.ndarray, i: int, h: np.uint64) -> np.
 
 @njit(cache=True, nogil=True)
 def append_rows(slots: np.ndarray, nxt: np.ndarray, new_keys: np.ndarray, hashes: np.ndarray, rows: np.ndarray,
-                first: int) -> int:
-    """Index new rows first, first+1, ... for the batch rows ``rows`` of ``new_keys``; returns how
-    many distinct keys were added. A new row becomes its key's newest (``slots[s, 0]``) and links
-    to the one before, so appending writes no older row."""
+                first: int, start: int, room: int) -> tuple[int, int]:
+    """Index new rows first+start, first+start+1, ... for the batch rows ``rows[start:]`` of
+    ``new_keys``. A new row becomes its key's newest (``slots[s, 0]``) and links to the one before,
+    so appending writes no older row. Stops before a key that would be the ``room``-th new one (the
+    caller grows the index and goes on from there): the index grows with the distinct keys, not the
+    rows. Returns where it stopped (``len(rows)`` when done) and how many keys were added."""
     added = 0
-    for n in range(rows.shape[0]):
+    for n in range(start, rows.shape[0]):
         i = rows[n]
         r = first + n
         s = find_slot(slots, new_keys, i, hashes[i])
         if slots[s, 0] == EMPTY:
+            if added == room:
+                return n, added
             for j in range(new_keys.shape[1]):
                 slots[s, 1 + j] = new_keys[i, j]
             added += 1
         nxt[r] = slots[s, 0]
         slots[s, 0] = r
-    return added
+    return rows.shape[0], added
 
 
 @njit(cache=True, nogil=True)
@@ -174,7 +178,7 @@ def rebuild(slots: np.ndarray, keys: np.ndarray, nxt: np.ndarray, count: int) ->
     slots[:, 0] = EMPTY
     hashes = hash_keys(keys[:count])
     rows = np.arange(count)
-    return append_rows(slots, nxt, keys, hashes, rows, 0)
+    return append_rows(slots, nxt, keys, hashes, rows, 0, 0, count)[1]
 
 
 @njit(cache=True, nogil=True)

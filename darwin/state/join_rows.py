@@ -220,8 +220,14 @@ class JoinRows:
             self.lowest_bound = min(self.lowest_bound, int(bounds.min()))
         if "stamp" in self.per_row:
             self.stamp[first:end] = stamp
-        self._index_room(self.distinct + n)
-        self.distinct += ji.append_rows(self.slots, self.next, keys, hashes, rows, first)
+        done = 0
+        while done < n:  # the index grows with the keys added, not by the batch's rows
+            self._index_room(self.distinct + 1)
+            done, added = ji.append_rows(self.slots, self.next, keys, hashes, rows, first, done,
+                                         len(self.slots) // 2 - self.distinct)
+            self.distinct += added
+            if done < n:
+                self._index_room(2 * self.distinct)
         self.count = end
 
     def probe(self, keys: np.ndarray, hashes: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
