@@ -104,6 +104,19 @@ def test_a_keys_rows_come_back_in_arrival_order_through_growth_deaths_and_compac
     assert _matches(rows, [49, 3]) == [survivors[1] + [3001], survivors[0] + [3000, 3002]]
 
 
+def test_the_key_index_grows_with_the_keys_not_the_rows():
+    """A batch of many rows under few keys keeps a small index; one with more new keys than the index
+    has room for grows it in the middle of the batch, and every row stays findable in order."""
+    rows = _index()
+    _append(rows, [7, 8, 9] * 20_000, list(range(60_000)))
+    assert len(rows.slots) <= 64 and rows.distinct == 3
+    keys = np.arange(5_000) * 13 % 4_999  # 4,999 keys, new ones mid-batch long after the index is full
+    _append(rows, keys.tolist(), list(range(60_000, 65_000)))
+    assert rows.distinct == 3 + 4_999 - 3 and 2 * rows.distinct <= len(rows.slots) <= 8 * rows.distinct
+    assert _matches(rows, [8, 0, 4_998]) == [list(range(1, 60_000, 3)) + [60_000 + int(np.flatnonzero(keys == 8)[0])],
+                                             [60_000, 64_999], [60_000 + int(np.flatnonzero(keys == 4_998)[0])]]
+
+
 def test_wide_keys_and_untracked_bookkeeping():
     """Two-component keys equal only when both components are; a side that tracks nothing keeps
     no match counts, bounds or stamps, and still finds its rows."""
