@@ -329,18 +329,21 @@ class KeyedRunner(_Shared):
         batches = [b for b in batches if b.length]
         if not batches:
             return
-        columns = {name: Column(np.concatenate([b.columns[name].values for b in batches]),
-                                None if batches[0].columns[name].valid is None else
-                                np.concatenate([b.columns[name].valid for b in batches]))  # type: ignore[misc]
-                   for name in batches[0].columns}
+        columns = dict(batches[0].columns) if len(batches) == 1 else \
+            {name: Column(np.concatenate([b.columns[name].values for b in batches]),
+                          None if batches[0].columns[name].valid is None else
+                          np.concatenate([b.columns[name].valid for b in batches]))  # type: ignore[misc]
+             for name in batches[0].columns}
         starts, seen = columns[pn.WINDOW_START].values, columns.pop(FIRST_SEEN).values
-        in_order = self.merged_rings or not self.ordered
-        order = np.arange(len(starts)) if in_order else np.lexsort((seen, starts))
         self.windows_fired += len(np.unique(starts))
-        for first in range(0, len(order), FIRE_CHUNK):
-            taken = order[first:first + FIRE_CHUNK]
-            yield EncodedBatch({name: Column(c.values[taken], None if c.valid is None else c.valid[taken])
-                                for name, c in columns.items()}, len(taken))
+        if self.ordered and not self.merged_rings:  # else in order already, or no order asked
+            order = np.lexsort((seen, starts))
+            columns = {name: Column(c.values[order], None if c.valid is None else c.valid[order])
+                       for name, c in columns.items()}
+        for first in range(0, len(starts), FIRE_CHUNK):  # slices: no copy
+            end = min(first + FIRE_CHUNK, len(starts))
+            yield EncodedBatch({name: Column(c.values[first:end], None if c.valid is None else c.valid[first:end])
+                                for name, c in columns.items()}, end - first)
 
     def counters(self) -> dict[str, int]:
         counts = {**self._counters(), "windows_fired": self.windows_fired}
