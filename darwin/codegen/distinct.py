@@ -6,7 +6,8 @@ ranked bidders) are the *members* of one table. Its entries are rows ``[group + 
 ..., mult_m-1]`` of an open-addressing table (0 first: a free entry, so a new table is zeros), so
 finding a pair and updating its multiplicities touches one entry. The value is its key bits (a
 float's normalised bit pattern, a string's dictionary code). ``distinct[g, j]`` is the number of values of group g whose
-multiplicity for member j is not zero.
+multiplicity for member j is not zero. Over an input that never retracts, an entry keeps a bit
+per member instead (``fold_seen``): half the memory for q15's four members.
 """
 
 from __future__ import annotations
@@ -73,6 +74,40 @@ def fold_distinct(table: np.ndarray, used: int, distinct: np.ndarray, ids: np.nd
                     distinct[g, j] += 1
                 elif after == 0:
                     distinct[g, j] -= 1
+    return ids.shape[0], used
+
+
+@njit(cache=True, nogil=True)
+def fold_seen(table: np.ndarray, used: int, distinct: np.ndarray, ids: np.ndarray, values: tuple, present: tuple,
+              start: int) -> tuple[int, int]:
+    """``fold_distinct`` for an input that never retracts: an entry ``[group + 1, value, seen]``
+    keeps one bit per member that has seen the pair instead of a multiplicity each, so it is 24
+    bytes whatever the members (a multiplicity only matters when it can come back to zero)."""
+    m = len(present)
+    limit = table.shape[0] // 2
+    for i in range(start, ids.shape[0]):
+        first = -1
+        for j in range(m):
+            if present[j][i]:
+                first = j
+                break
+        if first < 0:
+            continue
+        g = ids[i]
+        s = _entry(table, g + 1, values[first][i])
+        if table[s, 0] == FREE:
+            if used == limit:
+                return i, used
+            table[s, 0] = g + 1
+            table[s, 1] = values[first][i]
+            used += 1
+        seen = table[s, 2]
+        for j in range(first, m):
+            bit = np.int64(1) << j
+            if present[j][i] and not seen & bit:
+                seen |= bit
+                distinct[g, j] += 1
+        table[s, 2] = seen
     return ids.shape[0], used
 
 

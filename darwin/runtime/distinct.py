@@ -4,7 +4,8 @@ One ``DistinctSets`` serves every distinct count of the aggregation over the sam
 *members*, which differ only in their filters): a compiled table holds each (group, value) pair
 with one multiplicity per member, and a group's distinct count for a member changes only when a
 pair's multiplicity goes 0 -> 1 or 1 -> 0 (``darwin.codegen.distinct``). A retraction takes the
-value's multiplicity down; the value leaves the set at zero.
+value's multiplicity down; the value leaves the set at zero. Over an input that never retracts,
+a pair keeps one bit per member that has seen it instead (24 bytes an entry, not 16 + 8 a member).
 
 A pair left with no multiplicity keeps its entry (it comes back if the value does) until the table
 is half full: it is then rebuilt from the pairs still held, twice as large while they fill more
@@ -18,21 +19,23 @@ from typing import Any
 
 import numpy as np
 
-from darwin.codegen.distinct import FREE, fold_distinct, insert_entries, live_entries
+from darwin.codegen.distinct import FREE, fold_distinct, fold_seen, insert_entries, live_entries
 
 INITIAL_ENTRIES = 2048
+SEEN_BITS = 63  # members an entry's bits of an input that never retracts can hold
 
 
 class DistinctSets:
-    def __init__(self, members: int, groups: int) -> None:
+    def __init__(self, members: int, groups: int, retracting: bool = True) -> None:
         self.members = members
+        self.seen_bits = not retracting and members <= SEEN_BITS  # a bit per member, not a multiplicity
         self.used = 0  # entries holding a pair
         self.table = self._empty(INITIAL_ENTRIES)
         self.distinct = np.zeros((groups, members), dtype=np.int64)
 
     def _empty(self, size: int) -> np.ndarray:
         assert FREE == 0  # a table of zeros is a table of free entries
-        return np.zeros((size, 2 + self.members), dtype=np.int64)
+        return np.zeros((size, 3 if self.seen_bits else 2 + self.members), dtype=np.int64)
 
     def ensure_groups(self, capacity: int) -> None:
         """Room for the runner's groups (ids below ``capacity``)."""
@@ -58,8 +61,12 @@ class DistinctSets:
         """Fold a batch: per member its values (int64 key bits) and where it sees one."""
         row, n = 0, len(ids)
         while True:
-            row, self.used = fold_distinct(self.table, self.used, self.distinct, ids, sign, tuple(values),
+            if self.seen_bits:
+                row, self.used = fold_seen(self.table, self.used, self.distinct, ids, tuple(values),
                                            tuple(present), row)
+            else:
+                row, self.used = fold_distinct(self.table, self.used, self.distinct, ids, sign, tuple(values),
+                                               tuple(present), row)
             if row == n:
                 return
             self._rebuild()  # half full: make room, go on from the row that needs it

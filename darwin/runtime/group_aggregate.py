@@ -57,7 +57,8 @@ class GroupAggregateRunner(InputTime):
             if function(call.func).distinct:
                 shared.setdefault(call.arg, []).append(i)
         self.distinct_members = list(shared.values())
-        self.distinct = [DistinctSets(len(members), INITIAL_GROUPS) for members in self.distinct_members]
+        self.distinct = [DistinctSets(len(members), INITIAL_GROUPS, self.retracting)
+                         for members in self.distinct_members]
         self.member_of = {i: (d, j) for d, members in enumerate(self.distinct_members) for j, i in enumerate(members)}
         self.wm = NO_WATERMARK
         self._allocate(self.groups.capacity)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import darwin as dw
 from darwin import col
@@ -144,3 +146,30 @@ def test_distinct_counts_are_refused_in_every_kind_of_window():
         t.window(dw.Session("1s", on="ts")).group_by("k").agg(d=dw.count_distinct("v"))
     with pytest.raises(UnsupportedError, match="count_distinct in an OVER window is not supported"):
         t.with_columns(d=dw.count_distinct("v").over(partition_by="k", order_by="ts", rows=(2, 0)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3_000)), max_size=2_500),
+       members=st.integers(1, 4), cut=st.integers(0, 2_500))
+def test_an_input_that_never_retracts_keeps_a_bit_per_member(rows, members, cut):
+    """Seen bits count what multiplicities count when nothing is taken back, through the table's
+    growth and a checkpoint taken in the middle; an entry is three words whatever the members."""
+    both = (DistinctSets(members, 6, retracting=True), DistinctSets(members, 6, retracting=False))
+    halves = (rows[:cut], rows[cut:])
+    for n, half in enumerate(halves):
+        if n == 1:  # restore the bits' table from its checkpoint, then go on
+            saved = {f"d.{k}": v for k, v in both[1].arrays(6).items()}
+            restored = DistinctSets(members, 6, retracting=False)
+            restored.restore(saved, "d.", 6)
+            both = (both[0], restored)
+        if half:
+            ids, v = (np.array(c, dtype=np.int64) for c in zip(*half))
+            present = [v % (j + 1) == 0 for j in range(members)]  # member j sees multiples of j + 1
+            for sets in both:
+                sets.ensure_groups(6)
+                sets.push(ids, np.ones(len(ids), dtype=np.int64), [v] * members, present)
+    assert both[1].table.shape[1] == 3 and both[0].table.shape[1] == 2 + members
+    for j in range(members):
+        assert both[1].counts(j, np.arange(6)).tolist() == both[0].counts(j, np.arange(6)).tolist()
+    want = {(g, v) for g, v in rows}
+    assert both[1].counts(0, np.arange(6)).tolist() == [sum(1 for g, _ in want if g == k) for k in range(6)]
