@@ -35,6 +35,27 @@ def _entry(table: np.ndarray, g: np.int64, v: np.int64) -> np.int64:
     return s
 
 
+NO_MEMBER, TABLE_FULL = -1, -2  # what ``_row_entry`` says instead of an entry
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_entry(table: np.ndarray, used: int, ids: np.ndarray, values: tuple, present: tuple, i: int) \
+        -> tuple[np.int64, int, int]:
+    """Row i's entry (a new pair's claimed) and the first member that sees its value, and the
+    entries in use; NO_MEMBER if none sees it, TABLE_FULL if claiming would fill more than half."""
+    for first in range(len(present)):
+        if present[first][i]:
+            g, v = ids[i] + 1, values[first][i]
+            s = _entry(table, g, v)
+            if table[s, 0] == FREE:
+                if used == table.shape[0] // 2:
+                    return np.int64(TABLE_FULL), first, used
+                table[s, 0], table[s, 1] = g, v
+                used += 1
+            return s, first, used
+    return np.int64(NO_MEMBER), 0, used
+
+
 @njit(cache=True, nogil=True)
 def fold_distinct(table: np.ndarray, used: int, distinct: np.ndarray, ids: np.ndarray, sign: np.ndarray,
                   values: tuple, present: tuple, start: int) -> tuple[int, int]:
@@ -46,26 +67,14 @@ def fold_distinct(table: np.ndarray, used: int, distinct: np.ndarray, ids: np.nd
     pair's multiplicity leaves or comes back to zero. It stops before a new pair would fill more
     than half of the table: the caller makes room and calls again from that row.
     """
-    m = len(present)
-    limit = table.shape[0] // 2
     for i in range(start, ids.shape[0]):
-        first = -1
-        for j in range(m):
-            if present[j][i]:
-                first = j
-                break
-        if first < 0:
+        s, first, used = _row_entry(table, used, ids, values, present, i)
+        if s == TABLE_FULL:
+            return i, used
+        if s == NO_MEMBER:
             continue
-        g = ids[i]
-        s = _entry(table, g + 1, values[first][i])
-        if table[s, 0] == FREE:
-            if used == limit:
-                return i, used
-            table[s, 0] = g + 1
-            table[s, 1] = values[first][i]
-            used += 1
-        step = sign[i]
-        for j in range(first, m):
+        g, step = ids[i], sign[i]
+        for j in range(first, len(present)):
             if present[j][i]:
                 before = table[s, 2 + j]
                 after = before + step
@@ -83,26 +92,14 @@ def fold_seen(table: np.ndarray, used: int, distinct: np.ndarray, ids: np.ndarra
     """``fold_distinct`` for an input that never retracts: an entry ``[group + 1, value, seen]``
     keeps one bit per member that has seen the pair instead of a multiplicity each, so it is 24
     bytes whatever the members (a multiplicity only matters when it can come back to zero)."""
-    m = len(present)
-    limit = table.shape[0] // 2
     for i in range(start, ids.shape[0]):
-        first = -1
-        for j in range(m):
-            if present[j][i]:
-                first = j
-                break
-        if first < 0:
+        s, first, used = _row_entry(table, used, ids, values, present, i)
+        if s == TABLE_FULL:
+            return i, used
+        if s == NO_MEMBER:
             continue
-        g = ids[i]
-        s = _entry(table, g + 1, values[first][i])
-        if table[s, 0] == FREE:
-            if used == limit:
-                return i, used
-            table[s, 0] = g + 1
-            table[s, 1] = values[first][i]
-            used += 1
-        seen = table[s, 2]
-        for j in range(first, m):
+        g, seen = ids[i], table[s, 2]
+        for j in range(first, len(present)):
             bit = np.int64(1) << j
             if present[j][i] and not seen & bit:
                 seen |= bit
