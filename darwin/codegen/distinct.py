@@ -7,7 +7,7 @@ ranked bidders) are the *members* of one table. Its entries are rows ``[group + 
 finding a pair and updating its multiplicities touches one entry. The value is its key bits (a
 float's normalised bit pattern, a string's dictionary code). ``distinct[g, j]`` is the number of values of group g whose
 multiplicity for member j is not zero. Over an input that never retracts, an entry keeps a bit
-per member instead (``fold_seen``): half the memory for q15's four members.
+per member instead (``seen_bits``): half the memory for q15's four members.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _row_entry(table: np.ndarray, used: int, ids: np.ndarray, values: tuple, pre
 
 @njit(cache=True, nogil=True)
 def fold_distinct(table: np.ndarray, used: int, distinct: np.ndarray, ids: np.ndarray, sign: np.ndarray,
-                  values: tuple, present: tuple, start: int) -> tuple[int, int]:
+                  values: tuple, present: tuple, start: int, seen_bits: bool) -> tuple[int, int]:
     """Add (``sign`` > 0) or take back each row's value, from row ``start`` on, in every member that
     sees it; returns the row it stopped at (the number of rows when done) and the entries in use.
 
@@ -66,6 +66,10 @@ def fold_distinct(table: np.ndarray, used: int, distinct: np.ndarray, ids: np.nd
     see the same value where they see one. A group's distinct count for a member moves when a
     pair's multiplicity leaves or comes back to zero. It stops before a new pair would fill more
     than half of the table: the caller makes room and calls again from that row.
+
+    With ``seen_bits`` (an input that never retracts) an entry is ``[group + 1, value, seen]``: one
+    bit per member that has seen the pair instead of a multiplicity each, 24 bytes whatever the
+    members (a multiplicity only matters when it can come back to zero).
     """
     for i in range(start, ids.shape[0]):
         s, first, used = _row_entry(table, used, ids, values, present, i)
@@ -73,38 +77,25 @@ def fold_distinct(table: np.ndarray, used: int, distinct: np.ndarray, ids: np.nd
             return i, used
         if s == NO_MEMBER:
             continue
-        g, step = ids[i], sign[i]
+        g = ids[i]
+        if seen_bits:
+            seen = table[s, 2]
+            for j in range(first, len(present)):
+                bit = np.int64(1) << j
+                if present[j][i] and not seen & bit:
+                    seen |= bit
+                    distinct[g, j] += 1
+            table[s, 2] = seen
+            continue
         for j in range(first, len(present)):
             if present[j][i]:
                 before = table[s, 2 + j]
-                after = before + step
+                after = before + sign[i]
                 table[s, 2 + j] = after
                 if before == 0:
                     distinct[g, j] += 1
                 elif after == 0:
                     distinct[g, j] -= 1
-    return ids.shape[0], used
-
-
-@njit(cache=True, nogil=True)
-def fold_seen(table: np.ndarray, used: int, distinct: np.ndarray, ids: np.ndarray, values: tuple, present: tuple,
-              start: int) -> tuple[int, int]:
-    """``fold_distinct`` for an input that never retracts: an entry ``[group + 1, value, seen]``
-    keeps one bit per member that has seen the pair instead of a multiplicity each, so it is 24
-    bytes whatever the members (a multiplicity only matters when it can come back to zero)."""
-    for i in range(start, ids.shape[0]):
-        s, first, used = _row_entry(table, used, ids, values, present, i)
-        if s == TABLE_FULL:
-            return i, used
-        if s == NO_MEMBER:
-            continue
-        g, seen = ids[i], table[s, 2]
-        for j in range(first, len(present)):
-            bit = np.int64(1) << j
-            if present[j][i] and not seen & bit:
-                seen |= bit
-                distinct[g, j] += 1
-        table[s, 2] = seen
     return ids.shape[0], used
 
 
