@@ -108,28 +108,26 @@ def _in_firing_order(part: Entries, lay: AggLayout) -> Entries:
     keys, values = part
     starts = keys[0]
     seen = values[lay.first_seen] if lay.first_seen is not None else np.arange(len(starts))
-    step = np.diff(starts)
-    if np.all((step > 0) | ((step == 0) & (np.diff(seen) > 0))):
+    if _in_window_order(starts, seen):
         return part
     order = np.lexsort((seen, starts))
     return [k[order] for k in keys], [v[order] for v in values]
 
 
+def _in_window_order(starts: np.ndarray, seen: np.ndarray) -> bool:
+    """Whether rows are ordered by window start, then first-seen row (no two rows alike)."""
+    step = np.diff(starts)
+    return bool(np.all((step > 0) | ((step == 0) & (np.diff(seen) > 0))))
+
+
 @njit(nogil=True, cache=True)
-def _merge_order(starts: np.ndarray, seen: np.ndarray, cells: np.ndarray, bounds: np.ndarray,
-                 size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Merge parts ``bounds[p]:bounds[p+1]``, each ordered by (start, seen), into one such order;
-    for each merged entry its index, its group (same start and cell; numbered as first met) and its
-    rank in the group (0 for the oldest)."""
+def merge_window_order(starts: np.ndarray, seen: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """The order merging runs ``bounds[p]:bounds[p+1]``, each ordered by (start, seen), into one
+    such order: a k-way merge of a few workers' runs, not a sort of every row."""
     n, parts = starts.shape[0], bounds.shape[0] - 1
     at = bounds[:-1].copy()
     order = np.empty(n, np.int64)
-    group = np.empty(n, np.int64)
-    rank = np.empty(n, np.int64)
-    group_of = np.empty(size, np.int64)
-    window_of = np.full(size, -1, np.int64)  # the window (run of equal starts) group_of[c] is of
-    members = np.zeros(n, np.int64)
-    groups, window, chosen = 0, -1, 0
+    chosen = 0
     for i in range(n):
         j = -1
         for p in range(parts):
@@ -138,6 +136,34 @@ def _merge_order(starts: np.ndarray, seen: np.ndarray, cells: np.ndarray, bounds
                 j = k
                 chosen = p
         at[chosen] += 1
+        order[i] = j
+    return order
+
+
+def _merge_order(starts: np.ndarray, seen: np.ndarray, cells: np.ndarray, bounds: np.ndarray,
+                 size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge parts ``bounds[p]:bounds[p+1]``, each ordered by (start, seen), into one such order;
+    for each merged entry its index, its group (same start and cell; numbered as first met) and its
+    rank in the group (0 for the oldest)."""
+    order = merge_window_order(starts, seen, bounds)
+    group, rank = _groups_in_order(starts, cells, order, size)
+    return order, group, rank
+
+
+@njit(nogil=True, cache=True)
+def _groups_in_order(starts: np.ndarray, cells: np.ndarray, order: np.ndarray, size: int) \
+        -> tuple[np.ndarray, np.ndarray]:
+    """For entries taken in ``order``: each one's group (same start and cell; numbered as first met)
+    and its rank in the group (0 for the oldest)."""
+    n = order.shape[0]
+    group = np.empty(n, np.int64)
+    rank = np.empty(n, np.int64)
+    group_of = np.empty(size, np.int64)
+    window_of = np.full(size, -1, np.int64)  # the window (run of equal starts) group_of[c] is of
+    members = np.zeros(n, np.int64)
+    groups, window = 0, -1
+    for i in range(n):
+        j = order[i]
         if i == 0 or starts[j] != starts[order[i - 1]]:
             window += 1
         c = cells[j]
@@ -146,6 +172,6 @@ def _merge_order(starts: np.ndarray, seen: np.ndarray, cells: np.ndarray, bounds
             group_of[c] = groups
             groups += 1
         g = group_of[c]
-        order[i], group[i], rank[i] = j, g, members[g]
+        group[i], rank[i] = g, members[g]
         members[g] += 1
-    return order, group, rank
+    return group, rank

@@ -60,3 +60,27 @@ def test_merge_matches_a_dictionary_merge(parts, shuffled, seed):
     order = sorted(expected, key=lambda wk: (wk[0], expected[wk][3]))
     assert list(zip(keys[0].tolist(), keys[1].tolist())) == order
     assert [list(t) for t in zip(*(v.tolist() for v in values))] == [expected[wk] for wk in order]
+
+
+@settings(max_examples=40, deadline=None)
+@given(runs=st.lists(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 10_000)), max_size=30), max_size=5),
+       scrambled=st.booleans(), seed=st.integers(0, 1000))
+def test_workers_fired_rows_are_merged_in_window_then_first_seen_order(runs, scrambled, seed):
+    """The ordered gate's order of several workers' fired windows: each worker's run in (window,
+    first seen) order is merged, not sorted; rows out of order (many runs) are sorted. Either way it
+    is the sort of every row by window, then first seen. First-seen serials are unique."""
+    from darwin.runtime.parallel import _window_order
+
+    serials = np.random.default_rng(seed).permutation(10_000 * 6)[:sum(len(r) for r in runs)]
+    starts, seen, at = [], [], 0
+    for run in runs:
+        rows = sorted((w, int(s)) for (w, _), s in zip(run, serials[at:at + len(run)]))
+        at += len(run)
+        starts += [w for w, _ in rows]
+        seen += [s for _, s in rows]
+    starts_a, seen_a = np.array(starts, np.int64), np.array(seen, np.int64)
+    if scrambled:  # a worker out of order: the runs break up
+        order = np.random.default_rng(seed).permutation(len(starts_a))
+        starts_a, seen_a = starts_a[order], seen_a[order]
+    got = _window_order(starts_a, seen_a)
+    assert np.array_equal(got, np.lexsort((seen_a, starts_a)))
