@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from darwin.codegen.distinct import FREE, fold_distinct, insert_entries, live_entries
+from darwin.codegen.distinct import FREE, fold_distinct, fold_seen, insert_entries, live_entries
 
 INITIAL_ENTRIES = 2048
 SEEN_BITS = 63  # members an entry's bits of an input that never retracts can hold
@@ -61,8 +61,12 @@ class DistinctSets:
         """Fold a batch: per member its values (int64 key bits) and where it sees one."""
         row, n = 0, len(ids)
         while True:
-            row, self.used = fold_distinct(self.table, self.used, self.distinct, ids, sign, tuple(values),
-                                           tuple(present), row, self.seen_bits)
+            if self.seen_bits:
+                row, self.used = fold_seen(self.table, self.used, self.distinct, ids, tuple(values),
+                                           tuple(present), row)
+            else:
+                row, self.used = fold_distinct(self.table, self.used, self.distinct, ids, sign, tuple(values),
+                                               tuple(present), row)
             if row == n:
                 return
             self._rebuild()  # half full: make room, go on from the row that needs it
