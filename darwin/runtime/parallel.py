@@ -52,7 +52,7 @@ from darwin.runtime.workers import WorkerPool
 from darwin.state.backend import StateBackend
 from darwin.state.hash_table import FIRE_CHUNK, HashTableState
 from darwin.state.memory import MemoryBackend
-from darwin.state.merge import Entries, merge_partials, merge_ring_entries, merge_window_order
+from darwin.state.merge import Entries, merge_partials, merge_ring_entries, window_order
 from darwin.state.ring import RingState
 
 T = TypeVar("T")
@@ -336,8 +336,8 @@ class KeyedRunner(_Shared):
              for name in batches[0].columns}
         starts, seen = columns[pn.WINDOW_START].values, columns.pop(FIRST_SEEN).values
         self.windows_fired += len(np.unique(starts))
-        if self.ordered and not self.merged_rings:  # else in order already, or no order asked
-            order = _window_order(starts, seen)
+        order = window_order(starts, seen) if self.ordered and not self.merged_rings else None
+        if order is not None:  # merged rings' rows are in order already; unordered: a benchmark's switch
             columns = {name: Column(c.values[order], None if c.valid is None else c.valid[order])
                        for name, c in columns.items()}
         for first in range(0, len(starts), FIRE_CHUNK):  # slices: no copy
@@ -492,18 +492,3 @@ def _summed_ctl_of(ctls: list[np.ndarray]) -> np.ndarray:
 
 def ctl_max() -> int:
     return int(np.iinfo(np.int64).max)
-
-
-
-MERGED_RUNS = 16  # more ordered runs than this among the fired rows: sorted instead of merged
-
-
-def _window_order(starts: np.ndarray, seen: np.ndarray) -> np.ndarray:
-    """The order of the workers' fired rows by window, then first-seen row. Each worker's rows are
-    in that order already (a hash table fires its windows in order, entries in arrival order), so
-    the runs in order are merged, not sorted; many runs (a worker out of order) are sorted."""
-    step = np.diff(starts)
-    breaks = np.flatnonzero((step < 0) | ((step == 0) & (np.diff(seen) <= 0))) + 1
-    if len(breaks) >= MERGED_RUNS:
-        return np.lexsort((seen, starts))
-    return merge_window_order(starts, seen, np.concatenate(([0], breaks, [len(starts)])).astype(np.int64))

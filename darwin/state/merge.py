@@ -90,8 +90,8 @@ def merge_ring_entries(lay: AggLayout, ring: Ring, parts: Sequence[Entries]) -> 
     bounds = np.zeros(len(parts) + 1, np.int64)
     bounds[1:] = np.cumsum([len(k[0]) for k, _ in parts])
     cells = keys[1] - ring.low if ring.keyed else np.zeros(len(keys[0]), np.int64)
-    order, group, rank = _merge_order(keys[0], values[lay.first_seen], np.ascontiguousarray(cells, np.int64),
-                                      bounds, ring.size)
+    order = merge_window_order(keys[0], values[lay.first_seen], bounds)
+    group, rank = _groups_in_order(keys[0], np.ascontiguousarray(cells, np.int64), order, ring.size)
     oldest = order[rank == 0]  # group g's oldest entry is the g-th met: groups are numbered in firing order
     merged = [v[oldest] for v in values]
     for level in range(1, int(rank.max()) + 1):  # then each group's next oldest, and so on
@@ -108,16 +108,26 @@ def _in_firing_order(part: Entries, lay: AggLayout) -> Entries:
     keys, values = part
     starts = keys[0]
     seen = values[lay.first_seen] if lay.first_seen is not None else np.arange(len(starts))
-    if _in_window_order(starts, seen):
+    order = window_order(starts, seen)
+    if order is None:
         return part
-    order = np.lexsort((seen, starts))
     return [k[order] for k in keys], [v[order] for v in values]
 
 
-def _in_window_order(starts: np.ndarray, seen: np.ndarray) -> bool:
-    """Whether rows are ordered by window start, then first-seen row (no two rows alike)."""
+MERGED_RUNS = 16  # more runs in order than this: the rows are sorted instead of merged
+
+
+def window_order(starts: np.ndarray, seen: np.ndarray) -> np.ndarray | None:
+    """The order of rows by window start, then first-seen row (unique), or None if they are in it
+    already. Rows made of a few runs in that order (several workers' fired windows, each worker's in
+    order) are merged, not sorted; rows in many runs are sorted."""
     step = np.diff(starts)
-    return bool(np.all((step > 0) | ((step == 0) & (np.diff(seen) > 0))))
+    breaks = np.flatnonzero((step < 0) | ((step == 0) & (np.diff(seen) <= 0))) + 1
+    if not len(breaks):
+        return None
+    if len(breaks) >= MERGED_RUNS:
+        return np.lexsort((seen, starts))
+    return merge_window_order(starts, seen, np.concatenate(([0], breaks, [len(starts)])).astype(np.int64))
 
 
 @njit(nogil=True, cache=True)
@@ -138,16 +148,6 @@ def merge_window_order(starts: np.ndarray, seen: np.ndarray, bounds: np.ndarray)
         at[chosen] += 1
         order[i] = j
     return order
-
-
-def _merge_order(starts: np.ndarray, seen: np.ndarray, cells: np.ndarray, bounds: np.ndarray,
-                 size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Merge parts ``bounds[p]:bounds[p+1]``, each ordered by (start, seen), into one such order;
-    for each merged entry its index, its group (same start and cell; numbered as first met) and its
-    rank in the group (0 for the oldest)."""
-    order = merge_window_order(starts, seen, bounds)
-    group, rank = _groups_in_order(starts, cells, order, size)
-    return order, group, rank
 
 
 @njit(nogil=True, cache=True)
