@@ -67,7 +67,7 @@ class OverRunner(InputTime):
         n = batch.length
         if n == 0:
             return None
-        rows = Rows(self.held_fields, {f.name: batch.columns[f.name] for f in self.held_fields}, n)
+        rows = Rows.of(self.held_fields, batch)
         ids = self.parts.ids(EncodedBatch(rows.columns, n))
         self.slabs.ensure(self.parts.count)
         touched = first_seen(ids)
@@ -87,8 +87,7 @@ class OverRunner(InputTime):
         context = np.minimum(first, self.node.preceding)
         flat, which = self.slabs.spans(touched, first - context)
         stored = self.slabs.rows.take(flat)
-        held = Rows(self.held_fields, {f.name: stored.columns[f.name] for f in self.held_fields}, len(flat))
-        shown = Rows(self.results, {f.name: stored.columns[f.name] for f in self.results}, len(flat))
+        held, shown = Rows.of(self.held_fields, stored), Rows.of(self.results, stored)
         cand = Rows.concat([held, rows.take(added)])
         part = np.concatenate([which, place[ids[added]]])
         cand_seq = np.concatenate([self.slabs.seq[flat], seq[added]])
@@ -111,7 +110,7 @@ class OverRunner(InputTime):
         """Per row, how many rows of its partition sort before it by the sort keys: the rows whose
         keys are below its own, and with ``upper`` the rows whose keys equal its own too (held rows
         arrived before it). A binary search, after a look at the last row when ``upper``."""
-        rows = Rows(self.order_fields, {f.name: rows.columns[f.name] for f in self.order_fields}, rows.length)
+        rows = Rows.of(self.order_fields, rows)
         lo = np.zeros(rows.length, np.int64)
         hi = self.slabs.length[parts].copy()
         if upper:
@@ -171,7 +170,7 @@ class OverRunner(InputTime):
             return at[same], parts[same], pos[same]
         flat, unique = np.unique(at, return_index=True)
         stored = self.slabs.rows.take(flat)
-        held = Rows(self.held_fields, {f.name: stored.columns[f.name] for f in self.held_fields}, len(flat))
+        held = Rows.of(self.held_fields, stored)
         taken = retracted(held, self.slabs.seq[flat], gone)
         return flat[taken], cand_part[unique][taken], pos[unique][taken]
 

@@ -54,7 +54,7 @@ class RankRunner:
     # -- a batch ----------------------------------------------------------------------------------
     def push(self, batch: EncodedBatch) -> EncodedBatch | None:
         r = self.r
-        rows = Rows(self.fields, {f.name: batch.columns[f.name] for f in self.fields}, batch.length)
+        rows = Rows.of(self.fields, batch)
         if r.windowed:
             on_time = batch.columns[pn.WINDOW_END].values > self.wm
             self.late_rows += int(batch.length - on_time.sum())

@@ -7,7 +7,7 @@ import numpy as np
 
 from darwin.codegen.group_index import key_bits
 from darwin.plan import nodes as pn
-from darwin.runtime.encoding import Column, StringPool
+from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.types import DType, Field
 
 ADDS = (pn.ChangeKind.INSERT, pn.ChangeKind.UPDATE_AFTER)  # change kinds that add a row
@@ -20,6 +20,11 @@ class Rows:
 
     def __init__(self, fields: list[Field], columns: dict[str, Column], length: int) -> None:
         self.fields, self.columns, self.length = fields, columns, length
+
+    @staticmethod
+    def of(fields: list[Field], source: Rows | EncodedBatch) -> Rows:
+        """The columns ``fields`` of a batch or of other rows, as rows: views, nothing copied."""
+        return Rows(fields, {f.name: source.columns[f.name] for f in fields}, source.length)
 
     @staticmethod
     def empty(fields: list[Field], length: int = 0) -> Rows:
