@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import darwin as dw
+from darwin.cli import parse_count
 from darwin.runtime.over import OverRunner
 from darwin.runtime.rank import RankRunner
 from nexmark.bench import darwin_query
@@ -36,7 +37,7 @@ def timed(cls: type, name: str, spent: dict[str, float]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", default="10M")
-    events = int(float(parser.parse_args().events.replace("M", "e6").replace("K", "e3")))
+    events = parse_count(parser.parse_args().events)
     spent = {"over": 0.0, "top-1": 0.0}
     timed(OverRunner, "over", spent)
     timed(RankRunner, "top-1", spent)
