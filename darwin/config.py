@@ -93,6 +93,10 @@ class Config:
     # keyed aggregations on several workers fold each worker's slice first, then merge the partials
     # where their keys live (Flink's two-phase aggregation), where every aggregate merges exactly
     pre_aggregate: bool = True
+    # a sliding window's rows fold once, into the pane of one slide they fall in, and a window combines
+    # its panes when it fires (Flink's slice sharing), where every aggregate merges exactly; False: a
+    # row folds into each of its windows
+    panes: bool = True
     # a source that has sent no rows for this long stops holding back operators that read several
     # inputs (Flink's withIdleness); None: never
     idle_timeout: str | int | None = None
@@ -123,8 +127,9 @@ class Config:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise _bad(f"expected an integer >= {least}, got {value!r}", name)
-        if not isinstance(self.pre_aggregate, bool):
-            raise _bad(f"expected true or false, got {self.pre_aggregate!r}", "pre_aggregate")
+        for name in ("pre_aggregate", "panes"):
+            if not isinstance(getattr(self, name), bool):
+                raise _bad(f"expected true or false, got {getattr(self, name)!r}", name)
         for name in PATH_KEYS:
             # a frozen dataclass: normalising a path (PathLike -> str) needs object.__setattr__
             object.__setattr__(self, name, _path(name, getattr(self, name), optional=name != "cache_dir"))

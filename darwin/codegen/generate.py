@@ -86,6 +86,7 @@ class _Generator:
         self.numbered = p.numbers_rows  # entries record the serial number of the row that made them
         self.agg_layout = layout(self.agg_sink.aggregate, self.numbered) if self.agg_sink is not None else None
         self.hashed = self.agg_sink is not None and self.agg_sink.ring is None
+        self.panes = self.agg_sink is not None and self.agg_sink.panes  # rows fold into their pane only
         self.undo = self.hashed and self.agg.undo_log
 
     # an aggregating sink's parts: only the code generated for one asks for them (``ring``: for a ring's)
@@ -182,9 +183,10 @@ class _Generator:
         return head.text()
 
     def _scalars(self) -> list[tuple[str, int]]:
-        return [("max_time", ctl.MAX_TIME), ("late_rows", ctl.LATE_ROWS), ("null_time", ctl.NULL_TIME_ROWS),
-                ("out", ctl.OUT_ROWS), ("late_out", ctl.LATE_OUT_ROWS), ("min_end", ctl.MIN_WINDOW_END),
-                ("future_rows", ctl.FUTURE_ROWS), ("input_wm", ctl.INPUT_WATERMARK)]
+        scalars = [("max_time", ctl.MAX_TIME), ("late_rows", ctl.LATE_ROWS), ("null_time", ctl.NULL_TIME_ROWS),
+                   ("out", ctl.OUT_ROWS), ("late_out", ctl.LATE_OUT_ROWS), ("min_end", ctl.MIN_WINDOW_END),
+                   ("future_rows", ctl.FUTURE_ROWS), ("input_wm", ctl.INPUT_WATERMARK)]
+        return scalars + [("fired", ctl.FIRED_THROUGH)] if self.panes else scalars
 
     def _save(self, b: SourceBuilder) -> None:
         for name, slot in self._scalars():
@@ -407,13 +409,14 @@ class _Generator:
         return t
 
     @contextmanager
-    def _windows(self, t: str, w: Window) -> Iterator[tuple[str, str, str]]:
+    def _windows(self, t: str, w: Window, pane: bool = False) -> Iterator[tuple[str, str, str]]:
         """Open a loop over the windows holding time ``t`` (no loop for tumbling windows): each one's
-        start, end and number (start // slide, from one floor division per row)."""
+        start, end and number (start // slide, from one floor division per row). With ``pane``, no loop
+        either: the row's pane (its last window's start) and that window's end, the last to need it."""
         b = self.src
         start, end, last = b.fresh("ws"), b.fresh("we"), b.fresh("last")
         b.line(f"{last} = {t} // {number(w.slide_ms)}")
-        if w.is_tumbling:
+        if w.is_tumbling or pane:
             b.line(f"{start} = {last} * {number(w.slide_ms)}")
             b.line(f"{end} = {start} + {number(w.size_ms)}")
             yield start, end, last
@@ -464,30 +467,63 @@ class _Generator:
         for a in lay.accs:
             if a.arg is not None:
                 args[a.name] = self.exprs.emit(a.arg, env, schema)
-        if not self.hashed and not w.is_tumbling:  # a tumbling window's one slot is checked where it is taken
+        if not self.hashed and not w.is_tumbling and not self.panes:  # one slot is checked where it is taken
             self._check_ring_slots(t, w)
         b.line("accepted = False")
-        with self._windows(t, w) as (start, end, index), b.block(f"if {end} > wm:"):  # else: window already fired
-            b.line("accepted = True")
-            if self.hashed:
-                values = [start, *key_values]
-                emit_probe(lambda text, depth: b.line("    " * depth + text), values,
-                           [f"k{j}" for j in range(len(values))])
-                with b.block(f"if fresh and {end} < min_end:"):
-                    b.line(f"min_end = {end}")
-                if self.undo:
-                    self._log_old_entry()
-            else:
-                self._ring_slot(start, end, index, checked=not w.is_tumbling)
-            if lay.first_seen is not None:
-                with b.block("if fresh:"):
-                    b.line(f"v{lay.first_seen}[e] = row_base + i")
-            for a in lay.accs:
-                self._update(a, args.get(a.name))
+        with self._windows(t, w, self.panes) as (start, end, index):
+            if self.panes:
+                self._fire_closed_windows_first(start)
+            with b.block(f"if {end} > wm:"):  # else: window already fired (with panes: the pane's last)
+                b.line("accepted = True")
+                if self.hashed:
+                    values = [start, *key_values]
+                    emit_probe(lambda text, depth: b.line("    " * depth + text), values,
+                               [f"k{j}" for j in range(len(values))])
+                    with b.block("if fresh:"):
+                        self._lower_min_end(start, end)
+                    if self.undo:
+                        self._log_old_entry()
+                else:
+                    self._ring_slot(start, end, index, checked=not w.is_tumbling and not self.panes)
+                self._fold(args)
         with b.block("if not accepted:"):
             b.line("late_rows += 1")
             if agg.late_output:
                 self._write_row("l", "late_out", env, self.p.output_schema)
+
+    def _fold(self, args: dict[str, Value]) -> None:
+        """The row into entry ``e``: its first-seen serial if the entry is new, then every aggregate."""
+        b, lay = self.src, self.lay
+        if lay.first_seen is not None:
+            with b.block("if fresh:"):
+                b.line(f"v{lay.first_seen}[e] = row_base + i")
+        for a in lay.accs:
+            self._update(a, args.get(a.name))
+
+    def _fire_closed_windows_first(self, pane: str) -> None:
+        """Panes: a row late for its pane's first windows (the watermark passed their end) must not
+        reach them, so windows the watermark closed are fired before the row joins its pane. Rows
+        not late for any window cannot touch a closed one: the kernel runs on."""
+        b, w = self.src, self.agg.window
+        with b.block(f"if {pane} + {number(w.slide_ms)} <= wm and fired < wm:"):
+            if self._future_tracked:
+                b.line("future_rows = row_future")
+            self._stop(ctl.WINDOWS_DUE)
+
+    def _lower_min_end(self, start: str, end: str) -> None:
+        """A new entry may hold the state's first window to fire. Panes: the first window holding the
+        pane that has not fired (it ends a slide after the pane at the earliest)."""
+        b, w = self.src, self.agg.window
+        if not self.panes:
+            with b.block(f"if {end} < min_end:"):
+                b.line(f"min_end = {end}")
+            return
+        b.line(f"first_end = {start} + {number(w.slide_ms)}")
+        with b.block("if first_end <= fired:"):
+            b.line(f"first_end = ((fired - {number(w.size_ms)}) // {number(w.slide_ms)} + 1) * {number(w.slide_ms)}"
+                   f" + {number(w.size_ms)}")
+        with b.block("if first_end < min_end:"):
+            b.line("min_end = first_end")
 
     def _log_old_entry(self) -> None:
         """Before the first change since the checkpoint to an entry the checkpoint holds: save it.
@@ -554,8 +590,7 @@ class _Generator:
                 with b.block(f"if ring_start[slot] != {number(ctl.EMPTY_SLOT)}:"):
                     self._stop(ctl.RING_FULL)
             b.line(f"ring_start[slot] = {start}")
-            with b.block(f"if {end} < min_end:"):
-                b.line(f"min_end = {end}")
+            self._lower_min_end(start, end)
         b.line(f"e = slot * {size} + d")
         b.line("fresh = seen[e] == 0")
         with b.block("if fresh:"):

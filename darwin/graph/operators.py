@@ -139,9 +139,13 @@ class StateSpec:
 
     ring: Ring | None = None
     undo_log: bool = False
+    # a sliding window's rows fold once, into the pane of one slide they fall in (keyed by the pane's
+    # start); a window's entries are its panes' combined when it fires (Flink's slice sharing)
+    panes: bool = False
 
     def describe(self) -> str:
-        return ("ring" if self.ring is not None else "hash") + (" undo-log" if self.undo_log else "")
+        return (("ring" if self.ring is not None else "hash") + (" panes" if self.panes else "")
+                + (" undo-log" if self.undo_log else ""))
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,10 @@ class WindowAggregateSink:
     @property
     def undo_log(self) -> bool:
         return self.state.undo_log
+
+    @property
+    def panes(self) -> bool:
+        return self.state.panes
 
     def describe(self) -> str:
         a = self.aggregate
@@ -243,8 +251,9 @@ class Pipeline:
     @property
     def numbers_rows(self) -> bool:
         """Whether state entries carry the serial of the row that made them: several workers' entries
-        are merged into one thread's order."""
-        return self.parallel is not None and self.parallel.keyed
+        are merged into one thread's order, and a window's panes combine in the order one fold takes."""
+        return (self.parallel is not None and self.parallel.keyed) or (
+            isinstance(self.sink, WindowAggregateSink) and self.sink.panes)
 
     @property
     def moved_inputs(self) -> frozenset[str]:

@@ -198,6 +198,11 @@ class _Translator(SharedNodeVisitor[_Chain]):
                 sink = dataclasses.replace(sink, state=op.StateSpec(ring=ring))
                 if parallel is not None:
                     parallel = dataclasses.replace(parallel, pre_aggregate=False, merged_rings=True)
+        if isinstance(sink, op.WindowAggregateSink) and self.config.panes and self.config.state_traits.in_memory \
+                and _in_panes(sink.aggregate):
+            sink = dataclasses.replace(sink, state=dataclasses.replace(sink.state, panes=True))
+            if parallel is not None and not parallel.merged_rings:  # a slice's partial panes cannot fire mid-batch
+                parallel = dataclasses.replace(parallel, pre_aggregate=False)
         output_schema = chain.schema if isinstance(sink, op.EmitRows) else sink.aggregate.input.input.schema
         moved = _moved_strings(input_schema, ops, output_schema) \
             if root_output and isinstance(port, op.SourcePort) else ()
@@ -292,10 +297,23 @@ def _parallel(workers: int, port: op.Port, chain: list[op.StatelessOp], sink: op
     keys = tuple(_source_column(k, chain) for k in sink.aggregate.keys)
     if any(k is None for k in keys):
         return None
-    schema = sink.aggregate.input.input.schema
-    exact = all(function(call.func).merges_exactly(None if call.input is None else type_of(call.input, schema).dtype)
-                for _, call in sink.aggregate.aggs)
-    return op.Parallel(workers, tuple(k for k in keys if k is not None), pre_aggregate and exact)
+    return op.Parallel(workers, tuple(k for k in keys if k is not None),
+                       pre_aggregate and _merges_exactly(sink.aggregate))
+
+
+def _merges_exactly(agg: pn.Aggregate) -> bool:
+    """Whether every aggregate's partial states merge into what one fold over the rows gives."""
+    schema = agg.input.input.schema
+    return all(function(call.func).merges_exactly(None if call.input is None else type_of(call.input, schema).dtype)
+               for _, call in agg.aggs)
+
+
+def _in_panes(agg: pn.Aggregate) -> bool:
+    """Whether a windowed aggregation folds each row once, into its pane, instead of once per window:
+    a sliding window whose aggregates all merge exactly (a float sum would round by how rows were
+    grouped into panes). Only on a backend whose tables live in DRAM: a window that fires combines
+    its panes' entries, all of them at once."""
+    return not agg.input.window.is_tumbling and _merges_exactly(agg)
 
 
 # slots x domain: beyond this a ring leaves the caches (a cell is at least 17 bytes: value, order,

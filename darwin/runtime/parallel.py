@@ -53,6 +53,7 @@ from darwin.state.backend import StateBackend
 from darwin.state.hash_table import FIRE_CHUNK, HashTableState
 from darwin.state.memory import MemoryBackend
 from darwin.state.merge import Entries, merge_partials, merge_ring_entries, window_order
+from darwin.state.panes import NOT_YET
 from darwin.state.ring import RingState
 
 T = TypeVar("T")
@@ -179,6 +180,7 @@ class KeyedRunner(_Shared):
                        for i in range(n)] if p.parallel.pre_aggregate else []
         for r in [*replicas, *self.slices]:  # this runner warns for all of them
             r.late_warning = None
+        self.fired_early: list[EncodedBatch] = []  # workers' windows fired mid-batch (panes), until the drain
         self.row_numbers = np.arange(0, dtype=np.int64)  # 0..n-1 for the largest batch yet: slices take views
         self.routed_batches = 0  # batches left to route rows directly before pre-aggregating again
         self.pre_aggregated_batches = 0
@@ -216,7 +218,8 @@ class KeyedRunner(_Shared):
                 r.ctl[ctl.ROW_BASE] = self.rows_seen
             parts = [partial(r.process, batch, input_watermark, None, selection)
                      for r, selection in zip(self.replicas, rows)]
-            self.workers.run(parts, self.worker_busy)  # nothing fires mid-batch: a keyed pipeline has no window ring
+            # windows fire mid-batch only where a row late for some of its panes' windows waits for them
+            self.fired_early += [b for _, _, fired in self.workers.run(parts, self.worker_busy) for b in fired]
         if times is not None and batch.length:  # the column is whole now: the progress the next batch goes on from
             self.max_time = int(batch.columns[PROGRESS_COLUMN].values[-1])
 
@@ -298,10 +301,14 @@ class KeyedRunner(_Shared):
         if self.merged_rings:
             yield from self._merged(self._merged_windows(wm, final))
             return
+        early, self.fired_early = self.fired_early, []
         if not final and all(r.ctl[ctl.MIN_WINDOW_END] > wm for r in self.replicas):
-            return  # no worker holds a window to fire: no step on the pool
+            for r in self.replicas:  # no worker holds a window to fire: no step on the pool
+                r.mark_fired_through(wm)
+            yield from self._merged(early)
+            return
         parts = [partial(_drained, r, wm, final) for r in self.replicas]
-        yield from self._merged([b for fired in self.workers.run(parts, self.worker_busy) for b in fired])
+        yield from self._merged(early + [b for fired in self.workers.run(parts, self.worker_busy) for b in fired])
 
     def _merged_windows(self, wm: int, final: bool) -> list[EncodedBatch]:
         """Merged rings: every worker's entries of the windows fired (mid-batch or now), each key's
@@ -400,15 +407,17 @@ class KeyedRunner(_Shared):
             value_columns = [np.concatenate(c) for c in zip(*values)]
             owner = self.owner[key_groups(key_columns_[1:])] if len(key_columns_[0]) else np.zeros(0, np.int64)
         counters = _summed_ctl_of([np.array(part["ctl"], dtype=np.int64) for part in saved])
-        size = self.sink.window.size_ms
+        # panes: every worker fired through the batch's watermark before the checkpoint
+        fired = max(int(part["ctl"][ctl.FIRED_THROUGH]) if len(part["ctl"]) > ctl.FIRED_THROUGH else NOT_YET
+                    for part in saved)
         for w, r in enumerate(self.replicas):
             mine = owner == w
             assert isinstance(r.state, (HashTableState, RingState))
             r.state.add_entries([c[mine] for c in key_columns_], [c[mine] for c in value_columns])
             if w == 0:
                 r.ctl[:len(counters)] = counters
-            start = r.state.min_start()
-            r.ctl[ctl.MIN_WINDOW_END] = ctl_max() if start is None else start + size
+            r.ctl[ctl.FIRED_THROUGH] = fired
+            r.reset_min_end()
 
 
 def _running_max(values: np.ndarray, valid: np.ndarray, start: int) -> np.ndarray:

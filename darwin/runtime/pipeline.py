@@ -21,6 +21,8 @@ from darwin.runtime.lookups import FormatTable, LookupTable
 from darwin.runtime.progress import LateRowsWarning
 from darwin.runtime.static_index import StaticIndex
 from darwin.state.backend import KeyedState, StateBackend
+from darwin.state.hash_table import HashTableState
+from darwin.state.panes import NOT_YET, fired_windows, first_end
 from darwin.state.ring import RingState
 from darwin.types import Schema
 
@@ -37,6 +39,7 @@ class PipelineRunner:
         self.ctl = np.zeros(ctl.SIZE, dtype=np.int64)
         self.ctl[ctl.MAX_TIME] = NO_WATERMARK
         self.ctl[ctl.MIN_WINDOW_END] = INT64_MAX
+        self.ctl[ctl.FIRED_THROUGH] = NOT_YET
         self.ks = generate_pipeline(p) if p.needs_kernel else None
         self.kernel = load_kernel(self.ks, config.cache_dir) if self.ks else None
         self.params: dict[str, object] = {}
@@ -115,8 +118,9 @@ class PipelineRunner:
         self.ctl[ctl.INPUT_WATERMARK] = input_watermark
         self._bind_lookups()
         per_row = p.rows_per_input * self.fanout
-        # a row may add an entry per window it is in, for each row a lookup join made of it
-        self.ctl[ctl.ROOM_PER_ROW] = per_row * (self._agg.window.windows_per_row if self.state is not None else 1)
+        # a row may add an entry per window it is in (one pane), for each row a lookup join made of it
+        self.ctl[ctl.ROOM_PER_ROW] = per_row * (self._agg.window.windows_per_row
+                                                if self.state is not None and not self._agg.panes else 1)
         chunk = max(1, OUT_BUFFER_ROWS // per_row) if collect else max(n - start, 1)
         outs: list[EncodedBatch] = []
         for first in range(start, n, chunk):
@@ -133,6 +137,8 @@ class PipelineRunner:
                 outs.append(_sliced(out, int(self.ctl[ctl.OUT_ROWS])))
         if self.state is not None:
             self.state.end_batch()
+            if self._agg.panes and self.p.parallel is None:  # the serial of the next batch's first row
+                self.ctl[ctl.ROW_BASE] += n - start
             if self.late_warning is not None:  # None: a worker's share, whose runner warns for all
                 self.late_warning.update(int(self.ctl[ctl.LATE_ROWS]), self.watermark)
         result = None
@@ -161,15 +167,18 @@ class PipelineRunner:
             state = self.state
             assert state is not None and not isinstance(state, RingState)  # only a hash table's kernel asks
             state.grow(int(self.ctl[ctl.ROOM_PER_ROW]))
-        elif status == ctl.RING_FULL:  # the watermark closed a window whose slot a new one needs
+        elif status in (ctl.RING_FULL, ctl.WINDOWS_DUE):
+            # RING_FULL: the watermark closed a window whose slot a new one needs; WINDOWS_DUE: a row
+            # late for some of its pane's windows waits until the watermark's windows have fired
+            wm = self.watermark if self._source_timed else int(self.ctl[ctl.INPUT_WATERMARK])
             if self.early is not None:
-                entries = list(self.fired_entries(self.watermark))
-                if not entries:
+                entries = list(self.fired_entries(wm))
+                if not entries and status == ctl.RING_FULL:
                     raise DarwinError("internal error: a window ring is full of open windows")
                 self.early.extend(entries)
                 return
-            drained = list(self.drain(self.watermark))
-            if not drained:
+            drained = list(self.drain(wm))
+            if not drained and status == ctl.RING_FULL:
                 raise DarwinError("internal error: a window ring is full of open windows")
             fired.extend(drained)
         elif status == ctl.OUT_OF_DOMAIN:
@@ -247,6 +256,12 @@ class PipelineRunner:
 
     # -- event time ---------------------------------------------------------------------------
     @property
+    def _source_timed(self) -> bool:
+        """Whether the kernel judges lateness by the source's event-time progress, not the input's watermark."""
+        inp = self.p.input
+        return isinstance(inp, op.SourcePort) and inp.scan.time_column is not None
+
+    @property
     def watermark(self) -> int:
         """The watermark a source-reading kernel has reached (per row, within the batch)."""
         t = int(self.ctl[ctl.MAX_TIME])
@@ -267,8 +282,8 @@ class PipelineRunner:
         """
         previous = None  # a window may span chunks: count it once
         for keys, values in self.fired_entries(wm, final):
-            starts = np.unique(keys[0])
-            self.windows_fired += len(starts) - int(starts[0] == previous)
+            starts = keys[0]  # in window order
+            self.windows_fired += 1 + int(np.count_nonzero(starts[1:] != starts[:-1])) - int(starts[0] == previous)
             previous = starts[-1]
             yield self.fired_rows(keys, values)
 
@@ -286,11 +301,33 @@ class PipelineRunner:
         keys (window start first) and value slots, in window order, not finalized."""
         s = self.state
         if s is None or s.is_empty() or (not final and self.ctl[ctl.MIN_WINDOW_END] > wm):
+            self.mark_fired_through(wm)
             return
-        size = self._agg.window.size_ms
-        yield from s.fire(wm, size, final)
-        start = s.min_start()
-        self.ctl[ctl.MIN_WINDOW_END] = INT64_MAX if start is None else start + size
+        if self._agg.panes:
+            assert isinstance(s, (HashTableState, RingState)) and self.ks is not None and self.ks.agg_layout is not None
+            yield from fired_windows(s, self.ks.agg_layout, self._agg.window, int(self.ctl[ctl.FIRED_THROUGH]), wm,
+                                     final)
+            self.mark_fired_through(wm)
+        else:
+            yield from s.fire(wm, self._agg.window.size_ms, final)
+        self.reset_min_end()
+
+    def mark_fired_through(self, wm: int) -> None:
+        """Every window ending by ``wm`` that holds an entry has fired: panes count them all as fired."""
+        if self.state is not None and self._agg.panes:
+            self.ctl[ctl.FIRED_THROUGH] = max(int(self.ctl[ctl.FIRED_THROUGH]), wm)
+
+    def reset_min_end(self) -> None:
+        """The end of the first window the state may fire (after its entries changed from outside the kernel)."""
+        s = self.state
+        assert s is not None
+        if self._agg.panes:
+            assert isinstance(s, (HashTableState, RingState))
+            end = first_end(s, self._agg.window, int(self.ctl[ctl.FIRED_THROUGH]))
+        else:
+            start = s.min_start()
+            end = None if start is None else start + self._agg.window.size_ms
+        self.ctl[ctl.MIN_WINDOW_END] = INT64_MAX if end is None else end
 
 
 def _buffers(schema: Schema, rows: int) -> dict[str, Column]:

@@ -112,6 +112,19 @@ class HashTableState:
     def min_start(self) -> int | None:
         return int(self.keys[0][: self.count].min()) if self.count else None
 
+    def max_start(self) -> int | None:
+        return int(self.keys[0][: self.count].max()) if self.count else None
+
+    # -- panes (``darwin.state.panes``): windows combine them, so they are read before they leave ----
+    def panes_through(self, last: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Copies of the entries whose window start (a pane's) is at most ``last``, in table order."""
+        held = np.flatnonzero(self.keys[0][: self.count] <= last)
+        return [k[held] for k in self.keys], [v[held] for v in self.values]
+
+    def drop_through(self, last: int) -> None:
+        """Drop the entries whose window start is at most ``last``."""
+        self.retain(self.keys[0][: self.count] > last)
+
     def retain(self, keep: np.ndarray) -> None:
         """Drop every entry whose ``keep`` flag is False; survivors keep their order."""
         if keep.all():

@@ -94,13 +94,21 @@ def merge_ring_entries(lay: AggLayout, ring: Ring, parts: Sequence[Entries]) -> 
     group, rank = _groups_in_order(keys[0], np.ascontiguousarray(cells, np.int64), order, ring.size)
     oldest = order[rank == 0]  # group g's oldest entry is the g-th met: groups are numbered in firing order
     merged = [v[oldest] for v in values]
-    for level in range(1, int(rank.max()) + 1):  # then each group's next oldest, and so on
-        later = np.flatnonzero(rank == level)
-        into = group[later]
-        combined = combine(lay, [m[into] for m in merged], [v[order[later]] for v in values])
+    combine_by_rank(lay, merged, values, order, group, rank)
+    return [k[oldest] for k in keys], merged
+
+
+def combine_by_rank(lay: AggLayout, merged: list[np.ndarray], values: Sequence[np.ndarray], members: np.ndarray,
+                    group: np.ndarray, rank: np.ndarray) -> None:
+    """Combine each entry ``members[i]`` of ``values`` into its group's entry of ``merged``
+    (``group[i]``), every group's second entry first, then its third, ...: ``rank[i]`` is an entry's
+    place in its group, oldest first (0: the entry ``merged`` starts from, skipped)."""
+    for level in range(1, int(rank.max(initial=0)) + 1):
+        at = np.flatnonzero(rank == level)
+        into = group[at]
+        combined = combine(lay, [m[into] for m in merged], [v[members[at]] for v in values])
         for m, c in zip(merged, combined):
             m[into] = c
-    return [k[oldest] for k in keys], merged
 
 
 def _in_firing_order(part: Entries, lay: AggLayout) -> Entries:

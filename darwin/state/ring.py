@@ -127,3 +127,19 @@ class RingState:
     def min_start(self) -> int | None:
         live = self.ring_start[self.ring_start != EMPTY]
         return int(live.min()) if len(live) else None
+
+    def max_start(self) -> int | None:
+        live = self.ring_start[self.ring_start != EMPTY]
+        return int(live.max()) if len(live) else None
+
+    # -- panes (``darwin.state.panes``): windows combine them, so they are read before they leave ----
+    def panes_through(self, last: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Copies of the entries of the slots whose start (a pane's) is at most ``last``."""
+        keys, values = self.entries()
+        held = np.flatnonzero(keys[0] <= last)
+        return [k[held] for k in keys], [v[held] for v in values]
+
+    def drop_through(self, last: int) -> None:
+        """Empty the slots whose start is at most ``last``."""
+        for _ in self.fire(last, 0, final=False):
+            pass
