@@ -208,8 +208,7 @@ class _Generator:
     @property
     def _future_tracked(self) -> bool:
         inp = self.p.input
-        return isinstance(inp, op.SourcePort) and inp.scan.time_column is not None \
-            and inp.scan.max_future_ms is not None
+        return self.p.source_timed and isinstance(inp, op.SourcePort) and inp.scan.max_future_ms is not None
 
     def _stop(self, status: int) -> None:
         """Hand the row back to the runtime, which fixes ``status`` and calls again from this row."""
@@ -263,13 +262,7 @@ class _Generator:
     @property
     def _hoisted_watermark(self) -> bool:
         """Whether ``wm`` is computed where ``max_time`` moves (and once before the loop), not per row."""
-        return self.agg_sink is not None and self._source_timed and not self.keyed
-
-    @property
-    def _source_timed(self) -> bool:
-        """Whether lateness is judged by the source's event-time progress (``max_time``)."""
-        inp = self.p.input
-        return isinstance(inp, op.SourcePort) and inp.scan.time_column is not None
+        return self.agg_sink is not None and self.p.source_timed and not self.keyed
 
     def _watermark(self) -> str:
         """``wm``, the source's watermark, from ``max_time``."""
@@ -458,7 +451,7 @@ class _Generator:
         if not self.hashed:
             self._ring_entry(env)
         t = self._time_value(env, w.on)
-        if not self._source_timed:  # the runtime passes the input's watermark: the rows travel ahead of the next one
+        if not self.p.source_timed:  # the runtime passes the input's watermark: the rows travel ahead of the next one
             b.line("wm = input_wm")
         elif self.keyed:  # the progress column moved max_time: the watermark follows it
             b.line(self._watermark())

@@ -243,6 +243,12 @@ class Pipeline:
     parallel: Parallel | None = None  # None: one thread runs it
 
     @property
+    def source_timed(self) -> bool:
+        """Whether its kernel judges lateness by the source's event-time progress (``max_time``), not
+        by the watermark of the input it reads."""
+        return isinstance(self.input, SourcePort) and self.input.scan.time_column is not None
+
+    @property
     def keyed_parallel(self) -> bool:
         """Whether the kernel walks a selection of rows routed to it by key, judging lateness by the
         batch's progress column (merged rings run contiguous slices, as one thread would)."""

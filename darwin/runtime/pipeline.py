@@ -170,7 +170,7 @@ class PipelineRunner:
         elif status in (ctl.RING_FULL, ctl.WINDOWS_DUE):
             # RING_FULL: the watermark closed a window whose slot a new one needs; WINDOWS_DUE: a row
             # late for some of its pane's windows waits until the watermark's windows have fired
-            wm = self.watermark if self._source_timed else int(self.ctl[ctl.INPUT_WATERMARK])
+            wm = self.watermark if self.p.source_timed else int(self.ctl[ctl.INPUT_WATERMARK])
             if self.early is not None:
                 entries = list(self.fired_entries(wm))
                 if not entries and status == ctl.RING_FULL:
@@ -255,12 +255,6 @@ class PipelineRunner:
             self.state.close()
 
     # -- event time ---------------------------------------------------------------------------
-    @property
-    def _source_timed(self) -> bool:
-        """Whether the kernel judges lateness by the source's event-time progress, not the input's watermark."""
-        inp = self.p.input
-        return isinstance(inp, op.SourcePort) and inp.scan.time_column is not None
-
     @property
     def watermark(self) -> int:
         """The watermark a source-reading kernel has reached (per row, within the batch)."""
