@@ -75,15 +75,7 @@ class RingState:
         slots = [r for r in range(ring.slots) if self.ring_start[r] != EMPTY
                  and (final or self.ring_start[r] + size_ms <= watermark)]
         slots.sort(key=lambda r: self.ring_start[r])
-        starts, entries = [], []
-        for r in slots:
-            d = self.order[r * ring.size: r * ring.size + self.ring_count[r]].copy()
-            starts.append(np.full(len(d), self.ring_start[r], dtype=np.int64))
-            entries.append(r * ring.size + d)
-        cells = np.concatenate(entries) if entries else np.zeros(0, dtype=np.int64)
-        keys = [np.concatenate(starts) if starts else np.zeros(0, dtype=np.int64)]
-        if ring.keyed:
-            keys.append(cells % ring.size + ring.low)
+        keys, cells = self._cells(slots)
         values = [v[cells] for v in self.values]
         for v in self.values:
             v[cells] = 0
@@ -96,18 +88,23 @@ class RingState:
 
     def entries(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Every entry's key columns (window start[, key]) and values, without taking them out."""
+        keys, cells = self._cells([r for r in range(self.ring.slots) if self.ring_start[r] != EMPTY])
+        return keys, [v[cells] for v in self.values]
+
+    def _cells(self, slots: Sequence[int]) -> tuple[list[np.ndarray], np.ndarray]:
+        """The entries of ``slots``, slot by slot in first-seen order: their key columns (window
+        start[, key]) and their cells."""
         ring = self.ring
         starts, cells = [], []
-        for r in range(ring.slots):
-            if self.ring_start[r] != EMPTY:
-                d = self.order[r * ring.size: r * ring.size + self.ring_count[r]]
-                starts.append(np.full(len(d), self.ring_start[r], dtype=np.int64))
-                cells.append(r * ring.size + d)
+        for r in slots:
+            d = self.order[r * ring.size: r * ring.size + self.ring_count[r]]
+            starts.append(np.full(len(d), self.ring_start[r], dtype=np.int64))
+            cells.append(r * ring.size + d)
         cell = np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64)
         keys = [np.concatenate(starts) if starts else np.zeros(0, dtype=np.int64)]
         if ring.keyed:
             keys.append(cell % ring.size + ring.low)
-        return keys, [v[cell] for v in self.values]
+        return keys, cell
 
     def add_entries(self, keys: Sequence[np.ndarray], values: Sequence[np.ndarray]) -> None:
         """Put entries the ring does not hold into their cells (state moving between workers)."""
@@ -135,9 +132,9 @@ class RingState:
     # -- panes (``darwin.state.panes``): windows combine them, so they are read before they leave ----
     def panes_through(self, last: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Copies of the entries of the slots whose start (a pane's) is at most ``last``."""
-        keys, values = self.entries()
-        held = np.flatnonzero(keys[0] <= last)
-        return [k[held] for k in keys], [v[held] for v in values]
+        keys, cells = self._cells([r for r in range(self.ring.slots)
+                                   if self.ring_start[r] != EMPTY and self.ring_start[r] <= last])
+        return keys, [v[cells] for v in self.values]
 
     def drop_through(self, last: int) -> None:
         """Empty the slots whose start is at most ``last``."""
