@@ -52,7 +52,7 @@ from darwin.runtime.workers import WorkerPool
 from darwin.state.backend import StateBackend
 from darwin.state.hash_table import FIRE_CHUNK, HashTableState
 from darwin.state.memory import MemoryBackend
-from darwin.state.merge import Entries, merge_partials, merge_ring_entries, window_order
+from darwin.state.merge import Entries, WindowRuns, merge_partials, merge_ring_entries, merged_runs, take_runs
 from darwin.state.panes import NOT_YET
 from darwin.state.ring import RingState
 
@@ -336,21 +336,23 @@ class KeyedRunner(_Shared):
         batches = [b for b in batches if b.length]
         if not batches:
             return
-        columns = dict(batches[0].columns) if len(batches) == 1 else \
-            {name: Column(np.concatenate([b.columns[name].values for b in batches]),
-                          None if batches[0].columns[name].valid is None else
-                          np.concatenate([b.columns[name].valid for b in batches]))  # type: ignore[misc]
-             for name in batches[0].columns}
-        starts, seen = columns[pn.WINDOW_START].values, columns.pop(FIRST_SEEN).values
-        self.windows_fired += len(np.unique(starts))
-        order = window_order(starts, seen) if self.ordered and not self.merged_rings else None
-        if order is not None:  # merged rings' rows are in order already; unordered: a benchmark's switch
+        starts = [b.columns[pn.WINDOW_START].values for b in batches]
+        seen = [b.columns[FIRST_SEEN].values for b in batches]
+        runs = merged_runs(starts, seen) if self.ordered else None
+        if runs is not None:  # the workers' runs merged, chunk by chunk (merged rings: one run)
+            self.windows_fired += runs.windows
+            yield from _interleaved(batches, runs)
+            return
+        columns = {name: _concatenated([b.columns[name] for b in batches]) for name in batches[0].columns}
+        starts_all, seen_all = columns[pn.WINDOW_START].values, columns.pop(FIRST_SEEN).values
+        self.windows_fired += len(np.unique(starts_all))
+        if self.ordered:  # many runs: sorted; unordered: a benchmark's switch
+            order = np.lexsort((seen_all, starts_all))
             columns = {name: Column(c.values[order], None if c.valid is None else c.valid[order])
                        for name, c in columns.items()}
-        for first in range(0, len(starts), FIRE_CHUNK):  # slices: no copy
-            end = min(first + FIRE_CHUNK, len(starts))
-            yield EncodedBatch({name: Column(c.values[first:end], None if c.valid is None else c.valid[first:end])
-                                for name, c in columns.items()}, end - first)
+        for first in range(0, len(starts_all), FIRE_CHUNK):  # slices: no copy
+            end = min(first + FIRE_CHUNK, len(starts_all))
+            yield EncodedBatch({name: _sliced(c, first, end) for name, c in columns.items()}, end - first)
 
     def counters(self) -> dict[str, int]:
         counts = {**self._counters(), "windows_fired": self.windows_fired}
@@ -501,3 +503,42 @@ def _summed_ctl_of(ctls: list[np.ndarray]) -> np.ndarray:
 
 def ctl_max() -> int:
     return int(np.iinfo(np.int64).max)
+
+
+def _interleaved(batches: list[EncodedBatch], runs: WindowRuns) -> Iterator[EncodedBatch]:
+    """The rows of ``batches`` in the order ``runs`` tells, without their first-seen serial, in
+    chunks of ``FIRE_CHUNK``: a run's rows are a slice of its batch, each chunk's share of a run is
+    the next piece of that slice, so only a chunk's worth of memory is written at a time."""
+    names = [name for name in batches[0].columns if name != FIRST_SEEN]
+    if len(runs.part) == 1:  # one run: slices, no copy
+        only, at = batches[int(runs.part[0])], int(runs.first[0])
+        for first in range(at, at + len(runs.source), FIRE_CHUNK):
+            end = min(first + FIRE_CHUNK, at + len(runs.source))
+            yield EncodedBatch({name: _sliced(only.columns[name], first, end) for name in names}, end - first)
+        return
+    taken = runs.first.copy()
+    for first in range(0, len(runs.source), FIRE_CHUNK):
+        source = runs.source[first:first + FIRE_CHUNK]
+        columns = {}
+        for name in names:
+            parts = [b.columns[name] for b in batches]
+            columns[name] = Column(_taken(source, runs.part, taken, [c.values for c in parts]),
+                                   None if parts[0].valid is None else
+                                   _taken(source, runs.part, taken, [c.valid for c in parts]))  # type: ignore[misc]
+        taken += np.bincount(source, minlength=len(runs.part))
+        yield EncodedBatch(columns, len(source))
+
+
+def _taken(source: np.ndarray, part: np.ndarray, taken: np.ndarray, arrays: list[np.ndarray]) -> np.ndarray:
+    out = np.empty(len(source), arrays[0].dtype)
+    take_runs(source, part, taken.copy(), tuple(np.ascontiguousarray(a) for a in arrays), out)
+    return out
+
+
+def _sliced(column: Column, first: int, end: int) -> Column:
+    return Column(column.values[first:end], None if column.valid is None else column.valid[first:end])
+
+
+def _concatenated(parts: list[Column]) -> Column:
+    valid = None if parts[0].valid is None else np.concatenate([c.valid for c in parts])  # type: ignore[misc]
+    return Column(np.concatenate([c.values for c in parts]), valid)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -127,8 +128,8 @@ MERGED_RUNS = 16  # more runs in order than this: the rows are sorted instead of
 
 def window_order(starts: np.ndarray, seen: np.ndarray) -> np.ndarray | None:
     """The order of rows by window start, then first-seen row (unique), or None if they are in it
-    already. Rows made of a few runs in that order (several workers' fired windows, each worker's in
-    order) are merged, not sorted; rows in many runs are sorted."""
+    already. Rows made of a few runs in that order (a ring's entries, walked slot by slot) are
+    merged, not sorted; rows in many runs are sorted."""
     step = np.diff(starts)
     breaks = np.flatnonzero((step < 0) | ((step == 0) & (np.diff(seen) <= 0))) + 1
     if not len(breaks):
@@ -136,6 +137,88 @@ def window_order(starts: np.ndarray, seen: np.ndarray) -> np.ndarray | None:
     if len(breaks) >= MERGED_RUNS:
         return np.lexsort((seen, starts))
     return merge_window_order(starts, seen, np.concatenate(([0], breaks, [len(starts)])).astype(np.int64))
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowRuns:
+    """Rows of several parts merged by (window start, first-seen row), told without moving them:
+    merged row ``i`` is the next unread row of run ``source[i]``, which is rows ``first[r]`` on of
+    part ``part[r]`` (each run's rows keep their order in the merge)."""
+
+    source: np.ndarray
+    part: np.ndarray
+    first: np.ndarray
+    windows: int  # distinct window starts among all rows
+
+
+def merged_runs(starts: Sequence[np.ndarray], seen: Sequence[np.ndarray]) -> WindowRuns | None:
+    """The merge of parts whose rows each come in a few runs ordered by (window start, first-seen
+    row; several workers' fired windows), or None if they make more than ``MERGED_RUNS`` runs (a sort
+    is cheaper then). No column is concatenated: on several workers' millions of fired rows, fresh
+    memory for a copy costs more than the merge itself."""
+    starts = tuple(np.ascontiguousarray(s, np.int64) for s in starts)
+    seen = tuple(np.ascontiguousarray(s, np.int64) for s in seen)
+    part, first = [], []
+    for p, (s, n) in enumerate(zip(starts, seen)):
+        bounds = _run_starts(s, n)
+        part += [p] * len(bounds)
+        first += bounds.tolist()
+        if len(part) > MERGED_RUNS:
+            return None
+    run_part, run_first = np.array(part, np.int64), np.array(first, np.int64)
+    run_end = np.append(run_first[1:], 0)
+    last = np.append(run_part[1:] != run_part[:-1], True)
+    run_end[last] = [len(starts[p]) for p in run_part[last]]
+    source, windows = _merge_runs(starts, seen, run_part, run_first, run_end)
+    return WindowRuns(source, run_part, run_first, windows)
+
+
+@njit(nogil=True, cache=True)
+def take_runs(source: np.ndarray, part: np.ndarray, next_row: np.ndarray, columns: tuple[np.ndarray, ...],
+              out: np.ndarray) -> None:
+    """``out[i]`` = the next unread row of run ``source[i]`` in ``columns[part[run]]`` (``next_row``
+    says which, and moves on): a chunk of a ``WindowRuns`` merge gathered from the parts' column."""
+    for i in range(source.shape[0]):
+        r = source[i]
+        out[i] = columns[part[r]][next_row[r]]
+        next_row[r] += 1
+
+
+@njit(nogil=True, cache=True)
+def _run_starts(starts: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    """The first row of each run ordered by (start, seen) in these rows (0 first)."""
+    bounds = [0]
+    for i in range(1, starts.shape[0]):
+        if starts[i] < starts[i - 1] or (starts[i] == starts[i - 1] and seen[i] <= seen[i - 1]):
+            bounds.append(i)
+    return np.array(bounds, np.int64)
+
+
+@njit(nogil=True, cache=True)
+def _merge_runs(starts: tuple[np.ndarray, ...], seen: tuple[np.ndarray, ...], part: np.ndarray, first: np.ndarray,
+                end: np.ndarray) -> tuple[np.ndarray, int]:
+    """``merged_runs``' k-way merge: the run each merged row comes from, and the windows met."""
+    runs = part.shape[0]
+    total = 0
+    for r in range(runs):
+        total += end[r] - first[r]
+    source = np.empty(total, np.int16)
+    at = first.copy()
+    windows, window = 0, 0
+    for i in range(total):
+        best, best_start, best_seen = -1, 0, 0
+        for r in range(runs):
+            k = at[r]
+            if k < end[r]:
+                s, n = starts[part[r]][k], seen[part[r]][k]
+                if best < 0 or s < best_start or (s == best_start and n < best_seen):
+                    best, best_start, best_seen = r, s, n
+        at[best] += 1
+        source[i] = best
+        if i == 0 or best_start != window:
+            windows += 1
+            window = best_start
+    return source, windows
 
 
 @njit(nogil=True, cache=True)

@@ -12,7 +12,7 @@ import darwin as dw
 from darwin.codegen.aggregates import AggLayout, layout
 from darwin.graph.operators import Ring
 from darwin.plan import nodes as pn
-from darwin.state.merge import merge_ring_entries, window_order
+from darwin.state.merge import MERGED_RUNS, merge_ring_entries, merged_runs, take_runs, window_order
 
 LOW, SIZE = 100, 8
 
@@ -83,3 +83,42 @@ def test_workers_fired_rows_are_merged_in_window_then_first_seen_order(runs, scr
     got = window_order(starts_a, seen_a)
     want = np.lexsort((seen_a, starts_a))
     assert np.array_equal(want, np.arange(len(want))) if got is None else np.array_equal(got, want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(parts=st.lists(st.lists(st.lists(st.integers(0, 3), max_size=20), max_size=4), min_size=1, max_size=5),
+       scrambled=st.booleans(), seed=st.integers(0, 1000))
+def test_parts_in_runs_are_merged_without_moving_rows(parts, scrambled, seed):
+    """Several workers' fired rows, each part a few runs in (window, first seen) order (a worker's
+    mid-batch windows, then the rest): ``merged_runs`` tells the merge, ``take_runs`` gathers it in
+    chunks, and it is the sort of every row by window, then first seen. Too many runs: None."""
+    rng = np.random.default_rng(seed)
+    serials = rng.permutation(10_000)
+    starts, seen, at = [], [], 0
+    for runs in parts:
+        rows = []
+        for run in runs:
+            rows += sorted((w * 10, int(s)) for w, s in zip(run, serials[at:at + len(run)]))
+            at += len(run)
+        if scrambled:
+            rows = [rows[i] for i in rng.permutation(len(rows))]
+        starts.append(np.array([w for w, _ in rows], np.int64))
+        seen.append(np.array([s for _, s in rows], np.int64))
+    merged = merged_runs(starts, seen)
+    if merged is None:
+        breaks = [np.count_nonzero((np.diff(a) < 0) | ((np.diff(a) == 0) & (np.diff(b) < 0)))
+                  for a, b in zip(starts, seen)]
+        assert sum(1 + int(n) for n in breaks) > MERGED_RUNS
+        return
+    all_starts, all_seen = np.concatenate(starts), np.concatenate(seen)
+    want = np.lexsort((all_seen, all_starts))
+    assert merged.windows == len(np.unique(all_starts))
+    got_starts, got_seen, taken = [], [], merged.first.copy()
+    for first in range(0, len(merged.source), 7):  # chunk by chunk, as the gate yields them
+        chunk = merged.source[first:first + 7]
+        for columns, into in ((starts, got_starts), (seen, got_seen)):
+            out = np.empty(len(chunk), np.int64)
+            take_runs(chunk, merged.part, taken.copy(), tuple(columns), out)
+            into += out.tolist()
+        taken += np.bincount(chunk, minlength=len(merged.part))
+    assert got_starts == all_starts[want].tolist() and got_seen == all_seen[want].tolist()
