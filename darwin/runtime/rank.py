@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from darwin.codegen.top_slots import top_changes, top_rows, touched_partitions
 from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
@@ -25,7 +26,7 @@ from darwin.plan.ranking import ranking_of
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.group_keys import GroupKeys
 from darwin.runtime.progress import NO_WATERMARK
-from darwin.runtime.rows import ADDS, Rows, first_seen, retracted, sort_rows
+from darwin.runtime.rows import ADDS, Rows, first_seen, order_key, retracted, sort_rows, valid_mask
 
 
 class RankRunner:
@@ -50,6 +51,7 @@ class RankRunner:
             self.seq = np.full(self.parts.capacity * n, -1, np.int64)
             self.rows = Rows.empty(self.fields, self.parts.capacity * n)
             self.live = np.zeros(self.parts.capacity, np.bool_)  # windowed: holds rows of an open window
+            self.mark = np.full(self.parts.capacity, -1, np.int64)  # touched_partitions' scratch
 
     # -- a batch ----------------------------------------------------------------------------------
     def push(self, batch: EncodedBatch) -> EncodedBatch | None:
@@ -64,6 +66,10 @@ class RankRunner:
             return None
         ids = self.parts.ids(EncodedBatch(rows.columns, rows.length))
         self._grow()
+        seq = self.next_seq + np.arange(rows.length, dtype=np.int64)
+        self.next_seq += rows.length
+        if not r.retracting:
+            return self._push_to_slots(rows, ids, seq)
         touched = first_seen(ids)
         place = np.empty(self.parts.count, np.int64)
         place[touched] = np.arange(len(touched))
@@ -71,9 +77,7 @@ class RankRunner:
         change = batch.columns.get(pn.CHANGE_KIND)
         if change is not None:
             adds = np.isin(change.values, ADDS)
-        seq = self.next_seq + np.arange(rows.length, dtype=np.int64)
-        self.next_seq += rows.length
-        held, held_part, held_seq, old_top = self._held(touched, place)
+        held, held_part, held_seq, old_top = self._held_rows(touched, place)
         added = np.flatnonzero(adds)
         cand = Rows.concat([held, rows.take(added)])
         cand_part = np.concatenate([held_part, place[ids[added]]])
@@ -85,11 +89,51 @@ class RankRunner:
         top = pos < r.n
         new_top = np.full(len(touched) * r.n, -1, np.int64)
         new_top[cand_part[ranked[top]] * r.n + pos[top]] = ranked[top]
-        self._keep(touched, cand, cand_part, cand_seq, ranked, pos)
-        if r.windowed:
+        rest = np.flatnonzero(~np.isin(self.part, touched))
+        self.rows = Rows.concat([self.rows.take(rest), cand.take(ranked)])
+        self.part = np.concatenate([self.part[rest], touched[cand_part[ranked]]])
+        self.seq = np.concatenate([self.seq[rest], cand_seq[ranked]])
+        return self._changes(cand, cand_seq, old_top, new_top)
+
+    def _push_to_slots(self, rows: Rows, ids: np.ndarray, seq: np.ndarray) -> EncodedBatch | None:
+        """An appending input: each touched partition's slots and the batch's rows go through
+        ``top_rows`` once; only the rows that end up kept are copied."""
+        n = self.r.n
+        touched, place = touched_partitions(ids, self.mark)
+        slots = (touched[:, None] * n + np.arange(n)).ravel()
+        slot_seq = self.seq[slots]
+        present = np.flatnonzero(slot_seq >= 0)
+        held, held_seq = self.rows.take(slots[present]), slot_seq[present]
+        old_top = np.full(len(slots), -1, np.int64)
+        old_top[present] = np.arange(len(present))
+        keys = self._order_keys(held, rows, np.concatenate([held_seq, seq]))
+        top = top_rows(np.concatenate([present // n, place]), keys, n, len(touched))
+        came = top >= held.length  # batch rows kept: copied after the held ones
+        chosen = top[came] - held.length
+        cand = Rows.concat([held, rows.take(chosen)])
+        cand_seq = np.concatenate([held_seq, seq[chosen]])
+        new_top = top.copy()
+        new_top[came] = held.length + np.arange(len(chosen))
+        kept = new_top >= 0
+        self.seq[slots] = np.where(kept, cand_seq[new_top], -1)
+        self.rows.put(slots[kept], cand, new_top[kept])
+        if self.r.windowed:
             self.live[touched] = True
             return None
-        return self._changes(cand, cand_seq, old_top, new_top, len(touched))
+        return self._changes(cand, cand_seq, old_top, new_top)
+
+    def _order_keys(self, held: Rows, rows: Rows, seq: np.ndarray) -> np.ndarray:
+        """Rows x components ranking the held rows, then the batch's, as ``sort_rows`` does within a
+        partition: each sort key (where NULLs go, then the value), then arrival."""
+        total = held.length + rows.length
+        everything = np.arange(total)
+        components = []
+        for k in self.r.order:
+            column = _concatenated(held.columns[k.column], rows.columns[k.column], held.length, rows.length)
+            value, nulls = order_key(column, self.types[k.column], k.descending, everything, self.pool)
+            components += [value] if nulls is None else [nulls.astype(np.int64), value]
+        components.append(-seq if self.r.latest_first else seq)
+        return np.ascontiguousarray(np.column_stack(components))
 
     def _grow(self) -> None:
         if self.r.retracting:
@@ -99,80 +143,37 @@ class RankRunner:
             self.seq = np.concatenate([self.seq, np.full((self.parts.capacity - have) * n, -1, np.int64)])
             self.rows = self.rows.resized(self.parts.capacity * n)
             self.live = np.concatenate([self.live, np.zeros(self.parts.capacity - have, np.bool_)])
+        if len(self.mark) < self.parts.capacity:
+            self.mark = np.full(self.parts.capacity, -1, np.int64)
 
-    def _held(self, touched: np.ndarray, place: np.ndarray) -> tuple[Rows, np.ndarray, np.ndarray, np.ndarray]:
-        """The rows the state holds of the ``touched`` partitions (their partition as a place in
-        ``touched``, their arrival numbers), and each partition's kept rows as indices into them
-        (``n`` per partition in rank order, -1 for none)."""
+    def _held_rows(self, touched: np.ndarray, place: np.ndarray) -> tuple[Rows, np.ndarray, np.ndarray, np.ndarray]:
+        """Over an updating input: the rows kept of the ``touched`` partitions (their partition as a
+        place in ``touched``, their arrival numbers), and each partition's top ``n`` as indices into
+        them (-1 for none)."""
         n = self.r.n
-        if self.r.retracting:
-            at = np.flatnonzero(np.isin(self.part, touched))
-            held, part, seq = self.rows.take(at), place[self.part[at]], self.seq[at]
-            ranked, pos = self._rank(held, part, seq, np.arange(held.length), len(touched))
-            top = np.full(len(touched) * n, -1, np.int64)
-            kept = pos < n
-            top[part[ranked[kept]] * n + pos[kept]] = ranked[kept]
-            return held, part, seq, top
-        slots = (touched[:, None] * n + np.arange(n)).ravel()
-        seq = self.seq[slots]
-        present = np.flatnonzero(seq >= 0)
-        top = np.full(len(slots), -1, np.int64)
-        top[present] = np.arange(len(present))
-        return self.rows.take(slots[present]), present // n, seq[present], top
+        at = np.flatnonzero(np.isin(self.part, touched))
+        held, part, seq = self.rows.take(at), place[self.part[at]], self.seq[at]
+        ranked, pos = self._rank(held, part, seq, np.arange(held.length), len(touched))
+        top = np.full(len(touched) * n, -1, np.int64)
+        kept = pos < n
+        top[part[ranked[kept]] * n + pos[kept]] = ranked[kept]
+        return held, part, seq, top
 
     def _rank(self, rows: Rows, part: np.ndarray, seq: np.ndarray, among: np.ndarray, parts: int) \
             -> tuple[np.ndarray, np.ndarray]:
         return sort_rows(rows, self.types, self.r.order, self.r.latest_first, part, seq, among, parts, self.pool)
 
-    def _keep(self, touched: np.ndarray, cand: Rows, part: np.ndarray, seq: np.ndarray, ranked: np.ndarray,
-              pos: np.ndarray) -> None:
-        """What the state holds of the touched partitions from now on."""
-        n = self.r.n
-        if self.r.retracting:
-            rest = np.flatnonzero(~np.isin(self.part, touched))
-            self.rows = Rows.concat([self.rows.take(rest), cand.take(ranked)])
-            self.part = np.concatenate([self.part[rest], touched[part[ranked]]])
-            self.seq = np.concatenate([self.seq[rest], seq[ranked]])
-            return
-        slots = (touched[:, None] * n + np.arange(n)).ravel()
-        self.seq[slots] = -1
-        kept = ranked[pos < n]
-        at = touched[part[kept]] * n + pos[pos < n]
-        self.seq[at] = seq[kept]
-        self.rows.put(at, cand, kept)
-
     # -- changes ------------------------------------------------------------------------------------
-    def _changes(self, cand: Rows, seq: np.ndarray, old_top: np.ndarray, new_top: np.ndarray, parts: int) \
-            -> EncodedBatch | None:
+    def _changes(self, cand: Rows, seq: np.ndarray, old_top: np.ndarray, new_top: np.ndarray) -> EncodedBatch | None:
+        """The changes from each touched partition's old top to its new one (indices into ``cand``)."""
         n = self.r.n
         old_seq = np.where(old_top >= 0, seq[old_top], -1)
         new_seq = np.where(new_top >= 0, seq[new_top], -1)
+        at, enters, kinds = top_changes(old_seq, new_seq, n, self.r.by_position)
+        rows = np.where(enters, new_top[at], old_top[at])
         if self.r.by_position:
-            changed = old_seq != new_seq
-            emit_old, emit_new = changed & (old_seq >= 0), changed & (new_seq >= 0)
-            take = np.stack([emit_old, emit_new], axis=1).ravel()
-            which = np.tile([0, 1], len(changed))[take]
-            at = np.repeat(np.arange(len(changed)), 2)[take]
-            kinds = np.where(which == 0,
-                             np.where(new_seq[at] >= 0, pn.ChangeKind.UPDATE_BEFORE, pn.ChangeKind.DELETE),
-                             np.where(old_seq[at] >= 0, pn.ChangeKind.UPDATE_AFTER, pn.ChangeKind.INSERT))
-            rows = np.where(which == 0, old_top[at], new_top[at])
             return self._emit(cand, rows, kinds, at % n + 1)
-        left = ((old_seq >= 0) & ~np.isin(old_seq, new_seq)).reshape(parts, n)
-        came = ((new_seq >= 0) & ~np.isin(new_seq, old_seq)).reshape(parts, n)
-        left_i, came_i = np.cumsum(left, axis=1) - 1, np.cumsum(came, axis=1) - 1
-        n_left, n_came = left.sum(axis=1), came.sum(axis=1)
-        lp, ls = np.nonzero(left)
-        cp, cs = np.nonzero(came)
-        li, ci = left_i[lp, ls], came_i[cp, cs]
-        part = np.concatenate([lp, cp])
-        index = np.concatenate([li, ci])
-        sub = np.concatenate([np.zeros(len(lp), np.int64), np.ones(len(cp), np.int64)])
-        rows = np.concatenate([old_top[lp * n + ls], new_top[cp * n + cs]])
-        kinds = np.concatenate([np.where(li < n_came[lp], pn.ChangeKind.UPDATE_BEFORE, pn.ChangeKind.DELETE),
-                                np.where(ci < n_left[cp], pn.ChangeKind.UPDATE_AFTER, pn.ChangeKind.INSERT)])
-        order = np.lexsort([sub, index, part])
-        return self._emit(cand, rows[order], kinds[order] if self.r.updates else None, None)
+        return self._emit(cand, rows, kinds if self.r.updates else None, None)
 
     def _emit(self, cand: Rows, rows: np.ndarray, kinds: np.ndarray | None, ranks: np.ndarray | None) \
             -> EncodedBatch | None:
@@ -240,3 +241,10 @@ class RankRunner:
 
     def close(self) -> None:
         pass
+
+
+def _concatenated(held: Column, batch: Column, held_length: int, batch_length: int) -> Column:
+    if held.valid is None and batch.valid is None:
+        return Column(np.concatenate([held.values, batch.values]), None)
+    return Column(np.concatenate([held.values, batch.values]),
+                  np.concatenate([valid_mask(held, held_length), valid_mask(batch, batch_length)]))
