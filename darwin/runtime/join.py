@@ -18,6 +18,7 @@ from darwin.codegen import join_index as ji
 from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
+from darwin.plan.exprs import columns_of
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.pipeline import PipelineRunner, concatenated
 from darwin.runtime.progress import NO_WATERMARK
@@ -46,10 +47,12 @@ class JoinRunner:
         self.output_schema = pn.with_change_kind(node.schema) if self.updating else node.schema
         self.nullable = frozenset(f.name for f in node.schema.fields if f.nullable)
         self.condition = None
-        if node.where is not None:
+        self.condition_reads: frozenset[str] = frozenset()
+        if node.where is not None:  # evaluated over the candidate pairs' columns it reads, no others
+            self.condition_reads = columns_of(node.where)
+            reads = Schema(tuple(f for f in node.schema.fields if f.name in self.condition_reads))
             keep = Schema((Field(KEEP, DType.BOOL, True),))
-            p = op.Pipeline(-1, op.JoinPort(j.id), node.schema, (op.ProjectOp(((KEEP, node.where),)),), op.EmitRows(),
-                            keep)
+            p = op.Pipeline(-1, op.JoinPort(j.id), reads, (op.ProjectOp(((KEEP, node.where),)),), op.EmitRows(), keep)
             self.condition = PipelineRunner(p, config, pool, backend)
 
     # -- a batch of one side ----------------------------------------------------------------------
@@ -106,7 +109,7 @@ class JoinRunner:
     def _where(self, side: int, batch: EncodedBatch, pair_probe: np.ndarray, pair_kept: np.ndarray) \
             -> tuple[np.ndarray, np.ndarray]:
         assert self.condition is not None
-        candidates = self._assemble(side, batch.columns, pair_probe, pair_kept, None)
+        candidates = self._assemble(side, batch.columns, pair_probe, pair_kept, None, self.condition_reads)
         out, _, _ = self.condition.process(candidates)
         assert out is not None
         keep = out.columns[KEEP]
@@ -114,8 +117,9 @@ class JoinRunner:
         return pair_probe[mask], pair_kept[mask]
 
     def _assemble(self, side: int, columns: dict[str, Column], batch_rows: np.ndarray, kept_rows: np.ndarray,
-                  kind: np.ndarray | None) -> EncodedBatch:
-        """Joined rows: this side's columns from the batch, the other side's from the state (-1: NULL)."""
+                  kind: np.ndarray | None, only: frozenset[str] | None = None) -> EncodedBatch:
+        """Joined rows: this side's columns from the batch, the other side's from the state (-1: NULL);
+        with ``only``, just those output columns."""
         present = batch_rows >= 0
         every = bool(present.all())
         safe = batch_rows if every else np.where(present, batch_rows, 0)
@@ -129,22 +133,24 @@ class JoinRunner:
                 return values, None if every else present
             return values, present & c.valid[safe]
 
-        return self._joined(column, len(batch_rows), kind)
+        return self._joined(column, len(batch_rows), kind, only)
 
     def _joined(self, column: Callable[[int, str], tuple[np.ndarray, np.ndarray | None]], n: int,
-                kind: np.ndarray | None) -> EncodedBatch:
+                kind: np.ndarray | None, only: frozenset[str] | None = None) -> EncodedBatch:
         """``n`` output rows, each input column (side, name) given by ``column``; the change kind
-        ``kind`` (all +I when None) if the output is updating."""
+        ``kind`` (all +I when None) if the output is updating. With ``only``, just those columns."""
         out: dict[str, Column] = {}
         names = self.j.join.right_names
         for s in (0, 1):
             for f in self.schemas[s].fields:
-                values, valid = column(s, f.name)
                 name = f.name if s == 0 else names[f.name]
+                if only is not None and name not in only:
+                    continue
+                values, valid = column(s, f.name)
                 if valid is None and name in self.nullable:  # operators downstream expect a nullable column's mask
                     valid = np.ones(n, dtype=np.bool_)
                 out[name] = Column(values, valid)
-        if self.updating:
+        if self.updating and only is None:
             out[pn.CHANGE_KIND] = Column(kind if kind is not None else np.zeros(n, np.int64), None)
         return EncodedBatch(out, n)
 
