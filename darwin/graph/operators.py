@@ -394,6 +394,10 @@ class OperatorGraph:
         out += [("operator", o.id, 0) for o in self.operators if o.input == pipeline]
         return out
 
+    def columns_read(self, port: Port) -> frozenset[str]:
+        """The input columns of the pipelines reading ``port``: what its producer must make."""
+        return frozenset(name for p in self.pipelines if p.input == port for name in p.input_schema.names)
+
     def describe(self) -> str:
         lines = [p.describe() for p in self.pipelines] + [j.describe() for j in self.joins]
         lines += [o.describe() for o in self.operators]

@@ -82,6 +82,10 @@ class _Translator(SharedNodeVisitor[_Chain]):
 
     def visit_Project(self, node: pn.Project) -> _Chain:
         chain = self.visit(node.input)
+        if isinstance(chain.port, op.JoinPort) and not chain.ops:  # the join assembles only what this reads
+            reads = set().union(*(columns_of(e) for _, e in node.exprs)) | {pn.CHANGE_KIND}
+            narrowed = pn.Schema(tuple(f for f in chain.input_schema.fields if f.name in reads))
+            chain = dataclasses.replace(chain, input_schema=narrowed, schema=narrowed)
         exprs = node.exprs
         schema = node.schema
         if chain.updating:  # the change kind travels with every row

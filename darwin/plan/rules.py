@@ -309,6 +309,8 @@ def _shrink(n: pn.PlanNode, inputs: tuple[pn.PlanNode, ...], needed: set[str]) -
         return n if cols == n.columns else dataclasses.replace(n, columns=cols)
     if isinstance(n, pn.Project):
         (child,) = inputs
+        if isinstance(child, pn.Project) and _selects(child) and isinstance(child.input, pn.Join):
+            child = child.input  # the join's pruning projection: this one reads the join's columns itself
         exprs = _kept_exprs(n, needed)
         if all(isinstance(e, ex.Column) and e.name == name for name, e in exprs) \
                 and tuple(name for name, _ in exprs) == child.schema.names:
@@ -319,7 +321,18 @@ def _shrink(n: pn.PlanNode, inputs: tuple[pn.PlanNode, ...], needed: set[str]) -
         parts = tuple(p if p.schema.names == names else pn.Project(p, tuple((c, ex.Column(c)) for c in names))
                       for p in inputs)
         return pn.Union(parts)
-    return n.with_inputs(*inputs)
+    rebuilt = n.with_inputs(*inputs)
+    if isinstance(rebuilt, pn.Join) and not set(rebuilt.schema.names) <= needed:
+        # columns only the join's condition reads (or no one) stop here, so its state and the
+        # operators after it do not carry them
+        return pn.Project(rebuilt, tuple((c, ex.Column(c)) for c in rebuilt.schema.names if c in needed)
+                          or ((rebuilt.schema.names[0], ex.Column(rebuilt.schema.names[0])),))
+    return rebuilt
+
+
+def _selects(n: pn.Project) -> bool:
+    """Whether a projection only keeps some of its input's columns, under their names."""
+    return all(isinstance(e, ex.Column) and e.name == name for name, e in n.exprs)
 
 
 DEFAULT_RULES: tuple[tuple[str, Rule], ...] = (

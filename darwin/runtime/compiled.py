@@ -221,7 +221,8 @@ class CompiledEngine:
         if graph.joins:  # its compiled building blocks load only for queries that join
             from darwin.runtime.join import JoinRunner
 
-            self.joins = [JoinRunner(j, config, self.pool, self.backend) for j in graph.joins]
+            self.joins = [JoinRunner(j, config, self.pool, self.backend, graph.columns_read(op.JoinPort(j.id)))
+                          for j in graph.joins]
         self.operators: list[StreamRunner] = []
         if graph.operators:
             from darwin.runtime.stream_operators import runner_for

@@ -29,7 +29,9 @@ KEEP = "__darwin_keep"
 
 
 class JoinRunner:
-    def __init__(self, j: op.JoinOperator, config: Config, pool: StringPool, backend: StateBackend) -> None:
+    def __init__(self, j: op.JoinOperator, config: Config, pool: StringPool, backend: StateBackend,
+                 read: frozenset[str] | None = None) -> None:
+        """``read``: the output columns the pipelines after the join bind (None: all); no other is assembled."""
 
         self.j, node = j, j.join
         self.sides = (backend.join_rows(f"join{j.id}.left", node.left.schema, len(j.keys)),
@@ -44,7 +46,10 @@ class JoinRunner:
         self.side_wm = [NO_WATERMARK, NO_WATERMARK]
         self.wm = NO_WATERMARK
         self.late_rows = self.null_time_rows = 0
-        self.output_schema = pn.with_change_kind(node.schema) if self.updating else node.schema
+        output = pn.with_change_kind(node.schema) if self.updating else node.schema
+        self.emits = None if read is None or set(output.names) <= read else frozenset(read)
+        self.output_schema = output if self.emits is None else \
+            Schema(tuple(f for f in output.fields if f.name in self.emits))
         self.nullable = frozenset(f.name for f in node.schema.fields if f.nullable)
         self.condition = None
         self.condition_reads: frozenset[str] = frozenset()
@@ -89,7 +94,7 @@ class JoinRunner:
         out_probe, out_kept, kind, matches = ji.plan_output(
             n, np.flatnonzero(eligible), pair_probe, pair_kept, theirs.matches, pad,
             self.updating and self.outer[1 - side], self.outer[1 - side])
-        result = self._assemble(side, batch.columns, out_probe, out_kept, kind) if len(out_probe) else None
+        result = self._assemble(side, batch.columns, out_probe, out_kept, kind, self.emits) if len(out_probe) else None
         mine.append({name: (c.values, c.valid) for name, c in batch.columns.items()}, probing, keys, hashes, bound,
                     self.wm, matches)
         return result
@@ -150,7 +155,7 @@ class JoinRunner:
                 if valid is None and name in self.nullable:  # operators downstream expect a nullable column's mask
                     valid = np.ones(n, dtype=np.bool_)
                 out[name] = Column(values, valid)
-        if self.updating and only is None:
+        if self.updating and (only is None or pn.CHANGE_KIND in only):
             out[pn.CHANGE_KIND] = Column(kind if kind is not None else np.zeros(n, np.int64), None)
         return EncodedBatch(out, n)
 
@@ -184,7 +189,8 @@ class JoinRunner:
     def _padded(self, side: int, kept: np.ndarray) -> EncodedBatch:
         """Rows ``kept`` of ``side`` with the other side's columns NULL."""
         none = np.full(len(kept), -1, dtype=np.int64)
-        return self._joined(lambda s, name: self.sides[s].gather(name, kept if s == side else none), len(kept), None)
+        return self._joined(lambda s, name: self.sides[s].gather(name, kept if s == side else none), len(kept), None,
+                            self.emits)
 
     def counters(self) -> dict[str, int]:
         return {"late_rows": self.late_rows, "null_time_rows": self.null_time_rows}
