@@ -95,7 +95,12 @@ class JoinRunner:
             n, np.flatnonzero(eligible), pair_probe, pair_kept, theirs.matches, pad,
             self.updating and self.outer[1 - side], self.outer[1 - side])
         result = self._assemble(side, batch.columns, out_probe, out_kept, kind, self.emits) if len(out_probe) else None
-        mine.append({name: (c.values, c.valid) for name, c in batch.columns.items()}, probing, keys, hashes, bound,
+        kept = probing
+        if timing is not None and not self.outer[side]:
+            # a row whose bound the other side's watermark has passed would be freed at the next
+            # advance, and no row of the other side that is not late can match it before: not kept
+            kept = probing[bound[probing] >= self.side_wm[1 - side]]
+        mine.append({name: (c.values, c.valid) for name, c in batch.columns.items()}, kept, keys, hashes, bound,
                     self.wm, matches)
         return result
 
