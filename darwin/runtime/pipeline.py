@@ -104,7 +104,7 @@ class PipelineRunner:
         for a keyed-parallel kernel).
 
         Output buffers hold every row the kernel may write, rows_per_input per input row; so that
-        sliding windows cannot make them huge, the batch runs in chunks of at most ``OUT_BUFFER_ROWS``.
+        sliding windows cannot make them huge, such a batch runs in chunks of at most ``OUT_BUFFER_ROWS``.
         """
         p = self.p
         start, n = rows if rows is not None else (0, batch.length if selection is None else len(selection))
@@ -121,7 +121,9 @@ class PipelineRunner:
         # a row may add an entry per window it is in (one pane), for each row a lookup join made of it
         self.ctl[ctl.ROOM_PER_ROW] = per_row * (self._agg.window.windows_per_row
                                                 if self.state is not None and not self._agg.panes else 1)
-        chunk = max(1, OUT_BUFFER_ROWS // per_row) if collect else max(n - start, 1)
+        # a row making at most one: buffers as large as the input, which is there already (chunks
+        # would be copied into one batch again)
+        chunk = max(1, OUT_BUFFER_ROWS // per_row) if collect and per_row > 1 else max(n - start, 1)
         outs: list[EncodedBatch] = []
         for first in range(start, n, chunk):
             end = min(n, first + chunk)
