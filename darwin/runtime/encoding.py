@@ -291,6 +291,15 @@ class Column:
     valid: np.ndarray | None  # None: no nulls
 
 
+def concat_columns(parts: list[Column]) -> Column:
+    """Columns one after another; with a validity mask if any part has one."""
+    values = np.concatenate([c.values for c in parts])
+    if all(c.valid is None for c in parts):
+        return Column(values, None)
+    return Column(values, np.concatenate([np.ones(len(c.values), np.bool_) if c.valid is None else c.valid
+                                          for c in parts]))
+
+
 @dataclass
 class EncodedBatch:
     columns: dict[str, Column]

@@ -44,7 +44,7 @@ from darwin.errors import CheckpointError
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
 from darwin.runtime.adaptive import WorkerShare
-from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.runtime.encoding import Column, EncodedBatch, StringPool, concat_columns
 from darwin.runtime.pipeline import FIRST_SEEN, PipelineRunner, concatenated
 from darwin.runtime.routing import key_columns, key_groups, owners, split_rows
 from darwin.runtime.static_index import StaticIndex
@@ -343,7 +343,7 @@ class KeyedRunner(_Shared):
             self.windows_fired += runs.windows
             yield from _interleaved(batches, runs)
             return
-        columns = {name: _concatenated([b.columns[name] for b in batches]) for name in batches[0].columns}
+        columns = {name: concat_columns([b.columns[name] for b in batches]) for name in batches[0].columns}
         starts_all, seen_all = columns[pn.WINDOW_START].values, columns.pop(FIRST_SEEN).values
         self.windows_fired += len(np.unique(starts_all))
         if self.ordered:  # many runs: sorted; unordered: a benchmark's switch
@@ -537,8 +537,3 @@ def _taken(source: np.ndarray, part: np.ndarray, taken: np.ndarray, arrays: list
 
 def _sliced(column: Column, first: int, end: int) -> Column:
     return Column(column.values[first:end], None if column.valid is None else column.valid[first:end])
-
-
-def _concatenated(parts: list[Column]) -> Column:
-    valid = None if parts[0].valid is None else np.concatenate([c.valid for c in parts])  # type: ignore[misc]
-    return Column(np.concatenate([c.values for c in parts]), valid)

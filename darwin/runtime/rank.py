@@ -1,14 +1,14 @@
 """Runs a top-N or a deduplication (``pn.TopN``, ``pn.Deduplicate``) over the rows a pipeline emits.
 
 The semantics are the reference interpreter's (``darwin.reference.interpreter._Rank``, and
-``darwin.plan.ranking``); here a batch is ranked at once. The rows of the partitions it touches
-(what the state holds of them, and the batch's) are sorted together by (partition, sort keys,
-arrival) and cut at ``n``; the kept rows of the partitions before and after are compared by
-their arrival numbers, which name rows uniquely.
+``darwin.plan.ranking``); here a batch is ranked at once, and the kept rows of the partitions it
+touches before and after are compared by their arrival numbers, which name rows uniquely.
 
 Over an appending input, a partition only ever needs its first ``n`` rows: they sit in ``n``
-fixed slots per partition, in rank order, so a batch touches only its partitions' slots. Over
-an updating input every row is kept (a retraction may bring a lower row back), in flat arrays.
+fixed slots per partition, in rank order, and the batch's rows go through their partitions'
+slots once (``darwin.codegen.top_slots``). Over an updating input every row is kept (a
+retraction may bring a lower row back), in flat arrays; the rows of the partitions a batch
+touches are sorted together by (partition, sort keys, arrival) and cut at ``n``.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
 from darwin.plan.ranking import ranking_of
-from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.runtime.encoding import Column, EncodedBatch, StringPool, concat_columns
 from darwin.runtime.group_keys import GroupKeys
 from darwin.runtime.progress import NO_WATERMARK
-from darwin.runtime.rows import ADDS, Rows, first_seen, order_key, retracted, sort_rows, valid_mask
+from darwin.runtime.rows import ADDS, Rows, first_seen, order_key, retracted, sort_rows
 
 
 class RankRunner:
@@ -129,7 +129,7 @@ class RankRunner:
         everything = np.arange(total)
         components = []
         for k in self.r.order:
-            column = _concatenated(held.columns[k.column], rows.columns[k.column], held.length, rows.length)
+            column = concat_columns([held.columns[k.column], rows.columns[k.column]])
             value, nulls = order_key(column, self.types[k.column], k.descending, everything, self.pool)
             components += [value] if nulls is None else [nulls.astype(np.int64), value]
         components.append(-seq if self.r.latest_first else seq)
@@ -241,10 +241,3 @@ class RankRunner:
 
     def close(self) -> None:
         pass
-
-
-def _concatenated(held: Column, batch: Column, held_length: int, batch_length: int) -> Column:
-    if held.valid is None and batch.valid is None:
-        return Column(np.concatenate([held.values, batch.values]), None)
-    return Column(np.concatenate([held.values, batch.values]),
-                  np.concatenate([valid_mask(held, held_length), valid_mask(batch, batch_length)]))
