@@ -121,6 +121,34 @@ def darwin_query(query: str, events: int, seed: int, sql: bool = False) -> dw.Ta
     return table.select(**{snake_case(c): dw.col(c) for c in table.columns})
 
 
+QUIET = 0.15  # the share of the machine's CPU time others may use while a timed run starts
+QUIET_WAIT = 20.0  # seconds to wait for it at most
+
+
+def wait_for_quiet(most: float = QUIET_WAIT, window: float = 0.25) -> float:
+    """Wait until the machine's CPUs are nearly idle (at most ``most`` seconds); the seconds waited.
+
+    Spark's JVM goes on working after a query returns (garbage collection, cleaning up shuffle
+    files); on a small machine the next timed run, of either engine, would share its cores with
+    that. Reads ``/proc/stat``; elsewhere it returns at once."""
+    stat = Path("/proc/stat")
+    if not stat.exists():
+        return 0.0
+    started = time.perf_counter()
+
+    def ticks() -> tuple[int, int]:
+        fields = [int(x) for x in stat.read_text().split("\n", 1)[0].split()[1:]]
+        return sum(fields), fields[3] + fields[4]  # all, idle + iowait
+
+    while time.perf_counter() - started < most:
+        total, idle = ticks()
+        time.sleep(window)
+        total2, idle2 = ticks()
+        if total2 > total and 1 - (idle2 - idle) / (total2 - total) < QUIET:
+            break
+    return time.perf_counter() - started
+
+
 def run_darwin(query: str, events: int, seed: int, config: dw.Config, sql: bool = False) \
         -> tuple[float, float, int]:
     """The seconds of a run into a discarding sink, the CPU seconds of the process's threads in them,
@@ -128,6 +156,7 @@ def run_darwin(query: str, events: int, seed: int, config: dw.Config, sql: bool 
     few events."""
     _discard(darwin_query(query, min(events, WARM_UP_EVENTS), seed, sql), config)
     q = darwin_query(query, events, seed, sql)
+    wait_for_quiet()
     started, cpu = time.perf_counter(), time.process_time()
     rows = _discard(q, config)
     return time.perf_counter() - started, time.process_time() - cpu, rows
@@ -148,6 +177,7 @@ def run_darwin_spark(query: str, events: int, seed: int, config: dw.Config, sql:
     small = darwin_query(query, min(events, WARM_UP_EVENTS), seed, sql)
     dataframe(small.plan, on_spark(config)).write.format("noop").mode("overwrite").save()
     df = dataframe(darwin_query(query, events, seed, sql).plan, on_spark(config))  # built untimed, as the twins'
+    wait_for_quiet()
     started = time.perf_counter()
     df.write.format("noop").mode("overwrite").save()
     return time.perf_counter() - started
@@ -207,6 +237,7 @@ def run_spark(query: str, paths: dict[str, str], warm_up: dict[str, str], genera
 
     SPARK_QUERIES[query](spark_streams(warm_up, warm_generator)).write.format("noop").mode("overwrite").save()
     df = SPARK_QUERIES[query](spark_streams(paths, generator))
+    wait_for_quiet()
     started = time.perf_counter()
     df.write.format("noop").mode("overwrite").save()
     return time.perf_counter() - started
@@ -297,44 +328,57 @@ def run_all(queries: list[str], engines: list[str], events: int, seed: int, conf
     generated = spark_input == "generator"
     generator = GeneratorConfig(events=events, seed=seed) if generated else None
     warm_generator = GeneratorConfig(events=min(events, WARM_UP_EVENTS), seed=seed) if generated else None
-    measurements: list[Measurement] = []
     problems: list[str] = []
     twins = spark_twins()
     runs = [(q, e) for q in queries for e in engines if e != "spark" or q in twins]
+    # Darwin's timed runs first, before Spark's JVM starts: it holds its heap (many GB) from then on,
+    # and on this machine a process touching fresh memory beside it runs up to 3x slower
+    timed = sorted(runs, key=lambda run: run[1] != "darwin")
     with progress:
-        task = progress.add_task("nexmark", total=len(runs))
+        task = progress.add_task("nexmark", total=len(runs) * (2 if collect else 1))
         cores = {"darwin": config.parallelism}
-        if any(e != "darwin" for _, e in runs):
-            progress.update(task, description="starting Spark")
-            cores["spark"] = cores["darwin-spark"] = spark_cores()
         inputs: dict[str, dict[str, str]] = {}
+        ran: dict[tuple[str, str], Measurement] = {}
+        for query, engine in timed:
+            progress.update(task, description=f"{query} on {engine}")
+            if engine not in cores:
+                progress.update(task, description="starting Spark")
+                cores["spark"] = cores["darwin-spark"] = spark_cores()
+            m = ran[query, engine] = Measurement(query, engine, events, cores[engine])
+            try:
+                if engine == "darwin":
+                    m.seconds, m.cpu_seconds, m.output_rows = run_darwin(query, events, seed, config, sql)
+                elif engine == "darwin-spark":
+                    m.seconds = run_darwin_spark(query, events, seed, config, sql)
+                else:
+                    if not inputs:
+                        progress.update(task, description=f"writing {events:,} events as Parquet for Spark")
+                        inputs["run"] = parquet_for(events, seed, data_dir)
+                        inputs["warm_up"] = parquet_for(min(events, WARM_UP_EVENTS), seed, data_dir)
+                    m.seconds = run_spark(query, inputs["run"], inputs["warm_up"], generator, warm_generator)
+            except Exception as e:  # noqa: BLE001 -- a benchmark of every query reports a failing one and goes on
+                m.error = _one_line(e)
+                problems.append(f"{query} failed on {engine}:\n{_excerpt(e)}")
+            progress.advance(task)
+        measurements: list[Measurement] = [ran[run] for run in runs]
         for query in queries:
             tables: dict[str, pa.Table] = {}
-            ran: dict[str, Measurement] = {}
-            for engine in (e for q, e in runs if q == query):
-                progress.update(task, description=f"{query} on {engine}")
-                m = ran[engine] = Measurement(query, engine, events, cores[engine])
-                measurements.append(m)
+            mine = {e: ran[q, e] for q, e in runs if q == query}
+            for engine, m in mine.items():
+                if not collect:
+                    continue
+                if m.error is not None:
+                    progress.advance(task)
+                    continue
+                progress.update(task, description=f"{query} on {engine}: collecting (untimed)")
                 try:
-                    if engine == "darwin":
-                        m.seconds, m.cpu_seconds, m.output_rows = run_darwin(query, events, seed, config, sql)
-                    elif engine == "darwin-spark":
-                        m.seconds = run_darwin_spark(query, events, seed, config, sql)
+                    if engine == "spark":
+                        table, m.collect_seconds = collect_spark(query, inputs["run"], generator)
                     else:
-                        if not inputs:
-                            progress.update(task, description=f"writing {events:,} events as Parquet for Spark")
-                            inputs["run"] = parquet_for(events, seed, data_dir)
-                            inputs["warm_up"] = parquet_for(min(events, WARM_UP_EVENTS), seed, data_dir)
-                        m.seconds = run_spark(query, inputs["run"], inputs["warm_up"], generator, warm_generator)
-                    if collect:
-                        progress.update(task, description=f"{query} on {engine}: collecting (untimed)")
-                        if engine == "spark":
-                            table, m.collect_seconds = collect_spark(query, inputs["run"], generator)
-                        else:
-                            table, m.collect_seconds = collect_darwin(
-                                query, events, seed, config if engine == "darwin" else on_spark(config), sql)
-                        tables[engine], m.rows = table, table.num_rows
-                except Exception as e:  # noqa: BLE001 -- a benchmark of every query reports a failing one and goes on
+                        table, m.collect_seconds = collect_darwin(
+                            query, events, seed, config if engine == "darwin" else on_spark(config), sql)
+                    tables[engine], m.rows = table, table.num_rows
+                except Exception as e:  # noqa: BLE001 -- as above
                     m.error = _one_line(e)
                     problems.append(f"{query} failed on {engine}:\n{_excerpt(e)}")
                 progress.advance(task)
@@ -343,10 +387,10 @@ def run_all(queries: list[str], engines: list[str], events: int, seed: int, conf
                 first, *others = tables  # each engine against the first (darwin when it ran)
                 diffs = {e: difference(*(t if compared is None else t.select(list(compared))
                                          for t in (tables[first], tables[e]))) for e in others}
-                for m in ran.values():
+                for m in mine.values():
                     m.equal = all(d is None for d in diffs.values())
                 problems += [f"{query}: {first} and {e} differ\n{d}" for e, d in diffs.items() if d is not None]
-            darwin, spark = ran.get("darwin"), ran.get("spark")
+            darwin, spark = mine.get("darwin"), mine.get("spark")
             if darwin and spark:
                 a, b = darwin.events_per_second_per_core, spark.events_per_second_per_core
                 if a is not None and b:
