@@ -88,10 +88,10 @@ def merge_ring_entries(lay: AggLayout, ring: Ring, parts: Sequence[Entries]) -> 
     assert lay.first_seen is not None  # entries from several workers carry the row that made them
     keys = [np.concatenate(c) for c in zip(*(k for k, _ in parts))]
     values = [np.concatenate(c) for c in zip(*(v for _, v in parts))]
-    bounds = np.zeros(len(parts) + 1, np.int64)
-    bounds[1:] = np.cumsum([len(k[0]) for k, _ in parts])
     cells = keys[1] - ring.low if ring.keyed else np.zeros(len(keys[0]), np.int64)
-    order = merge_window_order(keys[0], values[lay.first_seen], bounds)
+    order = window_order([k[0] for k, _ in parts], [v[lay.first_seen] for _, v in parts])
+    if order is None:  # the parts follow each other in firing order
+        order = np.arange(len(keys[0]))
     group, rank = _groups_in_order(keys[0], np.ascontiguousarray(cells, np.int64), order, ring.size)
     oldest = order[rank == 0]  # group g's oldest entry is the g-th met: groups are numbered in firing order
     merged = [v[oldest] for v in values]
@@ -117,7 +117,7 @@ def _in_firing_order(part: Entries, lay: AggLayout) -> Entries:
     keys, values = part
     starts = keys[0]
     seen = values[lay.first_seen] if lay.first_seen is not None else np.arange(len(starts))
-    order = window_order(starts, seen)
+    order = window_order([starts], [seen])
     if order is None:
         return part
     return [k[order] for k in keys], [v[order] for v in values]
@@ -126,17 +126,20 @@ def _in_firing_order(part: Entries, lay: AggLayout) -> Entries:
 MERGED_RUNS = 16  # more runs in order than this: the rows are sorted instead of merged
 
 
-def window_order(starts: np.ndarray, seen: np.ndarray) -> np.ndarray | None:
-    """The order of rows by window start, then first-seen row (unique), or None if they are in it
-    already. Rows made of a few runs in that order (a ring's entries, walked slot by slot) are
-    merged, not sorted; rows in many runs are sorted."""
-    step = np.diff(starts)
-    breaks = np.flatnonzero((step < 0) | ((step == 0) & (np.diff(seen) <= 0))) + 1
-    if not len(breaks):
+def window_order(starts: Sequence[np.ndarray], seen: Sequence[np.ndarray]) -> np.ndarray | None:
+    """The order of the parts' rows, taken one part after another, by window start, then first-seen
+    row (unique); None if they are in it already. Rows in a few runs in that order (a ring's entries
+    walked slot by slot, several rings' entries) are merged (``merged_runs``), many runs sorted."""
+    runs = merged_runs(starts, seen)
+    if runs is None:
+        return np.lexsort((np.concatenate(seen), np.concatenate(starts)))
+    if np.all(runs.source[1:] >= runs.source[:-1]):  # runs are numbered in the parts' order
         return None
-    if len(breaks) >= MERGED_RUNS:
-        return np.lexsort((seen, starts))
-    return merge_window_order(starts, seen, np.concatenate(([0], breaks, [len(starts)])).astype(np.int64))
+    rows = np.arange(sum(len(s) for s in starts))
+    bounds = np.cumsum([0] + [len(s) for s in starts])
+    order = np.empty(len(rows), np.int64)
+    take_runs(runs.source, runs.part, runs.first.copy(), tuple(rows[a:b] for a, b in zip(bounds, bounds[1:])), order)
+    return order
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,26 +222,6 @@ def _merge_runs(starts: tuple[np.ndarray, ...], seen: tuple[np.ndarray, ...], pa
             windows += 1
             window = best_start
     return source, windows
-
-
-@njit(nogil=True, cache=True)
-def merge_window_order(starts: np.ndarray, seen: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """The order merging runs ``bounds[p]:bounds[p+1]``, each ordered by (start, seen), into one
-    such order: a k-way merge of a few workers' runs, not a sort of every row."""
-    n, parts = starts.shape[0], bounds.shape[0] - 1
-    at = bounds[:-1].copy()
-    order = np.empty(n, np.int64)
-    chosen = 0
-    for i in range(n):
-        j = -1
-        for p in range(parts):
-            k = at[p]
-            if k < bounds[p + 1] and (j < 0 or starts[k] < starts[j] or (starts[k] == starts[j] and seen[k] < seen[j])):
-                j = k
-                chosen = p
-        at[chosen] += 1
-        order[i] = j
-    return order
 
 
 @njit(nogil=True, cache=True)

@@ -80,7 +80,7 @@ def test_workers_fired_rows_are_merged_in_window_then_first_seen_order(runs, scr
     if scrambled:  # a worker out of order: the runs break up
         order = np.random.default_rng(seed).permutation(len(starts_a))
         starts_a, seen_a = starts_a[order], seen_a[order]
-    got = window_order(starts_a, seen_a)
+    got = window_order([starts_a], [seen_a])
     want = np.lexsort((seen_a, starts_a))
     assert np.array_equal(want, np.arange(len(want))) if got is None else np.array_equal(got, want)
 
