@@ -309,11 +309,10 @@ def _shrink(n: pn.PlanNode, inputs: tuple[pn.PlanNode, ...], needed: set[str]) -
         return n if cols == n.columns else dataclasses.replace(n, columns=cols)
     if isinstance(n, pn.Project):
         (child,) = inputs
-        if isinstance(child, pn.Project) and _selects(child) and isinstance(child.input, pn.Join):
+        if isinstance(child, pn.Project) and _selects(child.exprs) and isinstance(child.input, pn.Join):
             child = child.input  # the join's pruning projection: this one reads the join's columns itself
         exprs = _kept_exprs(n, needed)
-        if all(isinstance(e, ex.Column) and e.name == name for name, e in exprs) \
-                and tuple(name for name, _ in exprs) == child.schema.names:
+        if _selects(exprs) and tuple(name for name, _ in exprs) == child.schema.names:
             return child  # an identity projection
         return pn.Project(child, exprs)
     if isinstance(n, pn.Union):  # every input gives exactly the needed columns, in the same order
@@ -330,9 +329,9 @@ def _shrink(n: pn.PlanNode, inputs: tuple[pn.PlanNode, ...], needed: set[str]) -
     return rebuilt
 
 
-def _selects(n: pn.Project) -> bool:
-    """Whether a projection only keeps some of its input's columns, under their names."""
-    return all(isinstance(e, ex.Column) and e.name == name for name, e in n.exprs)
+def _selects(exprs: tuple[tuple[str, ex.ExprNode], ...]) -> bool:
+    """Whether a projection's expressions only keep some of its input's columns, under their names."""
+    return all(isinstance(e, ex.Column) and e.name == name for name, e in exprs)
 
 
 DEFAULT_RULES: tuple[tuple[str, Rule], ...] = (

@@ -350,9 +350,7 @@ class KeyedRunner(_Shared):
             order = np.lexsort((seen_all, starts_all))
             columns = {name: Column(c.values[order], None if c.valid is None else c.valid[order])
                        for name, c in columns.items()}
-        for first in range(0, len(starts_all), FIRE_CHUNK):  # slices: no copy
-            end = min(first + FIRE_CHUNK, len(starts_all))
-            yield EncodedBatch({name: _sliced(c, first, end) for name, c in columns.items()}, end - first)
+        yield from _in_chunks(columns, 0, len(starts_all))
 
     def counters(self) -> dict[str, int]:
         counts = {**self._counters(), "windows_fired": self.windows_fired}
@@ -510,11 +508,9 @@ def _interleaved(batches: list[EncodedBatch], runs: WindowRuns) -> Iterator[Enco
     chunks of ``FIRE_CHUNK``: a run's rows are a slice of its batch, each chunk's share of a run is
     the next piece of that slice, so only a chunk's worth of memory is written at a time."""
     names = [name for name in batches[0].columns if name != FIRST_SEEN]
-    if len(runs.part) == 1:  # one run: slices, no copy
+    if len(runs.part) == 1:  # one run
         only, at = batches[int(runs.part[0])], int(runs.first[0])
-        for first in range(at, at + len(runs.source), FIRE_CHUNK):
-            end = min(first + FIRE_CHUNK, at + len(runs.source))
-            yield EncodedBatch({name: _sliced(only.columns[name], first, end) for name in names}, end - first)
+        yield from _in_chunks({name: only.columns[name] for name in names}, at, at + len(runs.source))
         return
     taken = runs.first.copy()
     for first in range(0, len(runs.source), FIRE_CHUNK):
@@ -535,5 +531,9 @@ def _taken(source: np.ndarray, part: np.ndarray, taken: np.ndarray, arrays: list
     return out
 
 
-def _sliced(column: Column, first: int, end: int) -> Column:
-    return Column(column.values[first:end], None if column.valid is None else column.valid[first:end])
+def _in_chunks(columns: dict[str, Column], start: int, stop: int) -> Iterator[EncodedBatch]:
+    """Rows ``start:stop`` of ``columns`` in batches of at most ``FIRE_CHUNK``: slices, no copy."""
+    for first in range(start, stop, FIRE_CHUNK):
+        end = min(first + FIRE_CHUNK, stop)
+        yield EncodedBatch({name: Column(c.values[first:end], None if c.valid is None else c.valid[first:end])
+                            for name, c in columns.items()}, end - first)
