@@ -26,7 +26,7 @@ from darwin.plan.ranking import ranking_of
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool, concat_columns
 from darwin.runtime.group_keys import GroupKeys
 from darwin.runtime.progress import NO_WATERMARK
-from darwin.runtime.rows import ADDS, Rows, first_seen, order_key, retracted, sort_rows
+from darwin.runtime.rows import ADDS, Rows, first_seen, order_components, retracted, sort_rows
 
 
 class RankRunner:
@@ -125,15 +125,11 @@ class RankRunner:
     def _order_keys(self, held: Rows, rows: Rows, seq: np.ndarray) -> np.ndarray:
         """Rows x components ranking the held rows, then the batch's, as ``sort_rows`` does within a
         partition: each sort key (where NULLs go, then the value), then arrival."""
-        total = held.length + rows.length
-        everything = np.arange(total)
-        components = []
-        for k in self.r.order:
-            column = concat_columns([held.columns[k.column], rows.columns[k.column]])
-            value, nulls = order_key(column, self.types[k.column], k.descending, everything, self.pool)
-            components += [value] if nulls is None else [nulls.astype(np.int64), value]
+        read = list(dict.fromkeys(k.column for k in self.r.order))
+        both = Rows(self.fields, {c: concat_columns([held.columns[c], rows.columns[c]]) for c in read}, len(seq))
+        components = order_components(both, self.types, self.r.order, np.arange(len(seq)), self.pool)
         components.append(-seq if self.r.latest_first else seq)
-        return np.ascontiguousarray(np.column_stack(components))
+        return np.ascontiguousarray(np.column_stack(components))  # int64, as the arrival numbers are
 
     def _grow(self) -> None:
         if self.r.retracting:

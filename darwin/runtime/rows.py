@@ -7,7 +7,7 @@ import numpy as np
 
 from darwin.codegen.group_index import key_bits
 from darwin.plan import nodes as pn
-from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.runtime.encoding import Column, EncodedBatch, StringPool, concat_columns
 from darwin.types import DType, Field
 
 ADDS = (pn.ChangeKind.INSERT, pn.ChangeKind.UPDATE_AFTER)  # change kinds that add a row
@@ -48,11 +48,8 @@ class Rows:
         fields = parts[0].fields
         columns = {}
         for f in fields:
-            values = np.concatenate([p.columns[f.name].values for p in parts]).astype(f.dtype.numpy, copy=False)
-            valid = None
-            if any(p.columns[f.name].valid is not None for p in parts):
-                valid = np.concatenate([valid_mask(p.columns[f.name], p.length) for p in parts])
-            columns[f.name] = Column(values, valid)
+            c = concat_columns([p.columns[f.name] for p in parts])
+            columns[f.name] = Column(c.values.astype(f.dtype.numpy, copy=False), c.valid)
         return Rows(fields, columns, sum(p.length for p in parts))
 
     def resized(self, length: int) -> Rows:
@@ -71,15 +68,23 @@ def sort_rows(rows: Rows, types: dict[str, DType], order: tuple[pn.SortKey, ...]
         -> tuple[np.ndarray, np.ndarray]:
     """The rows ``among`` sorted by (partition, sort keys, arrival: the later first if
     ``latest_first``), and each one's position in its partition (partitions are 0..parts-1)."""
-    keys: list[np.ndarray] = [-seq[among] if latest_first else seq[among]]
-    for k in reversed(order):
-        value, nulls = order_key(rows.columns[k.column], types[k.column], k.descending, among, pool)
-        keys += [value] if nulls is None else [value, nulls]
-    keys.append(part[among])
+    keys = [-seq[among] if latest_first else seq[among], *reversed(order_components(rows, types, order, among, pool)),
+            part[among]]
     ranked = among[np.lexsort(keys)]
     sorted_part = part[ranked]
     first = np.searchsorted(sorted_part, np.arange(parts))
     return ranked, np.arange(len(ranked)) - first[sorted_part]
+
+
+def order_components(rows: Rows, types: dict[str, DType], order: tuple[pn.SortKey, ...], among: np.ndarray,
+                     pool: StringPool) -> list[np.ndarray]:
+    """Integer components ordering the rows ``among`` by the sort keys, most significant first:
+    for each key where its NULLs go (if it has any), then its value."""
+    components: list[np.ndarray] = []
+    for k in order:
+        value, nulls = order_key(rows.columns[k.column], types[k.column], k.descending, among, pool)
+        components += [value] if nulls is None else [nulls, value]
+    return components
 
 
 def order_key(c: Column, dtype: DType, descending: bool, among: np.ndarray, pool: StringPool) \
