@@ -63,7 +63,7 @@ def _slot_holds(slots: np.ndarray, s: int | np.int64, probe: np.ndarray, i: int)
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def find_slot(slots: np.ndarray, probe: np.ndarray, i: int, h: np.uint64) -> np.int64:
     """The slot of ``probe[i]``'s key, or of the empty slot where it would go. A slot holds its
     key beside its newest row, so finding it reads one slot, not a kept row's key."""
@@ -104,12 +104,26 @@ def probe_rows(slots: np.ndarray, nxt: np.ndarray, alive: np.ndarray, probe: np.
                rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (batch row, kept row) of equal keys: batch rows in order, each one's kept rows in
     arrival order (a key's chain runs newest first: each batch row's run is reversed); dead rows
-    are skipped."""
-    cap = max(16, rows.shape[0])
-    out_probe = np.empty(cap, dtype=np.int64)
-    out_kept = np.empty(cap, dtype=np.int64)
-    m = 0
-    for n in range(rows.shape[0]):
+    are skipped. The pairs are written by ``_probe_into`` into arrays it never replaces (growing
+    them in its loop costs more than the probe itself); they grow here when full."""
+    out_probe = np.empty(max(16, rows.shape[0]), dtype=np.int64)
+    out_kept = np.empty(out_probe.shape[0], dtype=np.int64)
+    n, m = 0, 0
+    while True:
+        n, m = _probe_into(slots, nxt, alive, probe, hashes, rows, n, out_probe, out_kept, m)
+        if n == rows.shape[0]:
+            return out_probe[:m], out_kept[:m]
+        out_probe = np.concatenate((out_probe, np.empty(out_probe.shape[0], dtype=np.int64)))
+        out_kept = np.concatenate((out_kept, np.empty(out_kept.shape[0], dtype=np.int64)))
+
+
+@njit(cache=True, nogil=True)
+def _probe_into(slots: np.ndarray, nxt: np.ndarray, alive: np.ndarray, probe: np.ndarray, hashes: np.ndarray,
+                rows: np.ndarray, start: int, out_probe: np.ndarray, out_kept: np.ndarray, m: int) -> tuple[int, int]:
+    """``probe_rows`` from ``rows[start]`` on, pairs written from ``m`` on; stops at a batch row
+    whose pairs do not fit (none of them kept). Returns where it stopped (``len(rows)`` when done)
+    and the pairs written."""
+    for n in range(start, rows.shape[0]):
         i = rows[n]
         s = find_slot(slots, probe, i, hashes[i])
         r = slots[s, 0]
@@ -117,8 +131,7 @@ def probe_rows(slots: np.ndarray, nxt: np.ndarray, alive: np.ndarray, probe: np.
         while r != EMPTY:
             if alive[r]:
                 if m == out_probe.shape[0]:
-                    out_probe = np.concatenate((out_probe, np.empty(m, dtype=np.int64)))
-                    out_kept = np.concatenate((out_kept, np.empty(m, dtype=np.int64)))
+                    return n, begin
                 out_probe[m] = i
                 out_kept[m] = r
                 m += 1
@@ -128,7 +141,7 @@ def probe_rows(slots: np.ndarray, nxt: np.ndarray, alive: np.ndarray, probe: np.
             out_kept[low], out_kept[high] = out_kept[high], out_kept[low]
             low += 1
             high -= 1
-    return out_probe[:m], out_kept[:m]
+    return rows.shape[0], m
 
 
 @njit(cache=True, nogil=True)
