@@ -20,6 +20,8 @@ ID_LEAD = 10  # yet-to-be-created ids a random choice may pick
 MIN_STRING_LENGTH = 3
 LN_1E6 = 13.815510557964274  # ln(10 ** 6): prices are log-uniform over [1, 10 ** 6] dollars
 
+Int = int | np.int64  # what the kernels take and give: Numba types both as int64, mypy tells them apart
+
 # configuration array slots (see GeneratorConfig.as_array)
 (C_SEED, C_PERSON, C_AUCTION, C_TOTAL, C_HOT_AUCTION, C_HOT_SELLER, C_HOT_BIDDER, C_ACTIVE_PEOPLE,
  C_IN_FLIGHT, C_BASE_TIME, C_DELAY_NS, C_AVG_PERSON, C_AVG_AUCTION, C_AVG_BID) = range(14)
@@ -39,7 +41,7 @@ def _next(state: np.ndarray) -> np.uint64:
 
 
 @njit(inline="always", cache=True)
-def next_int(state: np.ndarray, n: np.int64) -> np.int64:
+def next_int(state: np.ndarray, n: Int) -> Int:
     """Uniform in [0, n) for n < 2**32, by multiply-shift instead of a division."""
     return np.int64(((_next(state) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
 
@@ -50,12 +52,12 @@ def next_double(state: np.ndarray) -> float:
 
 
 @njit(inline="always", cache=True)
-def event_key(seed: np.int64, event_id: np.int64) -> np.uint64:
+def event_key(seed: Int, event_id: Int) -> np.uint64:
     return _mix(np.uint64(seed) * GOLDEN ^ np.uint64(event_id))
 
 
 @njit(inline="always", cache=True)
-def draw_int(key: np.uint64, i: int, n: np.int64) -> np.int64:
+def draw_int(key: np.uint64, i: int, n: Int) -> Int:
     """Draw ``i`` of an event, uniform in [0, n): counter-based, so no state to carry."""
     r = _mix(key + np.uint64(i + 1) * GOLDEN)
     return np.int64(((r >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
@@ -67,17 +69,17 @@ def draw_double(key: np.uint64, i: int) -> float:
 
 
 @njit(inline="always", cache=True)
-def seed_event(state: np.ndarray, seed: np.int64, event_id: np.int64) -> None:
+def seed_event(state: np.ndarray, seed: Int, event_id: Int) -> None:
     state[0] = _mix(np.uint64(seed) * GOLDEN ^ np.uint64(event_id))
 
 
 @njit(inline="always", cache=True)
-def timestamp(cfg: np.ndarray, event_id: np.int64) -> np.int64:
+def timestamp(cfg: np.ndarray, event_id: Int) -> Int:
     return cfg[C_BASE_TIME] + (event_id * cfg[C_DELAY_NS]) // 1_000_000
 
 
 @njit(inline="always", cache=True)
-def last_person(cfg: np.ndarray, event_id: np.int64) -> np.int64:
+def last_person(cfg: np.ndarray, event_id: Int) -> Int:
     """The last person id (base 0) created at or before this event."""
     epoch, offset = event_id // cfg[C_TOTAL], event_id % cfg[C_TOTAL]
     if offset >= cfg[C_PERSON]:
@@ -86,7 +88,7 @@ def last_person(cfg: np.ndarray, event_id: np.int64) -> np.int64:
 
 
 @njit(inline="always", cache=True)
-def last_auction(cfg: np.ndarray, event_id: np.int64) -> np.int64:
+def last_auction(cfg: np.ndarray, event_id: Int) -> Int:
     """The last auction id (base 0) created at or before this event."""
     epoch, offset = event_id // cfg[C_TOTAL], event_id % cfg[C_TOTAL]
     if offset < cfg[C_PERSON]:
@@ -100,7 +102,7 @@ def last_auction(cfg: np.ndarray, event_id: np.int64) -> np.int64:
 
 
 @njit(inline="always", cache=True)
-def random_person(cfg: np.ndarray, state: np.ndarray, event_id: np.int64) -> np.int64:
+def random_person(cfg: np.ndarray, state: np.ndarray, event_id: Int) -> Int:
     """An active person, or one of the next few to be created (base 0)."""
     people = last_person(cfg, event_id) + 1
     active = min(people, cfg[C_ACTIVE_PEOPLE])
@@ -108,7 +110,7 @@ def random_person(cfg: np.ndarray, state: np.ndarray, event_id: np.int64) -> np.
 
 
 @njit(inline="always", cache=True)
-def random_auction(cfg: np.ndarray, state: np.ndarray, event_id: np.int64) -> np.int64:
+def random_auction(cfg: np.ndarray, state: np.ndarray, event_id: Int) -> Int:
     """An auction likely still in flight, or one of the next few (base 0)."""
     last = last_auction(cfg, event_id)
     low = max(last - cfg[C_IN_FLIGHT], 0)
@@ -116,12 +118,12 @@ def random_auction(cfg: np.ndarray, state: np.ndarray, event_id: np.int64) -> np
 
 
 @njit(inline="always", cache=True)
-def price(state: np.ndarray) -> np.int64:
+def price(state: np.ndarray) -> Int:
     return np.int64(np.round(np.exp(next_double(state) * LN_1E6) * 100.0))  # 10 ** (6u) * 100
 
 
 @njit(inline="always", cache=True)
-def put_exact(state: np.ndarray, buf: np.ndarray, pos: np.int64, length: np.int64) -> np.int64:
+def put_exact(state: np.ndarray, buf: np.ndarray, pos: Int, length: Int) -> Int:
     """``length`` random letters, 13 from each 64-bit draw (26**13 < 2**63)."""
     left = 0
     rnd = np.uint64(0)
@@ -137,7 +139,7 @@ def put_exact(state: np.ndarray, buf: np.ndarray, pos: np.int64, length: np.int6
 
 
 @njit(inline="always", cache=True)
-def put_words(state: np.ndarray, buf: np.ndarray, pos: np.int64, max_length: np.int64) -> np.int64:
+def put_words(state: np.ndarray, buf: np.ndarray, pos: Int, max_length: Int) -> Int:
     """Letters with about one space in 13, trimmed: the reference's nextString."""
     length = MIN_STRING_LENGTH + next_int(state, max_length - MIN_STRING_LENGTH)
     start = pos
@@ -153,8 +155,8 @@ def put_words(state: np.ndarray, buf: np.ndarray, pos: np.int64, max_length: np.
 
 
 @njit(inline="always", cache=True)
-def put_extra(state: np.ndarray, pool: np.ndarray, buf: np.ndarray, pos: np.int64, current: np.int64,
-              average: np.int64) -> np.int64:
+def put_extra(state: np.ndarray, pool: np.ndarray, buf: np.ndarray, pos: Int, current: Int,
+              average: Int) -> Int:
     """Padding so that a record's size is ``average`` bytes on average: random letters copied from
     a random offset of a seeded pool (a copy per record instead of a draw per letter)."""
     if current > average:
@@ -179,8 +181,8 @@ BID_AUCTION, BID_BIDDER, BID_PRICE, BID_CHANNEL = 1, 2, 4, 8
 @njit(nogil=True, cache=True)
 def bids(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, auction: np.ndarray, bidder: np.ndarray,
          price_: np.ndarray, channel: np.ndarray, date_time: np.ndarray, extra_buf: np.ndarray,
-         extra_off: np.ndarray, hot_channels: np.int64, cold_channels: np.int64, with_extra: bool,
-         wanted: np.int64) -> None:
+         extra_off: np.ndarray, hot_channels: Int, cold_channels: Int, with_extra: bool,
+         wanted: Int) -> None:
     """Bids of event ``ids``; only the columns whose ``BID_*`` bit is in ``wanted`` (and the time) are
     drawn: draws are counter-based, so skipping a column changes no other value."""
     pos = 0
@@ -234,7 +236,9 @@ def auctions(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, id_: np.ndarray
              name_buf: np.ndarray, name_off: np.ndarray, desc_buf: np.ndarray, desc_off: np.ndarray,
              extra_buf: np.ndarray, extra_off: np.ndarray, with_text: bool) -> None:
     state = np.zeros(1, dtype=np.uint64)
-    npos, dpos, epos = 0, 0, 0
+    npos: Int = 0
+    dpos: Int = 0
+    epos: Int = 0
     in_flight_events = (cfg[C_IN_FLIGHT] * cfg[C_TOTAL]) // cfg[C_AUCTION]
     for j in range(ids.shape[0]):
         eid = ids[j]
@@ -266,9 +270,11 @@ def auctions(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, id_: np.ndarray
 def people(cfg: np.ndarray, pool: np.ndarray, ids: np.ndarray, id_: np.ndarray, name: np.ndarray, city: np.ndarray,
            state_: np.ndarray, date_time: np.ndarray, email_buf: np.ndarray, email_off: np.ndarray,
            card_buf: np.ndarray, card_off: np.ndarray, extra_buf: np.ndarray, extra_off: np.ndarray,
-           n_first: np.int64, n_last: np.int64, n_cities: np.int64, n_states: np.int64, with_text: bool) -> None:
+           n_first: Int, n_last: Int, n_cities: Int, n_states: Int, with_text: bool) -> None:
     state = np.zeros(1, dtype=np.uint64)
-    mpos, cpos, epos = 0, 0, 0
+    mpos: Int = 0
+    cpos: Int = 0
+    epos: Int = 0
     for j in range(ids.shape[0]):
         eid = ids[j]
         seed_event(state, cfg[C_SEED], eid)

@@ -344,7 +344,7 @@ def run_all(queries: list[str], engines: list[str], events: int, seed: int, conf
     timed = sorted(runs, key=lambda run: run[1] != "darwin")
     with progress:
         task = progress.add_task("nexmark", total=len(runs) * (2 if collect else 1))
-        cores = {"darwin": config.parallelism}
+        cores = {"darwin": config.workers}
         inputs: dict[str, dict[str, str]] = {}
         ran: dict[tuple[str, str], Measurement] = {}
         for query, engine in timed:

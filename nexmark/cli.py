@@ -101,7 +101,7 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
         if state != "memory" and state_path is None:
             state_path = data_dir / f"state-{state}"
         config = dw.Config(mode=mode, target=target, state=state, parallelism=parallelism, batch_size=batch_size,
-                           state_path=state_path)
+                           state_path=None if state_path is None else str(state_path))
     measurements, problems = bench.run_all(bench.expand(queries), engines, n, seed, config, data_dir, _progress(),
                                            collect, sql, spark_input)
     console.print(result_table(measurements, n, seed))

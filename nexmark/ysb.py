@@ -88,7 +88,8 @@ def generate(events: int, seed: int = 0, rate: int = 10_000_000, batch_size: int
         n = min(lo + batch_size, events) - lo
         values = {name: np.empty(n, np.int64 if name in ("user_id", "page_id") else np.int32) for name in _FIELDS}
         time = np.empty(n, np.int64)
-        _draw(lo, seed, rate, wanted, *values.values(), time, len(ads))
+        _draw(lo, seed, rate, wanted, values["user_id"], values["page_id"], values["ad_id"], values["ad_type"],
+              values["event_type"], time, len(ads))
         arrays = []
         for f in schema:
             if f.name == "event_time":
