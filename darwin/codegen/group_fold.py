@@ -31,6 +31,11 @@ class FoldSlot:
     function: AggregateFunction
     value_dtype: np.dtype | None
     folds_value: bool  # False: the runtime keeps the values (a retraction needs them)
+    every_row: bool = False  # count() (no argument, so no value): every row counts; its x and m are not read
+
+
+# the argument of an ``every_row`` slot: never read, so nothing per row is made or kept for it
+NO_ARGUMENT = (np.zeros(0, np.int64), np.zeros(0, np.bool_))
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,10 @@ def generate_fold(slots: tuple[FoldSlot, ...]) -> FoldSource:
                 if slot.function.distinct:
                     continue
                 value, x, count = f"v{i}[e]", f"x{i}[i]", f"c{i}[e]"
+                if slot.every_row:
+                    assert slot.value_dtype is None, "only count() goes without an argument"
+                    b.line(f"{count} += sign[i]")
+                    continue
                 fold = slot.folds_value and slot.value_dtype is not None
                 with b.block(f"if m{i}[i]:"):
                     with b.block("if sign[i] > 0:"):

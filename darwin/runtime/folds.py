@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from darwin.codegen.compiler import load_kernel
-from darwin.codegen.group_fold import FoldSlot, generate_fold
+from darwin.codegen.group_fold import NO_ARGUMENT, FoldSlot, generate_fold
 from darwin.errors import UnsupportedError
 from darwin.plan.aggregates import function
 from darwin.plan.exprs import AggCall, type_of
@@ -30,17 +30,21 @@ class Folds:
             if fn.retract("v", "x") is None and fn.name not in ("min", "max"):
                 raise UnsupportedError(f"{what}: {name}={call} is not supported yet")
             arg = None if call.input is None else type_of(call.input, schema)
-            self.slots.append(FoldSlot(fn, fn.value_dtype(None if arg is None else arg.dtype), True))
+            value_dtype = fn.value_dtype(None if arg is None else arg.dtype)
+            self.slots.append(FoldSlot(fn, value_dtype, True, every_row=arg is None))
         self.kernel: Callable[..., None] = load_kernel(generate_fold(tuple(self.slots)), cache_dir)
 
-    def fold(self, ids: np.ndarray, groups: int, args: list[tuple[np.ndarray, np.ndarray]]) \
+    def fold(self, ids: np.ndarray, groups: int, args: list[tuple[np.ndarray, np.ndarray] | None]) \
             -> list[tuple[np.ndarray, np.ndarray | None]]:
         """Each aggregate over groups 0..groups-1 of rows ``ids``: ``args`` holds, per aggregate,
-        its argument's values and presence for those rows. (values, validity) per aggregate."""
+        its argument's values and presence for those rows (None for a slot that counts every row:
+        ``every_row``). (values, validity) per aggregate."""
         values = [np.zeros(groups, s.value_dtype or np.int64) for s in self.slots]
         counts = [np.zeros(groups, np.int64) for _ in self.slots]
         flat: list[np.ndarray] = []
-        for (x, present), v, c in zip(args, values, counts):
+        for slot, arg, v, c in zip(self.slots, args, values, counts):
+            assert arg is not None or slot.every_row, "only a slot counting every row goes without its argument"
+            x, present = NO_ARGUMENT if arg is None else arg
             flat += [np.ascontiguousarray(x), np.ascontiguousarray(present), v, c]
         self.kernel(ids, np.ones(len(ids), np.int64), np.zeros(groups, np.int64), *flat)
         return [s.function.finalize(None if s.value_dtype is None else v, c)

@@ -18,7 +18,7 @@ import numpy as np
 
 from darwin.codegen import group_index as gi
 from darwin.codegen.compiler import load_kernel
-from darwin.codegen.group_fold import FoldSlot, generate_fold
+from darwin.codegen.group_fold import NO_ARGUMENT, FoldSlot, generate_fold
 from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
@@ -48,7 +48,7 @@ class GroupAggregateRunner(InputTime):
             arg = None if call.input is None else type_of(call.input, schema)
             vdt = fn.value_dtype(None if arg is None else arg.dtype)
             folds = not self.retracting or fn.retract("v", "x") is not None
-            self.slots.append(FoldSlot(fn, vdt, folds))
+            self.slots.append(FoldSlot(fn, vdt, folds, every_row=arg is None))
         self.out_types = [agg_type(call, schema, name) for name, call in node.aggs]
         self.kernel = load_kernel(generate_fold(tuple(self.slots)), config.cache_dir)
         # distinct counts of one value (whatever their filters) share its sets: value -> their aggregates
@@ -103,8 +103,8 @@ class GroupAggregateRunner(InputTime):
         old = self._results(touched)
         args: list[np.ndarray] = []
         for i, name in enumerate(self.g.args):
-            if name is None:
-                x, present = np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.bool_)
+            if name is None:  # count(): every row counts
+                x, present = NO_ARGUMENT
             else:
                 c = batch.columns[name]
                 x, present = c.values, (np.ones(n, dtype=np.bool_) if c.valid is None else c.valid)

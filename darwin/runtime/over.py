@@ -181,10 +181,10 @@ class OverRunner(InputTime):
         frame = np.repeat(np.arange(m), width)  # for each frame member, the row whose frame it is
         offset = np.arange(len(frame)) - np.repeat(np.cumsum(width) - width, width)  # 0 for the oldest
         source = ranked[np.repeat(targets - width + 1, width) + offset]
-        args = []
+        args: list[tuple[np.ndarray, np.ndarray] | None] = []
         for name in self.args:
-            if name is None:
-                args.append((np.zeros(len(source), np.int64), np.ones(len(source), np.bool_)))
+            if name is None:  # count(): every row counts
+                args.append(None)
             else:
                 c = cand.columns[name]
                 args.append((c.values[source], np.ones(len(source), np.bool_) if c.valid is None else c.valid[source]))

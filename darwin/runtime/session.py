@@ -43,12 +43,14 @@ class SessionAggregateRunner:
         self.out_types = [agg_type(call, schema, name) for name, call in node.aggs]
         self.wm = NO_WATERMARK
         self.late_rows = self.null_time_rows = self.windows_fired = 0
-        # the buffer, in arrival order: per row its key's id, time, and each argument's value and
-        # presence; batches are appended as chunks and joined only when sessions are split (``_joined``)
+        # the buffer, in arrival order: per row its key's id, time, and the value and presence of each
+        # aggregate's argument (``argued``: count() has none, every row counts); batches are appended as
+        # chunks and joined only when sessions are split (``_joined``)
+        self.argued = [(i, name) for i, name in enumerate(self.args) if name is not None]
         self.kid = np.zeros(0, np.int64)
         self.time = np.zeros(0, np.int64)
-        self.x = [np.zeros(0, s.value_dtype or np.int64) for s in self.folds.slots]
-        self.present = [np.zeros(0, np.bool_) for _ in self.folds.slots]
+        self.x = [np.zeros(0, self.folds.slots[i].value_dtype or np.int64) for i, _ in self.argued]
+        self.present = [np.zeros(0, np.bool_) for _ in self.argued]
         self.chunks: list[tuple[np.ndarray, ...]] = []
         self.earliest = NEVER  # the earliest buffered time
 
@@ -77,13 +79,10 @@ class SessionAggregateRunner:
         if not len(rows):
             return None
         chunk = [kid[rows], times[rows]]
-        for i, name in enumerate(self.args):
-            if name is None:
-                chunk += [np.zeros(len(rows), np.int64), np.ones(len(rows), np.bool_)]
-            else:
-                c = batch.columns[name]
-                chunk += [c.values[rows].astype(self.x[i].dtype, copy=False),
-                          np.ones(len(rows), np.bool_) if c.valid is None else c.valid[rows]]
+        for (_, name), x in zip(self.argued, self.x):
+            c = batch.columns[name]
+            chunk += [c.values[rows].astype(x.dtype, copy=False),
+                      np.ones(len(rows), np.bool_) if c.valid is None else c.valid[rows]]
         self.chunks.append(tuple(chunk))
         self.earliest = min(self.earliest, int(times[rows].min()))
         return None
@@ -111,14 +110,13 @@ class SessionAggregateRunner:
         if not closed.any():
             return None
         if closed.all():  # every buffered row's session: fold the buffer as it is, keep nothing
-            out = self.folds.fold(of_row, len(closed), list(zip(self.x, self.present)))
+            out = self.folds.fold(of_row, len(closed), self._arguments(None))
             kept = np.zeros(0, np.int64)
         else:
             done = closed[of_row]
             rows = np.flatnonzero(done)  # the closed sessions' rows, in arrival order
             number = np.cumsum(closed) - 1  # closed sessions numbered 0..
-            out = self.folds.fold(number[of_row[rows]], int(closed.sum()),
-                                  [(x[rows], present[rows]) for x, present in zip(self.x, self.present)])
+            out = self.folds.fold(number[of_row[rows]], int(closed.sum()), self._arguments(rows))
             kept = np.flatnonzero(~done)
         fired = np.flatnonzero(closed)
         fired_start, fired_end, fired_kid = start[fired], end[fired], session_kid[fired]
@@ -130,6 +128,14 @@ class SessionAggregateRunner:
         self._drop(kept)
         self.windows_fired += len(fired)
         return EncodedBatch(columns, len(fired))
+
+    def _arguments(self, rows: np.ndarray | None) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """Per aggregate its buffered argument's values and presence (at ``rows``; None: every
+        buffered row), None for count()."""
+        args: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(self.args)
+        for (i, _), x, present in zip(self.argued, self.x, self.present):
+            args[i] = (x, present) if rows is None else (x[rows], present[rows])
+        return args
 
     def _drop(self, kept: np.ndarray) -> None:
         """Keep the buffered rows ``kept`` (ascending: the buffer stays in arrival order)."""
@@ -147,8 +153,8 @@ class SessionAggregateRunner:
         name = f"operator{self.id}.npz"
         self._joined()
         arrays: dict[str, Any] = {**self.keys.saved(), "kid": self.kid, "time": self.time}
-        for i in range(len(self.x)):
-            arrays[f"x{i}"], arrays[f"p{i}"] = self.x[i], self.present[i]
+        for (i, _), x, present in zip(self.argued, self.x, self.present):  # by the aggregate's place
+            arrays[f"x{i}"], arrays[f"p{i}"] = x, present
         np.savez(directory / name, **arrays)
         return {"file": name, "wm": self.wm, **self.counters()}, [name]
 
@@ -156,8 +162,8 @@ class SessionAggregateRunner:
         with np.load(directory / body["file"]) as saved:
             self.keys.load(saved)
             self.kid, self.time = saved["kid"], saved["time"]
-            self.x = [saved[f"x{i}"] for i in range(len(self.folds.slots))]
-            self.present = [saved[f"p{i}"] for i in range(len(self.folds.slots))]
+            self.x = [saved[f"x{i}"] for i, _ in self.argued]
+            self.present = [saved[f"p{i}"] for i, _ in self.argued]
         self.chunks = []
         self.earliest = int(self.time.min()) if len(self.time) else NEVER
         self.wm = int(body["wm"])
