@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from darwin.codegen.join_index import EMPTY, _same, hash_keys, key_bits
+from darwin.codegen.prefetch import AHEAD, prefetch
 
 __all__ = ["EMPTY", "assign", "hash_keys", "key_bits", "rehash", "touched"]
 
@@ -21,9 +22,20 @@ __all__ = ["EMPTY", "assign", "hash_keys", "key_bits", "rehash", "touched"]
 def assign(slots: np.ndarray, keys: np.ndarray, count: int, batch_keys: np.ndarray, hashes: np.ndarray,
            ids: np.ndarray) -> int:
     """The group id of every batch row into ``ids``, adding new groups at ``count``, ``count + 1``,
-    ...; returns the new count. ``slots`` must have room: more slots than groups after the batch."""
+    ...; returns the new count. ``slots`` must have room: more slots than groups after the batch.
+
+    Large tables miss the caches twice a row (its slot, then its group's key): the slot of the row
+    ``AHEAD`` rows on is prefetched, and the key of the group in the slot of the row half as far on."""
     mask = slots.shape[0] - 1
-    for i in range(batch_keys.shape[0]):
+    n = batch_keys.shape[0]
+    slot_base, key_base, key_bytes = slots.ctypes.data, keys.ctypes.data, keys.shape[1] * 8
+    for i in range(n):
+        if i + AHEAD < n:
+            prefetch(slot_base + np.int64(hashes[i + AHEAD] & np.uint64(mask)) * 8)
+        if i + AHEAD // 2 < n:
+            g = slots[np.int64(hashes[i + AHEAD // 2] & np.uint64(mask))]
+            if g >= 0:
+                prefetch(key_base + g * key_bytes)
         s = np.int64(hashes[i] & np.uint64(mask))
         while True:
             g = slots[s]

@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from darwin.codegen.hashtable import FINAL, SHIFT, multiplier
+from darwin.codegen.prefetch import AHEAD, prefetch
 
 EMPTY = -1
 MAX_KEY_WIDTH = 16
@@ -82,9 +83,13 @@ def append_rows(slots: np.ndarray, nxt: np.ndarray, new_keys: np.ndarray, hashes
     ``new_keys``. A new row becomes its key's newest (``slots[s, 0]``) and links to the one before,
     so appending writes no older row. Stops before a key that would be the ``room``-th new one (the
     caller grows the index and goes on from there): the index grows with the distinct keys, not the
-    rows. Returns where it stopped (``len(rows)`` when done) and how many keys were added."""
+    rows. Returns where it stopped (``len(rows)`` when done) and how many keys were added. The slot
+    of the row ``AHEAD`` rows on is prefetched (a large index misses the caches)."""
     added = 0
+    mask, slot_base, slot_bytes = slots.shape[0] - 1, slots.ctypes.data, slots.shape[1] * 8
     for n in range(start, rows.shape[0]):
+        if n + AHEAD < rows.shape[0]:
+            prefetch(slot_base + np.int64(hashes[rows[n + AHEAD]] & np.uint64(mask)) * slot_bytes)
         i = rows[n]
         r = first + n
         s = find_slot(slots, new_keys, i, hashes[i])
@@ -122,8 +127,18 @@ def _probe_into(slots: np.ndarray, nxt: np.ndarray, alive: np.ndarray, probe: np
                 rows: np.ndarray, start: int, out_probe: np.ndarray, out_kept: np.ndarray, m: int) -> tuple[int, int]:
     """``probe_rows`` from ``rows[start]`` on, pairs written from ``m`` on; stops at a batch row
     whose pairs do not fit (none of them kept). Returns where it stopped (``len(rows)`` when done)
-    and the pairs written."""
+    and the pairs written. A large index misses the caches twice a row (its slot, then its newest
+    kept row's chain link): the slot of the row ``AHEAD`` rows on is prefetched, and the link of the
+    row in the slot of the row half as far on."""
+    mask, slot_base, slot_bytes = slots.shape[0] - 1, slots.ctypes.data, slots.shape[1] * 8
+    next_base = nxt.ctypes.data
     for n in range(start, rows.shape[0]):
+        if n + AHEAD < rows.shape[0]:
+            prefetch(slot_base + np.int64(hashes[rows[n + AHEAD]] & np.uint64(mask)) * slot_bytes)
+        if n + AHEAD // 2 < rows.shape[0]:
+            newest = slots[np.int64(hashes[rows[n + AHEAD // 2]] & np.uint64(mask)), 0]
+            if newest >= 0:
+                prefetch(next_base + newest * 8)
         i = rows[n]
         s = find_slot(slots, probe, i, hashes[i])
         r = slots[s, 0]
