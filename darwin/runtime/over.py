@@ -21,7 +21,7 @@ from darwin.graph import operators as op
 from darwin.plan import nodes as pn
 from darwin.plan.aggregates import agg_type
 from darwin.plan.exprs import type_of
-from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.runtime.encoding import Column, EncodedBatch, StringPool, concat_columns
 from darwin.runtime.folds import Folds
 from darwin.runtime.group_keys import GroupKeys
 from darwin.runtime.progress import NO_WATERMARK
@@ -34,7 +34,6 @@ from darwin.runtime.rows import (
     row_bits,
     same_values,
     sort_rows,
-    valid_mask,
 )
 from darwin.runtime.slabs import PartitionSlabs
 from darwin.runtime.stream_operators import InputTime
@@ -135,12 +134,9 @@ class OverRunner(InputTime):
         result = np.zeros(m, np.int64)
         both = np.arange(2 * m)
         for k in self.node.order_by:
-            mine, theirs = self.slabs.rows.columns[k.column], rows.columns[k.column]
-            valid = None
-            if mine.valid is not None or theirs.valid is not None:
-                valid = np.concatenate([np.ones(m, np.bool_) if mine.valid is None else mine.valid[flat],
-                                        valid_mask(theirs, m)])
-            column = Column(np.concatenate([mine.values[flat], theirs.values]), valid)
+            mine = self.slabs.rows.columns[k.column]
+            column = concat_columns([Column(mine.values[flat], None if mine.valid is None else mine.valid[flat]),
+                                     rows.columns[k.column]])
             value, nulls = order_key(column, self.types[k.column], k.descending, both, self.pool)
             for key in ([] if nulls is None else [nulls.astype(np.int64)]) + [value]:
                 undecided = result == 0
