@@ -118,9 +118,17 @@ def _binary(e: ex.Binary, schema: Schema, result: DType | None) -> Column:
         return F.when(zero, F.lit(None)).otherwise(a / b)
     if op == "floordiv":
         if floats:
-            q = a / b  # past 2**52 every double is a whole number; floor() gives a bigint below
-            whole = F.when(F.abs(q) < F.lit(2.0**52), F.floor(q).cast("double")).otherwise(q)
-            return F.when(zero, F.lit(None)).otherwise(whole)
+            # Python's (CPython's float_divmod): floor(a / b) is wrong where the quotient rounds to a
+            # whole number or underflows (-5e-324 // 3 is -1.0, -5.0 // inf too). The remainder
+            # (Java's %, fmod), what is left divided exactly, one less where the remainder's sign is
+            # not the divisor's, then floored (rounding to the nearer whole number where the division
+            # left it just below); a zero quotient takes the sign of a / b
+            mod = a % b
+            div = (a - mod) / b
+            div = F.when((mod != 0) & ((b < 0) != (mod < 0)), div - 1).otherwise(div)
+            floored = F.floor(div).cast("double")  # a bigint: only below 2**52 (past it every double is whole)
+            whole = F.when(F.abs(div) >= F.lit(2.0**52), div).when(div - floored > 0.5, floored + 1).otherwise(floored)
+            return F.when(zero, F.lit(None)).otherwise(F.when(div == 0, (a / b) * F.lit(0.0)).otherwise(whole))
         q, r = F.call_function("div", a, b), a % b  # ``div`` truncates toward zero; Python floors
         return F.when(zero, F.lit(None)).otherwise(
             F.when((r != 0) & ((r < 0) != (b < 0)), q - 1).otherwise(q))

@@ -66,3 +66,20 @@ def test_an_updating_result_is_its_final_table(spark):
     on_spark = q.execute(dw.Config(engine="spark"))
     assert_table_equal(on_spark.table, q.collect(), sort=True)
     assert set(on_spark.changelog.column("op").to_pylist()) == {"+I"}
+
+
+def test_float_floor_division_floors_as_python_does(spark):
+    """Where floor(a / b) is wrong: a quotient that underflows (-5e-324 // 3 is -1.0), an infinite
+    divisor (-5.0 // inf is -1.0), the sign of a zero, NaN and infinite dividends, huge quotients."""
+    import math
+
+    from engines import assert_three_engines_agree
+
+    values = [-5e-324, 5e-324, -5.0, 7.5, -7.5, -0.0, 1e300, -(2.0**60), -0.3, math.inf, math.nan]  # -0.0 only: a key
+    divisors = [3.0, -3.0, 0.1, -2.5, math.inf, -math.inf, 5e-324, 2.0**60]
+    pairs = [(a, b) for a in values for b in divisors]
+    t = dw.from_arrow(pa.table({"a": [a for a, _ in pairs], "b": [b for _, b in pairs]}), name="pairs")
+    spark_result = assert_three_engines_agree(t.select("a", "b", q=col("a") // col("b")))
+    got = {(r["a"] if r["a"] == r["a"] else "nan", r["b"]): r["q"] for r in spark_result.table.to_pylist()}
+    assert got[-5e-324, 3.0] == -1.0 and got[-5.0, math.inf] == -1.0
+    assert math.copysign(1.0, got[-0.0, 3.0]) == -1.0  # a zero quotient keeps the sign of a / b
