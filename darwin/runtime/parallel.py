@@ -5,9 +5,10 @@ contiguous part of the batch, and the parts' rows are joined in order.
 
 A keyed windowed aggregation runs as partitions: every row goes to the worker owning its key group
 (``darwin.runtime.routing``), each worker keeps the state of its groups and walks its rows in batch
-order. Two things make the result the one a single thread gives, whatever the timing:
+order. Each worker reads the whole batch and keeps its own rows, so no thread routes for all of them.
+Two things make the result the one a single thread gives, whatever the timing:
 - lateness is judged per row against the batch's event-time progress over *all* rows up to it (a
-  column computed before the workers start), not against what one worker has seen;
+  column each worker fills in at its rows as it routes), not against what one worker has seen;
 - fired windows are merged, not concatenated: every entry carries the serial number of the row that
   made it, and the workers' fired rows are ordered by window, then that serial -- the order one
   thread's table fires them in (by window, then first seen).
@@ -46,7 +47,7 @@ from darwin.plan import nodes as pn
 from darwin.runtime.adaptive import WorkerShare
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool, concat_columns
 from darwin.runtime.pipeline import FIRST_SEEN, PipelineRunner, concatenated
-from darwin.runtime.routing import key_columns, key_groups, owners, split_rows
+from darwin.runtime.routing import key_columns, key_groups, owned_rows, owners, split_rows
 from darwin.runtime.static_index import StaticIndex
 from darwin.runtime.workers import WorkerPool
 from darwin.state.backend import StateBackend
@@ -182,6 +183,10 @@ class KeyedRunner(_Shared):
             r.late_warning = None
         self.fired_early: list[EncodedBatch] = []  # workers' windows fired mid-batch (panes), until the drain
         self.row_numbers = np.arange(0, dtype=np.int64)  # 0..n-1 for the largest batch yet: slices take views
+        # kept from batch to batch (fresh memory costs more than filling it): the progress column, and
+        # each worker's row numbers when rows are routed
+        self.progress = np.empty(0, np.int64)
+        self.owned = [np.empty(0, np.int64) for _ in replicas]
         self.routed_batches = 0  # batches left to route rows directly before pre-aggregating again
         self.pre_aggregated_batches = 0
 
@@ -205,19 +210,21 @@ class KeyedRunner(_Shared):
         assert self.p.parallel is not None
         pre_aggregating = bool(self.slices) and not self.routed_batches
         times = self._times(batch)
-        if times is not None:  # pre-aggregating slices fill in their own parts of it
-            progress = np.empty(batch.length, np.int64) if pre_aggregating else _running_max(*times, self.max_time)
+        if len(self.progress) < batch.length:  # the buffers the workers write rows and progress into
+            self.progress = np.empty(batch.length, np.int64)
+            self.owned = [np.empty(batch.length, np.int64) for _ in self.replicas]
+        if times is not None:  # the workers (or pre-aggregating slices) fill in their own parts of it
+            progress = self.progress[:batch.length]
             batch = EncodedBatch({**batch.columns, PROGRESS_COLUMN: Column(progress, None)}, batch.length, batch.arrow)
         if pre_aggregating:
             self._pre_aggregate(batch, input_watermark, times)
         else:
             self.routed_batches = max(0, self.routed_batches - 1)
-            groups = key_groups(key_columns([batch.columns[k] for k in self.p.parallel.keys], self.nullable_keys))
-            rows = split_rows(groups, self.owner, len(self.replicas))
+            keys = tuple(key_columns([batch.columns[k] for k in self.p.parallel.keys], self.nullable_keys))
             for r in self.replicas:
                 r.ctl[ctl.ROW_BASE] = self.rows_seen
-            parts = [partial(r.process, batch, input_watermark, None, selection)
-                     for r, selection in zip(self.replicas, rows)]
+            parts = [partial(_owned, r, batch, input_watermark, keys, self.owner, w, times, self.max_time, rows)
+                     for w, (r, rows) in enumerate(zip(self.replicas, self.owned))]
             # windows fire mid-batch only where a row late for some of its panes' windows waits for them
             self.fired_early += [b for _, _, fired in self.workers.run(parts, self.worker_busy) for b in fired]
         if times is not None and batch.length:  # the column is whole now: the progress the next batch goes on from
@@ -420,14 +427,6 @@ class KeyedRunner(_Shared):
             r.reset_min_end()
 
 
-def _running_max(values: np.ndarray, valid: np.ndarray, start: int) -> np.ndarray:
-    """``start`` and the values up to each row, their running maximum (the batch's event-time progress,
-    continuing the last batch's); rows not ``valid`` (when it is not empty) move nothing."""
-    out = np.empty(values.shape[0], dtype=np.int64)
-    _running_max_into(values, valid, out, 0, values.shape[0], start)
-    return out
-
-
 @njit(cache=True, nogil=True)
 def _running_max_into(values: np.ndarray, valid: np.ndarray, out: np.ndarray, first: int, end: int,
                       start: int) -> None:
@@ -463,6 +462,22 @@ def _ring_slice(runner: PipelineRunner, batch: EncodedBatch, input_watermark: in
     if times is not None:
         runner.ctl[ctl.MAX_TIME] = _max_before(*times, first, progress)
     runner.process(batch, input_watermark, (first, end))
+
+
+def _owned(runner: PipelineRunner, batch: EncodedBatch, input_watermark: int, keys: tuple[np.ndarray, ...],
+           owner: np.ndarray, worker: int, times: tuple[np.ndarray, np.ndarray] | None,
+           progress: int, rows: np.ndarray) -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
+    """A worker's rows of a batch (those of the key groups it owns, into its ``rows`` buffer), found
+    by the worker itself reading every row, with their part of the progress column; then its kernel
+    over them."""
+    if times is None:
+        count = owned_rows(keys, owner, worker, _NO_TIMES, _NO_VALID, progress, _NO_TIMES, rows)
+    else:
+        count = owned_rows(keys, owner, worker, *times, progress, batch.columns[PROGRESS_COLUMN].values, rows)
+    return runner.process(batch, input_watermark, None, rows[:count])
+
+
+_NO_TIMES, _NO_VALID = np.zeros(0, np.int64), np.zeros(0, np.bool_)
 
 
 def _partials(runner: PipelineRunner, batch: EncodedBatch, input_watermark: int, rows: np.ndarray,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
+from numba import literal_unroll, njit
 
 from darwin.graph.operators import KEY_GROUPS
 from darwin.runtime.encoding import Column
@@ -58,6 +58,39 @@ def _mix(z: np.ndarray) -> np.ndarray:
     z = (z ^ (z >> np.uint64(30))) * _M1
     z = (z ^ (z >> np.uint64(27))) * _M2
     return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True)
+def owned_rows(keys: tuple[np.ndarray, ...], owner: np.ndarray, worker: int, times: np.ndarray, valid: np.ndarray,
+               start: int, progress: np.ndarray, rows: np.ndarray) -> int:
+    """How many rows of a batch have a key group ``worker`` owns; their numbers, in row order, go to
+    the start of ``rows`` (as long as the batch: kept by the worker, as fresh memory costs more than
+    this loop). A worker routes the batch to itself, reading every row, so no thread routes for all
+    of them. ``keys`` are the key columns as ``key_columns`` gives them (the hash is ``key_groups``').
+    With event ``times`` (not empty), each owned row's ``progress`` is written: ``start`` and the
+    times of every row up to it, their running maximum (rows not ``valid``, when that is not empty,
+    move nothing), as one thread would see it."""
+    n = keys[0].shape[0]
+    count = 0
+    timed = times.shape[0] > 0
+    checked = valid.shape[0] > 0
+    top = start
+    groups = np.uint64(owner.shape[0])
+    for i in range(n):
+        if timed and times[i] > top and (not checked or valid[i]):
+            top = times[i]
+        h = np.uint64(0)
+        for k in literal_unroll(keys):  # the columns' array types may differ (read-only ones from Arrow)
+            z = h ^ np.uint64(k[i])
+            z = (z ^ (z >> np.uint64(30))) * _M1
+            z = (z ^ (z >> np.uint64(27))) * _M2
+            h = z ^ (z >> np.uint64(31))
+        if owner[h % groups] == worker:
+            rows[count] = i
+            if timed:
+                progress[i] = top
+            count += 1
+    return count
 
 
 def split_rows(groups: np.ndarray, owner: np.ndarray, workers: int) -> list[np.ndarray]:
