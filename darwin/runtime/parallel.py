@@ -7,8 +7,8 @@ A keyed windowed aggregation runs as partitions: every row goes to the worker ow
 (``darwin.runtime.routing``), each worker keeps the state of its groups and walks its rows in batch
 order. Each worker reads the whole batch and keeps its own rows, so no thread routes for all of them.
 Two things make the result the one a single thread gives, whatever the timing:
-- lateness is judged per row against the batch's event-time progress over *all* rows up to it (a
-  column each worker fills in at its rows as it routes), not against what one worker has seen;
+- lateness is judged per row against the batch's event-time progress over *all* rows up to it (each
+  worker writes it at its rows as it routes), not against what one worker has seen;
 - fired windows are merged, not concatenated: every entry carries the serial number of the row that
   made it, and the workers' fired rows are ordered by window, then that serial -- the order one
   thread's table fires them in (by window, then first seen).
@@ -183,10 +183,9 @@ class KeyedRunner(_Shared):
             r.late_warning = None
         self.fired_early: list[EncodedBatch] = []  # workers' windows fired mid-batch (panes), until the drain
         self.row_numbers = np.arange(0, dtype=np.int64)  # 0..n-1 for the largest batch yet: slices take views
-        # kept from batch to batch (fresh memory costs more than filling it): the progress column, and
-        # each worker's row numbers when rows are routed
-        self.progress = np.empty(0, np.int64)
-        self.owned = [np.empty(0, np.int64) for _ in replicas]
+        # kept from batch to batch (fresh memory costs more than filling it): each worker's row numbers
+        # and progress column when rows are routed
+        self.owned = [(np.empty(0, np.int64), np.empty(0, np.int64)) for _ in replicas]
         self.routed_batches = 0  # batches left to route rows directly before pre-aggregating again
         self.pre_aggregated_batches = 0
 
@@ -210,25 +209,27 @@ class KeyedRunner(_Shared):
         assert self.p.parallel is not None
         pre_aggregating = bool(self.slices) and not self.routed_batches
         times = self._times(batch)
-        if len(self.progress) < batch.length:  # the buffers the workers write rows and progress into
-            self.progress = np.empty(batch.length, np.int64)
-            self.owned = [np.empty(batch.length, np.int64) for _ in self.replicas]
-        if times is not None:  # the workers (or pre-aggregating slices) fill in their own parts of it
-            progress = self.progress[:batch.length]
-            batch = EncodedBatch({**batch.columns, PROGRESS_COLUMN: Column(progress, None)}, batch.length, batch.arrow)
         if pre_aggregating:
+            if times is not None:  # the slices fill in their own parts of it
+                batch = EncodedBatch({**batch.columns, PROGRESS_COLUMN: Column(np.empty(batch.length, np.int64), None)},
+                                     batch.length, batch.arrow)
             self._pre_aggregate(batch, input_watermark, times)
-        else:
-            self.routed_batches = max(0, self.routed_batches - 1)
-            keys = tuple(key_columns([batch.columns[k] for k in self.p.parallel.keys], self.nullable_keys))
-            for r in self.replicas:
-                r.ctl[ctl.ROW_BASE] = self.rows_seen
-            parts = [partial(_owned, r, batch, input_watermark, keys, self.owner, w, times, self.max_time, rows)
-                     for w, (r, rows) in enumerate(zip(self.replicas, self.owned))]
-            # windows fire mid-batch only where a row late for some of its panes' windows waits for them
-            self.fired_early += [b for _, _, fired in self.workers.run(parts, self.worker_busy) for b in fired]
-        if times is not None and batch.length:  # the column is whole now: the progress the next batch goes on from
-            self.max_time = int(batch.columns[PROGRESS_COLUMN].values[-1])
+            if times is not None and batch.length:  # the column is whole now: the progress the next batch goes on from
+                self.max_time = int(batch.columns[PROGRESS_COLUMN].values[-1])
+            return
+        self.routed_batches = max(0, self.routed_batches - 1)
+        if len(self.owned[0][0]) < batch.length:  # each worker's buffers of row numbers and progress
+            self.owned = [(np.empty(batch.length, np.int64), np.empty(batch.length, np.int64)) for _ in self.replicas]
+        keys = tuple(key_columns([batch.columns[k] for k in self.p.parallel.keys], self.nullable_keys))
+        for r in self.replicas:
+            r.ctl[ctl.ROW_BASE] = self.rows_seen
+        parts = [partial(_owned, r, batch, input_watermark, keys, self.owner, w, times, self.max_time, *buffers)
+                 for w, (r, buffers) in enumerate(zip(self.replicas, self.owned))]
+        done = self.workers.run(parts, self.worker_busy)
+        # windows fire mid-batch only where a row late for some of its panes' windows waits for them
+        self.fired_early += [b for (_, _, fired), _ in done for b in fired]
+        if times is not None and batch.length:  # the progress the next batch goes on from
+            self.max_time = int(done[0][1])
 
     def _slices(self, n: int, k: int) -> list[np.ndarray]:
         """Rows 0..n-1 cut into k contiguous selections (views of one array)."""
@@ -465,16 +466,19 @@ def _ring_slice(runner: PipelineRunner, batch: EncodedBatch, input_watermark: in
 
 
 def _owned(runner: PipelineRunner, batch: EncodedBatch, input_watermark: int, keys: tuple[np.ndarray, ...],
-           owner: np.ndarray, worker: int, times: tuple[np.ndarray, np.ndarray] | None,
-           progress: int, rows: np.ndarray) -> tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]:
+           owner: np.ndarray, worker: int, times: tuple[np.ndarray, np.ndarray] | None, start: int,
+           rows: np.ndarray, progress: np.ndarray) \
+        -> tuple[tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]], int]:
     """A worker's rows of a batch (those of the key groups it owns, into its ``rows`` buffer), found
-    by the worker itself reading every row, with their part of the progress column; then its kernel
-    over them."""
+    by the worker itself reading every row, with the event-time progress at them (in its own
+    ``progress`` column); then its kernel over them. Also the batch's progress at its end."""
     if times is None:
-        count = owned_rows(keys, owner, worker, _NO_TIMES, _NO_VALID, progress, _NO_TIMES, rows)
-    else:
-        count = owned_rows(keys, owner, worker, *times, progress, batch.columns[PROGRESS_COLUMN].values, rows)
-    return runner.process(batch, input_watermark, None, rows[:count])
+        count, end = owned_rows(keys, owner, worker, _NO_TIMES, _NO_VALID, start, _NO_TIMES, rows)
+        return runner.process(batch, input_watermark, None, rows[:count]), end
+    count, end = owned_rows(keys, owner, worker, *times, start, progress, rows)
+    mine = EncodedBatch({**batch.columns, PROGRESS_COLUMN: Column(progress[:batch.length], None)}, batch.length,
+                        batch.arrow)
+    return runner.process(mine, input_watermark, None, rows[:count]), end
 
 
 _NO_TIMES, _NO_VALID = np.zeros(0, np.int64), np.zeros(0, np.bool_)

@@ -62,20 +62,21 @@ def _mix(z: np.ndarray) -> np.ndarray:
 
 @njit(cache=True, nogil=True)
 def owned_rows(keys: tuple[np.ndarray, ...], owner: np.ndarray, worker: int, times: np.ndarray, valid: np.ndarray,
-               start: int, progress: np.ndarray, rows: np.ndarray) -> int:
-    """How many rows of a batch have a key group ``worker`` owns; their numbers, in row order, go to
-    the start of ``rows`` (as long as the batch: kept by the worker, as fresh memory costs more than
-    this loop). A worker routes the batch to itself, reading every row, so no thread routes for all
-    of them. ``keys`` are the key columns as ``key_columns`` gives them (the hash is ``key_groups``').
-    With event ``times`` (not empty), each owned row's ``progress`` is written: ``start`` and the
-    times of every row up to it, their running maximum (rows not ``valid``, when that is not empty,
-    move nothing), as one thread would see it."""
+               start: int, progress: np.ndarray, rows: np.ndarray) -> tuple[int, int]:
+    """How many rows of a batch have a key group ``worker`` owns, and the batch's event-time progress
+    at its end; the rows' numbers, in row order, go to the start of ``rows`` (as long as the batch:
+    kept by the worker, as fresh memory costs more than this loop). A worker routes the batch to
+    itself, reading every row, so no thread routes for all of them. ``keys`` are the key columns as
+    ``key_columns`` gives them (the hash is ``key_groups``'). With event ``times`` (not empty), each
+    row's ``progress`` is written: ``start`` and the times of every row up to it, their running
+    maximum (rows not ``valid``, when that is not empty, move nothing), as one thread would see it.
+    ``progress`` is the worker's own: workers writing one array at rows next to each other's would
+    fight over its cache lines."""
     n = keys[0].shape[0]
     count = 0
     timed = times.shape[0] > 0
     checked = valid.shape[0] > 0
     top = start
-    groups = np.uint64(owner.shape[0])
     for i in range(n):
         if timed and times[i] > top and (not checked or valid[i]):
             top = times[i]
@@ -85,12 +86,12 @@ def owned_rows(keys: tuple[np.ndarray, ...], owner: np.ndarray, worker: int, tim
             z = (z ^ (z >> np.uint64(30))) * _M1
             z = (z ^ (z >> np.uint64(27))) * _M2
             h = z ^ (z >> np.uint64(31))
-        if owner[h % groups] == worker:
-            rows[count] = i
-            if timed:
-                progress[i] = top
-            count += 1
-    return count
+        # written whether owned or not (the next owned row overwrites it): no branch to mispredict
+        rows[count] = i
+        if timed:
+            progress[i] = top
+        count += owner[h % np.uint64(KEY_GROUPS)] == worker  # a constant power of two: a mask, not a division
+    return count, top
 
 
 def split_rows(groups: np.ndarray, owner: np.ndarray, workers: int) -> list[np.ndarray]:

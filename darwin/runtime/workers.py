@@ -1,8 +1,8 @@
 """The worker threads of a run: compiled kernels release the GIL, so N threads use N cores.
 
-Each batch a pipeline shares is a step: the coordinating thread hands every worker its part and
-waits for all of them, so the order results are merged in never depends on which thread finished
-first. ``inject_delays`` lets tests stall workers at random to check exactly that.
+Each batch a pipeline shares is a step: the coordinating thread hands every other worker its part,
+runs the first part itself and waits for all of them, so the order results are merged in never
+depends on which thread finished first. ``inject_delays`` lets tests stall workers at random to check exactly that.
 """
 
 from __future__ import annotations
@@ -52,8 +52,15 @@ class WorkerPool:
         self.steps += 1
         if self._pool is None or len(parts) == 1:
             return [self._timed(i, part, busy) for i, part in enumerate(parts)]
-        futures = [self._pool.submit(self._timed, i, part, busy) for i, part in enumerate(parts)]
-        return [f.result() for f in futures]
+        # the calling thread runs the first part itself instead of waiting idle: one hand-over fewer
+        futures = [self._pool.submit(self._timed, i, part, busy) for i, part in enumerate(parts) if i]
+        try:
+            first = self._timed(0, parts[0], busy)
+        except BaseException:
+            for f in futures:  # no part outlives its step
+                f.exception()
+            raise
+        return [first, *(f.result() for f in futures)]
 
     def _timed(self, worker: int, part: Callable[[], T], busy: list[float] | None) -> T:
         stall(worker)

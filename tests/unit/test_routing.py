@@ -28,12 +28,11 @@ def test_each_worker_takes_the_rows_of_its_key_groups_with_their_progress(data, 
     for worker in range(workers):
         progress = np.full(rows, 7, np.int64)
         buffer = np.empty(rows, np.int64)
-        count = owned_rows(tuple(keys), owner, worker, times, valid, start, progress, buffer)
+        count, end = owned_rows(tuple(keys), owner, worker, times, valid, start, progress, buffer)
         mine = buffer[:count]
+        assert end == (running[-1] if rows else start)  # the batch's progress at its end, for every worker
         assert np.array_equal(mine, expected[worker])
         assert np.array_equal(progress[mine], running[mine])
-        others = np.setdiff1d(np.arange(rows), mine)
-        assert (progress[others] == 7).all()  # a worker writes only its own rows' progress
         taken[mine] += 1
     assert (taken == 1).all()  # every row goes to exactly one worker
 
@@ -42,5 +41,6 @@ def test_without_event_times_no_progress_is_written():
     keys = (np.arange(100, dtype=np.int64),)
     buffer = np.empty(100, np.int64)
     none = np.zeros(0, np.int64)
-    counts = [owned_rows(keys, owners(2), w, none, np.zeros(0, np.bool_), 0, none, buffer) for w in range(2)]
-    assert sum(counts) == 100 and min(counts) > 0
+    found = [owned_rows(keys, owners(2), w, none, np.zeros(0, np.bool_), 5, none, buffer) for w in range(2)]
+    assert sum(count for count, _ in found) == 100 and min(count for count, _ in found) > 0
+    assert [end for _, end in found] == [5, 5]  # no event time moves the progress
