@@ -441,18 +441,20 @@ def _key_nodes(keys: list[Any]) -> tuple[ExprNode, ...]:
     return tuple(out)
 
 
-def _scan(source: Source, time: str | None, max_delay: Any, max_future: Any, rate_limit: Any = None) -> Table:
+def _scan(source: Source, time: str | None, max_delay: Any, max_future: Any, rate_limit: Any = None,
+          primary_key: str | Sequence[str] | None = None) -> Table:
     """The scan node; durations are query parameters, so a bad one is a ``PlanError``. A
     ``rate_limit`` (events per second of wall-clock time) paces the source (``darwin.io.paced``)."""
     if rate_limit is not None:
         source = Paced(source, rate_limit)
     delay = None if max_delay is None else to_millis(max_delay, "max_delay", PlanError)
     future = None if max_future is None else to_millis(max_future, "max_future", PlanError)
-    return Table(pn.Scan(source, source.schema.names, time, delay, future))
+    key = None if primary_key is None else _names(primary_key)
+    return Table(pn.Scan(source, source.schema.names, time, delay, future, key))
 
 
 def from_source(source: Source, time: str | None = None, max_delay: Any = None, max_future: Any = None,
-                rate_limit: float | None = None) -> Table:
+                rate_limit: float | None = None, primary_key: str | Sequence[str] | None = None) -> Table:
     """A table over any object implementing ``darwin.io.source.Source`` (your own inputs).
 
     ``max_delay`` bounds out-of-orderness (the watermark trails the largest event time by it);
@@ -460,33 +462,40 @@ def from_source(source: Source, time: str | None = None, max_delay: Any = None, 
     from moving the watermark (it is counted in ``future_rows`` and otherwise processed normally).
     ``rate_limit``, if given, releases the rows no faster than that many per second of wall-clock
     time, as a live producer would (for latency measurements, ``execute().metrics``).
+    ``primary_key``, if given, names columns no two rows share values of, as Flink's ``PRIMARY KEY
+    ... NOT ENFORCED``: trusted, not checked (rows that break it make undefined results), it lets a
+    join keep fewer rows: a row of the other side that has found its one match is not kept.
     """
     if not isinstance(source, Source):
         raise PlanError(f"from_source() needs a darwin.io.source.Source (name, schema, batches), got {source!r}")
-    return _scan(source, time, max_delay, max_future, rate_limit)
+    return _scan(source, time, max_delay, max_future, rate_limit, primary_key)
 
 
 def from_arrow(table: pa.Table | pa.RecordBatch, time: str | None = None, max_delay: Any = None,
-               name: str = "arrow", max_future: Any = None, rate_limit: float | None = None) -> Table:
+               name: str = "arrow", max_future: Any = None, rate_limit: float | None = None,
+               primary_key: str | Sequence[str] | None = None) -> Table:
     """A table over in-memory Arrow data whose event time is column ``time`` (see ``from_source``)."""
-    return _scan(ArrowSource(table, name), time, max_delay, max_future, rate_limit)
+    return _scan(ArrowSource(table, name), time, max_delay, max_future, rate_limit, primary_key)
 
 
 def read_parquet(path: str | os.PathLike[str], time: str | None = None, max_delay: Any = None,
-                 max_future: Any = None, rate_limit: float | None = None) -> Table:
+                 max_future: Any = None, rate_limit: float | None = None,
+                 primary_key: str | Sequence[str] | None = None) -> Table:
     """A table over a Parquet file, or a directory of ``*.parquet`` files read in name order; only the
     columns the query uses are read (see ``from_source``)."""
     if Path(path).is_dir():
         from darwin.io.file_sources import FilesSource, data_files
 
         files = data_files(path, (".parquet",), "Parquet")
-        return _scan(FilesSource(files, ParquetSource, os.fspath(path)), time, max_delay, max_future, rate_limit)
-    return _scan(ParquetSource(path), time, max_delay, max_future, rate_limit)
+        return _scan(FilesSource(files, ParquetSource, os.fspath(path)), time, max_delay, max_future, rate_limit,
+                     primary_key)
+    return _scan(ParquetSource(path), time, max_delay, max_future, rate_limit, primary_key)
 
 
 def read_csv(path: str | os.PathLike[str], schema: pa.Schema | Mapping[str, Any] | None = None, *,
              header: bool = True, delimiter: str = ",", time: str | None = None, max_delay: Any = None,
-             max_future: Any = None, rate_limit: float | None = None) -> Table:
+             max_future: Any = None, rate_limit: float | None = None,
+             primary_key: str | Sequence[str] | None = None) -> Table:
     """A table over a CSV file, or a directory of ``*.csv`` files read in name order.
 
     ``schema`` (an Arrow schema, or a mapping column -> type name such as ``{"ts": "timestamp[ms]"}``)
@@ -501,25 +510,27 @@ def read_csv(path: str | os.PathLike[str], schema: pa.Schema | Mapping[str, Any]
     source: Source = FilesSource(files, lambda f: CsvSource(f, types, header=header, delimiter=delimiter),
                                  os.fspath(path)) if Path(path).is_dir() \
         else CsvSource(files[0], types, header=header, delimiter=delimiter)
-    return _scan(source, time, max_delay, max_future, rate_limit)
+    return _scan(source, time, max_delay, max_future, rate_limit, primary_key)
 
 
 def read_ipc(path: str | os.PathLike[str], time: str | None = None, max_delay: Any = None,
-             max_future: Any = None, rate_limit: float | None = None) -> Table:
+             max_future: Any = None, rate_limit: float | None = None,
+             primary_key: str | Sequence[str] | None = None) -> Table:
     """A table over an Arrow IPC file or stream, or a directory of them (``*.arrow``, ``*.arrows``,
     ``*.feather``, ``*.ipc``) read in name order (see ``from_source``)."""
     from darwin.io.file_sources import FilesSource, IpcSource, data_files
 
     files = data_files(path, (".arrow", ".arrows", ".feather", ".ipc"), "Arrow IPC")
     source: Source = FilesSource(files, IpcSource, os.fspath(path)) if Path(path).is_dir() else IpcSource(files[0])
-    return _scan(source, time, max_delay, max_future, rate_limit)
+    return _scan(source, time, max_delay, max_future, rate_limit, primary_key)
 
 
 def from_batches(schema: pa.Schema, batches: Callable[[], Iterable[pa.RecordBatch]], time: str | None = None,
                  max_delay: Any = None, name: str = "batches", non_null: Iterable[str] = (),
-                 max_future: Any = None, rate_limit: float | None = None) -> Table:
+                 max_future: Any = None, rate_limit: float | None = None,
+                 primary_key: str | Sequence[str] | None = None) -> Table:
     """A table over a replayable factory of record batches (called once per run; see ``from_source``)."""
-    return _scan(BatchSource(schema, batches, name, non_null), time, max_delay, max_future, rate_limit)
+    return _scan(BatchSource(schema, batches, name, non_null), time, max_delay, max_future, rate_limit, primary_key)
 
 
 def read_kafka(topic: str, bootstrap_servers: str, schema: pa.Schema | None = None, *, format: str = "json",

@@ -213,7 +213,10 @@ class NexmarkSources:
         share = {"person": c.person_proportion, "auction": c.auction_proportion, "bid": c.bid_proportion}
         rate = None if self.rate_limit is None else \
             self.rate_limit * share[stream] / (c.person_proportion + c.auction_proportion + c.bid_proportion)
-        return dw.from_source(NexmarkStream(self.config, stream), TIME_COLUMN, max_delay, rate_limit=rate)
+        # the generator gives every new person and auction the next id: no two rows share one
+        key = None if stream == "bid" else "id"
+        return dw.from_source(NexmarkStream(self.config, stream), TIME_COLUMN, max_delay, rate_limit=rate,
+                              primary_key=key)
 
 
 def source(events: int, seed: int = 0, rate: int | None = None, max_delay: Any = "0s",

@@ -3,7 +3,8 @@
 The ``nexmark`` connector serves the generator's streams to ``CREATE TABLE ... WITH
 ('connector' = 'nexmark', 'stream' = 'bid', 'events.num' = ...)``, under the reference schema's
 column names (``dateTime``, ``itemName``): each declared column is the generator's column of the
-same name in snake_case. ``nexmark/sql/ddl.sql`` declares the streams as the reference's DDL does.
+same name in snake_case. ``nexmark/sql/ddl.sql`` declares the streams as the reference's DDL does, with
+person and auction ids as their primary keys (the generator never repeats one).
 """
 
 from __future__ import annotations
@@ -50,9 +51,10 @@ class NexmarkConnector:
             options["first_event_rate"] = int(spec.options["first-event.rate"])
         source = NexmarkStream(GeneratorConfig(**options), stream)
         if not spec.columns:  # a table declared without columns (a deployment file's): the generator's own
-            return dw.from_source(source, spec.time_column, spec.max_delay_ms)
+            return dw.from_source(source, spec.time_column, spec.max_delay_ms, primary_key=spec.primary_key)
         check_columns(spec, source.schema, mapping)
-        return dw.from_source(RenamedSource(source, mapping), spec.time_column, spec.max_delay_ms)
+        return dw.from_source(RenamedSource(source, mapping), spec.time_column, spec.max_delay_ms,
+                              primary_key=spec.primary_key)
 
     def sink(self, spec: TableSpec) -> Sink:
         raise SqlError(f"table {spec.name}: the nexmark connector is a source; it cannot be written to")

@@ -107,7 +107,7 @@ def source_table(spec: SourceSpec) -> api.Table:
     """The table of one source."""
     o = spec.options
     timing: dict[str, Any] = {"time": spec.time, "max_delay": spec.max_delay, "max_future": spec.max_future,
-              "rate_limit": spec.rate_limit}
+              "rate_limit": spec.rate_limit, "primary_key": o.get("primary_key")}
     if spec.type == "parquet":
         return api.read_parquet(o["path"], **timing)
     if spec.type == "csv":
@@ -141,7 +141,8 @@ def _nexmark(spec: SourceSpec) -> api.Table:
     if "seed" in o:
         options["seed"] = str(o["seed"])
     delay = None if spec.max_delay is None else to_millis(spec.max_delay, "max_delay", PlanError)
-    table = connector("nexmark", spec.name).source(TableSpec(spec.name, (), options, spec.time, delay))
+    table = connector("nexmark", spec.name).source(TableSpec(spec.name, (), options, spec.time, delay,
+                                                             primary_key=o.get("primary_key")))
     scan = table.plan
     if not isinstance(scan, pn.Scan):
         raise PlanError(f"the nexmark connector gave a {type(scan).__name__}, not a scan")

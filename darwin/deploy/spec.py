@@ -34,12 +34,12 @@ GUARANTEES = {"at-least-once": "at_least_once", "exactly-once": "exactly_once",
 _SOURCE_COMMON = ("time", "max_delay", "max_future", "rate_limit")
 # per type: (required keys, optional keys), besides 'type' and the common ones
 _SOURCE_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "parquet": (("path",), ()),
-    "csv": (("path",), ("schema", "header", "delimiter")),
-    "ipc": (("path",), ()),
+    "parquet": (("path",), ("primary_key",)),
+    "csv": (("path",), ("schema", "header", "delimiter", "primary_key")),
+    "ipc": (("path",), ("primary_key",)),
     "kafka": (("topic", "bootstrap_servers"), ("format", "schema", "bounded", "start", "group", "idle_timeout",
                                                "config", *_AVRO_KEYS)),
-    "nexmark": ((), ("stream", "events", "rate", "seed")),
+    "nexmark": ((), ("stream", "events", "rate", "seed", "primary_key")),
 }
 _SINK_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "parquet": (("path",), ("mode", "partition_by", "key", "late_path")),
@@ -203,6 +203,8 @@ def _source(name: str, entry: Entry, paths: _Paths) -> SourceSpec:
             options[key] = paths.resolve(e)
         elif key == "schema":
             options[key] = _schema(e)
+        elif key == "primary_key":  # columns no two rows share (trusted, as SQL's NOT ENFORCED)
+            options[key] = e.names()
         elif key in ("header", "bounded"):
             options[key] = e.boolean()
         elif key == "format":

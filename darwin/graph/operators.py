@@ -306,6 +306,9 @@ class JoinOperator:
     keys: tuple[str, ...]
     timing: JoinTiming | None
     state: StateSpec
+    # per side, whether no two of its rows ever have equal keys (darwin.plan.keys.unique_on): a row of
+    # the other side (not outer) that has found its match there is not kept
+    unique: tuple[bool, bool] = (False, False)
 
     def describe(self) -> str:
         j = self.join
@@ -313,8 +316,9 @@ class JoinOperator:
         kind = "regular" if self.timing is None else self.timing.describe()
         ttl = f" state_ttl={j.state_ttl_ms}ms" if j.state_ttl_ms is not None else ""
         where = f" where {j.where}" if j.where is not None else ""
+        unique = "".join(f" {side} unique on the keys" for side, u in zip(("left", "right"), self.unique) if u)
         return (f"join {self.id}: {j.how} of pipelines {self.left} and {self.right} on [{pairs}]{where} ({kind})"
-                f"{ttl} state={self.state.describe()}")
+                f"{unique}{ttl} state={self.state.describe()}")
 
 
 StreamNode = (pn.GroupAggregate | pn.SessionAggregate | pn.TopN | pn.Deduplicate | pn.Over | pn.BarrierAggregate

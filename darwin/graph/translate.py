@@ -11,6 +11,7 @@ from darwin.plan import nodes as pn
 from darwin.plan.aggregates import function
 from darwin.plan.exprs import Column, ExprNode, StringCall, columns_of, type_of
 from darwin.plan.inspected import inspected_columns
+from darwin.plan.keys import unique_on
 from darwin.plan.rules import map_children
 from darwin.plan.strings import VECTORIZED
 from darwin.plan.temporal import join_timing
@@ -116,7 +117,8 @@ class _Translator(SharedNodeVisitor[_Chain]):
         left = self.close(_with_keys(self.visit(node.left), keys, node.left_keys), op.EmitRows())
         right = self.close(_with_keys(self.visit(node.right), keys, node.right_keys), op.EmitRows())
         j = op.JoinOperator(len(self.joins), node, left, right, keys, join_timing(node),
-                            op.StateSpec(undo_log=self.config.state_traits.undo_log))
+                            op.StateSpec(undo_log=self.config.state_traits.undo_log),
+                            (unique_on(node.left, node.left_keys), unique_on(node.right, node.right_keys)))
         self.joins.append(j)
         self.order.append(op.Stateful("join", j.id))
         updating = pn.updating(node)

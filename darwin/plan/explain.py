@@ -16,7 +16,8 @@ class _Describe(PlanVisitor[str]):
         if node.max_future_ms is not None:
             delay += f" max_future={node.max_future_ms}ms"
         time = f" time={node.time_column}" if node.time_column else ""
-        return f"Scan {node.source.name} [{', '.join(node.columns)}]{time}{delay}"
+        key = f" primary_key=[{', '.join(node.primary_key)}]" if node.primary_key else ""
+        return f"Scan {node.source.name} [{', '.join(node.columns)}]{time}{delay}{key}"
 
     def visit_Filter(self, node: pn.Filter) -> str:
         return f"Filter {node.predicate}"

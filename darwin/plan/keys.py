@@ -5,8 +5,9 @@ key from the plan the same way). An updating aggregation is keyed by its group k
 or session one by its window and group keys, a deduplication by its columns, a top-N with a rank
 column by its partition and rank (a top-1 by its partition alone); filters keep the key,
 projections keep it while they pass its columns through (renamed or not), and so do top-N without
-a rank and OVER windows (rows of their input). Joins and unions have no key Darwin can derive: a row of an
-outer join is identified by what the user knows of the data, so they name it (``key=``).
+a rank and OVER windows (rows of their input). A source has the key the user declares (``primary_key=``,
+trusted as Flink's ``PRIMARY KEY ... NOT ENFORCED``). Joins and unions have no key Darwin can derive: a
+row of an outer join is identified by what the user knows of the data, so they name it (``key=``).
 
 Examples
 --------
@@ -30,11 +31,21 @@ def unique_key(plan: pn.PlanNode) -> Key:
     return _UniqueKey().visit(plan)
 
 
+def unique_on(plan: pn.PlanNode, keys: tuple[ex.ExprNode, ...]) -> bool:
+    """Whether no two rows of ``plan``'s result (an append-only one) ever have equal ``keys``: its
+    unique key is among them as plain columns. A join with such a side keeps no row of the other
+    side that has found its match there: no second one can come."""
+    key = unique_key(plan)
+    named = {k.name for k in keys if isinstance(k, ex.Column)}
+    return key is not None and not pn.updating(plan) and set(key) <= named
+
+
 class _UniqueKey(PlanVisitor[Key]):
     translation = "the unique-key analysis (an upsert sink's key; name it with key=[...])"
 
     def visit_Scan(self, n: pn.Scan) -> Key:
-        return None  # a source's rows may repeat
+        key = n.primary_key  # declared by the user (trusted, as Flink's NOT ENFORCED); else rows may repeat
+        return key if key is not None and all(c in n.columns for c in key) else None
 
     def visit_Filter(self, n: pn.Filter) -> Key:
         return self.visit(n.input)

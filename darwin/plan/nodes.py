@@ -38,8 +38,17 @@ class Scan:
     max_delay_ms: int | None  # None: the config's default delay
     # a row more than this ahead of the largest event time seen does not move the watermark
     max_future_ms: int | None = None
+    # columns no two rows of the source share values of (Flink's PRIMARY KEY ... NOT ENFORCED): what
+    # the user declares is trusted, not checked, and lets a join keep fewer rows (darwin.plan.keys)
+    primary_key: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.primary_key is not None:
+            if not self.primary_key or len(set(self.primary_key)) != len(self.primary_key):
+                raise PlanError(f"primary_key of {self.source.name}: give distinct column names, got "
+                                f"{list(self.primary_key)}")
+            for c in self.primary_key:
+                self.source.schema.field(c, f"primary_key of {self.source.name}")
         if self.max_future_ms is not None:
             if self.time_column is None:
                 raise PlanError(f"max_future of {self.source.name}: needs an event-time column (time=...)")
@@ -66,12 +75,13 @@ class Scan:
         return self
 
     def __hash__(self) -> int:
-        return hash((id(self.source), self.columns, self.time_column, self.max_delay_ms, self.max_future_ms))
+        return hash((id(self.source), self.columns, self.time_column, self.max_delay_ms, self.max_future_ms,
+                     self.primary_key))
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, Scan) and other.source is self.source and other.columns == self.columns
                 and other.time_column == self.time_column and other.max_delay_ms == self.max_delay_ms
-                and other.max_future_ms == self.max_future_ms)
+                and other.max_future_ms == self.max_future_ms and other.primary_key == self.primary_key)
 
 
 class _OneInput:

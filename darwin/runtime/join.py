@@ -84,6 +84,12 @@ class JoinRunner:
         probing = np.flatnonzero(eligible & usable)
         hashes = ji.hash_keys(keys)
         pair_probe, pair_kept = theirs.probe(keys, hashes, probing)
+        kept = probing
+        if self.j.unique[1 - side] and not self.outer[side] and len(pair_probe):
+            # the one row of theirs with this key is here: none can come that this row would match
+            matched = np.zeros(n, dtype=np.bool_)
+            matched[pair_probe] = True
+            kept = probing[~matched[probing]]
         if self.condition is not None and len(pair_probe):
             pair_probe, pair_kept = self._where(side, batch, pair_probe, pair_kept)
         pad = np.zeros(n, dtype=np.bool_)
@@ -95,11 +101,10 @@ class JoinRunner:
             n, np.flatnonzero(eligible), pair_probe, pair_kept, theirs.matches, pad,
             self.updating and self.outer[1 - side], self.outer[1 - side])
         result = self._assemble(side, batch.columns, out_probe, out_kept, kind, self.emits) if len(out_probe) else None
-        kept = probing
         if timing is not None and not self.outer[side]:
             # a row whose bound the other side's watermark has passed would be freed at the next
             # advance, and no row of the other side that is not late can match it before: not kept
-            kept = probing[bound[probing] >= self.side_wm[1 - side]]
+            kept = kept[bound[kept] >= self.side_wm[1 - side]]
         mine.append({name: (c.values, c.valid) for name, c in batch.columns.items()}, kept, keys, hashes, bound,
                     self.wm, matches)
         return result

@@ -36,6 +36,8 @@ class TableSpec:
     max_delay_ms: int | None = None
     partition_by: tuple[str, ...] = ()
     proctime: tuple[str, ...] = ()  # `p AS PROCTIME()`: lookup times, not columns (no processing time)
+    # PRIMARY KEY (...) NOT ENFORCED: a source's rows never share it (trusted, lets joins keep less)
+    primary_key: tuple[str, ...] | None = None
 
     @property
     def names(self) -> list[str]:
@@ -125,12 +127,14 @@ class Filesystem:
     def source(self, spec: TableSpec) -> api.Table:
         path, fmt = spec.option("path").removeprefix("file://"), spec.option("format", "parquet")
         if fmt == "parquet":
-            table = api.read_parquet(path, time=spec.time_column, max_delay=spec.max_delay_ms)
+            table = api.read_parquet(path, time=spec.time_column, max_delay=spec.max_delay_ms,
+                                     primary_key=spec.primary_key)
         elif fmt == "csv":
             types = {n: ARROW[t] for n, t in spec.columns}
             data = pacsv.read_csv(path, read_options=pacsv.ReadOptions(column_names=spec.names),
                                   convert_options=pacsv.ConvertOptions(column_types=types))
-            table = api.from_arrow(data, time=spec.time_column, max_delay=spec.max_delay_ms, name=spec.name)
+            table = api.from_arrow(data, time=spec.time_column, max_delay=spec.max_delay_ms, name=spec.name,
+                                   primary_key=spec.primary_key)
         else:
             raise SqlError(f"table {spec.name}: format {fmt!r} is not supported; use 'parquet' or 'csv'")
         check_columns(spec, table.plan.schema)

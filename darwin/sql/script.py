@@ -107,8 +107,12 @@ def table_spec(node: exp.Create, where: Located) -> TableSpec:
     name = schema.this.name
     columns, time_column, delay = [], None, None
     proctime: list[str] = []
+    primary_key: tuple[str, ...] | None = None
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
+            constraint = item.find(exp.PrimaryKeyColumnConstraint)
+            if constraint is not None:  # `id BIGINT PRIMARY KEY NOT ENFORCED`
+                primary_key = _primary_key(primary_key, (item.name,), constraint, where)
             if item.args.get("kind") is None:
                 computed = item.find(exp.ComputedColumnConstraint)
                 if computed is not None and isinstance(computed.this, exp.Anonymous) \
@@ -120,6 +124,8 @@ def table_spec(node: exp.Create, where: Located) -> TableSpec:
             columns.append((item.name, sql_type(item.args["kind"], where)))
         elif isinstance(item, Watermark):
             time_column, delay = item.this.name, watermark_delay(item, where)
+        elif isinstance(item, exp.PrimaryKey):  # `PRIMARY KEY (a, b) NOT ENFORCED`
+            primary_key = _primary_key(primary_key, tuple(c.name for c in item.expressions), item, where)
         else:
             raise where.error(item, f"{item.sql(dialect=Flink)} is not supported in CREATE TABLE")
     options: dict[str, str] = {}
@@ -136,7 +142,21 @@ def table_spec(node: exp.Create, where: Located) -> TableSpec:
         raise where.error(node, f"table {name}: say where it is with WITH ('connector' = '...')")
     if time_column is not None and time_column not in dict(columns):
         raise where.error(schema, f"WATERMARK FOR {time_column}: no such column in {name}")
-    return TableSpec(name, tuple(columns), options, time_column, delay, partition, tuple(proctime))
+    for column in primary_key or ():
+        if column not in dict(columns):
+            raise where.error(schema, f"PRIMARY KEY ({', '.join(primary_key or ())}): no column {column!r} in {name}")
+    return TableSpec(name, tuple(columns), options, time_column, delay, partition, tuple(proctime), primary_key)
+
+
+def _primary_key(declared: tuple[str, ...] | None, columns: tuple[str, ...], node: exp.Expression,
+                 where: Located) -> tuple[str, ...]:
+    """A table's primary key: one per table, and, as in Flink, NOT ENFORCED (trusted, never checked)."""
+    if declared is not None:
+        raise where.error(node, "a table has one PRIMARY KEY")
+    if "NOT ENFORCED" not in [str(o).upper() for o in node.args.get("options") or []]:
+        raise where.error(node, "PRIMARY KEY must be declared NOT ENFORCED: Darwin, as Flink, does not own the "
+                                "data and never checks it; it trusts that no two rows share a key")
+    return columns
 
 
 def watermark_delay(node: Watermark, where: Located) -> int:

@@ -1,7 +1,9 @@
 -- The Nexmark streams from Darwin's generator, with the reference schema's column names (the
 -- 'nexmark' connector maps them to the generator's), and q13's bounded side input.
 -- The events, rate and seed placeholders are filled in by nexmark/sql_queries.py, as the reference
--- runner fills in its own; the watermark delay is the fluent queries' (0 s).
+-- runner fills in its own; the watermark delay is the fluent queries' (0 s). The generator gives
+-- every new person and auction the next id, so they declare it their primary key (NOT ENFORCED, as
+-- Flink has it: trusted, never checked), as the fluent queries' sources do.
 
 CREATE TABLE person (
     id  BIGINT,
@@ -12,7 +14,8 @@ CREATE TABLE person (
     state  VARCHAR,
     `dateTime`  TIMESTAMP(3),
     extra  VARCHAR,
-    WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '0' SECOND
+    WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '0' SECOND,
+    PRIMARY KEY (id) NOT ENFORCED
 ) WITH (
     'connector' = 'nexmark',
     'stream' = 'person',
@@ -32,7 +35,8 @@ CREATE TABLE auction (
     seller  BIGINT,
     category  BIGINT,
     extra  VARCHAR,
-    WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '0' SECOND
+    WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '0' SECOND,
+    PRIMARY KEY (id) NOT ENFORCED
 ) WITH (
     'connector' = 'nexmark',
     'stream' = 'auction',

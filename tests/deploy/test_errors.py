@@ -186,3 +186,14 @@ def test_run_fresh_replaces_the_output_of_an_earlier_run(job):
 def test_an_engine_only_config_is_not_a_deployment(job):
     message = error_of(job("state: memory\nparallelism: 1\n"))
     assert message.startswith("job.yaml:1: this is an engine config") and "--config" in message
+
+
+def test_a_source_declares_its_primary_key(job):
+    keyed = GOOD.replace("    time: ts\n", "    time: ts\n    primary_key: auction\n", 1)
+    scan = deploy.plan(deploy.load(job(keyed))).table.plan
+    while scan.inputs:
+        scan = scan.inputs[0]
+    assert scan.primary_key == ("auction",)
+    unknown = GOOD.replace("    time: ts\n", "    time: ts\n    primary_key: [nope]\n", 1)
+    message = error_of(job(unknown))
+    assert "job.yaml:2: key 'sources.bids'" in message and "unknown column 'nope' in primary_key" in message

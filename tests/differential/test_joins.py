@@ -33,11 +33,24 @@ def streams(draw, name: str) -> dw.Table:
                   draw(st.sampled_from([0, 500, 5000])))
 
 
-def stream(name: str, keys: list, times: list, values: list, labels: list, max_delay: int) -> dw.Table:
+@st.composite
+def keyed_streams(draw, name: str) -> dw.Table:
+    """A join side whose key ``k`` (NULLs allowed) no two rows share, declared its primary key."""
+    keys = draw(st.lists(st.one_of(st.none(), st.integers(0, 8)), max_size=12).filter(
+        lambda ks: len([k for k in ks if k is not None]) == len({k for k in ks if k is not None})))
+    n = len(keys)
+    times = draw(st.lists(st.integers(0, 20_000), min_size=n, max_size=n))
+    values = draw(st.lists(st.integers(-50, 50), min_size=n, max_size=n))
+    return stream(name, keys, times, values, [f"{name}{v % 3}" for v in values],
+                  draw(st.sampled_from([0, 500, 5000])), primary_key="k")
+
+
+def stream(name: str, keys: list, times: list, values: list, labels: list, max_delay: int,
+           primary_key: str | None = None) -> dw.Table:
     """A join side: key ``k`` (NULLs allowed), event time ``t``, value ``v`` and label ``s``."""
     table = pa.table({"k": pa.array(keys, pa.int64()), "t": pa.array(times, pa.timestamp("ms")),
                       "v": pa.array(values, pa.int64()), "s": pa.array(labels, pa.string())})
-    return dw.from_arrow(table, time="t", max_delay=max_delay, name=name)
+    return dw.from_arrow(table, time="t", max_delay=max_delay, name=name, primary_key=primary_key)
 
 
 def assert_agree(query: dw.Table, batch_size: int, state: str = "memory") -> None:
@@ -75,6 +88,21 @@ def test_interval_joins_agree(left, right, how, batch, state):
     q = left.join(right, on=[("k", "k")], how=how,
                   where=col("t_right").between(col("t") - 1000, col("t") + 2000))
     assert "interval" in q.explain()
+    assert_agree(q, batch, state)
+
+
+@SETTINGS
+@given(unique=keyed_streams("U"), other=streams("R"), unique_left=st.booleans(), how=st.sampled_from(HOW),
+       kind=st.sampled_from(["regular", "condition", "interval"]), batch=st.integers(1, 8),
+       state=st.sampled_from(STATES))
+def test_joins_with_a_side_unique_on_its_key_agree(unique, other, unique_left, how, kind, batch, state):
+    """A row of the other side that found its match on the unique side is not kept (no second match
+    can come): the same results, retractions included, as the interpreter keeping every row."""
+    left, right = (unique, other) if unique_left else (other, unique)
+    where = {"regular": None, "condition": col("v") < col("v_right") + 10,
+             "interval": col("t_right").between(col("t") - 1000, col("t") + 2000)}[kind]
+    q = left.join(right, on=[("k", "k")], how=how, where=where)
+    assert f"{'left' if unique_left else 'right'} unique on the keys" in q.explain()
     assert_agree(q, batch, state)
 
 
@@ -193,6 +221,51 @@ def test_interval_join_state_stays_bounded_on_a_long_stream():
     engine.close()
     assert rows > 0
     assert most < 40_000, most  # ~1 s of each side plus a batch, not 400,000 rows
+
+
+def _most_rows_kept(q: dw.Table) -> tuple[int, int]:
+    """The result's rows, and the most rows the query's joins held at once (both sides)."""
+    from darwin.graph.translate import translate
+    from darwin.plan.rules import optimize
+    from darwin.runtime.compiled import CompiledEngine
+    from darwin.runtime.progress import Metrics
+
+    config = dw.Config(batch_size=4096)
+    engine = CompiledEngine(translate(optimize(q.plan), config), config, Metrics(), job="kept")
+    most = rows = 0
+    for out in engine.outputs():
+        if out.kind == "result":
+            rows += out.batch.num_rows
+        most = max(most, max(j.sides[0].count + j.sides[1].count for j in engine.joins))
+    engine.close()
+    return rows, most
+
+
+def test_a_regular_join_keeps_no_row_that_found_its_match_on_a_unique_side():
+    """Orders joined with their customers (declared unique by id), customers first: an order that
+    found its customer is not kept, so the state holds the customers, not every order forever."""
+    customers = pa.table({"id": pa.array(range(100), pa.int64()), "t": pa.array([0] * 100, pa.timestamp("ms"))})
+    n = 50_000
+    orders = pa.table({"customer": pa.array([i % 100 for i in range(n)], pa.int64()),
+                       "t": pa.array(range(1, n + 1), pa.timestamp("ms"))})
+    kept = {}
+    for key in (None, "id"):
+        q = dw.from_arrow(orders, time="t", name="orders").join(
+            dw.from_arrow(customers, time="t", name="customers", primary_key=key), on=[("customer", "id")])
+        kept[key] = _most_rows_kept(q)
+    assert kept[None][0] == kept["id"][0] == n  # the same result
+    assert kept[None][1] >= n  # every order kept
+    assert kept["id"][1] <= 100 + 4096, kept  # the customers, and at most a batch of orders before them
+
+
+def test_a_primary_key_names_distinct_columns_of_the_source():
+    table = pa.table({"id": [1, 2], "x": [3, 4]})
+    with pytest.raises(dw.errors.PlanError, match="unknown column 'nope' in primary_key of arrow"):
+        dw.from_arrow(table, primary_key=["nope"])
+    with pytest.raises(dw.errors.PlanError, match="distinct column names"):
+        dw.from_arrow(table, primary_key=["id", "id"])
+    with pytest.raises(dw.errors.PlanError, match="distinct column names"):
+        dw.from_arrow(table, primary_key=[])
 
 
 @pytest.mark.parametrize("how", HOW)

@@ -185,3 +185,34 @@ def test_unregistered_connector_is_loaded_from_its_entry_point(monkeypatch, bids
     assert asked == [("darwin.connectors", "from-entry-point")]
     assert out["price"].to_pylist() == [40]
     monkeypatch.delitem(connectors._REGISTRY, "from-entry-point")
+
+
+def _items(path, key):
+    return f"""
+    CREATE TABLE items (
+        id BIGINT{' PRIMARY KEY NOT ENFORCED' if key == 'column' else ''},
+        ts TIMESTAMP(3),
+        {'PRIMARY KEY (id) NOT ENFORCED,' if key == 'table' else ''}
+        WATERMARK FOR ts AS ts
+    ) WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'parquet');
+    """
+
+
+@pytest.mark.parametrize("key", ["table", "column"])
+def test_a_declared_primary_key_makes_a_join_keep_less(tmp_path, bids_parquet, key):
+    items = tmp_path / "items.parquet"
+    pq.write_table(pa.table({"id": [1, 2], "ts": pa.array([0, 0], pa.timestamp("ms"))}), items)
+    query = dw.sql(ddl(bids_parquet) + _items(items, key) +
+                   "SELECT b.auction, b.price FROM bids b JOIN items i ON b.auction = i.id")
+    assert "right unique on the keys" in query.explain()
+    assert sorted(query.collect().column("price").to_pylist()) == sorted(ROWS["price"])
+
+
+def test_a_primary_key_is_not_enforced_and_names_declared_columns(tmp_path):
+    enforced = _items(tmp_path / "x.parquet", "table").replace("NOT ENFORCED", "")
+    with pytest.raises(SqlError, match="PRIMARY KEY must be declared NOT ENFORCED") as raised:
+        dw.sql(enforced + "SELECT * FROM items")
+    assert "line 5" in str(raised.value)
+    unknown = _items(tmp_path / "x.parquet", "table").replace("PRIMARY KEY (id)", "PRIMARY KEY (nope)")
+    with pytest.raises(SqlError, match="no column 'nope' in items"):
+        dw.sql(unknown + "SELECT * FROM items")
