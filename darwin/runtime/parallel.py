@@ -53,7 +53,7 @@ from darwin.runtime.workers import WorkerPool
 from darwin.state.backend import StateBackend
 from darwin.state.hash_table import FIRE_CHUNK, HashTableState
 from darwin.state.memory import MemoryBackend
-from darwin.state.merge import Entries, WindowRuns, merge_partials, merge_ring_entries, merged_runs, take_runs
+from darwin.state.merge import Entries, WindowRuns, merge_partials, merge_ring_entries, merged_runs, take_rows
 from darwin.state.panes import NOT_YET
 from darwin.state.ring import RingState
 
@@ -531,23 +531,20 @@ def _interleaved(batches: list[EncodedBatch], runs: WindowRuns) -> Iterator[Enco
         only, at = batches[int(runs.part[0])], int(runs.first[0])
         yield from _in_chunks({name: only.columns[name] for name in names}, at, at + len(runs.source))
         return
-    taken = runs.first.copy()
+    next_row = runs.first.copy()
     for first in range(0, len(runs.source), FIRE_CHUNK):
-        source = runs.source[first:first + FIRE_CHUNK]
-        columns = {}
-        for name in names:
-            parts = [b.columns[name] for b in batches]
-            columns[name] = Column(_taken(source, runs.part, taken, [c.values for c in parts]),
-                                   None if parts[0].valid is None else
-                                   _taken(source, runs.part, taken, [c.valid for c in parts]))  # type: ignore[misc]
-        taken += np.bincount(source, minlength=len(runs.part))
-        yield EncodedBatch(columns, len(source))
+        which, rows = runs.rows(first, first + FIRE_CHUNK, next_row)
+        columns = {name: _taken(which, rows, [b.columns[name] for b in batches]) for name in names}
+        yield EncodedBatch(columns, len(which))
 
 
-def _taken(source: np.ndarray, part: np.ndarray, taken: np.ndarray, arrays: list[np.ndarray]) -> np.ndarray:
-    out = np.empty(len(source), arrays[0].dtype)
-    take_runs(source, part, taken.copy(), tuple(np.ascontiguousarray(a) for a in arrays), out)
-    return out
+def _taken(which: np.ndarray, rows: np.ndarray, parts: list[Column]) -> Column:
+    """Merged rows of a column; with a validity mask if any part has one (as ``concat_columns``)."""
+    values = take_rows(which, rows, [c.values for c in parts])
+    if all(c.valid is None for c in parts):
+        return Column(values, None)
+    return Column(values, take_rows(which, rows, [np.ones(len(c.values), np.bool_) if c.valid is None else c.valid
+                                                  for c in parts]))
 
 
 def _in_chunks(columns: dict[str, Column], start: int, stop: int) -> Iterator[EncodedBatch]:

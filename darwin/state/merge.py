@@ -135,11 +135,9 @@ def window_order(starts: Sequence[np.ndarray], seen: Sequence[np.ndarray]) -> np
         return np.lexsort((np.concatenate(seen), np.concatenate(starts)))
     if np.all(runs.source[1:] >= runs.source[:-1]):  # runs are numbered in the parts' order
         return None
-    rows = np.arange(sum(len(s) for s in starts))
-    bounds = np.cumsum([0] + [len(s) for s in starts])
-    order = np.empty(len(rows), np.int64)
-    take_runs(runs.source, runs.part, runs.first.copy(), tuple(rows[a:b] for a, b in zip(bounds, bounds[1:])), order)
-    return order
+    which, rows = runs.rows(0, len(runs.source))
+    bounds = np.cumsum([0] + [len(s) for s in starts[:-1]])
+    return bounds[which] + rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,6 +150,18 @@ class WindowRuns:
     part: np.ndarray
     first: np.ndarray
     windows: int  # distinct window starts among all rows
+
+    def rows(self, start: int, stop: int, next_row: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """For merged rows ``start:stop``: the part each is from and its row there. ``next_row`` (per
+        run, moved on) is where ``start`` finds each run; without it, the merge is read from its beginning."""
+        if next_row is None:
+            assert start == 0
+            next_row = self.first.copy()
+        source = self.source[start:stop]
+        which = np.empty(len(source), np.int64)
+        rows = np.empty(len(source), np.int64)
+        _run_rows(source, self.part, next_row, which, rows)
+        return which, rows
 
 
 def merged_runs(starts: Sequence[np.ndarray], seen: Sequence[np.ndarray]) -> WindowRuns | None:
@@ -176,15 +186,41 @@ def merged_runs(starts: Sequence[np.ndarray], seen: Sequence[np.ndarray]) -> Win
     return WindowRuns(source, run_part, run_first, windows)
 
 
+def take_rows(which: np.ndarray, rows: np.ndarray, columns: Sequence[np.ndarray]) -> np.ndarray:
+    """``out[i]`` = ``columns[which[i]][rows[i]]``: merged rows gathered from the parts' column (all
+    of one dtype)."""
+    out = np.empty(len(which), columns[0].dtype)
+    view = np.int64 if out.dtype.itemsize == 8 else np.uint8  # int64, float64 as int64; bools as bytes
+    readable = (np.ascontiguousarray(c) if len(c) else np.zeros(1, c.dtype) for c in columns)  # never taken
+    _take_rows(which, rows, tuple(c.view(view) for c in readable), out.view(view))
+    return out
+
+
 @njit(nogil=True, cache=True)
-def take_runs(source: np.ndarray, part: np.ndarray, next_row: np.ndarray, columns: tuple[np.ndarray, ...],
-              out: np.ndarray) -> None:
-    """``out[i]`` = the next unread row of run ``source[i]`` in ``columns[part[run]]`` (``next_row``
-    says which, and moves on): a chunk of a ``WindowRuns`` merge gathered from the parts' column."""
+def _run_rows(source: np.ndarray, part: np.ndarray, next_row: np.ndarray, which: np.ndarray,
+              rows: np.ndarray) -> None:
+    """``merged_runs``' rows told as (part, row): the next unread row of run ``source[i]``."""
     for i in range(source.shape[0]):
         r = source[i]
-        out[i] = columns[part[r]][next_row[r]]
+        which[i] = part[r]
+        rows[i] = next_row[r]
         next_row[r] += 1
+
+
+@njit(nogil=True, cache=True)
+def _take_rows(which: np.ndarray, rows: np.ndarray, columns: tuple[np.ndarray, ...], out: np.ndarray) -> None:
+    """``take_rows`` without a branch: every part is read at the row (its last row if it has fewer)
+    and a mask keeps the one asked for. Workers' rows interleave about at random, and a branch on
+    the part was mispredicted every other row (6.6 against 1.8 ns a value, two parts)."""
+    for i in range(which.shape[0]):
+        w, r = which[i], rows[i]
+        value = np.int64(0)
+        k = 0
+        for column in columns:
+            keep = np.int64(0) - np.int64(w == k)  # all ones for the part asked for
+            value |= np.int64(column[min(r, column.shape[0] - 1)]) & keep
+            k += 1
+        out[i] = value
 
 
 @njit(nogil=True, cache=True)
@@ -206,6 +242,9 @@ def _merge_runs(starts: tuple[np.ndarray, ...], seen: tuple[np.ndarray, ...], pa
     for r in range(runs):
         total += end[r] - first[r]
     source = np.empty(total, np.int16)
+    if runs == 2:
+        return source, _merge_two_runs(starts[part[0]][first[0]:end[0]], seen[part[0]][first[0]:end[0]],
+                                       starts[part[1]][first[1]:end[1]], seen[part[1]][first[1]:end[1]], source)
     at = first.copy()
     windows, window = 0, 0
     for i in range(total):
@@ -222,6 +261,32 @@ def _merge_runs(starts: tuple[np.ndarray, ...], seen: tuple[np.ndarray, ...], pa
             windows += 1
             window = best_start
     return source, windows
+
+
+@njit(nogil=True, cache=True)
+def _merge_two_runs(first_starts: np.ndarray, first_seen: np.ndarray, second_starts: np.ndarray,
+                    second_seen: np.ndarray, source: np.ndarray) -> int:
+    """Two runs (two workers' fired rows, the usual case) merged with both heads in registers and
+    selects instead of branches: the rows interleave about at random, so a branch was mispredicted
+    every other row (13 against 3.8 ns a row). The windows met."""
+    i = j = 0
+    length_first, length_second = first_starts.shape[0], second_starts.shape[0]
+    spent = np.iinfo(np.int64).max
+    windows, window = 0, 0
+    for out in range(length_first + length_second):
+        more_first, more_second = i < length_first, j < length_second
+        a_start = first_starts[min(i, length_first - 1)] if more_first else spent
+        a_seen = first_seen[min(i, length_first - 1)] if more_first else spent
+        b_start = second_starts[min(j, length_second - 1)] if more_second else spent
+        b_seen = second_seen[min(j, length_second - 1)] if more_second else spent
+        second = (b_start < a_start) | ((b_start == a_start) & (b_seen < a_seen))
+        source[out] = second
+        i += 1 - second
+        j += second
+        start = b_start if second else a_start
+        windows += (out == 0) | (start != window)
+        window = start
+    return windows
 
 
 @njit(nogil=True, cache=True)

@@ -12,7 +12,7 @@ import darwin as dw
 from darwin.codegen.aggregates import AggLayout, layout
 from darwin.graph.operators import Ring
 from darwin.plan import nodes as pn
-from darwin.state.merge import MERGED_RUNS, merge_ring_entries, merged_runs, take_runs, window_order
+from darwin.state.merge import MERGED_RUNS, merge_ring_entries, merged_runs, take_rows, window_order
 
 LOW, SIZE = 100, 8
 
@@ -90,7 +90,7 @@ def test_workers_fired_rows_are_merged_in_window_then_first_seen_order(runs, scr
        scrambled=st.booleans(), seed=st.integers(0, 1000))
 def test_parts_in_runs_are_merged_without_moving_rows(parts, scrambled, seed):
     """Several workers' fired rows, each part a few runs in (window, first seen) order (a worker's
-    mid-batch windows, then the rest): ``merged_runs`` tells the merge, ``take_runs`` gathers it in
+    mid-batch windows, then the rest): ``merged_runs`` tells the merge, ``take_rows`` gathers it in
     chunks, and it is the sort of every row by window, then first seen. Too many runs: None."""
     rng = np.random.default_rng(seed)
     serials = rng.permutation(10_000)
@@ -113,12 +113,13 @@ def test_parts_in_runs_are_merged_without_moving_rows(parts, scrambled, seed):
     all_starts, all_seen = np.concatenate(starts), np.concatenate(seen)
     want = np.lexsort((all_seen, all_starts))
     assert merged.windows == len(np.unique(all_starts))
-    got_starts, got_seen, taken = [], [], merged.first.copy()
+    got_starts, got_seen, got_halves, got_odd = [], [], [], []
+    halves = [s / 2 for s in seen]  # floats and bools are gathered alike
+    odd = [s % 2 == 1 for s in seen]
+    next_row = merged.first.copy()
     for first in range(0, len(merged.source), 7):  # chunk by chunk, as the gate yields them
-        chunk = merged.source[first:first + 7]
-        for columns, into in ((starts, got_starts), (seen, got_seen)):
-            out = np.empty(len(chunk), np.int64)
-            take_runs(chunk, merged.part, taken.copy(), tuple(columns), out)
-            into += out.tolist()
-        taken += np.bincount(chunk, minlength=len(merged.part))
+        which, rows = merged.rows(first, first + 7, next_row)
+        for columns, into in ((starts, got_starts), (seen, got_seen), (halves, got_halves), (odd, got_odd)):
+            into += take_rows(which, rows, columns).tolist()
+    assert got_halves == (all_seen[want] / 2).tolist() and got_odd == (all_seen[want] % 2 == 1).tolist()
     assert got_starts == all_starts[want].tolist() and got_seen == all_seen[want].tolist()
