@@ -351,12 +351,18 @@ class Parquet(FileSink):
 
 
 class CSV(FileSink):
-    """Results as CSV files, each with a header row."""
+    """Results as CSV files, each with a header row unless ``header=False`` (Flink's CSV format has none)."""
 
     extension = "csv"
 
+    def __init__(self, path: str | os.PathLike[str], late_path: str | os.PathLike[str] | None = None, *,
+                 mode: str | None = None, partition_by: str | Sequence[str] | None = None,
+                 key: str | Sequence[str] | None = None, header: bool = True) -> None:
+        super().__init__(path, late_path, mode=mode, partition_by=partition_by, key=key)
+        self.header = header
+
     def _open_writer(self, path: Path, schema: pa.Schema) -> Any:
-        return pacsv.CSVWriter(path, schema)
+        return pacsv.CSVWriter(path, schema, write_options=pacsv.WriteOptions(include_header=self.header))
 
 
 class _Unstaged:

@@ -13,7 +13,6 @@ from importlib.metadata import entry_points
 from typing import Protocol
 
 import pyarrow as pa
-import pyarrow.csv as pacsv
 
 import darwin.api as api
 from darwin.errors import SqlError
@@ -129,12 +128,10 @@ class Filesystem:
         if fmt == "parquet":
             table = api.read_parquet(path, time=spec.time_column, max_delay=spec.max_delay_ms,
                                      primary_key=spec.primary_key)
-        elif fmt == "csv":
-            types = {n: ARROW[t] for n, t in spec.columns}
-            data = pacsv.read_csv(path, read_options=pacsv.ReadOptions(column_names=spec.names),
-                                  convert_options=pacsv.ConvertOptions(column_types=types))
-            table = api.from_arrow(data, time=spec.time_column, max_delay=spec.max_delay_ms, name=spec.name,
-                                   primary_key=spec.primary_key)
+        elif fmt == "csv":  # Flink's CSV: no header row, the declared columns in order
+            schema = pa.schema([(n, ARROW[t]) for n, t in spec.columns])
+            table = api.read_csv(path, schema, header=False, time=spec.time_column, max_delay=spec.max_delay_ms,
+                                 primary_key=spec.primary_key)
         else:
             raise SqlError(f"table {spec.name}: format {fmt!r} is not supported; use 'parquet' or 'csv'")
         check_columns(spec, table.plan.schema)
@@ -146,7 +143,7 @@ class Filesystem:
         if fmt == "parquet":
             return Parquet(path, partition_by=partition)
         if fmt == "csv":
-            return CSV(path, partition_by=partition)
+            return CSV(path, partition_by=partition, header=False)
         raise SqlError(f"table {spec.name}: format {fmt!r} is not supported; use 'parquet' or 'csv'")
 
 

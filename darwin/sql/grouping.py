@@ -65,6 +65,14 @@ class GroupByClause:
         if group is None and not calls:
             return rel, {}
         aliases = {i.this.sql(dialect=Flink): i.alias for i in node.expressions if isinstance(i, exp.Alias)}
+        taken = set(aliases.values()) | set(rel.table.columns)
+
+        def unused(name: str) -> str:
+            """An internal name no alias and no input column has."""
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            return name
         translate = self.translator(rel)
         plain: list[str] = []
         computed: dict[str, Expr] = {}
@@ -88,7 +96,9 @@ class GroupByClause:
                 plain.append(column.name)
                 continue
             text = g.sql(dialect=Flink)
-            name = aliases.get(text) or f"EXPR${len(computed)}"
+            alias = aliases.get(text)
+            # a key named as an input column would replace it under the aggregates, which read the input's
+            name = alias if alias and alias not in rel.table.columns else unused(f"EXPR${len(computed)}")
             computed[name] = translate(g)
             replaced[text] = col(name)
         aggs: dict[str, dx.Agg] = {}
@@ -96,7 +106,7 @@ class GroupByClause:
             text = call.sql(dialect=Flink)
             if text in replaced:
                 continue
-            name = aliases.get(text) or f"$agg{i}"
+            name = aliases.get(text) or unused(f"$agg{i}")
             aggs[name] = self._aggregate(call, rel)
             replaced[text] = col(name)
         if not aggs:  # GROUP BY only to group: Darwin's aggregations need an aggregate, dropped by the select

@@ -16,7 +16,7 @@ from sqlglot.errors import ParseError
 from darwin.api import Table
 from darwin.config import Config
 from darwin.errors import SqlError
-from darwin.expr import col
+from darwin.expr import Expr, col, lit
 from darwin.io.sinks import Sink
 from darwin.runtime.job import JobResult
 from darwin.sql.connectors import TableSpec, connector
@@ -179,13 +179,21 @@ def insert(node: exp.Insert, script: Script, planner: QueryPlanner, where: Locat
     spec = script.specs.get(target.name)
     if spec is None:
         raise where.error(target, f"INSERT INTO {target.name}: declare the table first with CREATE TABLE")
+    declared_types = dict(spec.columns)
+    listed = columns or []
+    for name in listed:
+        if name not in declared_types or listed.count(name) > 1:
+            problem = "twice" if name in declared_types else f"but the table has {', '.join(spec.names)}"
+            raise where.error(target, f"INSERT INTO {target.name} ({', '.join(listed)}): column {name} "
+                                      f"is named {problem}")
     table = planner.query(node.expression)
     names = columns or spec.names
     if len(names) != len(table.columns):
         raise where.error(node.expression, f"INSERT INTO {target.name}: the query has {len(table.columns)} columns, "
                                            f"the table {len(names)}")
-    declared = dict(spec.columns) if columns is None else {n: dict(spec.columns).get(n) for n in names}
-    values, cast = {}, False
+    declared = declared_types
+    values: dict[str, Expr] = {}
+    cast = False
     for name, produced in zip(names, table.plan.schema.fields):  # by position, as SQL does
         want, value = declared.get(name), col(produced.name)
         if want is not None and produced.dtype is not None and produced.dtype is not want:
@@ -194,7 +202,9 @@ def insert(node: exp.Insert, script: Script, planner: QueryPlanner, where: Locat
                                                    f"the table, the query gives {produced.dtype.value}")
             value, cast = value.cast(want), True
         values[name] = value
-    if cast or table.columns != names:
+    if columns is not None:  # the table's own columns in its order; those not listed are NULL, as in Flink
+        values = {n: values[n] if n in values else lit(None, t) for n, t in spec.columns}
+    if cast or table.columns != list(values):
         table = table.select(**values)
     sink = planner._located(target, lambda: connector(spec.options["connector"], spec.name).sink(spec))
     return Insert(target.name, table, sink)

@@ -4,7 +4,9 @@ by the query around it."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
@@ -52,14 +54,34 @@ class SelectPlanner(GroupByClause):
         if rank is not None and rel.windowed is not None and not self.pool and node.args.get("group") is None:
             rank = self._window_top_n(rel, rank)
         if self.pool:
-            predicate = self._and([self.translator(rel)(c) for c in self.pool])
-            rel.table = self.planner._located(self.pool[0], lambda: rel.table.filter(predicate))
+            self._where_clause(rel)
         rel, replaced = self.group_by(rel)
         having = node.args.get("having")
         if having is not None:
             predicate = self.translator(rel, replaced)(having.this)
             rel.table = self.planner._located(having, lambda: rel.table.filter(predicate))
         return self.select_list(rel, replaced, rank)
+
+    def _where_clause(self, rel: Relation) -> None:
+        """Filter the rows WHERE keeps. A window table function's rows are also what grouping by its
+        bounds aggregates under the window: the filter goes into that source too, below the window
+        (a condition on the bounds themselves makes the grouping an updating aggregation over the
+        filtered rows instead)."""
+        predicate = self._and([self.translator(rel)(c) for c in self.pool])
+        where = self.pool[0]
+        rel.table = self.planner._located(where, lambda: rel.table.filter(predicate))
+        on_bounds = bool(ex.columns_of(predicate.node) & {WINDOW_START, WINDOW_END})
+        if rel.windowed is not None:
+            windowed = rel.windowed
+            source = Table(windowed.plan.input)
+            rel.windowed = None if on_bounds else self.planner._located(
+                where, lambda: source.filter(predicate).window(windowed.plan.window, windowed.plan.late_output))
+        if rel.session is not None:
+            table, window, keys = rel.session
+            if on_bounds:
+                raise self.error(where, "WHERE on the window_start/window_end of a SESSION table function is not "
+                                        "supported; filter the aggregated result instead")
+            rel.session = (self.planner._located(where, lambda: table.filter(predicate)), window, keys)
 
     @staticmethod
     def _and(parts: list[Expr]) -> Expr:
@@ -178,10 +200,10 @@ class SelectPlanner(GroupByClause):
     def _rank_bound(c: exp.Expr, alias: str) -> int | None:
         if isinstance(c, (exp.LTE, exp.LT, exp.EQ)) and isinstance(c.this, exp.Column) and c.this.name == alias \
                 and isinstance(c.expression, exp.Literal) and not c.expression.is_string:
-            n = int(c.expression.this)
-            if isinstance(c, exp.EQ) and n != 1:
-                return None
-            return n - 1 if isinstance(c, exp.LT) else n
+            bound = Decimal(c.expression.this)  # the row numbers under a bound such as 2.5
+            if isinstance(c, exp.EQ):
+                return 1 if bound == 1 else None
+            return math.ceil(bound) - 1 if isinstance(c, exp.LT) else math.floor(bound)
         return None
     # -- the select list ---------------------------------------------------------------------
     def select_list(self, rel: Relation, replaced: dict[str, Expr], rank: RankRequest | None) -> Table:
@@ -250,7 +272,7 @@ class SelectPlanner(GroupByClause):
         translate = self.translator(rel)
         names = [translate(p).node for p in window.args.get("partition_by") or []]
         order = window.args.get("order")
-        keys = [(translate(o.this).node, bool(o.args.get("desc"))) for o in (order.expressions if order else [])]
+        keys = [(translate(o.this).node, self._descending(o)) for o in (order.expressions if order else [])]
         if not keys or not all(isinstance(n, ex.Column) for n in names + [k for k, _ in keys]):
             return rank
         by = [n.name for n in names if isinstance(n, ex.Column)]
@@ -291,17 +313,30 @@ class SelectPlanner(GroupByClause):
                                      "and AVG are")
         by = [self._column_name(p, translate) for p in window.args.get("partition_by") or []]
         order = window.args.get("order")
-        order_by = [desc(self._column_name(o.this, translate)) if o.args.get("desc")
+        order_by = [desc(self._column_name(o.this, translate)) if self._descending(o)
                     else self._column_name(o.this, translate) for o in (order.expressions if order else [])]
         spec = window.args.get("spec")
         if spec is None or str(spec.args.get("kind", "")).upper() != "ROWS" \
                 or str(spec.args.get("end", "")).upper() != "CURRENT ROW":
             raise self.error(window, "OVER needs ROWS BETWEEN n PRECEDING AND CURRENT ROW")
         start = spec.args.get("start")
+        if str(spec.args.get("start_side", "")).upper() != "PRECEDING":
+            raise self.error(window, "OVER: the frame starts n PRECEDING rows before the current row "
+                                     "(ROWS BETWEEN n PRECEDING AND CURRENT ROW)")
         if not isinstance(start, exp.Literal):
             raise self.error(window, "OVER: only a number of PRECEDING rows is supported (not UNBOUNDED)")
         return self.planner._located(window, lambda: agg.over(partition_by=by, order_by=order_by,
                                                               rows=(int(start.this), 0)))
+
+    def _descending(self, order: exp.Ordered) -> bool:
+        """Whether an ORDER BY key of a window is descending. NULLs order as the smallest values (as
+        Flink's default: first ascending, last descending); NULLS FIRST/LAST asking otherwise is refused."""
+        descending = bool(order.args.get("desc"))
+        if bool(order.args.get("nulls_first")) == descending:
+            asked = "NULLS FIRST" if descending else "NULLS LAST"
+            raise self.error(order, f"{asked} with {'DESC' if descending else 'ASC'} is not supported: NULLs order "
+                                    "as the smallest values (first ascending, last descending)")
+        return descending
 
     def _column_name(self, node: exp.Expr, translate: ExpressionTranslator) -> str:
         value = translate(node).node
@@ -328,7 +363,7 @@ class SelectPlanner(GroupByClause):
 
         by = [column_for(p) for p in window.args.get("partition_by") or []]
         order = window.args.get("order")
-        keys = [(column_for(o.this), bool(o.args.get("desc"))) for o in (order.expressions if order else [])]
+        keys = [(column_for(o.this), self._descending(o)) for o in (order.expressions if order else [])]
         if not keys:
             raise self.error(window, "ROW_NUMBER() needs ORDER BY")
         if hidden:
