@@ -50,6 +50,9 @@ class AggLayout:
     # value column holding the serial number of the row that created the entry: workers' fired
     # windows merge by it into the order one thread fires them in (by window, then first seen)
     first_seen: int | None = None
+    # whether partial accumulators merge, bit for bit, into what one fold gives (not float sums,
+    # nor float extremes, where a NaN seen first stays): else every entry is folded row by row
+    merges_exactly: bool = True
 
     @property
     def key_width(self) -> int:
@@ -70,16 +73,18 @@ def layout(agg: pn.Aggregate, first_seen: bool = False) -> AggLayout:
         return len(dtypes) - 1
 
     accs = []
+    exact = True
     for name, call in agg.aggs:
         t = ex.type_of(call.input, schema) if call.input is not None else None
         nullable = bool(t and t.nullable)
         fn = function(call.func)
+        exact = exact and fn.merges_exactly(None if t is None else t.dtype)
         vdt = fn.value_dtype(None if t is None else t.dtype)
         value = None if vdt is None else slot(vdt)
         count = slot(np.int64) if fn.needs_count(nullable) else None
         accs.append(AccSlot(name, call.func, call.input, nullable, value, vdt, count))
     seen = slot(np.int64) if first_seen else None
-    return AggLayout(tuple(keys), tuple(accs), tuple(dtypes), seen)
+    return AggLayout(tuple(keys), tuple(accs), tuple(dtypes), seen, exact)
 
 
 def finalize(lay: AggLayout, keys: list[np.ndarray], values: list[np.ndarray], size_ms: int) \

@@ -16,6 +16,7 @@ it still restores.
 
 from __future__ import annotations
 
+import logging
 import shutil
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -35,6 +36,7 @@ from darwin.state.ownership import StatePath
 from darwin.state.placement import MappedFiles
 from darwin.types import Schema
 
+log = logging.getLogger(__name__)
 SIGN = np.uint64(1 << 63)
 INT64_MAX = np.iinfo(np.int64).max
 MAX_KEY = b"\xff" * 1024
@@ -155,6 +157,12 @@ class RocksTable:
     batch ``merge`` writes the entries that changed, as one ``WriteBatch``; entries new to
     the cache are first combined with what RocksDB holds for them (one multi-get). When
     the cache would pass ``delta_limit`` entries it is merged and emptied.
+
+    Aggregates whose partial accumulators do not merge exactly (float sums and extremes: a
+    combine is not the fold the rows would have had) are never combined: the cache keeps every
+    live entry, past ``delta_limit`` if it must, and a restore loads them all back, so each
+    entry is folded row by row from its first row as on the other backends. RocksDB then
+    holds them for checkpoints only.
     """
 
     def __init__(self, directory: Path, name: str, lay: AggLayout, delta_limit: int) -> None:
@@ -167,6 +175,7 @@ class RocksTable:
         self.stored = 0  # entries in RocksDB
         self.next_seq = 0  # first-seen sequence number of the next new entry
         self.evicted: set[int] | None = set()  # window starts with entries in RocksDB but not in the cache
+        self.over_limit = False  # the cache passed delta_limit (entries that cannot be combined)
         self.db = self._open()
 
     def _open(self) -> rocksdict.Rdict:
@@ -180,7 +189,13 @@ class RocksTable:
         return self.delta.is_empty() and self.stored == 0
 
     def grow(self, needed: int) -> None:
-        if self.delta.count + needed > self.delta_limit:
+        if self.delta.count + needed > self.delta_limit and not self.lay.merges_exactly:
+            if not self.over_limit:
+                self.over_limit = True
+                log.warning("state %s on rocksdb: its aggregates (float sums or extremes) cannot be folded in parts, "
+                            "so its %d entries stay in memory, past state_delta_limit=%d", self.name,
+                            self.delta.count + needed, self.delta_limit)
+        elif self.delta.count + needed > self.delta_limit:
             self.merge()
             if self.evicted is not None:
                 self.evicted.update(np.unique(self.delta.keys[0][: self.delta.count]).tolist())
@@ -329,6 +344,20 @@ class RocksTable:
         self.delta.clear()
         self.stored, self.next_seq = int(meta["stored"]), int(meta["next_seq"])
         self.evicted = None if self.stored else set()  # the cache starts empty: anything may be stored
+        if not self.lay.merges_exactly and self.stored:
+            with rocksdb_errors(self.directory):
+                self._load_all()
+
+    def _load_all(self) -> None:
+        """Every stored entry back into the cache, in first-seen order, as written (nothing to combine later)."""
+        items = cast(list[tuple[bytes, bytes]], list(self.db.items()))
+        keys = decode_keys([k for k, _ in items], self.lay.key_width)
+        seq, values = self._decode_values([v for _, v in items])
+        order = np.argsort(seq, kind="stable")
+        values = [v[order] for v in values]
+        stored = np.ones(len(items), np.int64)
+        self.delta.add_entries([k[order] for k in keys], [*values, *(v.copy() for v in values), seq[order], stored])
+        self.evicted = set()
 
     def after_checkpoint(self, checkpoint_id: int) -> None:
         pass
