@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -44,6 +45,12 @@ def _rechunked(batches: Iterator[pa.RecordBatch], batch_size: int) -> Iterator[p
             yield batch.slice(start, batch_size)
 
 
+# NULL is an empty unquoted field, of any type: what dw.sinks.CSV writes for NULL (and Spark's
+# default nullValue). Arrow's default also reads "nan", "NULL", "NA", ... as NULL, so a float NaN or
+# the string "NULL" came back as NULL and a NULL string as ''.
+CSV_NULLS: dict[str, Any] = {"null_values": [""], "strings_can_be_null": True, "quoted_strings_can_be_null": False}
+
+
 class CsvSource:
     """A CSV file read in blocks. ``schema`` (Arrow) fixes the columns read and their types; without
     it the header names the columns and Arrow infers their types. Columns of the file that the
@@ -70,13 +77,13 @@ class CsvSource:
                                   f"{self._header}")
             self.arrow_schema = schema
         else:
-            self.arrow_schema = self._open(pacsv.ConvertOptions(), "read").schema
+            self.arrow_schema = self._open(pacsv.ConvertOptions(**CSV_NULLS), "read").schema
         self.schema = Schema.from_arrow(self.arrow_schema)
 
     def _convert(self, columns: Sequence[str]) -> pacsv.ConvertOptions:
         types = {f.name: f.type for f in self.arrow_schema if f.name in columns}
         return pacsv.ConvertOptions(column_types=types, include_columns=list(columns),
-                                    timestamp_parsers=[pacsv.ISO8601, "%Y-%m-%d %H:%M:%S"])
+                                    timestamp_parsers=[pacsv.ISO8601, "%Y-%m-%d %H:%M:%S"], **CSV_NULLS)
 
     def _open(self, convert: pacsv.ConvertOptions, doing: str) -> pacsv.CSVStreamingReader:
         try:

@@ -52,7 +52,8 @@ def test_nexmark_q5_equals_the_reference_sql_query(examples):
     assert result.metrics["input_rows"] == 46_000
 
 
-def test_csv_python_join_equals_the_function_run_directly(examples):
+def test_csv_python_join_equals_the_function_run_directly(examples, monkeypatch):
+    monkeypatch.syspath_prepend(str(examples))  # the module the deployment names, imported here too
     from darwin_examples.orders import orders_with_customers
 
     result = deploy.run(deploy.load(examples / "csv-python-join.yaml"))

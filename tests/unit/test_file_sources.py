@@ -49,6 +49,20 @@ def test_read_csv_errors_name_file_and_column(tmp_path):
         dw.read_csv(tmp_path / "d")
 
 
+def test_what_the_csv_sink_writes_reads_back_as_it_was(tmp_path):
+    """NULL is an empty unquoted field; NaN, '' and strings such as 'NULL' or 'NA' are values."""
+    table = pa.table({"ts": pa.array([0, 1, 2, 3], pa.timestamp("ms")),
+                      "s": ["a", "", None, "NULL"], "t": ["NA", "nan", "N/A", None],
+                      "f": [1.5, float("nan"), None, -0.0], "i": [1, None, 3, -4]})
+    dw.from_arrow(table).sink(dw.sinks.CSV(tmp_path / "out")).run()
+    back = dw.read_csv(tmp_path / "out", table.schema).collect()
+    assert [[repr(v) for v in row.values()] for row in back.to_pylist()] == \
+        [[repr(v) for v in row.values()] for row in table.to_pylist()]
+    (tmp_path / "inferred.csv").write_text("k,v,s\n1,,x\n,nan,\n")
+    assert dw.read_csv(tmp_path / "inferred.csv").collect().to_pydict() == \
+        {"k": [1, None], "v": [None, pytest.approx(float("nan"), nan_ok=True)], "s": ["x", None]}
+
+
 def test_read_ipc_file_stream_and_directory(tmp_path):
     table = pa.table({"x": [1, 2, 3]})
     (tmp_path / "d").mkdir()

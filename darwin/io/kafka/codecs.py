@@ -21,6 +21,7 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 
 from darwin.errors import SinkError, SourceError
+from darwin.io.file_sources import CSV_NULLS
 
 FORMATS = ("json", "csv", "raw", "avro")
 RAW_COLUMN = "value"  # the one value column of format 'raw': the payload as UTF-8 text
@@ -64,9 +65,9 @@ def decode(fmt: str, payloads: Sequence[bytes | None], schema: pa.Schema, where:
             raise SourceError(f"{where}: a message's value is not a JSON object of the schema's columns: {e}") \
                 from None
     else:
-        data = b"\n".join(b"" if p is None else p.rstrip(b"\r\n") for p in payloads)
+        data = b"".join(b"\n" if p is None else p.rstrip(b"\r\n") + b"\n" for p in payloads)
         read = pacsv.ReadOptions(column_names=schema.names, block_size=max(1 << 20, len(data) + 1))
-        convert = pacsv.ConvertOptions(column_types=schema, strings_can_be_null=True)
+        convert = pacsv.ConvertOptions(column_types=schema, **CSV_NULLS)
         try:
             table = pacsv.read_csv(io.BytesIO(data), read_options=read, convert_options=convert,
                                    parse_options=pacsv.ParseOptions(newlines_in_values=True,
