@@ -60,13 +60,13 @@ class Table:
         """Keep the rows where ``predicate`` is true (null counts as false)."""
         return Table(pn.Filter(self.plan, _node(predicate)))
 
-    def select(self, *columns: str | Expr, **named: IntoExpr) -> Table:
+    def select(self, /, *columns: str | Expr, **named: IntoExpr) -> Table:
         """Exactly these columns, in this order: names, aliased expressions, or name=expression."""
         plan, named = _over_columns(self.plan, named)
         exprs = [_named(c) for c in columns] + [(name, _node(e)) for name, e in named.items()]
         return Table(pn.Project(plan, tuple(exprs)))
 
-    def with_columns(self, *columns: Expr, **named: IntoExpr) -> Table:
+    def with_columns(self, /, *columns: Expr, **named: IntoExpr) -> Table:
         """All current columns, plus (or replacing) the given ones."""
         plan, named = _over_columns(self.plan, named)
         new = dict([_named(c) for c in columns] + [(name, _node(e)) for name, e in named.items()])
@@ -78,7 +78,7 @@ class Table:
             self.plan.schema.field(n, "drop")
         return self.select(*[n for n in self.plan.schema.names if n not in names])
 
-    def group_by(self, *keys: str | Expr, **named: IntoExpr) -> GroupedTable:
+    def group_by(self, /, *keys: str | Expr, **named: IntoExpr) -> GroupedTable:
         """Groups without a window: ``agg`` makes an updating table of one row per group, changed
         as rows arrive (``collect()`` gives the final rows, ``changelog()`` every change).
         Keys are column names, or expressions named ``name=expr``."""
@@ -89,7 +89,7 @@ class Table:
                               + tuple(computed))
         return GroupedTable(plan, _key_names(plan, keys) + tuple(named))
 
-    def agg(self, **aggs: Agg) -> Table:
+    def agg(self, /, **aggs: Agg) -> Table:
         """One updating row over all rows (a global aggregation without a window)."""
         return GroupedTable(self.plan, ()).agg(**aggs)
 
@@ -263,7 +263,7 @@ class WindowedTable:
     def group_by(self, *keys: str | Expr) -> GroupedTable:
         return GroupedTable(self.plan, _key_names(self.plan, keys))
 
-    def agg(self, **aggs: Agg) -> Table:
+    def agg(self, /, **aggs: Agg) -> Table:
         """One row per window over all rows (a global windowed aggregation)."""
         return GroupedTable(self.plan, ()).agg(**aggs)
 
@@ -289,7 +289,7 @@ class SessionWindowedTable:
     def group_by(self, *keys: str | Expr) -> GroupedTable:
         return GroupedTable(self.plan, _key_names(self.plan, keys), self.window)
 
-    def agg(self, **aggs: Agg) -> Table:
+    def agg(self, /, **aggs: Agg) -> Table:
         """Sessions over all rows, without a key."""
         return GroupedTable(self.plan, (), self.window).agg(**aggs)
 
@@ -306,11 +306,11 @@ class BarrierWindowedTable:
     def group_by(self, *keys: str | Expr) -> GroupedTable:
         return GroupedTable(self.plan, _key_names(self.plan, keys), barrier=self.window)
 
-    def agg(self, **aggs: Agg) -> Table:
+    def agg(self, /, **aggs: Agg) -> Table:
         """One row per window over all rows, without a key."""
         return GroupedTable(self.plan, (), barrier=self.window).agg(**aggs)
 
-    def table(self, **carried: str) -> Table:
+    def table(self, /, **carried: str) -> Table:
         """Every row with its window_id (and window_start, window_end with ``on=``); each
         ``name="column"`` adds that column's value on the barrier row that opened the row's window
         (NULL before the first barrier), e.g. ``.table(page_category="category")``."""
@@ -339,7 +339,7 @@ class GroupedTable:
                  barrier: BarrierWindow | None = None) -> None:
         self.plan, self.keys, self.session, self.barrier = plan, keys, session, barrier
 
-    def agg(self, **aggs: Agg) -> Table:
+    def agg(self, /, **aggs: Agg) -> Table:
         calls = []
         for name, a in aggs.items():
             if not isinstance(a, Agg):

@@ -92,6 +92,9 @@ class Expr:
         return Expr(ex.Unary("is_not_null", self.node))
 
     def isin(self, values: Iterable[Any]) -> Expr:
+        """True where the value equals one of ``values``, compared as ``==`` compares (an int with a
+        float in float64; NaN equals nothing). As SQL's IN: NULL where the value is NULL, and where
+        nothing matches and ``values`` hold a None, so ``~isin([1, None])`` is never true."""
         if isinstance(values, (str, bytes)):
             raise DarwinTypeError("isin() takes a list of values, not a single string")
         return Expr(ex.IsIn(self.node, tuple(ex.literal_of(v) for v in values)))

@@ -42,15 +42,19 @@ def compile_expr(e: ex.ExprNode, schema: Schema) -> Callable[[Row], Any]:
         return _UNARY[e.op](f)
     if isinstance(e, ex.IsIn):
         f = compile_expr(e.operand, schema)
+        # compared as == compares: in float64 when the operand or any value is a float
+        as_float = ex.type_of(e.operand, schema).dtype is DType.FLOAT64 or any(
+            v.dtype is DType.FLOAT64 and v.value is not None for v in e.values)
         # NaN equals nothing; left out, because ``in`` would match a NaN object by identity
-        values = frozenset(v.value for v in e.values if v.value is not None and v.value == v.value)
+        values = frozenset(float(v.value) if as_float else v.value
+                           for v in e.values if v.value is not None and v.value == v.value)
         has_null = any(v.value is None for v in e.values)
 
         def isin(row: Row) -> Any:
             x = f(row)
             if x is None:
                 return None
-            if x in values:
+            if (float(x) if as_float else x) in values:
                 return True
             return None if has_null else False
         return isin

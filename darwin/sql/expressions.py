@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 
@@ -18,6 +19,7 @@ import darwin.expr as dx
 from darwin.expr import Expr, col, lit, when
 from darwin.plan import exprs as ex
 from darwin.plan.exprs import type_of
+from darwin.plan.rules import fold_expr
 from darwin.sql.dialect import Flink
 from darwin.sql.errors import Located
 from darwin.types import DType, Schema
@@ -32,6 +34,7 @@ TYPES = {  # SQL type -> Darwin type
 }
 UNITS_MS = {"MILLISECOND": 1, "SECOND": 1_000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000}
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_INTERVAL_MS = 2**62  # timestamps are exact in int64 up to 2^62 ms (docs/decisions.md, Limits)
 JAVA_TIME = {"yyyy": "%Y", "yy": "%y", "MM": "%m", "dd": "%d", "HH": "%H", "mm": "%M", "ss": "%S", "DDD": "%j"}
 
 
@@ -68,24 +71,53 @@ def sql_type(node: exp.DataType, where: Located) -> DType:
 
 
 def interval_ms(node: exp.Expr, where: Located) -> int:
-    """An ``INTERVAL 'n' UNIT`` literal in milliseconds."""
+    """An ``INTERVAL 'n' UNIT`` literal in whole milliseconds, computed exactly ('1.001' SECOND is
+    1001 ms); a value finer than a millisecond (Darwin's timestamps are ms) is refused."""
     if not isinstance(node, exp.Interval):
         raise where.error(node, f"expected an interval such as INTERVAL '10' SECOND, got {node.sql(dialect=Flink)}")
-    unit = str(node.unit.this if node.unit is not None else "").upper().rstrip("S")
+    unit = str(node.unit.this if isinstance(node.unit, exp.Var) else "").upper().rstrip("S")
     value = node.this.this if isinstance(node.this, exp.Literal) else None
     try:
-        return int(float(str(value)) * UNITS_MS[unit])
-    except (KeyError, ValueError):
+        amount = Decimal(str(value).strip()) * UNITS_MS[unit]
+    except (KeyError, InvalidOperation):
         raise where.error(node, f"interval {node.sql(dialect=Flink)}: give a number and one of "
                                 f"{sorted(UNITS_MS)}") from None
+    if not amount.is_finite():
+        raise where.error(node, f"interval {node.sql(dialect=Flink)}: give a finite number")
+    if amount != amount.to_integral_value():
+        raise where.error(node, f"interval {node.sql(dialect=Flink)} is {amount.normalize():f} ms: Darwin's "
+                                "timestamps are whole milliseconds, so an interval must be too")
+    if not -MAX_INTERVAL_MS <= amount <= MAX_INTERVAL_MS:
+        raise where.error(node, f"interval {node.sql(dialect=Flink)} is {amount:f} ms, past the 2^62 ms for "
+                                "which timestamp arithmetic is exact")
+    return int(amount)
+
+
+TIMESTAMP_TEXT = re.compile(r"(\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.(\d+))?)?)?)\s*(\S.*)?")
 
 
 def timestamp_ms(node: exp.Literal, where: Located) -> int:
-    """A timestamp literal ('yyyy-MM-dd HH:mm:ss[.fff]', UTC) in ms since the epoch."""
+    """A timestamp literal ('yyyy-MM-dd HH:mm:ss[.fff]', UTC) in ms since the epoch. A TIMESTAMP has
+    no time zone (as in Flink), so an offset or zone is refused, not ignored; so are digits past the
+    millisecond that are not zero (Darwin's timestamps are ms)."""
+    text = str(node.this).strip()
+    match = TIMESTAMP_TEXT.fullmatch(text)
+    hint = "write 'yyyy-MM-dd HH:mm:ss[.fff]'"
+    if match is None:
+        raise where.error(node, f"TIMESTAMP '{node.this}': {hint}")
+    body, fraction, rest = match.groups()
+    if rest is not None:
+        raise where.error(node, f"TIMESTAMP '{node.this}': {rest!r} after the time is not accepted; a TIMESTAMP has "
+                                f"no time zone (as in Flink), so no offset or zone is applied: {hint} in UTC")
+    if fraction is not None and fraction[3:].strip("0"):
+        raise where.error(node, f"TIMESTAMP '{node.this}': .{fraction} is finer than a millisecond, and Darwin's "
+                                "timestamps are whole milliseconds")
+    if fraction is not None:
+        body = body[:len(body) - len(fraction)] + (fraction[:3] + "000")[:3]
     try:
-        moment = datetime.fromisoformat(str(node.this)).replace(tzinfo=UTC)
+        moment = datetime.fromisoformat(body).replace(tzinfo=UTC)
     except ValueError:
-        raise where.error(node, f"TIMESTAMP '{node.this}': write 'yyyy-MM-dd HH:mm:ss[.fff]'") from None
+        raise where.error(node, f"TIMESTAMP '{node.this}': {hint}") from None
     return (moment - EPOCH) // timedelta(milliseconds=1)
 
 
@@ -174,7 +206,6 @@ class ExpressionTranslator:
     def visit_Add(self, n: exp.Add) -> Expr: return self._binary(n, lambda a, b: a + b)
     def visit_Sub(self, n: exp.Sub) -> Expr: return self._binary(n, lambda a, b: a - b)
     def visit_Mul(self, n: exp.Mul) -> Expr: return self._binary(n, lambda a, b: a * b)
-    def visit_Mod(self, n: exp.Mod) -> Expr: return self._binary(n, lambda a, b: a % b)
     def visit_EQ(self, n: exp.EQ) -> Expr: return self._binary(n, lambda a, b: a == b)
     def visit_NEQ(self, n: exp.NEQ) -> Expr: return self._binary(n, lambda a, b: a != b)
     def visit_LT(self, n: exp.LT) -> Expr: return self._binary(n, lambda a, b: a < b)
@@ -185,10 +216,43 @@ class ExpressionTranslator:
     def visit_Or(self, n: exp.Or) -> Expr: return self._binary(n, lambda a, b: a | b)
 
     def visit_Div(self, node: exp.Div) -> Expr:
-        """Flink divides integers as integers (BIGINT / BIGINT is a BIGINT)."""
+        """Flink divides integers as Java does: BIGINT / BIGINT is a BIGINT truncated toward zero
+        (-7 / 2 = -3, not the fluent API's floor -4); a divisor of 0 gives NULL, as everywhere in Darwin."""
         left, right = self(node.this), self(node.expression)
-        ints = all(type_of(e.node, self.schema, "division").dtype is DType.INT64 for e in (left, right))
-        return left // right if ints else left / right
+        return self._truncating(left, right, "div") if self._dtypes(left, right) == {DType.INT64} else left / right
+
+    def visit_Mod(self, node: exp.Mod) -> Expr:
+        """``a % b`` and ``MOD(a, b)`` as in Flink (Java's ``%``): the remainder has the sign of the
+        dividend (-7 % 2 = -1, 7 % -2 = 1), of integers and of floats (C's fmod) alike; the fluent
+        API's ``%`` floors (the sign of the divisor). A divisor of 0 gives NULL."""
+        left, right = self(node.this), self(node.expression)
+        dtypes = self._dtypes(left, right)
+        if dtypes == {DType.INT64}:
+            return self._truncating(left, right, "mod")
+        if dtypes <= {DType.INT64, DType.FLOAT64}:  # |a| % |b| is exact; the sign is the dividend's
+            dividend = left.cast(DType.FLOAT64)
+            magnitude = dividend.abs() % right.cast(DType.FLOAT64).abs()
+            return when(dividend < 0, -magnitude).otherwise(magnitude)
+        return left % right  # no number: the type check names the problem
+
+    def _dtypes(self, *operands: Expr) -> set[DType | None]:
+        return {type_of(e.node, self.schema, "arithmetic").dtype for e in operands}
+
+    def _truncating(self, left: Expr, right: Expr, op: str) -> Expr:
+        """Integer division or remainder truncated toward zero, from the floor ones: where the
+        floor remainder is not 0 and the operands' signs differ, the floor quotient is one less
+        and the floor remainder has the divisor's sign (-7 // 2 = -4, -7 % 2 = 1: -3 and -1)."""
+        quotient, remainder = left // right, left % right
+        divisor = fold_expr(right.node)
+        if isinstance(divisor, ex.Literal) and divisor.value in (None, 0):
+            return quotient if op == "div" else remainder  # NULL
+        if isinstance(divisor, ex.Literal):  # the divisor's sign is known: one comparison less
+            signs_differ = left < 0 if divisor.value > 0 else left > 0
+        else:
+            signs_differ = (left < 0) != (right < 0)
+        inexact = (remainder != 0) & signs_differ
+        return when(inexact, quotient + 1).otherwise(quotient) if op == "div" \
+            else when(inexact, remainder - right).otherwise(remainder)
 
     def visit_Not(self, node: exp.Not) -> Expr:
         if isinstance(node.this, exp.Is):
@@ -205,19 +269,26 @@ class ExpressionTranslator:
         return self(node.this).is_null()
 
     def visit_Between(self, node: exp.Between) -> Expr:
-        return self(node.this).between(self(node.args["low"]), self(node.args["high"]))
+        """``x BETWEEN a AND b`` is ``a <= x <= b``; with SYMMETRIC, also ``b <= x <= a`` (Calcite's
+        ``(x >= a AND x <= b) OR (x >= b AND x <= a)``, NULLs included)."""
+        value, low, high = self(node.this), self(node.args["low"]), self(node.args["high"])
+        inside = value.between(low, high)
+        return inside | value.between(high, low) if node.args.get("symmetric") else inside
 
     def visit_In(self, node: exp.In) -> Expr:
-        values = []
-        for v in node.expressions:
-            if not isinstance(v, (exp.Literal, exp.Boolean)):
-                raise self.where.error(v, "IN (...) takes literal values")
-            value = self(v).node
-            assert isinstance(value, ex.Literal)
-            values.append(value.value)
+        """``x IN (v, ...)`` over constant values: literals, NULL, or expressions of them (-1, 2 * 3).
+        As in SQL, it is NULL rather than FALSE when no value matches and the list holds a NULL, so
+        ``x NOT IN (1, NULL)`` is never TRUE."""
         if node.args.get("query") is not None:
             raise self.where.error(node, "IN (SELECT ...) is not supported")
-        return self(node.this).isin(values)
+        values = []
+        for v in node.expressions:
+            value = fold_expr(self(v).node)
+            if not isinstance(value, ex.Literal):
+                raise self.where.error(v, f"IN (...) takes constant values, such as 1, -2.5, 'text' or NULL, "
+                                          f"not {v.sql(dialect=Flink)}")
+            values.append(value)
+        return Expr(ex.IsIn(self(node.this).node, tuple(values)))
 
     def visit_Case(self, node: exp.Case) -> Expr:
         operand = node.this
@@ -263,11 +334,24 @@ class ExpressionTranslator:
 
     def visit_Extract(self, node: exp.Extract) -> Expr:
         part = str(node.this.this if isinstance(node.this, exp.Var) else node.this).lower()
-        parts = {"year": "year", "month": "month", "day": "day", "hour": "hour", "minute": "minute",
-                 "second": "second", "millisecond": "millisecond", "dow": "day_of_week"}
+        parts = ("year", "month", "day", "hour", "minute", "second", "millisecond")
+        if part == "dow":
+            return self._day_of_week(self(node.expression))
+        if part == "isodow":
+            return self(node.expression).dt.day_of_week()
         if part not in parts:
-            raise self.where.error(node, f"EXTRACT({part.upper()} ...): one of {', '.join(p.upper() for p in parts)}")
-        return getattr(self(node.expression).dt, parts[part])()
+            raise self.where.error(node, f"EXTRACT({part.upper()} ...): one of "
+                                         f"{', '.join(p.upper() for p in parts)}, DOW, ISODOW")
+        return getattr(self(node.expression).dt, part)()
+
+    def visit_DayOfWeek(self, node: exp.DayOfWeek) -> Expr:
+        return self._day_of_week(self(node.this))
+
+    @staticmethod
+    def _day_of_week(ts: Expr) -> Expr:
+        """Flink's (Calcite's, Spark's) DOW and DAYOFWEEK: 1 is Sunday .. 7 is Saturday, from the
+        fluent ``dt.day_of_week()``, which is ISO (1 is Monday .. 7 is Sunday) as ISODOW is."""
+        return ts.dt.day_of_week() % 7 + 1
 
     def visit_Coalesce(self, node: exp.Coalesce) -> Expr:
         """The first of its arguments that is not NULL."""
@@ -317,7 +401,7 @@ class ExpressionTranslator:
             raise self.where.error(node, "PROCTIME(): Darwin has no processing time; PROCTIME() AS name in a select "
                                          "list or CREATE TABLE only names the time of a FOR SYSTEM_TIME AS OF lookup")
         if name == "DAYOFWEEK" and len(args) == 1:
-            return self(args[0]).dt.day_of_week()
+            return self._day_of_week(self(args[0]))
         raise self.where.error(node, f"function {name}({len(args)} arguments) is not supported in Darwin's SQL")
 
     def _text(self, node: exp.Expr, what: str) -> str:

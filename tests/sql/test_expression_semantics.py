@@ -1,0 +1,182 @@
+"""SQL expressions whose meaning must be Flink's: BETWEEN SYMMETRIC, DOW numbering, exact intervals and
+timestamp literals, truncating integer division and remainder, IN lists with negative values and NULL;
+``self`` as an output name; ``isin`` comparing as ``==`` does. Each checked against plain Python on both
+engines."""
+
+import math
+from datetime import datetime, timedelta
+
+import pyarrow as pa
+import pytest
+
+import darwin as dw
+from darwin import col
+from darwin.errors import SqlError
+
+MODES = [dw.Config(), dw.Config(mode="interpreted")]
+INT64_MIN = -(2**63)
+
+
+def table(**columns):
+    n = len(next(iter(columns.values())))
+    return dw.from_arrow(pa.table({"ts": pa.array(range(n), pa.timestamp("ms")), **columns}), time="ts", name="t")
+
+
+def rows(text, t, config):
+    """The query's rows, in the input's order (each query selects ts first)."""
+    return [tuple(r.values())[1:] for r in sorted(dw.sql(text, tables={"t": t}).collect(config).to_pylist(),
+                                                   key=lambda r: r["ts"])]
+
+
+def java_div(a, b, wrap=True):
+    """Java's long division (Flink's BIGINT /): truncated toward zero; NULL for 0, as Darwin has it."""
+    if a is None or b is None or b == 0:
+        return None
+    q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+    return (q + 2**63) % 2**64 - 2**63 if wrap else q  # wraps as int64: MIN / -1 is MIN
+
+
+def java_mod(a, b):
+    """Java's long %: a - b * (a / b), the sign of the dividend."""
+    return None if a is None or b is None or b == 0 else a - b * java_div(a, b, wrap=False)
+
+
+# -- BETWEEN SYMMETRIC ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", MODES)
+def test_between_symmetric_swaps_bounds_the_wrong_way_round(config):
+    values = [0, 1, 2, 3, 4, None]
+    got = rows("SELECT ts, a BETWEEN SYMMETRIC 3 AND 1, a NOT BETWEEN SYMMETRIC 3 AND 1, a BETWEEN SYMMETRIC 1 AND 3, "
+               "a BETWEEN 3 AND 1, a BETWEEN SYMMETRIC b AND 1 FROM t",
+               table(a=values, b=[3, 3, None, None, 3, 3]), config)
+    inside = [None if a is None else 1 <= a <= 3 for a in values]
+    # Calcite: (a >= b AND a <= 1) OR (a >= 1 AND a <= b); a NULL bound leaves it NULL unless the other side holds
+    with_null = [False, True, None, None, False, None]
+    assert got == [(i, None if i is None else not i, i, None if i is None else False, n)
+                   for i, n in zip(inside, with_null, strict=True)]
+
+
+# -- DOW -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", MODES)
+def test_dow_counts_from_sunday_and_isodow_from_monday(config):
+    days = [datetime(1970, 1, 1) + timedelta(days=d) for d in range(7)]  # Thursday .. Wednesday
+    t = dw.from_arrow(pa.table({"ts": pa.array(days, pa.timestamp("ms"))}), time="ts", name="t")
+    got = rows("SELECT ts, EXTRACT(DOW FROM ts), EXTRACT(ISODOW FROM ts), DAYOFWEEK(ts) FROM t", t, config)
+    sunday_first = [d.isoweekday() % 7 + 1 for d in days]  # Flink, Calcite, Spark: 1 = Sunday .. 7 = Saturday
+    assert got == [(s, d.isoweekday(), s) for s, d in zip(sunday_first, days, strict=True)]
+    assert [r[0] for r in got] == [5, 6, 7, 1, 2, 3, 4]
+    fluent = t.select(iso=col("ts").dt.day_of_week()).collect(config)["iso"].to_pylist()
+    assert fluent == [d.isoweekday() for d in days]  # the fluent API stays ISO, as polars' weekday()
+
+
+# -- intervals and timestamp literals -------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", MODES)
+def test_interval_and_timestamp_literals_are_exact_to_the_millisecond(config):
+    t = dw.from_arrow(pa.table({"ts": pa.array([0, 1_000, 1_001, 2_001], pa.timestamp("ms"))}), time="ts", name="t")
+    windows = rows("SELECT window_start AS ts, window_end, count(*) FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), "
+                   "INTERVAL '1.001' SECOND)) GROUP BY window_start, window_end", t, config)
+    ms = timedelta(milliseconds=1)
+    assert windows == [(datetime(1970, 1, 1) + 1_001 * ms, 2), (datetime(1970, 1, 1) + 2_002 * ms, 2)]
+    intervals = {"'1.001' SECOND": 1_001, "'0.5' SECOND": 500, "'1.5' MINUTE": 90_000, "'-1.25' SECOND": -1_250,
+                 "'0.001' SECOND": 1, "'2.0005' HOUR": 7_201_800, "'1.00000' DAY": 86_400_000}
+    got = rows("SELECT ts, " + ", ".join(f"ts + INTERVAL {i} - ts" for i in intervals) + " FROM t", t, config)
+    assert got[0] == tuple(intervals.values())
+    literal = rows("SELECT ts, TIMESTAMP '2020-01-01 00:00:00.123000', TIMESTAMP '2020-01-01 00:00:00.1' FROM t",
+                   t, config)[0]
+    assert literal == (datetime(2020, 1, 1, 0, 0, 0, 123_000), datetime(2020, 1, 1, 0, 0, 0, 100_000))
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("SELECT ts + INTERVAL '0.0005' SECOND FROM t", "line 1, column 22: .* is 0.5 ms: Darwin's timestamps are whole"),
+    ("SELECT ts,\n  ts - INTERVAL '1.00001' MINUTE FROM t", "line 2, column 17: .* is 60000.6 ms"),
+    ("SELECT TIMESTAMP '2020-01-01 00:00:00.123456' FROM t", "line 1, column 18: .*finer than a millisecond"),
+    ("SELECT TIMESTAMP '2020-01-01 00:00:00+02:00' FROM t", "line 1, column 18: .*'\\+02:00' .* no time zone"),
+    ("SELECT TIMESTAMP '2020-01-01 00:00:00.500Z' FROM t", "line 1, column 18: .*'Z' .* no time zone"),
+])
+def test_literals_finer_than_a_millisecond_or_with_a_zone_are_refused(text, problem):
+    with pytest.raises(SqlError, match=problem):
+        dw.sql(text, tables={"t": table(a=[1])})
+
+
+# -- integer division and remainder ---------------------------------------------------------------------
+
+PAIRS = [(-7, 2), (7, -2), (-7, -2), (7, 2), (6, -3), (-6, 3), (0, -5), (5, 0), (None, 2), (2, None),
+         (INT64_MIN, -1), (INT64_MIN, 3), (INT64_MIN, INT64_MIN), (2**63 - 1, -2), (-1, 2**63 - 1)]
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_integer_division_and_remainder_truncate_toward_zero_as_in_flink(config):
+    a, b = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
+    got = rows("SELECT ts, a / b, a % b, MOD(a, b), a / 2, a % -2, MOD(a, 3), -7 / b FROM t",
+               table(a=pa.array(a, pa.int64()), b=pa.array(b, pa.int64())), config)
+    assert got == [(java_div(x, y), java_mod(x, y), java_mod(x, y), java_div(x, 2), java_mod(x, -2), java_mod(x, 3),
+                    java_div(-7, y)) for x, y in PAIRS]
+    assert got[:2] == [(-3, -1, -1, -3, -1, -1, -3), (-3, 1, 1, 3, 1, 1, 3)]
+    fluent = table(a=[-7, 7], b=[2, -2]).select(q=col("a") // col("b"), r=col("a") % col("b")).collect(config)
+    assert fluent.to_pylist() == [{"q": -4, "r": 1}, {"q": -4, "r": -1}]  # the fluent API floors, as polars
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_float_remainder_has_the_sign_of_the_dividend(config):
+    pairs = [(-7.5, 2.0), (7.5, -2.0), (-7.5, -2.0), (7.5, 2.0), (-1e-300, 2.0), (5.0, math.inf), (-3.0, 0.0),
+             (None, 1.0)]
+    got = rows("SELECT ts, f % g, MOD(f, 2), i % g FROM t",
+               table(f=[p[0] for p in pairs], g=[p[1] for p in pairs], i=[-7, 7, -7, 7, -1, 5, -3, None]), config)
+    fmod = lambda x, y: None if x is None or y == 0 else math.fmod(x, y)  # noqa: E731
+    assert got == [(fmod(x, y), fmod(x, 2.0), fmod(i, y)) for (x, y), i in
+                   zip(pairs, [-7, 7, -7, 7, -1, 5, -3, None], strict=True)]
+
+
+# -- IN lists -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", MODES)
+def test_in_lists_take_negative_and_constant_values(config):
+    got = rows("SELECT ts, a IN (-1, 2), a NOT IN (-1, 2), a IN (-(3 - 2), 1 + 1, CAST(NULL AS BIGINT)), "
+               "f IN (-0.5, 2) FROM t", table(a=[-1, 1, 2, None], f=[-0.5, 1.0, 2.0, None]), config)
+    assert got == [(True, False, True, True), (False, True, None, False), (True, False, True, True),
+                   (None, None, None, None)]
+    with pytest.raises(SqlError, match="line 1, column 32: IN .* takes constant values"):
+        dw.sql("SELECT a FROM t WHERE a IN (1, a + 1)", tables={"t": table(a=[1])})
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_in_with_null_is_null_where_nothing_matches(config):
+    t = table(a=[1, 2, None])
+    got = rows("SELECT ts, a IN (1, NULL), a NOT IN (1, NULL), a IN (NULL), a NOT IN (3, NULL) FROM t", t, config)
+    assert got == [(True, False, None, None), (None, None, None, None), (None, None, None, None)]
+    assert rows("SELECT ts, a FROM t WHERE a IN (1, NULL)", t, config) == [(1,)]
+    assert rows("SELECT ts, a FROM t WHERE a NOT IN (3, NULL)", t, config) == []  # never TRUE
+    assert rows("SELECT ts, a FROM t WHERE NOT (a IN (3, NULL))", t, config) == []
+    fluent = t.filter(~col("a").isin([3, None])).collect(config)  # the fluent isin: the same three values
+    assert fluent.num_rows == 0
+
+
+# -- names and comparisons ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", MODES)
+def test_self_is_a_column_name_like_any_other(config):
+    t = table(a=[1, 2, 2])
+    assert rows("SELECT ts, a AS self FROM t", t, config) == [(1,), (2,), (2,)]
+    grouped = dw.sql("SELECT a, count(*) AS self FROM t GROUP BY a", tables={"t": t}).collect(config)
+    assert sorted(tuple(r.values()) for r in grouped.to_pylist()) == [(1, 1), (2, 2)]
+    assert t.select(self=col("a")).collect(config)["self"].to_pylist() == [1, 2, 2]
+    assert t.with_columns(self=col("a") + 1).collect(config)["self"].to_pylist() == [2, 3, 3]
+    counts = t.group_by(self=col("a") * 10).agg(self_n=dw.count()).collect(config)
+    assert sorted(tuple(r.values()) for r in counts.to_pylist()) == [(10, 1), (20, 2)]
+    assert t.agg(self=dw.sum("a")).collect(config)["self"].to_pylist() == [5]
+    windowed = t.window(dw.Tumble("1s", on="ts")).group_by("a").agg(self=dw.count()).collect(config)
+    assert sorted(windowed["self"].to_pylist()) == [1, 2]
+
+
+@pytest.mark.parametrize("extra", [0, 20], ids=["inline", "long list"])
+def test_isin_compares_as_equality_does_on_both_engines(extra):
+    big = 2**53 + 1  # float(big) == 2**53: the int compares equal to the float, as == says
+    t = table(a=pa.array([big, 2**53, 3], pa.int64()))
+    values = [float(2**53)] + [1000.5 + i for i in range(extra)]
+    for config in MODES:  # the compiled engine compared so already; the interpreter compared ints to floats exactly
+        got = t.select(isin=col("a").isin(values), eq=col("a") == float(2**53)).collect(config).to_pylist()
+        assert [r["isin"] for r in got] == [r["eq"] for r in got] == [True, True, False]
+        in_sql = rows("SELECT ts, a IN (9007199254740992.0), a = 9007199254740992.0 FROM t", t, config)
+        assert in_sql == [(True, True), (True, True), (False, False)]
