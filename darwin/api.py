@@ -61,15 +61,16 @@ class Table:
         return Table(pn.Filter(self.plan, _node(predicate)))
 
     def select(self, /, *columns: str | Expr, **named: IntoExpr) -> Table:
-        """Exactly these columns, in this order: names, aliased expressions, or name=expression."""
+        """Exactly these columns, in this order: names, aliased expressions, or name=expression
+        (``name="other"`` renames a column, as in polars; ``lit("other")`` is the text)."""
         plan, named = _over_columns(self.plan, named)
-        exprs = [_named(c) for c in columns] + [(name, _node(e)) for name, e in named.items()]
+        exprs = [_named(c) for c in columns] + [(name, _named_value(e)) for name, e in named.items()]
         return Table(pn.Project(plan, tuple(exprs)))
 
     def with_columns(self, /, *columns: Expr, **named: IntoExpr) -> Table:
         """All current columns, plus (or replacing) the given ones."""
         plan, named = _over_columns(self.plan, named)
-        new = dict([_named(c) for c in columns] + [(name, _node(e)) for name, e in named.items()])
+        new = dict([_named(c) for c in columns] + [(name, _named_value(e)) for name, e in named.items()])
         exprs = [(n, new.pop(n, Column(n))) for n in self.plan.schema.names]
         return Table(pn.Project(plan, tuple(exprs + list(new.items()))))
 
@@ -84,7 +85,7 @@ class Table:
         Keys are column names, or expressions named ``name=expr``."""
         plan = self.plan
         if named:
-            computed = [(name, _node(e)) for name, e in named.items()]
+            computed = [(name, _named_value(e)) for name, e in named.items()]
             plan = pn.Project(plan, tuple((n, Column(n)) for n in plan.schema.names if n not in named)
                               + tuple(computed))
         return GroupedTable(plan, _key_names(plan, keys) + tuple(named))
@@ -399,6 +400,11 @@ def _key_names(plan: pn.PlanNode, keys: tuple[str | Expr, ...]) -> tuple[str, ..
         plan.schema.field(k, "group_by")
         names.append(k)
     return tuple(names)
+
+
+def _named_value(value: IntoExpr) -> ExprNode:
+    """What ``name=value`` computes: a string names a column, as in polars (``lit("x")`` is the text)."""
+    return Column(value) if isinstance(value, str) else _node(value)
 
 
 def _named(c: str | Expr) -> tuple[str, Any]:

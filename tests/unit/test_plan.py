@@ -82,6 +82,18 @@ def test_select_needs_names(t):
     assert t.select("price", (col("price") + 1).alias("p1"), p2=col("price")).columns == ["price", "p1", "p2"]
 
 
+def test_a_name_given_a_string_is_that_column_as_in_polars(t):
+    """select/with_columns/group_by(name="other") rename a column; lit("other") is the text."""
+    row = t.select(p="price", c=lit("price")).collect().to_pylist()[0]
+    first = t.collect().to_pylist()[0]
+    assert row == {"p": first["price"], "c": "price"}
+    assert t.with_columns(b="price").collect()["b"] == t.collect()["price"]
+    with pytest.raises(PlanError, match="unknown column 'prize'"):
+        t.select(p="prize")
+    grouped = t.group_by(a="auction").agg(n=dw.count()).collect()
+    assert sorted(grouped["a"].to_pylist()) == sorted(set(t.collect()["auction"].to_pylist()))
+
+
 def test_malformed_inputs_raise_darwin_errors(tmp_path):
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(b"not a parquet file")
