@@ -457,10 +457,14 @@ class CompiledEngine:
                 "aggregate_wm": {str(k): v for k, v in self.aggregate_wm.items()},
                 "union_wm": self.union_wm}, files
 
-    def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int) -> None:
+    def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int,
+                saved_graph: op.OperatorGraph | None = None) -> None:
+        """The state ``body`` holds. ``saved_graph``: the graph the checkpoint's run had, when it ran at
+        another parallelism (the same query over the same input; only how workers share it differs)."""
         load_dictionary(self.pool, directory)
-        for r, saved in zip(self.runners, body["runners"]):
-            r.restore(directory, saved, checkpoint_id)
+        graph = saved_graph or self.graph
+        for r, saved, p in zip(self.runners, body["runners"], graph.pipelines):
+            r.restore(directory, saved, checkpoint_id, p)
         for j, saved in zip(self.joins, body["joins"]):
             j.restore(directory, saved)
         for o, saved in zip(self.operators, body.get("operators", [])):

@@ -17,6 +17,7 @@ and ``darwin reset`` removes exactly what the job made.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import time
@@ -196,14 +197,16 @@ class Driver:
 
     def _compiled(self) -> Iterator[Output]:
         plan, sink, config, metrics = self.plan, self.sink, self.config, self.metrics
-        graph = translate(optimize(plan), config)
+        optimized = optimize(plan)
+        graph = translate(optimized, config)
         identity = _identity(plan, graph, config)
         # checkpoints are on (``self.every`` is set) exactly when there is a checkpoint_dir
         store = CheckpointStore(config.checkpoint_dir) if config.checkpoint_dir else None
         with ExitStack() as resources:  # released in reverse: sink, engine (and its state), checkpoint_dir
             if store is not None:
                 resources.callback(store.lock().close)
-            engine, latest = _start(store, graph, identity, config, metrics)
+            engine, latest = _start(store, graph, identity, config, metrics,
+                                    functools.cache(lambda n: translate(optimized, config.replace(parallelism=n))))
             resources.callback(engine.close)
             self.engine = engine
             resources.callback(sink.close)
@@ -328,17 +331,20 @@ class _Interval:
 
 
 def _start(store: CheckpointStore | None, graph: op.OperatorGraph, identity: dict[str, Any], config: Config,
-           metrics: Metrics) -> tuple[CompiledEngine, Checkpoint | None]:
+           metrics: Metrics, compiled_at: Callable[[int], op.OperatorGraph]) \
+        -> tuple[CompiledEngine, Checkpoint | None]:
     """An engine restored from the newest checkpoint that restores, or a fresh one if there is none.
 
     A checkpoint that verifies but cannot be restored (its state files do not match it) is
     passed over for the one before it; if none restores, that is an error, not a fresh start.
+    ``compiled_at(n)`` is this query's graph at parallelism ``n``: what a checkpoint taken at another
+    parallelism holds the state of.
     """
     from darwin.runtime.compiled import CompiledEngine, has_input_after
 
     failure: CheckpointError | None = None
     for latest in store.complete() if store is not None else ():
-        _check_compatible(latest, identity)
+        saved_graph = _check_compatible(latest, identity, graph, compiled_at)
         body = latest.body
         offsets = [int(source["offset"]) for source in body["engine"]["sources"]]
         if body["finished"] and has_input_after(graph, offsets):
@@ -349,7 +355,7 @@ def _start(store: CheckpointStore | None, graph: op.OperatorGraph, identity: dic
                 f"or {RESET_HINT}")
         engine = CompiledEngine(graph, config, metrics, job=body["job"], fresh=False)
         try:
-            engine.restore(latest.path, body["engine"], latest.id)
+            engine.restore(latest.path, body["engine"], latest.id, saved_graph)
         except CheckpointError as e:
             engine.close()
             log.warning("checkpoint %d cannot be restored (%s); trying an older one", latest.id, e)
@@ -383,7 +389,10 @@ def _first_difference(old: str, new: str) -> tuple[str, str]:
     return was, now
 
 
-def _check_compatible(latest: Checkpoint, identity: dict[str, Any]) -> None:
+def _check_compatible(latest: Checkpoint, identity: dict[str, Any], graph: op.OperatorGraph,
+                      compiled_at: Callable[[int], op.OperatorGraph]) -> op.OperatorGraph:
+    """Refuse a checkpoint this run cannot resume; the graph its run had (this run's, or this query's
+    at the parallelism it was taken at)."""
     body, where = latest.body, f"checkpoint {latest.id} in {str(latest.path.parent)!r}"
     if body["query"] != identity["query"]:
         was, now = _first_difference(body["plan"], identity["plan"])
@@ -393,17 +402,33 @@ def _check_compatible(latest: Checkpoint, identity: dict[str, Any]) -> None:
     if body["state"] != identity["state"]:
         raise CheckpointError(f"{where} holds state of backend {body['state']!r}; this run uses "
                               f"{identity['state']!r}. State cannot move between backends")
-    saved_workers = body.get("parallelism", 1)
-    if saved_workers != identity["parallelism"] and body["state"] != "memory":
-        raise CheckpointError(f"{where} was taken by {saved_workers} workers and this run has "
-                              f"{identity['parallelism']}; state on backend {body['state']!r} moves between workers "
-                              f"only on 'memory'. Resume with parallelism={saved_workers}")
     if body["state_path"] != identity["state_path"]:
         raise CheckpointError(f"{where} keeps its state in state_path {body['state_path']!r}; this run uses "
                               f"{identity['state_path']!r}")
-    if body["layout"] != identity["layout"]:
-        was, now = _first_difference(body["graph"], identity["graph"])
+    taken, workers = int(body.get("parallelism", 1)), int(identity["parallelism"])
+    # at another parallelism the same query over the same input compiles to the checkpoint's layout at its
+    # parallelism (one thread has no serial column, a ring where workers keep hash tables, ...)
+    saved = graph if taken == workers else compiled_at(taken)
+    layout = saved.describe() if taken != workers else identity["graph"]
+    if body["layout"] != _sha256(layout):
+        was, now = _first_difference(body["graph"], layout)
+        at = "" if taken == workers else f" at the checkpoint's parallelism, {taken}"
         raise CheckpointError(f"{where} holds state of another layout: the same query compiled differently over "
-                              f"this input (checkpoint has {was!r}, this run has {now!r}), e.g. a key range its "
+                              f"this input (checkpoint has {was!r}, this run has {now!r}{at}), e.g. a key range its "
                               "state was sized for changed. Resume over the input it ran on, or give a new "
                               "checkpoint_dir")
+    if taken != workers and body["state"] != "memory":
+        per_worker = [f"the windowed aggregation of pipeline {p.id} grouped by [{', '.join(p.sink.aggregate.keys)}]"
+                      for p in (saved if taken > 1 else graph).pipelines
+                      if p.parallel is not None and p.parallel.keyed and isinstance(p.sink, op.WindowAggregateSink)]
+        if per_worker:
+            kept = " and ".join(per_worker)
+            raise CheckpointError(
+                f"{where} was taken at parallelism {taken} and this run has parallelism {workers}. "
+                f"{kept[0].upper() + kept[1:]} {'keeps' if len(per_worker) == 1 else 'each keep'} a table per "
+                f"worker (the key groups it owns), and on "
+                f"backend {body['state']!r} these tables cannot be divided among another number of workers (only "
+                f"state on 'memory' moves between workers). Resume with parallelism={taken}; to run at parallelism "
+                f"{workers}, start the job afresh with a new checkpoint_dir, state_path and output directory, or "
+                f"{RESET_HINT}")
+    return saved

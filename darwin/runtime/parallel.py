@@ -47,6 +47,7 @@ from darwin.plan import nodes as pn
 from darwin.runtime.adaptive import WorkerShare
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool, concat_columns
 from darwin.runtime.pipeline import FIRST_SEEN, PipelineRunner, concatenated
+from darwin.runtime.rescale import COUNTER_SLOTS, read_saved
 from darwin.runtime.routing import key_columns, key_groups, owned_rows, owners, split_rows
 from darwin.runtime.static_index import StaticIndex
 from darwin.runtime.workers import WorkerPool
@@ -54,12 +55,10 @@ from darwin.state.backend import StateBackend
 from darwin.state.hash_table import FIRE_CHUNK, HashTableState
 from darwin.state.memory import MemoryBackend
 from darwin.state.merge import Entries, WindowRuns, merge_partials, merge_ring_entries, merged_runs, take_rows
-from darwin.state.panes import NOT_YET
 from darwin.state.ring import RingState
 
 T = TypeVar("T")
 COUNTERS = ("late_rows", "null_time_rows", "future_rows")
-COUNTER_SLOTS = (ctl.LATE_ROWS, ctl.NULL_TIME_ROWS, ctl.FUTURE_ROWS)
 # pre-aggregate while a slice's partial entries are at most this share of its rows; after a batch
 # where they were not, route rows directly for this many batches before trying again. Merging an
 # entry into its owner costs about three times what folding a row does (Nexmark q5 at 10M events:
@@ -143,7 +142,8 @@ class SlicedRunner(_Shared):
         """The replicas' counters added up: the body one thread's runner writes, so either restores it."""
         return {"ctl": _summed_ctl(self.replicas), "windows_fired": 0}, []
 
-    def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int) -> None:
+    def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int,
+                saved: op.Pipeline | None = None) -> None:
         self.replicas[0].restore(directory, body, checkpoint_id)  # the others start from zero
 
 
@@ -375,57 +375,46 @@ class KeyedRunner(_Shared):
         return {"workers": bodies, "max_time": self.max_time, "rows_seen": self.rows_seen,
                 "windows_fired": self.windows_fired}, files
 
-    def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int) -> None:
-        saved = body.get("workers")
-        if saved is None:
-            raise CheckpointError(f"pipeline {self.p.id}'s state was checkpointed by one thread; this run has "
-                                  f"{len(self.replicas)} workers")
-        if len(saved) == len(self.replicas):
-            for r, part in zip(self.replicas, saved):
+    def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int,
+                saved: op.Pipeline | None = None) -> None:
+        """The workers' state ``body`` holds; ``saved`` is the pipeline as the checkpoint's run compiled it
+        (at another parallelism, one thread's table or another number of workers' are re-dealt)."""
+        parts = body.get("workers")
+        if parts is not None and len(parts) == len(self.replicas):
+            for r, part in zip(self.replicas, parts):
                 r.restore(directory, part, checkpoint_id)
+            self.max_time, self.rows_seen = int(body["max_time"]), int(body["rows_seen"])
+            self.windows_fired = int(body["windows_fired"])
         else:
-            self._rescale(directory, saved, checkpoint_id)
-        self.max_time, self.rows_seen = int(body["max_time"]), int(body["rows_seen"])
-        self.windows_fired = int(body["windows_fired"])
+            self._rescale(directory, body, checkpoint_id, saved or self.p)
 
-    def _rescale(self, directory: Path, saved: list[dict[str, Any]], checkpoint_id: int) -> None:
-        """State checkpointed by another number of workers: every entry goes to the worker owning its
-        key group now. The merge orders fired windows by first-seen row, so no order is lost."""
+    def _rescale(self, directory: Path, body: dict[str, Any], checkpoint_id: int, saved: op.Pipeline) -> None:
+        """State checkpointed by one thread or another number of workers: every entry goes to the worker
+        owning its key group now (merged rings: to one worker, any may hold any key). Workers' fired
+        windows merge by first-seen serial, which one thread's entries are given in their table's
+        order (``darwin.runtime.rescale``), so no order is lost."""
+        taken = len(body["workers"]) if "workers" in body else 1
         if not self.config.state_traits.in_memory:
-            raise CheckpointError(f"pipeline {self.p.id}'s state was checkpointed by {len(saved)} workers and this "
-                                  f"run has {len(self.replicas)}; state on backend {self.config.state!r} moves "
-                                  f"between workers only on 'memory'. Resume with parallelism={len(saved)}")
+            raise CheckpointError(f"pipeline {self.p.id}'s state was checkpointed at parallelism {taken} and this run "
+                                  f"has {len(self.replicas)}; state on backend {self.config.state!r} moves between "
+                                  f"workers only on 'memory'. Resume with parallelism={taken}")
         first = self.replicas[0]
-        keys: list[list[np.ndarray]] = []
-        values: list[list[np.ndarray]] = []
-        for i, part in enumerate(saved):
-            old = first.new_state(f"pipeline{self.p.id}.w{i}")
-            assert isinstance(old, (HashTableState, RingState))  # the memory backend's tables
-            old.restore(directory, part["state"], checkpoint_id)
-            k, v = old.entries()
-            keys.append(k)
-            values.append(v)
-        if self.merged_rings:  # any worker may hold any key: the saved rings' entries merge into one
-            assert first.ks is not None and first.ks.agg_layout is not None and self.sink.state.ring is not None
-            key_columns_, value_columns = merge_ring_entries(first.ks.agg_layout, self.sink.state.ring,
-                                                             list(zip(keys, values)))
-            owner = np.zeros(len(key_columns_[0]), np.int64)
+        assert first.ks is not None and first.ks.agg_layout is not None
+        whole = read_saved(saved, directory, body, checkpoint_id)
+        keys, values = whole.entries_for(first.ks.agg_layout)
+        if self.merged_rings:
+            owner = np.zeros(len(keys[0]), np.int64)
         else:
-            key_columns_ = [np.concatenate(c) for c in zip(*keys)]
-            value_columns = [np.concatenate(c) for c in zip(*values)]
-            owner = self.owner[key_groups(key_columns_[1:])] if len(key_columns_[0]) else np.zeros(0, np.int64)
-        counters = _summed_ctl_of([np.array(part["ctl"], dtype=np.int64) for part in saved])
-        # panes: every worker fired through the batch's watermark before the checkpoint
-        fired = max(int(part["ctl"][ctl.FIRED_THROUGH]) if len(part["ctl"]) > ctl.FIRED_THROUGH else NOT_YET
-                    for part in saved)
+            owner = self.owner[key_groups(keys[1:])] if len(keys[0]) else np.zeros(0, np.int64)
         for w, r in enumerate(self.replicas):
             mine = owner == w
             assert isinstance(r.state, (HashTableState, RingState))
-            r.state.add_entries([c[mine] for c in key_columns_], [c[mine] for c in value_columns])
+            r.state.add_entries([c[mine] for c in keys], [c[mine] for c in values])
             if w == 0:
-                r.ctl[:len(counters)] = counters
-            r.ctl[ctl.FIRED_THROUGH] = fired
+                r.ctl[:] = whole.ctl
+            r.ctl[ctl.FIRED_THROUGH] = whole.ctl[ctl.FIRED_THROUGH]
             r.reset_min_end()
+        self.max_time, self.rows_seen, self.windows_fired = whole.max_time, whole.rows_seen, whole.windows_fired
 
 
 @njit(cache=True, nogil=True)

@@ -14,11 +14,12 @@ from darwin.codegen.compiler import load_kernel
 from darwin.codegen.generate import NO_WATERMARK, generate_pipeline
 from darwin.codegen.signature import Buffer, ColumnArg, ControlArg, LookupArg, ParamArg, Part, SelectionArg, StateArg
 from darwin.config import Config
-from darwin.errors import DarwinError, SourceError
+from darwin.errors import CheckpointError, DarwinError, SourceError
 from darwin.graph import operators as op
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.lookups import FormatTable, LookupTable
 from darwin.runtime.progress import LateRowsWarning
+from darwin.runtime.rescale import read_saved
 from darwin.runtime.static_index import StaticIndex
 from darwin.state.backend import KeyedState, StateBackend
 from darwin.state.hash_table import HashTableState
@@ -241,12 +242,34 @@ class PipelineRunner:
             body["state"], files = self.state.snapshot(directory)
         return body, files
 
-    def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int) -> None:
-        saved = np.array(body["ctl"], dtype=np.int64)
-        self.ctl[:len(saved)] = saved  # slots added since the checkpoint keep their initial values
+    def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int,
+                saved: op.Pipeline | None = None) -> None:
+        """The state ``body`` holds; ``saved`` is the pipeline as the checkpoint's run compiled it (at
+        another parallelism: its workers' tables become this one thread's)."""
+        if "workers" in body:
+            self._restore_workers(directory, body, checkpoint_id, saved or self.p)
+            return
+        ctl_saved = np.array(body["ctl"], dtype=np.int64)
+        self.ctl[:len(ctl_saved)] = ctl_saved  # slots added since the checkpoint keep their initial values
         self.windows_fired = int(body["windows_fired"])
         if self.state is not None:
             self.state.restore(directory, body["state"], checkpoint_id)
+
+    def _restore_workers(self, directory: Path, body: dict[str, Any], checkpoint_id: int, saved: op.Pipeline) -> None:
+        """Several workers' state (a checkpoint taken at another parallelism), into this thread's table:
+        entries by window, then first-seen serial, as one thread holds them."""
+        state = self.state
+        if state is None or self.backend.name != "memory":
+            raise CheckpointError(f"pipeline {self.p.id}'s state was checkpointed by {len(body['workers'])} workers "
+                                  "and this run has one; only state on backend 'memory' moves between workers. "
+                                  f"Resume with parallelism={len(body['workers'])}")
+        assert isinstance(state, (HashTableState, RingState))  # the memory backend's tables
+        whole = read_saved(saved, directory, body, checkpoint_id)
+        keys, values = whole.entries_for(self._layout)
+        state.add_entries(keys, values)
+        self.ctl[:] = whole.ctl
+        self.windows_fired = whole.windows_fired
+        self.reset_min_end()
 
     def after_checkpoint(self, checkpoint_id: int) -> None:
         if self.state is not None:

@@ -107,19 +107,24 @@ class RingState:
         return keys, cell
 
     def add_entries(self, keys: Sequence[np.ndarray], values: Sequence[np.ndarray]) -> None:
-        """Put entries the ring does not hold into their cells (state moving between workers)."""
-        ring = self.ring
-        for j in range(len(keys[0])):
-            start = int(keys[0][j])
-            r = (start // self.slide_ms) % ring.slots
-            d = int(keys[1][j]) - ring.low if ring.keyed else 0
-            self.ring_start[r] = start
-            e = r * ring.size + d
-            self.seen[e] = 1
-            self.order[r * ring.size + self.ring_count[r]] = d
-            self.ring_count[r] += 1
-            for v, added in zip(self.values, values):
-                v[e] = added[j]
+        """Put entries the ring does not hold into their cells (state moving between workers); each
+        window's go to the end of its first-seen order, in the order given."""
+        ring, n = self.ring, len(keys[0])
+        if not n:
+            return
+        starts = np.asarray(keys[0], dtype=np.int64)
+        r = (starts // self.slide_ms) % ring.slots
+        d = np.asarray(keys[1], dtype=np.int64) - ring.low if ring.keyed else np.zeros(n, np.int64)
+        e = r * ring.size + d
+        self.ring_start[r] = starts
+        self.seen[e] = 1
+        by_slot = np.argsort(r, kind="stable")
+        slot = r[by_slot]
+        place = np.arange(n) - np.searchsorted(slot, slot)  # each entry's place among its slot's, in order
+        self.order[slot * ring.size + self.ring_count[slot] + place] = d[by_slot]
+        self.ring_count += np.bincount(r, minlength=ring.slots)
+        for v, added in zip(self.values, values):
+            v[e] = added
 
     def min_start(self) -> int | None:
         live = self.ring_start[self.ring_start != EMPTY]
