@@ -186,10 +186,17 @@ class Config:
         except OSError as e:
             raise ConfigError(f"cannot read config file {str(p)!r}: {e.strerror}") from e
         try:
-            node = yaml.compose(raw, Loader=yaml.SafeLoader)  # only for the lines of the keys
-            data = yaml.safe_load(raw)
+            node = yaml.compose(raw, Loader=yaml.SafeLoader)  # the lines of the keys, and what the file holds
         except yaml.YAMLError as e:
             raise ConfigError(f"config file {str(p)!r} is not valid YAML: {yaml_problem(e)}") from e
+        problem = yaml_node_problem(node)
+        if problem is not None:
+            key, line, text = problem
+            raise ConfigError(f"{p}, line {line}: config key {key!r}: {text}" if key else f"{p}, line {line}: {text}")
+        try:
+            data = yaml_value(node)
+        except ConfigError as e:
+            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {e}") from None
         return cls.from_dict(data or {}, where=str(p), base=base, lines=_key_lines(node))
 
     @classmethod
@@ -239,6 +246,78 @@ def _key_lines(node: yaml.Node | None) -> dict[str, int]:
     if not isinstance(node, yaml.MappingNode):
         return {}
     return {str(k.value): k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+
+
+_MERGE = "tag:yaml.org,2002:merge"  # `<<: *anchor`, which SafeLoader merges into the mapping
+_PLAIN_TAGS = frozenset(t for t in yaml.SafeLoader.yaml_constructors if t is not None) | {_MERGE}
+
+
+def yaml_node_problem(node: yaml.Node | None) -> tuple[str, int, str] | None:
+    """The first problem of a composed document (by line), as (dotted key, line, problem), or None.
+
+    A key set twice in one mapping is one (``yaml.safe_load`` keeps the last value without a word),
+    and so is a tag that builds no plain value (``!!python/object/apply:...``, ``!env``): SafeLoader
+    would refuse it with a traceback-like report. Nodes shared through aliases are visited once.
+    """
+    problems: list[tuple[int, str, str]] = []
+    seen: set[int] = set()
+    todo: list[tuple[yaml.Node, str]] = [] if node is None else [(node, "")]
+    loader = yaml.SafeLoader("")
+    while todo:
+        n, key = todo.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.tag not in _PLAIN_TAGS:
+            problems.append((n.start_mark.line + 1, key, f"the YAML tag {_short_tag(n.tag)!r} is not supported: "
+                             "the file holds plain values (text, numbers, true/false, lists, mappings)"))
+        elif isinstance(n, yaml.ScalarNode) and n.tag != "tag:yaml.org,2002:str":
+            try:  # an explicit tag's conversion may fail (`!!int abc`); SafeLoader raises whatever it raised
+                loader.construct_object(n)
+            except (yaml.YAMLError, ValueError, TypeError, KeyError, AttributeError):
+                problems.append((n.start_mark.line + 1, key, f"the value {n.value!r} is not what its YAML tag "
+                                 f"{_short_tag(n.tag)!r} says"))
+        if isinstance(n, yaml.MappingNode):
+            first: dict[Any, int] = {}
+            for k, v in n.value:
+                if k.tag == _MERGE:
+                    todo.append((v, key))
+                    continue
+                name = str(k.value) if isinstance(k, yaml.ScalarNode) else "?"
+                child = f"{key}.{name}" if key else name
+                line = k.start_mark.line + 1
+                ident = (k.tag, k.value) if isinstance(k, yaml.ScalarNode) else id(k)
+                if ident in first:
+                    problems.append((line, child, f"set twice (first on line {first[ident]})"))
+                first.setdefault(ident, line)
+                todo += [(k, child), (v, child)]
+        elif isinstance(n, yaml.SequenceNode):
+            todo += [(v, f"{key}[{i}]") for i, v in enumerate(n.value)]
+    loader.dispose()
+    if not problems:
+        return None
+    line, key, problem = min(problems, key=lambda p: p[0])
+    return key, line, problem
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org,2002:") else tag
+
+
+def yaml_value(node: yaml.Node | None) -> Any:
+    """The Python value of a composed node, as ``yaml.safe_load`` builds it; what SafeLoader refuses
+    is a ``ConfigError`` (check ``yaml_node_problem`` first: it names the key and line)."""
+    if node is None:
+        return None
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_object(node, deep=True)
+    except yaml.YAMLError as e:  # e.g. `!!str [1]`: a tag on the wrong kind of node
+        raise ConfigError(yaml_problem(e)) from None
+    except (ValueError, TypeError, KeyError, AttributeError) as e:  # yaml_node_problem finds these first
+        raise ConfigError(f"a value cannot be read as its YAML tag says ({type(e).__name__}: {e})") from None
+    finally:
+        loader.dispose()
 
 
 def yaml_problem(e: yaml.YAMLError) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from darwin.config import yaml_problem
+from darwin.config import yaml_node_problem, yaml_problem, yaml_value
 from darwin.errors import ConfigError
 
 
@@ -31,12 +31,10 @@ def compose(path: Path) -> yaml.Node | None:
 
 
 def plain(node: yaml.Node) -> Any:
-    """The Python value of ``node`` (and its children), as ``yaml.safe_load`` would build it."""
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_object(node, deep=True)
-    finally:
-        loader.dispose()
+    """The Python value of ``node`` (and its children), as ``yaml.safe_load`` would build it (check
+    ``yaml_node_problem`` first: SafeLoader keeps the last of a key set twice, and refuses tags with
+    errors that are not ``ConfigError``s)."""
+    return yaml_value(node)
 
 
 @dataclass(frozen=True)
@@ -53,7 +51,20 @@ class Entry:
         return ConfigError(f"{self.file}:{line or self.line}: {where}{problem}")
 
     def value(self) -> Any:
-        return plain(self.node)
+        """The value as ``yaml.safe_load`` builds it, from plain YAML only: a tag that builds no plain value
+        (``!!python/...``, ``!env``) or a key set twice inside it is an error naming its key and line."""
+        self._check()
+        try:
+            return plain(self.node)
+        except ConfigError as e:
+            raise self.error(str(e)) from None
+
+    def _check(self) -> None:
+        problem = yaml_node_problem(self.node)
+        if problem is not None:
+            key, line, text = problem
+            inner = f"{self.key}.{key}" if self.key and key and not key.startswith("[") else f"{self.key}{key}"
+            raise Entry(self.file, inner, self.node, line).error(text)
 
     def _got(self) -> str:
         if isinstance(self.node, yaml.MappingNode):
@@ -68,11 +79,12 @@ class Entry:
         ``required`` take any key (a mapping of names)."""
         if not isinstance(self.node, yaml.MappingNode):
             raise self.error(f"expected a mapping, got {self._got()}")
+        self._check()  # tags and keys set twice, down to the leaves, first by line
         known = [*required, *optional]
         out: dict[str, Entry] = {}
         for key_node, value_node in self.node.value:
             line = key_node.start_mark.line + 1
-            name = plain(key_node)
+            name = Entry(self.file, self.key, key_node, line).value()
             if not isinstance(name, str) or not name:
                 raise self.error(f"keys are names (strings), got {name!r}", line)
             child = Entry(self.file, f"{self.key}.{name}" if self.key else name, value_node, line)

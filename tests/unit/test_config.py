@@ -53,8 +53,35 @@ def test_bad_config_files_name_the_problem(tmp_path, text, fragment):
 def test_yaml_is_loaded_safely(tmp_path):
     p = tmp_path / "evil.yaml"
     p.write_text("mode: !!python/object/apply:os.system ['echo pwned']\n")
-    with pytest.raises(ConfigError, match="not valid YAML"):
+    with pytest.raises(ConfigError, match=r"evil\.yaml, line 1: config key 'mode': the YAML tag "
+                                          r"'!!python/object/apply:os\.system' is not supported"):
         dw.Config.from_yaml(p)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("parallelism: 1\nstate: memory\nparallelism: 2\n",
+     "line 3: config key 'parallelism': set twice (first on line 1)"),
+    ("engine: spark\nspark:\n  master: 'spark://prod:7077'\n  master: 'local[1]'\n",
+     "line 4: config key 'spark.master': set twice (first on line 3)"),
+    ("spark:\n  conf: {spark.a: 1, spark.a: 2}\n",
+     "line 2: config key 'spark.conf.spark.a': set twice (first on line 2)"),
+    ("state: !env STATE\n", "line 1: config key 'state': the YAML tag '!env' is not supported"),
+    ("parallelism: !!int two\n",
+     "line 1: config key 'parallelism': the value 'two' is not what its YAML tag '!!int' says"),
+    ("max_delay: !!timestamp soon\n", "line 1: config key 'max_delay': the value 'soon' is not what its YAML tag"),
+])
+def test_a_key_set_twice_or_a_tag_is_refused_with_its_line(tmp_path, text, message):
+    p = tmp_path / "engine.yaml"
+    p.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        dw.Config.from_yaml(p)
+    assert str(e.value).startswith(f"{p}, {message}")
+
+
+def test_merge_keys_still_merge(tmp_path):
+    p = tmp_path / "engine.yaml"
+    p.write_text("spark: &base\n  master: 'local[1]'\n  conf: {a: 1}\n")
+    assert dw.Config.from_yaml(p).spark_master == "local[1]"
 
 
 def test_missing_file_is_a_config_error(tmp_path):
