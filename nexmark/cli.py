@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,6 +47,7 @@ def generate(events: str = typer.Option(..., help="number of events, e.g. 10M"),
     from nexmark.side_input import write_side_input
 
     n = parse_count(events)
+    _writable(out, "--out", directory=True)
     started = time.perf_counter()
     paths = write_parquet(GeneratorConfig(events=n, seed=seed, first_event_rate=rate), out)
     seconds = time.perf_counter() - started
@@ -96,6 +98,8 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
         raise typer.BadParameter(f"unknown engine or query: {unknown}; engines {list(bench.ENGINES)}, "
                                  f"queries {sorted(QUERIES)} or all")
     n = parse_count(events)
+    if json_out:
+        _writable(json_out, "--json")  # before any work: the measurements are otherwise lost at the end
     with _usage_errors():
         bench.check_installed(engines)  # before any work: a missing pyspark is otherwise found mid-run
         if state != "memory" and state_path is None:
@@ -106,11 +110,39 @@ def run(queries: list[str] = typer.Argument(..., help="queries to run, e.g. q1 q
                                            collect, sql, spark_input)
     console.print(result_table(measurements, n, seed))
     if json_out:
-        bench.save(measurements, json_out)
+        try:
+            bench.save(measurements, json_out)
+        except OSError as e:  # checked before, but a disk may fill: the table above keeps the figures
+            console.print(f"cannot write --json {str(json_out)!r}: {e.strerror}", style="red", markup=False)
+            raise typer.Exit(2) from None
     for problem in problems:
         console.print(problem, style="red", markup=False, highlight=False)
     if problems:
         raise typer.Exit(1)
+
+
+def _writable(path: Path, option: str, directory: bool = False) -> None:
+    """Refuse, as a usage error, a file (or a ``directory``, made with its parents) that ``option`` could
+    not be written to, before the command does its work."""
+    target = path.absolute()
+    problem = None
+    if target.exists():
+        if target.is_dir() != directory:
+            problem = "is a directory" if target.is_dir() else "is a file, not a directory"
+        elif not os.access(target, os.W_OK | (os.X_OK if directory else 0)):
+            problem = "is not writable"
+    elif not directory and not target.parent.is_dir():
+        problem = f"cannot be written: the directory {str(target.parent)!r} does not exist"
+    else:
+        ancestor = target.parent
+        while not ancestor.exists():
+            ancestor = ancestor.parent
+        if not ancestor.is_dir():
+            problem = f"cannot be made: {str(ancestor)!r} is a file"
+        elif not os.access(ancestor, os.W_OK | os.X_OK):
+            problem = f"cannot be made: the directory {str(ancestor)!r} is not writable"
+    if problem is not None:
+        raise typer.BadParameter(f"{str(path)!r} {problem}", param_hint=f"'{option}'")
 
 
 @contextmanager
@@ -218,6 +250,8 @@ def sustain(query: str = typer.Argument(..., help="the query, e.g. ysb or q5 (se
     if query not in QUERIES:
         raise typer.BadParameter(f"unknown query {query!r}; queries {sorted(QUERIES)}")
     first = parse_count(start)
+    if json_out:
+        _writable(json_out, "--json")  # before the steps run: their figures are otherwise lost at the end
     if first <= 0 or factor <= 1 or step_seconds <= 0 or steps < 1 or refine < 0 or time_scale <= 0:
         raise typer.BadParameter("--start, --step-seconds and --time-scale must be positive, --factor above 1, "
                                  "--steps at least 1 and --refine at least 0")
@@ -253,6 +287,7 @@ def plot(measurements: Path = typer.Argument(..., help="a file written by `nexma
     """Events/s per core of every query on every engine, on a log scale."""
     from nexmark.plot import plot_measurements
 
+    _writable(out, "--out")
     try:
         plot_measurements(measurements, out)
     except (OSError, ValueError) as e:

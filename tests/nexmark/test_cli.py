@@ -337,6 +337,30 @@ def test_an_existing_file_where_a_directory_belongs_is_a_clear_error(tmp_path):
                                             "--json", str(tmp_path)]), str(tmp_path))
 
 
+@pytest.mark.parametrize("args", [
+    ["run", "q1", "--events", "1K", "--engine", "darwin", "--json", "{missing}/m.json"],
+    ["run", "q1", "--events", "1K", "--engine", "darwin", "--json", "{file}/m.json"],
+    ["sustain", "ysb", "--start", "1K", "--steps", "1", "--step-seconds", "0.1", "--json", "{missing}/s.json"],
+    ["plot", "{measurements}", "--out", "{missing}/chart.png"],
+    ["generate", "--events", "1K", "--out", "{file}/data"],
+])
+def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(tmp_path, monkeypatch, args):
+    from nexmark import bench, sustain
+
+    def no_work(*a, **k):
+        raise AssertionError("ran before the output path was checked")
+
+    monkeypatch.setattr(bench, "run_all", no_work)
+    monkeypatch.setattr(sustain, "find_sustainable", no_work)
+    (tmp_path / "a-file").write_text("")
+    (tmp_path / "m.json").write_text("[]")
+    paths = {"missing": tmp_path / "no" / "such", "file": tmp_path / "a-file", "measurements": tmp_path / "m.json"}
+    args = [a.format(**paths) for a in args]
+    result = runner.invoke(nexmark_app, args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and ("does not exist" in result.output or "is a file" in result.output)
+
+
 def test_spark_without_pyspark_is_a_clear_error_before_any_work(tmp_path, monkeypatch):
     import sys
 
