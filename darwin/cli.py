@@ -66,13 +66,25 @@ def info(config: Path = typer.Option(None, help="a YAML deployment; default conf
         console.print(f"config.{key}: {value}")
 
 
+# options of the main job (a Nexmark query), which a deployment file says for itself
+_MAIN_JOB_ONLY = ("query", "rate", "events", "config", "show", "out")
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was given (on the command line or by its environment variable), not left
+    at its default. (Typer bundles its own click, so the source is compared by name.)"""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
 def _is_deployment(job: str) -> bool:
     """Whether ``job`` names a deployment file (by its extension, or an existing file)."""
     return job.endswith((".yaml", ".yml")) or Path(job).is_file()
 
 
 @app.command()
-def run(job: str = typer.Argument(None, help="a deployment file (job.yaml) to run; without it, the main job"),
+def run(ctx: typer.Context,
+        job: str = typer.Argument(None, help="a deployment file (job.yaml) to run; without it, the main job"),
         query: str = typer.Option("q12", help="Nexmark query to run (see `nexmark list`)"),
         rate: int = typer.Option(10_000, min=1, help="events per second of event time (10,000: 1M events span 100 s)"),
         events: str = typer.Option("1M", help="number of Nexmark events, e.g. 500K, 10M"),
@@ -92,12 +104,22 @@ def run(job: str = typer.Argument(None, help="a deployment file (job.yaml) to ru
     """Run a deployment file (`darwin run job.yaml`), or the main job: a Nexmark query over the embedded
     generator, printing its result. SIGTERM/SIGINT stop a job writing to a sink with a final checkpoint."""
     watch = {"metrics_port": metrics_port, "progress": progress, "drain": drain}
+    given = [name for name in _MAIN_JOB_ONLY if _given(ctx, name)]
     if job is not None:
         if not _is_deployment(job):
             raise typer.BadParameter(f"{job!r} is not a deployment file (job.yaml); for a Nexmark query, "
                                      "use --query q5", param_hint="JOB")
+        if given:  # the file says all of it: an option it would silently override, or that would be ignored
+            options = ", ".join(f"--{n.replace('_', '-')}" for n in given)
+            raise typer.BadParameter(f"{options} {'does' if len(given) == 1 else 'do'} not apply to a deployment "
+                                     "file, which sets its query, sources, sink and engine settings itself (its "
+                                     "'config:' section); change the file, or leave the option out",
+                                     param_hint="JOB")
         _run_deployment(Path(job), fresh, watch)
         return
+    if fresh:
+        raise typer.BadParameter("--fresh clears the output of a deployment file's earlier run: give the file "
+                                 "(darwin run job.yaml --fresh)", param_hint="'--fresh'")
     with _one_line_errors():
         cfg = _config(config)
         n = parse_count(events)

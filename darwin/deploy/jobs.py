@@ -63,7 +63,37 @@ def run(deployment: Deployment, *, fresh: bool = False, control: JobControl | No
     planned = plan(deployment, **config_overrides)
     if fresh:
         clear_output(deployment, planned.config)
+    _check_outputs(deployment, planned.config)
     return planned.table.sink(planned.sink).run(planned.config, control)
+
+
+def _check_outputs(deployment: Deployment, config: Config) -> None:
+    """A job without checkpoints starts afresh, so its file sink's directories must be empty or new:
+    refused here, before anything runs, naming the key and line, with the way out (``--fresh`` for an
+    earlier run's output; a job with checkpoints may resume, which the run decides)."""
+    if config.checkpoint_dir:
+        return
+    from darwin.io.output_dir import OutputDirectory
+
+    for spec in deployment.sinks:
+        if spec.type not in ("parquet", "csv"):
+            continue
+        for option in ("path", "late_path"):
+            if option not in spec.options:
+                continue
+            key, line = spec.where(option)
+            depth = len(spec.options.get("partition_by") or ()) if option == "path" else 0
+            directory = OutputDirectory(Path(spec.options[option]), spec.type, depth)
+            try:
+                directory.check_claim(False, "")
+            except DarwinError as e:
+                problem = str(e)
+                if sinks.read_marker(directory.directory) is not None and \
+                        (directory.committed() or directory.visible.exists()):
+                    problem = (f"{str(directory.directory)!r} holds the output of an earlier run, and this job takes "
+                               f"no checkpoints, so it starts afresh: `darwin run {deployment.file.name} --fresh` "
+                               "first deletes that output (Darwin's files only), or give another directory")
+                raise ConfigError(f"{deployment.file.name}:{line}: key {key!r}: {problem}") from None
 
 
 def clear_output(deployment: Deployment, config: Config) -> list[Path]:
@@ -164,12 +194,19 @@ def query_table(deployment: Deployment, tables: Mapping[str, api.Table]) -> api.
     return _at(deployment, q.key, q.line, lambda: _python(deployment, q, tables))
 
 
+INSERT_ADVICE = ("a deployment's query is one SELECT, whose rows go to the deployment's sink ('sinks:'); "
+                 "write the SELECT, and the INSERT's target table as the sink")
+
+
 def _sql(deployment: Deployment, q: QuerySpec, tables: Mapping[str, api.Table]) -> api.Table:
-    from darwin.sql import sql
+    """The query of ``query.sql``. Its CREATE TABLE paths are the file's paths: resolved against its
+    directory and kept under it, as those of ``sources:``."""
+    from darwin.sql.script import query_of_script
 
     assert q.sql is not None
     try:
-        return sql(q.sql, tables=dict(tables))
+        return query_of_script(q.sql, tables=dict(tables), paths=lambda text: str(deployment.read_path(text)),
+                               insert_advice=INSERT_ADVICE)
     except SqlError as e:
         text = str(e)
         found = _SQL_WHERE.match(text)

@@ -88,6 +88,11 @@ class SinkSpec:
     key: str
     line: int
     options: Mapping[str, Any] = field(default_factory=dict)
+    lines: Mapping[str, int] = field(default_factory=dict)  # option -> the line that sets it
+
+    def where(self, option: str) -> tuple[str, int]:
+        """The dotted key and line of ``option`` (the sink's own if the file does not set it)."""
+        return (f"{self.key}.{option}", self.lines[option]) if option in self.lines else (self.key, self.line)
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,12 @@ class Deployment:
     @property
     def directory(self) -> Path:
         return self.file.parent
+
+    def read_path(self, text: str) -> Path:
+        """A path the job reads, given inside the query (a CREATE TABLE's 'path'), held to the file's
+        rule: resolved against its directory, and kept under it (a directory's entries too) unless
+        ``allow_paths_outside``. A ``ConfigError`` without a place: the caller knows where it was."""
+        return _Paths(self.directory.resolve(), self.allow_paths_outside).check(text, read=True)
 
     def summary(self) -> str:
         """A few lines saying what the job reads, computes and writes."""
@@ -161,13 +172,39 @@ class _Paths:
     base: Path
     outside: bool
 
-    def resolve(self, entry: Entry) -> Path:
-        text = entry.string()
-        p = Path(text).expanduser()
+    def resolve(self, entry: Entry, read: bool = False) -> Path:
+        """``entry``'s path, resolved; ``read``: the job reads it (a source), so a directory's entries
+        are held to the rule too."""
+        try:
+            return self.check(entry.string(), read)
+        except ConfigError as e:
+            raise entry.error(str(e)) from None
+
+    def check(self, text: str, read: bool = False) -> Path:
+        if not text:
+            raise ConfigError("expected a non-empty path")
+        p = Path(text.removeprefix("file://")).expanduser()
         resolved = (p if p.is_absolute() else self.base / p).resolve()
-        if not self.outside and not resolved.is_relative_to(self.base):
-            raise entry.error(f"the path {text!r} leads outside the deployment file's directory {str(self.base)!r}; "
+        if self.outside:
+            return resolved
+        if not resolved.is_relative_to(self.base):
+            raise ConfigError(f"the path {text!r} leads outside the deployment file's directory {str(self.base)!r}; "
                               "paths stay under it unless the file sets 'allow_paths_outside: true'")
+        if read and resolved.is_dir():
+            # a directory source reads its entries (names starting with '.' or '_' are skipped), and a link
+            # among them (data/a.csv -> /elsewhere/secret.csv) is followed: each must stay under the directory
+            try:
+                entries = sorted(resolved.iterdir())
+            except OSError as e:
+                raise ConfigError(f"cannot list the directory {text!r}: {e.strerror}") from None
+            for entry in entries:
+                if entry.name.startswith((".", "_")):
+                    continue
+                target = entry.resolve()
+                if not target.is_relative_to(self.base):
+                    raise ConfigError(f"the path {text!r} is a directory whose entry {entry.name!r} leads outside the "
+                                      f"deployment file's directory {str(self.base)!r} (to {str(target)!r}); paths "
+                                      "stay under it unless the file sets 'allow_paths_outside: true'")
         return resolved
 
 
@@ -200,7 +237,7 @@ def _source(name: str, entry: Entry, paths: _Paths) -> SourceSpec:
         if key in ("type", *_SOURCE_COMMON):
             continue
         if key == "path":
-            options[key] = paths.resolve(e)
+            options[key] = paths.resolve(e, read=True)
         elif key == "schema":
             options[key] = _schema(e)
         elif key == "primary_key":  # columns no two rows share (trusted, as SQL's NOT ENFORCED)
@@ -308,7 +345,14 @@ def _sink(name: str, entry: Entry, paths: _Paths) -> SinkSpec:
             options[key] = _avro_option(key, e)
         else:  # topic, bootstrap_servers, key (kafka), timestamp, transactional_id
             options[key] = e.string()
-    return SinkSpec(name, kind, entry.key, entry.line, options)
+    if "late_path" in options:  # as the sink checks it, but named with the key and line
+        late, rows = options["late_path"], options["path"]
+        if late == rows or late.is_relative_to(rows) or rows.is_relative_to(late):
+            raise keys["late_path"].error(
+                "late rows need a directory of their own, " + ("not the result path" if late == rows else
+                "beside the result path, neither inside it nor holding it (readers of one would read the "
+                "other's files)") + f": late_path {str(late)!r}, path {str(rows)!r}")
+    return SinkSpec(name, kind, entry.key, entry.line, options, {k: e.line for k, e in keys.items()})
 
 
 def _query(entry: Entry, file: Path) -> QuerySpec:

@@ -115,26 +115,38 @@ class OutputDirectory:
                 yield from self._tree(p, depth - 1)
 
     # -- a run's start -----------------------------------------------------------------
-    def claim(self, resume: bool, job: str) -> None:
-        """Make the directory this run's: a fresh run's must be empty; a resumed run's its job's."""
-        ensure_directory(self.directory, "output directory", SinkError)
+    def check_claim(self, resume: bool, job: str) -> None:
+        """Refuse (``SinkError``) a directory this run cannot claim, changing nothing: a fresh run's must be
+        empty (or new), a resumed run's its job's."""
+        if self.directory.exists() and not self.directory.is_dir():
+            raise SinkError(f"output directory {str(self.directory)!r} is a file, not a directory; give a "
+                            "directory path")
         if resume:
             if read_marker(self.directory) != job:
                 raise SinkError(f"output directory {str(self.directory)!r} was not written by the job these "
                                 "checkpoints belong to; resume with the output directory the job ran with "
                                 f"({RESET_HINT})")
             return
+        if not self.directory.is_dir():
+            return
         if self.committed() or self.visible.exists():
             raise SinkError(f"output directory {str(self.directory)!r} already holds part files (or a snapshot) of "
-                            "another run; give an empty directory, or resume that run with its checkpoint_dir "
-                            f"({RESET_HINT})")
+                            "another run; give an empty directory. If that run took checkpoints, resume it with "
+                            "its checkpoint_dir, or discard it with `darwin reset <its checkpoint_dir>`; if it took "
+                            "none, delete its files (`darwin run job.yaml --fresh` does, for a deployment file)")
         ours = {MARKER, STAGING, VERSIONS} if read_marker(self.directory) is not None else set()
         others = sorted(p.name for p in self.directory.iterdir() if p.name not in ours)
         if others:
             raise SinkError(f"output directory {str(self.directory)!r} is not empty (it holds "
                             f"{', '.join(map(repr, others[:5]))}{', ...' if len(others) > 5 else ''}); Darwin "
                             "writes into an empty directory, so its output is never mixed with other files")
-        write_atomically(self.directory / MARKER, json.dumps({"job": job}).encode())
+
+    def claim(self, resume: bool, job: str) -> None:
+        """Make the directory this run's: a fresh run's must be empty; a resumed run's its job's."""
+        self.check_claim(resume, job)
+        ensure_directory(self.directory, "output directory", SinkError)
+        if not resume:
+            write_atomically(self.directory / MARKER, json.dumps({"job": job}).encode())
 
     def tidy(self, last_epoch: int) -> None:
         """After the resumed checkpoint's commits: drop what later epochs left, staged or committed."""

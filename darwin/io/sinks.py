@@ -144,8 +144,15 @@ class FileSink(ABC):
         name = type(self).__name__
         self.path = Path(path)
         self.late_path = None if late_path is None else Path(late_path)
-        if self.late_path is not None and self.late_path.resolve() == self.path.resolve():
-            raise SinkError(f"late rows need a directory of their own, not {str(self.path)!r}")
+        if self.late_path is not None:
+            late, rows = self.late_path.resolve(), self.path.resolve()
+            if late == rows:
+                raise SinkError(f"late rows need a directory of their own, not {str(self.path)!r}")
+            if late.is_relative_to(rows) or rows.is_relative_to(late):  # a reader of one would read the other's parts
+                inside = f"late_path {str(late)!r} is inside the result path {str(rows)!r}" \
+                    if late.is_relative_to(rows) else f"the result path {str(rows)!r} is inside late_path {str(late)!r}"
+                raise SinkError(f"late rows need a directory of their own beside the result's: {inside}, so readers "
+                                "of one would read the other's files (e.g. out/x and out/x-late)")
         if mode is not None and mode not in MODES:
             raise SinkError(f"{name}(mode={mode!r}): unknown sink mode; use 'append' (rows as they come, for "
                             "append-only results), 'changelog' (every change, its kind in column 'op') or "
@@ -230,6 +237,8 @@ class FileSink(ABC):
             assert self.late_path is not None
             self._dirs["late"] = OutputDirectory(self.late_path, self.extension)
             self._schemas["late"] = result.late_schema
+        for d in self._dirs.values():  # every directory is checked before any is marked: a refusal leaves nothing
+            d.check_claim(resume is not None, job)
         for d in self._dirs.values():
             d.claim(resume is not None, job)
         for kind, entries in ({} if resume is None else resume["files"]).items():

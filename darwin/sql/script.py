@@ -1,12 +1,13 @@
 """SQL scripts: ``CREATE TABLE ... WITH (...)``, ``CREATE VIEW``, ``INSERT INTO`` and queries.
 
 ``plan_script`` parses and plans every statement without running anything; ``sql`` returns the
-table of a query, ``sql_job`` runs a script's INSERT INTO statements.
+table of a query (Flink's ``sqlQuery``: an INSERT INTO there is refused, never dropped), ``sql_job``
+runs a script's INSERT INTO statements (Flink's ``executeSql``/statement set).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -15,7 +16,7 @@ from sqlglot.errors import ParseError
 
 from darwin.api import Table
 from darwin.config import Config
-from darwin.errors import SqlError
+from darwin.errors import DarwinError, SqlError
 from darwin.expr import Expr, col, lit
 from darwin.io.sinks import Sink
 from darwin.runtime.job import JobResult
@@ -58,9 +59,22 @@ def parse(text: str) -> list[exp.Expr]:
         raise SqlError(f"{where}{first.get('description', str(e))}") from None
 
 
-def plan_script(text: str, tables: Mapping[str, Table] | None = None) -> Script:
-    """Plan every statement of ``text``; ``tables`` are tables the script can read by name."""
-    where = Located(text)
+# What a connector's 'path' option becomes (``paths=``): the path to use, or a DarwinError saying why not
+PathRule = Callable[[str], str]
+SQL_INSERT_ADVICE = ("dw.sql() returns the table of the script's query and runs nothing; run INSERT INTO statements "
+                     "with dw.sql_job(script) (as Flink's executeSql), or write the query's table to a sink: "
+                     "dw.sql(...).sink(...).run()")
+
+
+def plan_script(text: str, tables: Mapping[str, Table] | None = None, *, paths: PathRule | None = None) -> Script:
+    """Plan every statement of ``text``; ``tables`` are tables the script can read by name. ``paths``
+    turns each CREATE TABLE's 'path' option into the path its connector is given (a deployment resolves
+    them against its directory and keeps them under it); its refusal is an ``SqlError`` at the option."""
+    return _plan(parse(text), Located(text), tables, paths)
+
+
+def _plan(statements: list[exp.Expr], where: Located, tables: Mapping[str, Table] | None,
+          paths: PathRule | None) -> Script:
     script = Script()
     for name, table in (tables or {}).items():
         if not isinstance(table, Table):
@@ -78,12 +92,12 @@ def plan_script(text: str, tables: Mapping[str, Table] | None = None) -> Script:
 
     script.catalog = Catalog(dict(tables or {}), resolve)
     planner = QueryPlanner(script.catalog, where)
-    for statement in parse(text):
+    for statement in statements:
         script.query = None
         if isinstance(statement, exp.Create):
             kind = str(statement.args.get("kind", "")).upper()
             if kind == "TABLE":
-                spec = table_spec(statement, where)
+                spec = table_spec(statement, where, paths)
                 script.specs[spec.name] = spec
                 script.catalog.tables.pop(spec.name, None)
             elif kind == "VIEW":
@@ -100,7 +114,7 @@ def plan_script(text: str, tables: Mapping[str, Table] | None = None) -> Script:
     return script
 
 
-def table_spec(node: exp.Create, where: Located) -> TableSpec:
+def table_spec(node: exp.Create, where: Located, paths: PathRule | None = None) -> TableSpec:
     schema = node.this
     if not isinstance(schema, exp.Schema):
         raise where.error(node, "CREATE TABLE needs its columns: CREATE TABLE t (a BIGINT, ...) WITH (...)")
@@ -135,7 +149,12 @@ def table_spec(node: exp.Create, where: Located) -> TableSpec:
             partition = tuple(c.name for c in prop.this.expressions)
         elif isinstance(prop, exp.Property) and isinstance(prop.this, exp.Literal) \
                 and isinstance(prop.args.get("value"), exp.Literal):
-            options[prop.name] = prop.args["value"].name
+            options[prop.name] = value = prop.args["value"].name
+            if prop.name == "path" and paths is not None:
+                try:
+                    options["path"] = paths(value)
+                except DarwinError as e:
+                    raise where.error(prop, f"table {name}: {e}") from None
         else:
             raise where.error(prop, f"{prop.sql(dialect=Flink)} is not supported in CREATE TABLE")
     if "connector" not in options:
@@ -210,17 +229,45 @@ def insert(node: exp.Insert, script: Script, planner: QueryPlanner, where: Locat
     return Insert(target.name, table, sink)
 
 
+def _is_query(statement: exp.Expr) -> bool:
+    return isinstance(statement, (exp.Select, exp.Union, exp.Subquery))
+
+
 def sql(text: str, tables: Mapping[str, Table] | None = None) -> Table:
-    """The table of the query ending ``text`` (after any CREATE TABLE/VIEW statements)."""
-    script = plan_script(text, tables)
-    if script.query is None:
+    """The table of the query ending ``text`` (after any CREATE TABLE/VIEW statements), as Flink's
+    ``sqlQuery``: an INSERT INTO, or a query before the last statement, is refused (its rows would go
+    nowhere); ``sql_job`` runs INSERT INTO statements."""
+    return query_of_script(text, tables)
+
+
+def query_of_script(text: str, tables: Mapping[str, Table] | None = None, *, paths: PathRule | None = None,
+                    insert_advice: str = SQL_INSERT_ADVICE) -> Table:
+    """``sql``, with ``paths`` as in ``plan_script``; ``insert_advice`` says where an INSERT INTO's rows
+    would go instead. Nothing is planned (no source or sink made) before the statements are checked."""
+    where, statements = Located(text), parse(text)
+    for i, statement in enumerate(statements):
+        if isinstance(statement, exp.Insert):
+            target = statement.this.this if isinstance(statement.this, exp.Schema) else statement.this
+            raise where.error(statement, f"INSERT INTO {target.name}: {insert_advice}")
+        if _is_query(statement) and i < len(statements) - 1:
+            raise where.error(statement, "only the last statement of the script may be a query (its table is the "
+                                         "result); the rows of this one would go nowhere")
+    if not statements or not _is_query(statements[-1]):
         raise SqlError("sql() needs a query as the last statement; run INSERT INTO scripts with sql_job()")
+    script = _plan(statements, where, tables, paths)
+    assert script.query is not None
     return script.query
 
 
 def sql_job(script: str, tables: Mapping[str, Table] | None = None, config: Config | None = None) -> list[JobResult]:
-    """Run every INSERT INTO of ``script`` into its table's sink; the jobs' results in order."""
-    planned = plan_script(script, tables)
+    """Run every INSERT INTO of ``script`` into its table's sink; the jobs' results in order. A query
+    that is not an INSERT is refused (its rows would go nowhere), as in a Flink statement set."""
+    where, statements = Located(script), parse(script)
+    for statement in statements:
+        if _is_query(statement):
+            raise where.error(statement, "sql_job() runs INSERT INTO statements, and the rows of this query would go "
+                                         "nowhere; INSERT INTO a table, or get its table with dw.sql()")
+    planned = _plan(statements, where, tables, None)
     if not planned.inserts:
         raise SqlError("sql_job() found no INSERT INTO statement to run")
     return [i.table.sink(i.sink).run(config) for i in planned.inserts]

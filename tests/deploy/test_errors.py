@@ -174,7 +174,9 @@ def test_run_fresh_replaces_the_output_of_an_earlier_run(job):
     path = job()
     assert runner.invoke(app, ["run", str(path)]).exit_code == 0
     again = runner.invoke(app, ["run", str(path)])
-    assert again.exit_code == 2 and "already holds part files" in again.output
+    assert again.exit_code == 2 and "holds the output of an earlier run" in again.output
+    assert "job.yaml:15: key 'sinks.out.path'" in again.output and "--fresh" in again.output
+    assert "darwin reset" not in again.output  # the job takes no checkpoints: there is nothing to reset
     fresh = runner.invoke(app, ["run", str(path), "--fresh"])
     assert fresh.exit_code == 0, fresh.output
     assert [p.name for p in (path.parent / "out" / "doubled").glob("part-*")] == ["part-000001.parquet"]

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import darwin as dw
-from darwin.errors import SqlError
+from darwin.errors import ConfigError, SqlError
 from darwin.sql import TableSpec, plan_script, register_connector
 
 ROWS = {"ts": [0, 1_000, 2_000, 11_000, 12_000, 25_000], "auction": [1, 1, 2, 1, 2, 2],
@@ -216,3 +216,48 @@ def test_a_primary_key_is_not_enforced_and_names_declared_columns(tmp_path):
     unknown = _items(tmp_path / "x.parquet", "table").replace("PRIMARY KEY (id)", "PRIMARY KEY (nope)")
     with pytest.raises(SqlError, match="no column 'nope' in items"):
         dw.sql(unknown + "SELECT * FROM items")
+
+
+# -- nothing a script says is dropped: dw.sql is Flink's sqlQuery, dw.sql_job its statement set ----------
+
+def test_sql_refuses_an_insert_into_at_its_position_and_writes_nothing(tmp_path, bids_parquet):
+    out = tmp_path / "out"
+    script = ddl(bids_parquet) + f"""CREATE TABLE o (a BIGINT) WITH ('connector' = 'filesystem', 'path' = '{out}');
+    INSERT INTO o SELECT auction FROM bids;
+    SELECT auction FROM bids WHERE price > 1"""
+    with pytest.raises(SqlError, match=r"^line 9, column 17: INSERT INTO o: dw.sql\(\) returns the table of the "
+                                       r"script's query and runs nothing; run INSERT INTO statements with "
+                                       r"dw.sql_job\(script\)"):
+        dw.sql(script)
+    assert not out.exists()
+
+
+def test_sql_refuses_a_query_whose_rows_would_go_nowhere(bids_parquet):
+    with pytest.raises(SqlError, match=r"^line 8, column 12: only the last statement of the script may be a query"):
+        dw.sql(ddl(bids_parquet) + "SELECT price FROM bids;\n    SELECT auction FROM bids")
+
+
+def test_sql_job_refuses_a_query_that_is_no_insert(tmp_path, bids_parquet):
+    out = tmp_path / "out"
+    script = ddl(bids_parquet) + f"""CREATE TABLE o (a BIGINT) WITH ('connector' = 'filesystem', 'path' = '{out}');
+    INSERT INTO o SELECT auction FROM bids;
+    SELECT auction FROM bids WHERE price > 1"""
+    with pytest.raises(SqlError, match=r"^line 10, column 12: sql_job\(\) runs INSERT INTO statements"):
+        dw.sql_job(script)
+    assert not out.exists()  # refused before the INSERT ran
+
+
+def test_a_path_rule_holds_sources_and_sinks_of_create_table(tmp_path, bids_parquet):
+    seen = []
+
+    def rule(path):
+        seen.append(path)
+        if ".." in path:
+            raise ConfigError("the path leads outside")
+        return str(tmp_path / path)
+
+    script = plan_script("""CREATE TABLE o (a BIGINT) WITH ('connector' = 'filesystem', 'path' = 'out');
+    INSERT INTO o SELECT auction FROM bids""", {"bids": dw.read_parquet(bids_parquet)}, paths=rule)
+    assert seen == ["out"] and script.inserts[0].sink.path == tmp_path / "out"
+    with pytest.raises(SqlError, match=r"^line 1, column 61: table o: the path leads outside$"):
+        plan_script("CREATE TABLE o (a BIGINT) WITH ('connector' = 'filesystem', 'path' = '../o');", paths=rule)

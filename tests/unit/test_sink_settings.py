@@ -36,6 +36,31 @@ def test_an_unknown_mode_is_refused_naming_the_modes(sink, tmp_path):
         sink(tmp_path, mode="upserts")
 
 
+@pytest.mark.parametrize("sink", SINKS)
+@pytest.mark.parametrize("path, late", [("out", "out"), ("out", "out/late"), ("out/rows", "out"), ("out", ".")])
+def test_late_rows_and_results_never_share_or_nest_directories(sink, tmp_path, monkeypatch, path, late):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SinkError, match="late rows need a directory of their own"):
+        sink(path, late_path=late)
+
+
+def test_a_sink_refused_its_late_directory_leaves_nothing_in_its_result_directory(tmp_path):
+    (tmp_path / "late").mkdir()
+    (tmp_path / "late" / "notes.txt").write_text("mine")
+    q = bids().window(dw.Tumble("1s", on="ts"), late_output=True).group_by("k").agg(n=dw.count())
+    with pytest.raises(SinkError, match="is not empty"):
+        q.sink(dw.sinks.Parquet(tmp_path / "out", late_path=tmp_path / "late")).run()
+    assert not (tmp_path / "out").exists()  # neither made nor marked as a run's
+
+
+def test_a_directory_holding_output_names_both_ways_out(tmp_path):
+    q = bids().filter(col("k") > 1)
+    q.sink(dw.sinks.Parquet(tmp_path / "out")).run()
+    with pytest.raises(SinkError) as e:
+        q.sink(dw.sinks.Parquet(tmp_path / "out")).run()
+    assert "If that run took checkpoints" in str(e.value) and "if it took none, delete its files" in str(e.value)
+
+
 def test_a_key_without_upsert_is_refused(tmp_path):
     with pytest.raises(SinkError, match=r"key=.*goes with mode='upsert'"):
         dw.sinks.Parquet(tmp_path, key="k")
