@@ -50,8 +50,8 @@ class AggLayout:
     # value column holding the serial number of the row that created the entry: workers' fired
     # windows merge by it into the order one thread fires them in (by window, then first seen)
     first_seen: int | None = None
-    # whether partial accumulators merge, bit for bit, into what one fold gives (not float sums,
-    # nor float extremes, where a NaN seen first stays): else every entry is folded row by row
+    # whether partial accumulators merge, bit for bit, into what one fold gives (not float sums
+    # and averages, which round by how rows were grouped): else every entry is folded row by row
     merges_exactly: bool = True
 
     @property

@@ -595,7 +595,8 @@ class _Generator:
         b = self.src
         guard = None if arg is None or arg[1] is None else arg[1]
         first = "fresh" if a.count is None else f"v{a.count}[e] == 0"
-        body = [] if arg is None or a.value is None else a.function.update(f"v{a.value}[e]", arg[0], first)
+        body = [] if arg is None or a.value is None or a.value_dtype is None \
+            else a.function.update(f"v{a.value}[e]", arg[0], first, a.value_dtype)
         if a.count is not None:
             body.append(f"v{a.count}[e] += 1")
         if guard is None:

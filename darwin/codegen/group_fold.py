@@ -72,7 +72,8 @@ def generate_fold(slots: tuple[FoldSlot, ...]) -> FoldSource:
                 fold = slot.folds_value and slot.value_dtype is not None
                 with b.block(f"if m{i}[i]:"):
                     with b.block("if sign[i] > 0:"):
-                        for line in slot.function.update(value, x, f"{count} == 0") if fold else []:
+                        for line in (slot.function.update(value, x, f"{count} == 0", slot.value_dtype)
+                                     if fold and slot.value_dtype is not None else []):
                             b.line(line)
                         b.line(f"{count} += 1")
                     with b.block("else:"):

@@ -5,8 +5,9 @@ An ``AggregateFunction`` holds everything any layer needs of one aggregate:
 - its type rule (``result_type``), used when the plan is built;
 - its state layout: the dtype of its value slot (``value_dtype``, None for none) and whether it
   needs a count of the values it saw (``needs_count``);
-- its generated update (``update``): source lines over generated names only, which the code
-  generator wraps in the argument's null test and follows with the count update; and its
+- its generated update (``update``): source lines over generated names only, for a value slot of a
+  given dtype, which the code generator wraps in the argument's null test and follows with the
+  count update; and its
   generated retraction (``retract``), for an updating input, or None where retracting needs the
   values kept (min/max keep a multiset of them);
 - ``merge`` of two partial states of one group (RocksDB's cache merges into stored entries);
@@ -24,6 +25,8 @@ loudly for a name that has none.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -74,7 +77,8 @@ class AggregateFunction:
     def merges_exactly(self, arg: DType | None) -> bool:
         """Whether merging partial states gives, bit for bit, what one fold over the values gives: an
         integer slot does (wrap-around addition is associative); a float sum rounds by how values are
-        grouped, so pre-aggregating it would make the result depend on the number of workers."""
+        grouped, so pre-aggregating it would make the result depend on the number of workers.
+        (min/max merge exactly whatever the type: ``Extreme``.)"""
         dtype = self.value_dtype(arg)
         return dtype is None or dtype == np.int64
 
@@ -82,8 +86,9 @@ class AggregateFunction:
         """A count tells a group that saw only nulls (the result is NULL) from one that saw values."""
         return arg_nullable
 
-    def update(self, value: str, x: str, first: str) -> list[str]:
-        """Generated lines that fold argument ``x`` into ``value``; ``first``: no value seen yet."""
+    def update(self, value: str, x: str, first: str, dtype: np.dtype) -> list[str]:
+        """Generated lines that fold argument ``x`` into ``value``, a slot of ``dtype`` (the
+        ``value_dtype``); ``first``: no value seen yet."""
         raise NotImplementedError
 
     def retract(self, value: str, x: str) -> list[str] | None:
@@ -126,7 +131,7 @@ class Count(AggregateFunction):
     def needs_count(self, arg_nullable: bool) -> bool:
         return True
 
-    def update(self, value: str, x: str, first: str) -> list[str]:
+    def update(self, value: str, x: str, first: str, dtype: np.dtype) -> list[str]:
         return []  # the count update the generator adds is the whole of it
 
     def retract(self, value: str, x: str) -> list[str] | None:
@@ -157,7 +162,7 @@ class _SumAcc(Accumulator):
 class Sum(AggregateFunction):
     name = "sum"
 
-    def update(self, value: str, x: str, first: str) -> list[str]:
+    def update(self, value: str, x: str, first: str, dtype: np.dtype) -> list[str]:
         return [f"{value} += {x}"]
 
     def retract(self, value: str, x: str) -> list[str] | None:
@@ -192,7 +197,7 @@ class Avg(AggregateFunction):
     def needs_count(self, arg_nullable: bool) -> bool:
         return True
 
-    def update(self, value: str, x: str, first: str) -> list[str]:
+    def update(self, value: str, x: str, first: str, dtype: np.dtype) -> list[str]:
         return [f"{value} += np.float64({x})"]
 
     def retract(self, value: str, x: str) -> list[str] | None:
@@ -207,9 +212,20 @@ class Avg(AggregateFunction):
         return _AvgAcc()
 
 
+def order_key(v: Any) -> tuple:
+    """Where ``v`` stands in the total order min and max use, as a sortable key: numbers as they
+    compare, then NaN (every NaN equal, above every number, +inf included), with -0.0 below 0.0 --
+    Java's ``Double.compare``. Integers and timestamps compare as they are."""
+    if isinstance(v, float):
+        if v != v:
+            return (1, 0.0, 0)
+        return (0, v, 0 if v == 0.0 and math.copysign(1.0, v) < 0.0 else 1)
+    return (0, v, 1)
+
+
 class _ExtremeAcc(Accumulator):
-    """Over an append-only input, the running extreme. Over an updating one (``retracting``), the
-    extreme of the values kept, NaN above every number as Spark orders doubles."""
+    """Over an append-only input, the running extreme; over an updating one (``retracting``), the
+    extreme of the values kept. Both in the total order of ``order_key``."""
 
     def __init__(self, smaller: bool, retracting: bool) -> None:
         super().__init__()
@@ -219,13 +235,14 @@ class _ExtremeAcc(Accumulator):
     def add(self, v: Any) -> None:
         self.n += 1
         if self.retracting:
-            keep(self.kept, v, 1)
-        elif self.value is None or (v < self.value if self.smaller else v > self.value):
+            keep(self.kept, v, 1, extreme_key)
+        elif self.value is None or (order_key(v) < order_key(self.value) if self.smaller
+                                    else order_key(v) > order_key(self.value)):
             self.value = v
 
     def retract(self, v: Any) -> None:
         self.n -= 1
-        keep(self.kept, v, -1)
+        keep(self.kept, v, -1, extreme_key)
 
     def result(self) -> Any:
         if not self.retracting:
@@ -234,11 +251,24 @@ class _ExtremeAcc(Accumulator):
 
 
 NAN_KEY = object()  # NaN as a key of kept values (NaN != NaN)
+NEG_ZERO_KEY = object()  # -0.0 as a key of the values min/max keep (-0.0 == 0.0, but it is the smaller)
 
 
-def keep(kept: dict[Any, int], v: Any, times: int) -> None:
-    """Add ``v`` to (``times`` < 0: take it from) a multiset of values kept for min/max."""
-    k = NAN_KEY if v != v else v
+def value_key(v: Any) -> Any:
+    """``v`` as a key of a multiset of values: every NaN one value, 0.0 and -0.0 one (count_distinct)."""
+    return NAN_KEY if v != v else v
+
+
+def extreme_key(v: Any) -> Any:
+    """``v`` as a key of the values min/max keep: as ``value_key``, but -0.0 apart from 0.0."""
+    if v != v:
+        return NAN_KEY
+    return NEG_ZERO_KEY if isinstance(v, float) and v == 0.0 and math.copysign(1.0, v) < 0.0 else v
+
+
+def keep(kept: dict[Any, int], v: Any, times: int, key: Callable[[Any], Any] = value_key) -> None:
+    """Add ``v`` to (``times`` < 0: take it from) a multiset of values, keyed by ``key``."""
+    k = key(v)
     left = kept.get(k, 0) + times
     if left:
         kept[k] = left
@@ -246,27 +276,65 @@ def keep(kept: dict[Any, int], v: Any, times: int) -> None:
         del kept[k]
 
 
+def key_value(k: Any) -> Any:
+    """The value a key of kept values stands for."""
+    return float("nan") if k is NAN_KEY else -0.0 if k is NEG_ZERO_KEY else k
+
+
 def kept_extreme(kept: dict[Any, int], smaller: bool) -> Any:
-    """The min (``smaller``) or max of a non-empty multiset, NaN above every number as Spark orders doubles."""
-    pick = (min if smaller else max)(kept, key=lambda k: (k is NAN_KEY, 0 if k is NAN_KEY else k))
-    return float("nan") if pick is NAN_KEY else pick
+    """The min (``smaller``) or max of a non-empty multiset kept by ``extreme_key``, in the total order
+    of ``order_key``."""
+    return key_value((min if smaller else max)(kept, key=lambda k: order_key(key_value(k))))
+
+
+def total_less(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Entry by entry, whether float ``a`` comes before ``b`` in the total order of ``order_key``."""
+    a_nan, b_nan = np.isnan(a), np.isnan(b)
+    return (a < b) | (b_nan & ~a_nan) | ((a == b) & np.signbit(a) & ~np.signbit(b))
 
 
 class Extreme(AggregateFunction):
-    """``min`` or ``max``: a later value replaces the kept one only if strictly smaller (larger), so a
-    NaN seen first stays, as in every engine's kernels."""
+    """``min`` or ``max``. Floats are ordered totally, as Java's ``Double.compare`` (and Spark) order
+    them: NaN above every number (so min skips NaN unless every value is one, max is NaN if any
+    value is), -0.0 below 0.0. The result does not depend on the order of the values, so partial
+    states merge exactly (pre-aggregation, panes, merged rings, RocksDB's cache): ``merges_exactly``."""
 
     arguments = ORDERED
 
     def __init__(self, name: str, smaller: bool) -> None:
         self.name, self.smaller = name, smaller
 
-    def update(self, value: str, x: str, first: str) -> list[str]:
-        return [f"if {first} or {x} {'<' if self.smaller else '>'} {value}:", f"    {value} = {x}"]
+    def merges_exactly(self, arg: DType | None) -> bool:
+        return True
+
+    def update(self, value: str, x: str, first: str, dtype: np.dtype) -> list[str]:
+        if dtype.kind != "f":  # integers and timestamps: < is a total order already
+            return [f"if {first} or {x} {'<' if self.smaller else '>'} {value}:", f"    {value} = {x}"]
+        # Once the extreme has settled a row costs one comparison, a subtraction and a sign test, each
+        # predictable whatever the data (runs of equal values, zeros of both signs): LLVM evaluates
+        # such pure conditions in any order, so none may depend on the sign of x alone. The first
+        # test is true for a new extreme and for a NaN on either side. Past it, d = v - x (max) or
+        # x - v (min) is >= 0, and -0.0 only for v = -0.0, x = 0.0 (max) or v = 0.0, x = -0.0
+        # (min): the zero of the winning sign replaces the other (d is NaN only for v == x == inf).
+        if self.smaller:
+            return [f"if {first} or not ({x} >= {value}):",
+                    f"    if {first} or {x} == {x}:",  # smaller, or a number where the kept value is NaN
+                    f"        {value} = {x}",
+                    f"elif np.signbit({x} - {value}):",
+                    f"    {value} = {x}"]
+        return [f"if {first} or not ({x} <= {value}):",
+                f"    if {first} or {value} == {value}:",  # larger, or the first NaN
+                f"        {value} = {x}",
+                f"elif np.signbit({value} - {x}):",
+                f"    {value} = {x}"]
 
     def merge(self, old: np.ndarray, new: np.ndarray, old_count: np.ndarray | None,
               new_count: np.ndarray | None) -> np.ndarray:
-        merged = np.where(new < old if self.smaller else new > old, new, old)
+        if old.dtype.kind == "f":
+            takes = total_less(new, old) if self.smaller else total_less(old, new)
+        else:
+            takes = new < old if self.smaller else new > old
+        merged = np.where(takes, new, old)
         if old_count is not None and new_count is not None:  # a side that saw no value does not count
             merged = np.where(old_count == 0, new, np.where(new_count == 0, old, merged))
         return merged

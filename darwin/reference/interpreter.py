@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from darwin.config import Config
 from darwin.plan import nodes as pn
-from darwin.plan.aggregates import Accumulator, function
+from darwin.plan.aggregates import Accumulator, function, order_key
 from darwin.plan.evaluate import Row, compile_expr
 from darwin.plan.exprs import Column
 from darwin.plan.ranking import Ranking, ranking_of
@@ -712,6 +712,7 @@ class _GroupAggregate(_Operator):
         self.retracting = pn.updating(node.input)
         self.groups: dict[tuple, _Group] = {}
         self.names = [f.name for f in node.schema.fields]
+        self.extremes = frozenset(name for name, call in node.aggs if call.func in ("min", "max"))
 
     def push(self, rows: Rows, marks: Marks, port: int) -> None:
         touched: dict[tuple, None] = {}  # an ordered set
@@ -740,7 +741,7 @@ class _GroupAggregate(_Operator):
                                                                      *(a.result() for a in group.accs)]))
             if group.rows == 0:
                 del self.groups[key]
-            if _same_row(old, new):
+            if _same_row(old, new, self.extremes):
                 continue
             if old is not None:
                 out.append({**old, pn.CHANGE_KIND: pn.ChangeKind.UPDATE_BEFORE if new else DELETE})
@@ -942,8 +943,10 @@ def _sort_key(row: Row, order: tuple[pn.SortKey, ...]) -> tuple:
     return tuple(key)
 
 
-def _same_row(a: Row | None, b: Row | None) -> bool:
-    """Equal rows, NaN equal to NaN (an unchanged result is not emitted again)."""
+def _same_row(a: Row | None, b: Row | None, signed: frozenset[str] = frozenset()) -> bool:
+    """Equal rows, NaN equal to NaN (an unchanged result is not emitted again); in the columns
+    ``signed`` (min and max, whose order tells them apart) -0.0 differs from 0.0."""
     if a is None or b is None:
         return a is b
-    return all(x == y or (x != x and y != y) for x, y in zip(a.values(), b.values()))
+    return all((x == y or (x != x and y != y)) if name not in signed or x is None or y is None
+               else order_key(x) == order_key(y) for (name, x), y in zip(a.items(), b.values()))

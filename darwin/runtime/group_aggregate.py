@@ -22,7 +22,7 @@ from darwin.codegen.group_fold import NO_ARGUMENT, FoldSlot, generate_fold
 from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
-from darwin.plan.aggregates import NAN_KEY, agg_type, function, keep, kept_extreme
+from darwin.plan.aggregates import NAN_KEY, NEG_ZERO_KEY, agg_type, extreme_key, function, keep, kept_extreme
 from darwin.plan.exprs import type_of
 from darwin.runtime.distinct import DistinctSets
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
@@ -124,7 +124,7 @@ class GroupAggregateRunner(InputTime):
         """Fold the values of aggregate ``i`` into the multisets it keeps per group."""
         kept = self.kept[i]
         for g, s, v in zip(ids[present].tolist(), sign[present].tolist(), x[present].tolist()):
-            keep(kept.setdefault(g, {}), v, s)
+            keep(kept.setdefault(g, {}), v, s, extreme_key)
 
     def _reset(self, emptied: np.ndarray) -> None:
         """Groups left without rows start afresh if their key comes again."""
@@ -164,8 +164,8 @@ class GroupAggregateRunner(InputTime):
             -> EncodedBatch | None:
         n = len(groups)
         same = had & has
-        for before, after in zip(old, new):
-            same &= same_values(before, after, n)
+        for i, (before, after) in enumerate(zip(old, new)):
+            same &= same_values(before, after, n, signed_zero=self.slots[i].function.name in ("min", "max"))
         emit_old, emit_new = had & ~same, has & ~same
         # each group's -U/-D before its +U/+I, groups in the order the batch first touched them
         take = np.stack([emit_old, emit_new], axis=1).ravel()
@@ -193,7 +193,8 @@ class GroupAggregateRunner(InputTime):
         for d, sets in enumerate(self.distinct):
             arrays.update({f"d{d}{part}": a for part, a in sets.arrays(n).items()})
         np.savez(directory / name, **arrays)
-        kept = {str(i): {str(g): [[_NAN_TEXT if k is NAN_KEY else k, c] for k, c in values.items()]
+        kept = {str(i): {str(g): [[_NAN_TEXT if k is NAN_KEY else -0.0 if k is NEG_ZERO_KEY else k, c]
+                                  for k, c in values.items()]
                          for g, values in per_group.items()} for i, per_group in self.kept.items()}
         return {"file": name, "count": n, "wm": self.wm, "kept": json.dumps(kept)}, [name]
 
@@ -211,7 +212,7 @@ class GroupAggregateRunner(InputTime):
                 sets.ensure_groups(capacity)
         self.wm = int(body["wm"])
         for i, per_group in json.loads(body["kept"]).items():
-            self.kept[int(i)] = {int(g): {(NAN_KEY if k == _NAN_TEXT else k): c for k, c in values}
+            self.kept[int(i)] = {int(g): {(NAN_KEY if k == _NAN_TEXT else extreme_key(k)): c for k, c in values}
                                  for g, values in per_group.items()}
 
 

@@ -137,14 +137,21 @@ def row_bits(c: Column, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.where(valid, key_bits(c.values), 0), valid.astype(np.int64)
 
 
-def same_values(a: tuple[np.ndarray, np.ndarray | None], b: tuple[np.ndarray, np.ndarray | None], n: int) \
-        -> np.ndarray:
+def same_values(a: tuple[np.ndarray, np.ndarray | None], b: tuple[np.ndarray, np.ndarray | None], n: int,
+                signed_zero: bool = False) -> np.ndarray:
     """Row by row, whether two (values, validity) columns hold the same: NaN equal to NaN, NULL to
-    NULL (an unchanged result is not emitted again)."""
+    NULL (an unchanged result is not emitted again); with ``signed_zero`` -0.0 differs from 0.0 (a
+    min or max, whose order tells them apart)."""
     (av, am), (bv, bm) = a, b
     a_valid = np.ones(n, np.bool_) if am is None else am
     b_valid = np.ones(n, np.bool_) if bm is None else bm
-    equal = (av == bv) | (np.isnan(av) & np.isnan(bv)) if av.dtype.kind == "f" else av == bv
+    if av.dtype.kind == "f":
+        equal = av == bv
+        if signed_zero:
+            equal &= np.signbit(av) == np.signbit(bv)
+        equal |= np.isnan(av) & np.isnan(bv)
+    else:
+        equal = av == bv
     return (a_valid == b_valid) & (equal | ~a_valid)
 
 

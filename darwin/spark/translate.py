@@ -16,6 +16,7 @@ holds, the translation refuses the node (``UnsupportedError``) rather than guess
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ from darwin.plan.temporal import join_timing, time_attributes
 from darwin.plan.visitor import SharedNodeVisitor
 from darwin.spark.exprs import column, quoted, spark_type, to_spark
 from darwin.spark.sources import BEFORE, HIDDEN, MARK, SEQ, delay_of, own_reader, read_scans, time_ordered, to_dataframe
-from darwin.types import Schema
+from darwin.types import DType, Schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -237,7 +238,8 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         order = [_sort(k) for k in node.order_by] + [column(SEQ).asc()]
         frame = Window.partitionBy(*(column(c) for c in node.partition_by)).orderBy(*order).rowsBetween(
             -node.preceding, 0)
-        aggs = [raw.over(frame).cast(t).alias(name) for name, raw, t in _raw_aggregates(node.aggs, node.input.schema)]
+        aggs = [raw.cast(t).alias(name) for name, raw, t in _raw_aggregates(node.aggs, node.input.schema,
+                                                                            lambda c: c.over(frame))]
         df = f.df.select(*f.visible(), *aggs, *_hidden())
         return Frame(df, node.schema, arrival=False)
 
@@ -335,8 +337,10 @@ def _aggregates(aggs: tuple[tuple[str, AggCall], ...], schema: Schema) -> list[C
     return [raw.cast(t).alias(name) for name, raw, t in _raw_aggregates(aggs, schema)]
 
 
-def _raw_aggregates(aggs: tuple[tuple[str, AggCall], ...], schema: Schema) -> list[tuple[str, Column, str]]:
-    """(name, Spark aggregate, Spark type of Darwin's result) of each aggregate."""
+def _raw_aggregates(aggs: tuple[tuple[str, AggCall], ...], schema: Schema,
+                    over: Callable[[Column], Column] = lambda c: c) -> list[tuple[str, Column, str]]:
+    """(name, Spark aggregate, Spark type of Darwin's result) of each aggregate; ``over`` makes each
+    aggregate function a window function (``.over(frame)``)."""
     from pyspark.sql import functions as F
 
     out = []
@@ -344,17 +348,36 @@ def _raw_aggregates(aggs: tuple[tuple[str, AggCall], ...], schema: Schema) -> li
         x = None if call.input is None else to_spark(call.input, schema)
         dtype, _ = agg_type(call, schema, name)
         if x is None:  # count()
-            value = F.count(F.lit(1))
+            value = over(F.count(F.lit(1)))
         elif call.func == "count":
-            value = F.count(x)
+            value = over(F.count(x))
         elif call.func == "count_distinct":
-            value = F.count_distinct(x)
+            value = over(F.count_distinct(x))
         elif call.func == "avg":
-            value = F.avg(x.cast("double"))
+            value = over(F.avg(x.cast("double")))
+        elif call.func in ("min", "max") and dtype is DType.FLOAT64:
+            value = _float_extreme(x, call.func == "min", over)
         else:
-            value = {"sum": F.sum, "min": F.min, "max": F.max}[call.func](x)
+            value = over({"sum": F.sum, "min": F.min, "max": F.max}[call.func](x))
         out.append((name, value, spark_type(dtype)))
     return out
+
+
+def _float_extreme(x: Column, smaller: bool, over: Callable[[Column], Column]) -> Column:
+    """min/max of a double as Darwin orders doubles (Java's ``Double.compare``): Spark's order puts NaN
+    above every number too, but holds -0.0 equal to 0.0, so its extreme zero is whichever came first.
+    A second aggregate says whether a zero of the winning sign was seen: for min a -0.0, for max a
+    0.0. ``pow(x, -1)`` tells the sign of a zero (-inf for -0.0; Spark's division by zero is NULL and
+    its ``atan2`` adds 0.0 to its arguments). The zero is then ``abs(m)`` (0.0) times -1.0 or 1.0: a
+    CASE choosing between the literals -0.0 and 0.0 is folded to 0.0 by Spark's optimizer, which
+    holds them equal."""
+    from pyspark.sql import functions as F
+
+    m = over(F.min(x) if smaller else F.max(x))
+    inverse = F.pow(x, F.lit(-1.0))
+    seen = over(F.max(F.when(x == 0.0, (inverse < 0.0) if smaller else (inverse > 0.0))))
+    sign = F.when(seen, F.lit(-1.0 if smaller else 1.0)).otherwise(F.lit(1.0 if smaller else -1.0))
+    return F.when(m == 0.0, F.abs(m) * sign).otherwise(m)
 
 
 def _sort(k: pn.SortKey) -> Column:

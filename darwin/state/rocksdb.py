@@ -158,7 +158,7 @@ class RocksTable:
     the cache are first combined with what RocksDB holds for them (one multi-get). When
     the cache would pass ``delta_limit`` entries it is merged and emptied.
 
-    Aggregates whose partial accumulators do not merge exactly (float sums and extremes: a
+    Aggregates whose partial accumulators do not merge exactly (float sums and averages: a
     combine is not the fold the rows would have had) are never combined: the cache keeps every
     live entry, past ``delta_limit`` if it must, and a restore loads them all back, so each
     entry is folded row by row from its first row as on the other backends. RocksDB then
@@ -192,7 +192,7 @@ class RocksTable:
         if self.delta.count + needed > self.delta_limit and not self.lay.merges_exactly:
             if not self.over_limit:
                 self.over_limit = True
-                log.warning("state %s on rocksdb: its aggregates (float sums or extremes) cannot be folded in parts, "
+                log.warning("state %s on rocksdb: its aggregates (float sums or averages) cannot be folded in parts, "
                             "so its %d entries stay in memory, past state_delta_limit=%d", self.name,
                             self.delta.count + needed, self.delta_limit)
         elif self.delta.count + needed > self.delta_limit:

@@ -83,3 +83,39 @@ def test_float_floor_division_floors_as_python_does(spark):
     got = {(r["a"] if r["a"] == r["a"] else "nan", r["b"]): r["q"] for r in spark_result.table.to_pylist()}
     assert got[-5e-324, 3.0] == -1.0 and got[-5.0, math.inf] == -1.0
     assert math.copysign(1.0, got[-0.0, 3.0]) == -1.0  # a zero quotient keeps the sign of a / b
+
+
+def _exact(v):
+    import math
+
+    return v if not isinstance(v, float) else "nan" if math.isnan(v) else repr(v)
+
+
+def test_float_extremes_follow_the_same_total_order_on_spark(spark):
+    """min/max of doubles as Java's Double.compare orders them, on every engine: NaN above every
+    number, -0.0 below 0.0. Spark holds -0.0 equal to 0.0 (its extreme zero was the first seen) and
+    the append-only fold kept a NaN seen first; windows, groups and OVER frames now all agree."""
+    import itertools
+
+    from engines import assert_three_engines_agree
+
+    nan, inf = float("nan"), float("inf")
+    groups = [[1.0, nan, 5.0], [0.0, -0.0], [-inf, nan], [nan, nan], [-0.0, -0.0, -1.0], [0.0, 2.0, -0.0]]
+    rows = [(k, f) for k, values in enumerate(groups) for order in itertools.permutations(values) for f in order]
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(rows)), pa.timestamp("ms")), "k": [k for k, _ in rows],
+                                "f": [f for _, f in rows]}), time="ts", name="floats")
+    want = {0: ("1.0", "nan"), 1: ("-0.0", "0.0"), 2: ("-inf", "nan"), 3: ("nan", "nan"), 4: ("-1.0", "-0.0"),
+            5: ("-0.0", "2.0")}
+    extremes = dict(lo=dw.min("f"), hi=dw.max("f"))
+    for q in (t.window(dw.Tumble("1h", on="ts")).group_by("k").agg(**extremes).select("k", "lo", "hi"),
+              t.group_by("k").agg(**extremes)):
+        on_spark = assert_three_engines_agree(q).table
+        assert {r["k"]: (_exact(r["lo"]), _exact(r["hi"])) for r in on_spark.to_pylist()} == want
+    # an OVER frame: every row's answer is its frame's, the sign of a zero included
+    over = t.with_columns(lo=dw.min("f").over(partition_by="k", order_by="ts", rows=(2, 0)),
+                          hi=dw.max("f").over(partition_by="k", order_by="ts", rows=(2, 0)))
+    compiled, on_spark = over.collect(), over.collect(dw.Config(engine="spark"))
+    key = lambda r: r["ts"]  # noqa: E731
+    assert [tuple(map(_exact, r.values())) for r in sorted(on_spark.to_pylist(), key=key)] == \
+        [tuple(map(_exact, r.values())) for r in sorted(compiled.to_pylist(), key=key)]
+

@@ -7,6 +7,7 @@ import pytest
 from crashes import bids, run_until_done
 
 import darwin as dw
+from darwin import col
 from darwin.runtime.output import final_table
 
 
@@ -95,3 +96,31 @@ def test_emitting_on_close_releases_at_checkpoints_exactly_once(configure, tmp_p
     assert 97 < written.num_rows < every_batch.num_rows
     assert set(written["op"].to_pylist()) == {"+I", "-U", "+U"}
     assert sorted(final_table(written).to_pylist(), key=str) == sorted(q.collect().to_pylist(), key=str)
+
+
+def test_kept_extremes_resume_with_their_signed_zeros_and_nans(configure, tmp_path, monkeypatch):
+    """min/max over an updating input keep their group's values; -0.0 and 0.0 are two of them (and
+    every NaN one) in the checkpoint too, so after a restore the extremes, and the changes they
+    emit, are the uninterrupted run's."""
+    import math
+    import random
+
+    rng = random.Random(5)
+    n = 600
+    t = pa.table({"ts": pa.array(range(n), pa.timestamp("ms")), "id": [rng.randrange(60) for _ in range(n)],
+                  "f": [rng.choice([0.0, -0.0, -0.0, 0.0, -0.0, float("nan")]) for _ in range(n)]})
+    per_id = dw.from_arrow(t, time="ts").group_by("id").agg(k=dw.min(col("id") % 3), f=dw.max("f"))
+    q = per_id.group_by("k").agg(lo=dw.min("f"), hi=dw.max("f"), n=dw.count())
+
+    def exact(table):
+        return [tuple("nan" if isinstance(v, float) and math.isnan(v) else repr(v) for v in r.values())
+                for r in table.to_pylist()]
+
+    expected = q.changelog(dw.Config(batch_size=20))
+    assert exact(expected) == exact(q.changelog(dw.Config(batch_size=20, mode="interpreted")))
+    assert {"-0.0", "0.0", "nan"} <= {v for row in exact(expected.select(["lo", "hi"])) for v in row}
+    config = configure(batch_size=20, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="2 batches")
+    out = tmp_path / "out"
+    result = run_until_done(q, lambda: dw.sinks.Parquet(out, mode="changelog"), config, monkeypatch, crashes=[13, 9])
+    assert result.resumed_from is not None
+    assert exact(pq.read_table(out).select(expected.column_names)) == exact(expected)

@@ -21,7 +21,7 @@ class _SquaresAcc(Accumulator):
 class SumOfSquares(AggregateFunction):
     name = "sumsq"
 
-    def update(self, value, x, first):
+    def update(self, value, x, first, dtype):
         return [f"{value} += {x} * {x}"]
 
     def accumulator(self):
