@@ -11,7 +11,8 @@ Darwin's rule out:
 - casts of NaN, infinities or out-of-range floats to integers give NULL, not a saturated value;
 - ``isin`` never matches NaN; int64 arithmetic wraps around (Spark with ANSI mode off does too);
 - ``regexp_extract`` gives NULL where nothing matches (Spark gives ""), and for a group the
-  pattern does not have.
+  pattern does not have; its pattern is Unicode-aware (``(?U)``), as Python's is;
+- float ``%`` gives a zero remainder the divisor's sign, as Python does (Java: the dividend's).
 
 Literals are Spark literals (values, never spliced into SQL text).
 """
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
 
 DAY_MS = 86_400_000
+# Java's UNICODE_CHARACTER_CLASS (and UNICODE_CASE): \w \d \s \b and case-insensitive matching over
+# Unicode, as Python's ``re`` does for str patterns (Java's are ASCII-only without it: 'café' was
+# 'caf'); where the two still differ is in docs/decisions.md (The Spark engine)
+UNICODE_CLASSES = "(?U)"
 SPARK_TYPES = {DType.INT64: "bigint", DType.TIMESTAMP: "bigint", DType.FLOAT64: "double", DType.BOOL: "boolean",
                DType.STRING: "string"}
 _PATTERNS = {"Y": "yyyy", "y": "yy", "m": "MM", "d": "dd", "j": "DDD", "H": "HH", "M": "mm", "S": "ss"}
@@ -134,6 +139,13 @@ def _binary(e: ex.Binary, schema: Schema, result: DType | None) -> Column:
             F.when((r != 0) & ((r < 0) != (b < 0)), q - 1).otherwise(q))
     # mod: the sign of the divisor, as in Python
     r = a % b
+    if floats:
+        # Java's remainder has the dividend's sign, a zero one too (-3.0 % 3.0 is -0.0); Python's zero
+        # takes the divisor's (2.0 % -2.0 is -0.0). abs(r) * -1.0 and not a choice of the literals
+        # -0.0 and 0.0: Spark's optimizer holds those equal and folds such a CASE to 0.0
+        signed_zero = F.abs(r) * F.when(b < 0, F.lit(-1.0)).otherwise(F.lit(1.0))
+        return F.when(zero, F.lit(None)).otherwise(
+            F.when(r == 0, signed_zero).when((r < 0) != (b < 0), r + b).otherwise(r))
     return F.when(zero, F.lit(None)).otherwise(F.when((r != 0) & ((r < 0) != (b < 0)), r + b).otherwise(r))
 
 
@@ -222,7 +234,8 @@ def _string(e: ex.StringCall, s: Column) -> Column:
         pattern, group = args
         if group > re.compile(pattern).groups:
             return F.when(s.isNull(), F.lit(None)).otherwise(F.lit(None)).cast("string")
-        return F.when(F.regexp_like(s, F.lit(pattern)), F.regexp_extract(s, pattern, group)).otherwise(
+        java = UNICODE_CLASSES + pattern
+        return F.when(F.regexp_like(s, F.lit(java)), F.regexp_extract(s, java, group)).otherwise(
             F.lit(None).cast("string"))
     if name == "split_index":
         sep, index = args

@@ -119,3 +119,33 @@ def test_float_extremes_follow_the_same_total_order_on_spark(spark):
     assert [tuple(map(_exact, r.values())) for r in sorted(on_spark.to_pylist(), key=key)] == \
         [tuple(map(_exact, r.values())) for r in sorted(compiled.to_pylist(), key=key)]
 
+
+def test_regular_expressions_are_unicode_aware_on_spark(spark):
+    """\\w \\d \\s \\b match Unicode letters, digits and spaces on Spark as in Python's re (Java's are
+    ASCII-only without (?U): 'café' gave 'caf', Arabic-Indic digits nothing)."""
+    from engines import assert_three_engines_agree
+
+    words = ["café au lait", "straße 12", "İstanbul", "東京 tower", "price ٣٤ EUR", "plain ascii 42", "a\u00a0b",
+             "Ωmega", None]
+    t = dw.from_arrow(pa.table({"s": words}), name="words")
+    s = col("s").str
+    q = t.select("s", word=s.regexp_extract(r"(\w+)", 1), digits=s.regexp_extract(r"(\d+)", 1),
+                 spaced=s.regexp_extract(r"(\S+)\s", 1), bounded=s.regexp_extract(r"\b(\w)\w*$", 1),
+                 folded=s.regexp_extract(r"(?i)(STRASSE|STRAßE|ωMEGA)", 1))
+    got = {r["s"]: r for r in assert_three_engines_agree(q).table.to_pylist()}
+    assert got["café au lait"]["word"] == "café" and got["price ٣٤ EUR"]["digits"] == "٣٤"
+    assert got["a\u00a0b"]["spaced"] == "a" and got["Ωmega"]["folded"] == "Ωmega"
+
+
+def test_a_float_remainder_of_zero_takes_the_divisors_sign_on_spark(spark):
+    """Python's float %: a zero remainder has the divisor's sign (2.0 % -2.0 is -0.0, -3.0 % 3.0 is
+    0.0); Java's has the dividend's, which Spark gave."""
+    from engines import assert_three_engines_agree
+
+    pairs = [(2.0, -2.0), (4.0, -2.0), (0.0, -1.0), (-0.0, 1.0), (-3.0, 3.0), (-0.0, -1.0), (5.0, -float("inf")),
+             (-7.5, 2.0), (7.5, -2.0), (1.0, 0.0)]
+    t = dw.from_arrow(pa.table({"i": list(range(len(pairs))), "a": [a for a, _ in pairs], "b": [b for _, b in pairs]}),
+                      name="pairs")
+    on_spark = assert_three_engines_agree(t.select("i", m=col("a") % col("b"))).table
+    got = {r["i"]: _exact(r["m"]) for r in on_spark.to_pylist()}
+    assert got == {i: _exact(a % b) if b else None for i, (a, b) in enumerate(pairs)}
