@@ -26,7 +26,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from darwin.timestamps import civil
+
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+_EPOCH = _dt.datetime(1970, 1, 1)
 # Spark's ExternalCatalogUtils.escapePathName set (as Hive's FileUtils), and NUL, which no path may hold
 _ESCAPED = frozenset([chr(c) for c in range(0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
 
@@ -36,6 +39,24 @@ def escape(text: str) -> str:
     return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in text)
 
 
+_PER_SECOND = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def render_timestamp(value: int, unit: str = "ms") -> str:
+    """A timestamp (``value`` ``unit``s since the epoch, UTC) as Spark casts it to a string, for any
+    year: ``0001-01-01 00:00:00.005`` (the year zero-padded to four digits: glibc's ``%Y`` does not
+    pad), ``0000-...`` and ``-0001-...`` before it, ``+10000-...`` past 9999; a fraction of a second
+    in microseconds, without trailing zeros."""
+    per_second = _PER_SECOND[unit]
+    seconds, fraction = divmod(value, per_second)
+    days, in_day = divmod(seconds, 86_400)
+    y, m, d = civil(days)
+    year = f"{y:04d}" if 0 <= y <= 9999 else f"-{-y:04d}" if y < 0 else f"+{y}"
+    text = f"{year}-{m:02d}-{d:02d} {in_day // 3600:02d}:{in_day // 60 % 60:02d}:{in_day % 60:02d}"
+    micros = fraction * 1_000_000 // per_second
+    return text + f".{micros:06d}".rstrip("0") if micros else text
+
+
 def render(value: Any) -> str | None:
     """A partition value as Spark casts it to a string; None for NULL."""
     if value is None:
@@ -43,8 +64,8 @@ def render(value: Any) -> str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, _dt.datetime):  # Spark: 2015-07-15 10:00:00, fractions without trailing zeros
-        text = value.strftime("%Y-%m-%d %H:%M:%S")
-        return text + f".{value.microsecond:06d}".rstrip("0") if value.microsecond else text
+        since = value - (_EPOCH if value.tzinfo is None else _EPOCH.replace(tzinfo=_dt.UTC))
+        return render_timestamp((since.days * 86_400 + since.seconds) * 1_000_000 + since.microseconds, "us")
     if isinstance(value, float):  # NaN and infinities as Java prints them
         return "NaN" if math.isnan(value) else ("-Infinity" if value < 0 else "Infinity") if math.isinf(value) \
             else repr(value)
@@ -63,7 +84,13 @@ def split(batch: pa.RecordBatch, columns: tuple[str, ...]) -> Iterator[tuple[str
     for c in columns:
         encoded = pc.dictionary_encode(batch.column(c))
         dirs: dict[str, int] = {}  # values that render alike (NULL and '') share a directory
-        code = [dirs.setdefault(segment(c, render(v)), len(dirs)) for v in encoded.dictionary.to_pylist()]
+        values = encoded.dictionary
+        if pa.types.is_timestamp(values.type):  # from the integers: Python's datetime stops at years 1 and 9999
+            unit = values.type.unit
+            texts = [None if v is None else render_timestamp(v, unit) for v in values.cast(pa.int64()).to_pylist()]
+        else:
+            texts = [render(v) for v in values.to_pylist()]
+        code = [dirs.setdefault(segment(c, text), len(dirs)) for text in texts]
         code.append(dirs.setdefault(segment(c, None), len(dirs)))
         indices = encoded.indices.fill_null(len(code) - 1).to_numpy(zero_copy_only=False)
         codes.append(np.asarray(code, np.int64)[indices])

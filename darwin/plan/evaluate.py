@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from datetime import date, timedelta
 from typing import Any
 
 from darwin.plan import exprs as ex
 from darwin.plan.strings import apply
 from darwin.plan.timeformat import strftime
+from darwin.timestamps import civil
 from darwin.types import DType, Schema
 
 Row = dict[str, Any]
@@ -160,10 +160,10 @@ def _cast(f: Callable[[Row], Any], src: DType | None, dst: DType) -> Callable[[R
     return lambda row: None if (v := f(row)) is None else conv(v)
 
 
-_EPOCH = date(1970, 1, 1)
-
-
 def date_part(part: str, ms: int) -> int:
+    """A part of UTC timestamp ``ms`` (milliseconds since the epoch), for any int64: the calendar is
+    the proleptic Gregorian one with a year 0 (as the compiled ``dt_year`` and Spark's ``year``), not
+    Python's ``datetime``, which stops at years 1 and 9999."""
     days, ms_of_day = divmod(ms, 86_400_000)
     if part == "hour":
         return ms_of_day // 3_600_000
@@ -175,5 +175,5 @@ def date_part(part: str, ms: int) -> int:
         return ms_of_day % 1000
     if part == "day_of_week":
         return (days + 3) % 7 + 1
-    d = _EPOCH + timedelta(days=days)
-    return {"year": d.year, "month": d.month, "day": d.day}[part]
+    year, month, day = civil(days)
+    return {"year": year, "month": month, "day": day}[part]

@@ -19,6 +19,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from darwin.errors import DarwinTypeError
+from darwin.timestamps import civil
 
 DAY_MS = 86_400_000
 _UNIT_MS = {"S": 1000, "M": 60_000, "H": 3_600_000}  # every other field changes at most once a day
@@ -70,19 +71,6 @@ def parse(fmt: str) -> tuple[Token, ...]:
 def unit_ms(fmt: str) -> int:
     """Milliseconds of the format's finest field: timestamps in one such unit format alike."""
     return min((_UNIT_MS.get(v, DAY_MS) for k, v in parse(fmt) if k == "field"), default=DAY_MS)
-
-
-def civil(days: int) -> tuple[int, int, int]:
-    """(year, month, day) of a day counted from 1970-01-01 (H. Hinnant's civil_from_days), any year."""
-    z = days + 719_468
-    era = z // 146_097
-    doe = z - era * 146_097
-    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    d = doy - (153 * mp + 2) // 5 + 1
-    m = mp + 3 if mp < 10 else mp - 9
-    return yoe + era * 400 + (m <= 2), m, d
 
 
 def _leap(y: int) -> bool:

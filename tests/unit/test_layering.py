@@ -15,7 +15,7 @@ DARWIN = ROOT / "darwin"
 
 # lowest first; a module may import its own layer and those below it
 LAYERS = [
-    {"darwin.errors", "darwin.types", "darwin.durations", "darwin.files", "darwin.config"},
+    {"darwin.errors", "darwin.types", "darwin.durations", "darwin.timestamps", "darwin.files", "darwin.config"},
     {"darwin.io"},
     {"darwin.plan"},
     {"darwin.graph"},

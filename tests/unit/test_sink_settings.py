@@ -172,6 +172,25 @@ def test_partition_values_are_rendered_and_escaped_as_spark_does():
     assert escape("a=b/c%d") == "a%3Db%2Fc%25d"
 
 
+def test_timestamp_partitions_are_named_as_spark_names_them_in_every_year(tmp_path):
+    """Spark's partitionBy (its cast to string) pads the year to four digits, signs years before 0 and
+    after 9999; glibc's %Y wrote 'ts=1-01-01 ...', and a year Python's datetime cannot hold raised a
+    bare OverflowError. (The names are those Spark 4 wrote for these values.)"""
+    ms = [-62_167_219_200_000 + 1, -62_135_596_800_000 + 5, -62_198_755_200_000, 253_402_300_800_000,
+          -30_575_664_000_000, 5]
+    t = pa.table({"ts": pa.array(ms, pa.timestamp("ms")), "id": list(range(len(ms)))})
+    dw.from_arrow(t).sink(dw.sinks.Parquet(tmp_path / "out", partition_by="ts")).run()
+    assert sorted(p.name for p in (tmp_path / "out").glob("ts=*")) == [
+        "ts=+10000-01-01 00%3A00%3A00", "ts=-0001-01-01 00%3A00%3A00", "ts=0000-01-01 00%3A00%3A00.001",
+        "ts=0001-01-01 00%3A00%3A00.005", "ts=1001-02-05 00%3A00%3A00", "ts=1970-01-01 00%3A00%3A00.005"]
+    from datetime import datetime
+
+    assert render(datetime(1, 1, 1, 0, 0, 0, 5000)) == "0001-01-01 00:00:00.005"
+    batch = pa.record_batch({"t": pa.array([1_500_000, -1], pa.timestamp("us")), "v": [0, 1]})
+    assert sorted(path for path, _ in split(batch, ("t",))) == ["t=1969-12-31 23%3A59%3A59.999999",
+                                                                  "t=1970-01-01 00%3A00%3A01.5"]
+
+
 @pytest.mark.parametrize("value", ["..", "../..", "../../etc/passwd", "/abs", "a/../../b", "\0", "%2F..", ".",
                                    "x" * 10, "\\..\\.."])
 def test_a_partition_value_never_leaves_its_directory(value):

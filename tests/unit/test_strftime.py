@@ -174,3 +174,31 @@ def test_rows_beyond_max_future_are_counted_once():
         r = assert_engines_agree(q, dw.Config(batch_size=batch))
         assert r.metrics["future_rows"] == 2
         assert r.table["h"].to_pylist() == ["00", "00", "02", "00", "03"]
+
+
+INT64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@settings(max_examples=10, deadline=None)
+@given(ms=st.lists(st.one_of(INT64, st.integers(-(2**62), 2**62), st.integers(-62_198_755_200_000, 253_402_300_800_000),
+                             st.sampled_from([-62_167_219_200_000 + 1, -62_167_219_200_001, 253_402_300_800_000])),
+                   min_size=1, max_size=30))
+def test_date_parts_are_the_same_in_every_year_on_both_engines(ms):
+    """The interpreter took the year, month and day from Python's datetime, which stops at years 1 and
+    9999 (a bare OverflowError for year 0); both engines now use the proleptic calendar with a year 0
+    over every int64 (as Spark's year() does)."""
+    parts = ("year", "month", "day", "hour", "minute", "second", "millisecond", "day_of_week")
+    q = dw.from_arrow(pa.table({"ts": pa.array(ms, pa.timestamp("ms"))})).select(
+        **{p: getattr(col("ts").dt, p)() for p in parts})
+    got = assert_engines_agree(q).table
+    for m, row in zip(ms, got.to_pylist()):
+        if -62_135_596_800_000 <= m <= 253_402_300_799_999:  # where datetime holds it
+            d = EPOCH + timedelta(milliseconds=m)
+            assert (row["year"], row["month"], row["day"]) == (d.year, d.month, d.day)
+
+
+def test_the_year_before_year_1_is_0():
+    ms = [-62_167_219_200_000 + 1, -62_167_219_200_001]  # 0000-01-01 00:00:00.001 and the ms before it
+    year0 = dw.from_arrow(pa.table({"ts": pa.array(ms, pa.timestamp("ms"))}))
+    q = year0.select(y=col("ts").dt.year(), m=col("ts").dt.month(), d=col("ts").dt.day())
+    assert assert_engines_agree(q).table.to_pylist() == [{"y": 0, "m": 1, "d": 1}, {"y": -1, "m": 12, "d": 31}]
