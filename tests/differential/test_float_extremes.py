@@ -165,3 +165,40 @@ def test_an_updating_extreme_that_changes_only_its_sign_is_emitted(first, rows):
         assert got(q.collect(config)) == want, mode
         changelogs.append([tuple(exact(v) for v in r.values()) for r in q.changelog(config).to_pylist()])
     assert changelogs[0] == changelogs[1]
+
+
+def _floats(n=4000):
+    """Rows whose extremes are NaN or a zero of either sign in many windows."""
+    rng = random.Random(11)
+    return pa.table({"ts": pa.array([i * 37 % 100_000 + i * 20 for i in range(n)], pa.timestamp("ms")),
+                     "k": [i % 41 for i in range(n)], "j": [i % 5 for i in range(n)],
+                     "f": [rng.choice([0.0, -0.0, NAN, -1.0, -INF, NEGATIVE_NAN]) for _ in range(n)]})
+
+
+RESCALED = {  # what one thread keeps, what two workers keep: now that float extremes merge exactly
+    "merged rings": (lambda t: t.window(dw.Tumble("2s", on="ts")).group_by("k"), "state=ring", "window rings merged"),
+    "ring panes": (lambda t: t.window(dw.Slide("4s", every="1s", on="ts")).group_by("k"), "state=ring panes",
+                   "window rings merged"),
+    "pre-aggregated": (lambda t: t.window(dw.Tumble("2s", on="ts")).group_by("k", "j"), "state=hash",
+                       "local/global pre-aggregation"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESCALED))
+def test_float_extremes_resume_at_other_parallelisms_to_the_one_thread_output(name, tmp_path, monkeypatch):
+    """Checkpoints of merged rings, panes and pre-aggregated tables of float extremes, resumed at
+    1, 2, 1, 3 and 1 workers, commit the uninterrupted one-thread rows, zero signs and NaNs included."""
+    import pyarrow.parquet as pq
+    from crashes import run_rescaled
+
+    group, one, two = RESCALED[name]
+    plan = group(dw.from_arrow(_floats(), time="ts", max_delay="5s")).agg(**EXTREMES)
+    assert one in plan.explain(dw.Config(parallelism=1)) and two in plan.explain(dw.Config(parallelism=2))
+    expected = plan.collect(dw.Config(batch_size=250))
+    runs = [(1, 4), (2, 5), (1, 3), (3, 4), (1, None)]
+    result = run_rescaled(plan, tmp_path / "out", tmp_path / "chk", monkeypatch, runs)
+    assert result.resumed_from is not None
+    got = pq.read_table(tmp_path / "out")
+    assert [tuple(map(exact, r.values())) for r in got.to_pylist()] == \
+        [tuple(map(exact, r.values())) for r in expected.to_pylist()]
+    assert {exact(v) for v in expected.column("hi").to_pylist()} >= {"nan", "-0.0", "0.0"}
