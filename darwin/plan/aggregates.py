@@ -148,7 +148,7 @@ class Count(AggregateFunction):
 class _SumAcc(Accumulator):
     def add(self, v: Any) -> None:
         self.n += 1
-        self.value = v if self.value is None else self.value + v
+        self.value = 0 + v if self.value is None else self.value + v  # 0 + -0.0 is 0.0, as the kernels' sums
         if isinstance(self.value, int):
             self.value = wrap64(self.value)  # int64 sums wrap around, as in the kernels
 

@@ -232,7 +232,9 @@ class ExpressionTranslator:
         if dtypes <= {DType.INT64, DType.FLOAT64}:  # |a| % |b| is exact; the sign is the dividend's
             dividend = left.cast(DType.FLOAT64)
             magnitude = dividend.abs() % right.cast(DType.FLOAT64).abs()
-            return when(dividend < 0, -magnitude).otherwise(magnitude)
+            # a zero dividend's remainder is that zero, its sign included (Java: -0.0 % 3.0 is -0.0)
+            return when(dividend < 0, -magnitude).when((dividend == 0) & (magnitude == 0), dividend) \
+                .otherwise(magnitude)
         return left % right  # no number: the type check names the problem
 
     def _dtypes(self, *operands: Expr) -> set[DType | None]:

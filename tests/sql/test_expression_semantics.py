@@ -129,6 +129,12 @@ def test_float_remainder_has_the_sign_of_the_dividend(config):
                    zip(pairs, [-7, 7, -7, 7, -1, 5, -3, None], strict=True)]
 
 
+@pytest.mark.parametrize("config", MODES)
+def test_a_zero_remainder_has_the_sign_of_the_dividend(config):
+    got = rows("SELECT ts, f % g, MOD(f, g) FROM t", table(f=[-0.0, 0.0, -4.0, 4.0], g=[3.0, -3.0, 2.0, -2.0]), config)
+    assert [tuple(math.copysign(1.0, v) for v in row) for row in got] == [(-1, -1), (1, 1), (-1, -1), (1, 1)]
+
+
 # -- IN lists -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("config", MODES)

@@ -55,3 +55,11 @@ def test_an_unknown_aggregate_is_a_plan_error():
     t = dw.from_arrow(pa.table({"ts": pa.array([0], pa.timestamp("ms")), "v": [1]}), time="ts")
     with pytest.raises(PlanError, match="unknown aggregate function 'median'"):
         t.window(dw.Tumble("1s", on="ts")).agg(m=Agg(AggCall("median", Column("v"))))
+
+
+def test_a_float_sum_of_negative_zeros_is_zero_on_every_engine():
+    """The kernels' sums start at 0.0 and 0.0 + -0.0 is 0.0; the interpreter started at the first value."""
+    table = pa.table({"ts": pa.array([0, 1], pa.timestamp("ms")), "k": [1, 1], "f": [-0.0, -0.0]})
+    q = dw.from_arrow(table, time="ts").group_by("k").agg(s=dw.sum("f"), a=dw.avg("f"))
+    for mode in ("compiled", "interpreted"):
+        assert [repr(v) for v in q.collect(dw.Config(mode=mode)).to_pylist()[0].values()] == ["1", "0.0", "0.0"]
