@@ -279,7 +279,8 @@ def count(expr: IntoExpr | None = None, *, filter: IntoExpr | None = None) -> Ag
 
 def count_distinct(expr: IntoExpr, *, filter: IntoExpr | None = None) -> Agg:  # noqa: A002
     """Distinct non-null values in the group, counted exactly (SQL's ``COUNT(DISTINCT x)``); in
-    aggregations without a window."""
+    aggregations without a window and in tumbling and sliding windows (beside aggregates that
+    combine exactly from parts of a group: counts, integer sums, min, max)."""
     return _agg("count_distinct", expr, filter)
 
 

@@ -97,8 +97,22 @@ def q_windowed_rows(t):
         .select("window_start", "window_end", "k", later=col("window_end") - col("ts"))
 
 
+def q_count_distinct(t):
+    """count_distinct in a tumbling window (two steps on the compiled engine), filtered and not, beside
+    aggregates that combine exactly; a nullable string value, grouped by a nullable key."""
+    return (t.window(dw.Tumble("1s", on="ts")).group_by("k")
+            .agg(d=dw.count_distinct("s"), n=dw.count(), ds=dw.count_distinct("s", filter=col("v") > 0),
+                 sv=dw.sum("v"), hi=dw.max("v"), first=dw.min("ts"), db=dw.count_distinct("s", filter=col("b"))))
+
+
+def q_sliding_count_distinct(t):
+    """count_distinct of a nullable key column in a sliding window, grouped by a string."""
+    return (t.window(dw.Slide("2s", every="500ms", on="ts")).group_by("s")
+            .agg(d=dw.count_distinct("k"), nf=dw.count("f"), dk=dw.count_distinct("k", filter=col("v") % 2 == 0)))
+
+
 SHAPES = [q_all_aggregates, q_sliding_string_key, q_global_window, q_multi_key_having, q_late_output,
-          q_float_key, q_stateless, q_windowed_rows]
+          q_float_key, q_stateless, q_windowed_rows, q_count_distinct, q_sliding_count_distinct]
 
 
 # -- joins of two sources -----------------------------------------------------------------------------

@@ -186,7 +186,8 @@ class WindowAggregateSink:
             f"{self.ring.low + self.ring.size})")
         return (f"{kind} {self.window} keys=[{', '.join(a.keys)}] "
                 f"aggs=[{', '.join(f'{n}={c}' for n, c in a.aggs)}] state={self.state.describe()}"
-                + (" late-output" if self.late_output else ""))
+                + (" late-output" if self.late_output else "")
+                + (" second-step" if a.second_step else ""))
 
 
 Sink = EmitRows | WindowAggregateSink

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from darwin.config import Config
+from darwin.errors import UnsupportedError
 from darwin.graph import operators as op
 from darwin.io.source import column_bounds
 from darwin.plan import nodes as pn
@@ -106,6 +107,12 @@ class _Translator(SharedNodeVisitor[_Chain]):
 
     # -- breakers close chains ------------------------------------------------------------------
     def visit_Aggregate(self, node: pn.Aggregate) -> _Chain:
+        distinct = pn.distinct_calls(node.aggs)
+        if distinct:  # the window kernels keep value slots, not sets
+            name, call = distinct[0]
+            raise UnsupportedError(f"agg {name}={call}: {self.translation} counts count_distinct in a window only "
+                                   "in two steps, which the optimizer rule split_distinct makes; translate "
+                                   "the optimized plan (darwin.plan.rules.optimize)")
         chain = self.visit(node.input.input)
         sink = op.WindowAggregateSink(node, op.StateSpec(undo_log=self.config.state_traits.undo_log))
         producer = self.close(chain, sink)

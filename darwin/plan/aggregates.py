@@ -17,7 +17,10 @@ An ``AggregateFunction`` holds everything any layer needs of one aggregate:
 A filter (``AggCall.filter``) is no concern of the functions: every engine folds ``AggCall.input``,
 the argument where the filter holds and NULL elsewhere. ``count_distinct`` (``distinct``) keeps the
 set of its values per group, not a slot: the updating aggregation keeps a multiplicity per (group,
-value) pair (``darwin.runtime.distinct``); windowed aggregations refuse it (``windowed``).
+value) pair (``darwin.runtime.distinct``); the reference interpreter a set per group, windowed or
+not; the compiled engine counts it in tumbling and sliding windows in two steps, per value and
+then per window and keys (``darwin.plan.split_distinct``), with each other aggregate of the
+aggregation combined from its results per value (``combined_by``).
 
 Adding an aggregate is one class here and one entry in ``REGISTRY``; ``function(name)`` fails
 loudly for a name that has none.
@@ -64,7 +67,9 @@ class AggregateFunction:
     name = ""
     arguments: tuple[DType, ...] | None = NUMERIC  # accepted argument types; None: any, even an untyped NULL
     distinct = False  # keeps the set of its values per group (count_distinct), not a value slot
-    windowed = True  # supported in windowed aggregations
+    # the aggregate that, over this one's results for the parts of a group, gives its result for the
+    # whole group -- exactly where ``merges_exactly`` (count -> sum); None: none does (avg)
+    combined_by: str | None = None
 
     def result_type(self, arg: ex.Typed) -> tuple[DType, bool]:
         assert arg.dtype is not None  # one of ``arguments``: agg_type rejects an untyped NULL before
@@ -121,6 +126,7 @@ class Count(AggregateFunction):
 
     name = "count"
     arguments = None
+    combined_by: str | None = "sum"
 
     def result_type(self, arg: ex.Typed) -> tuple[DType, bool]:
         return DType.INT64, False
@@ -161,6 +167,7 @@ class _SumAcc(Accumulator):
 
 class Sum(AggregateFunction):
     name = "sum"
+    combined_by = "sum"  # exactly for integers (wrap-around addition); a float sum rounds by grouping
 
     def update(self, value: str, x: str, first: str, dtype: np.dtype) -> list[str]:
         return [f"{value} += {x}"]
@@ -303,6 +310,7 @@ class Extreme(AggregateFunction):
 
     def __init__(self, name: str, smaller: bool) -> None:
         self.name, self.smaller = name, smaller
+        self.combined_by = name  # the min of the parts' minima
 
     def merges_exactly(self, arg: DType | None) -> bool:
         return True
@@ -366,7 +374,7 @@ class CountDistinct(Count):
 
     name = "count_distinct"
     distinct = True
-    windowed = False
+    combined_by = None  # the parts' distinct values may overlap
 
     def accumulator(self, retracting: bool = False) -> Accumulator:
         return _DistinctAcc()

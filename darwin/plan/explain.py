@@ -30,7 +30,8 @@ class _Describe(PlanVisitor[str]):
 
     def visit_Aggregate(self, node: pn.AnyAggregate) -> str:
         aggs = ", ".join(f"{n}={c}" for n, c in node.aggs)
-        return f"{type(node).__name__} keys=[{', '.join(node.keys)}] aggs=[{aggs}]"
+        step = " (count_distinct's second step)" if isinstance(node, pn.Aggregate) and node.second_step else ""
+        return f"{type(node).__name__} keys=[{', '.join(node.keys)}] aggs=[{aggs}]{step}"
 
     visit_GroupAggregate = visit_Aggregate
 

@@ -20,7 +20,7 @@ from typing import Any
 from darwin.errors import DarwinTypeError, PlanError, UnsupportedError
 from darwin.io.source import Source
 from darwin.plan.aggregates import agg_type, function
-from darwin.plan.exprs import AggCall, ExprNode, columns_of, type_of
+from darwin.plan.exprs import AggCall, Column, ExprNode, columns_of, type_of
 from darwin.plan.window import BarrierWindow, SessionWindow, Window
 from darwin.types import DType, Field, Schema
 
@@ -152,11 +152,18 @@ class WindowAssign(_OneInput):
 
 @dataclass(frozen=True)
 class Aggregate(_OneInput):
-    """Windowed group-by: one row per (window, keys) when the watermark passes the window's end."""
+    """Windowed group-by: one row per (window, keys) when the watermark passes the window's end.
+
+    ``count_distinct`` is allowed beside aggregates that combine exactly from parts of a group
+    (``check_split_distinct``): the compiled engine counts it in two windowed steps
+    (``darwin.plan.split_distinct``). ``second_step`` marks the second of them, which re-groups
+    the first's rows, one window of it each: its windows are not counted again in
+    ``windows_fired``."""
 
     input: WindowAssign
     keys: tuple[str, ...]
     aggs: tuple[tuple[str, AggCall], ...]
+    second_step: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.input, WindowAssign):
@@ -165,8 +172,8 @@ class Aggregate(_OneInput):
         if updating(self.input):
             raise UnsupportedError(f"a windowed aggregation over {_UPDATING} "
                                    "is not supported yet")
-        _refuse_unwindowed(self.aggs, "a windowed aggregation", TWO_STEP_DISTINCT)
         _ = self.schema
+        check_split_distinct(self)
 
     @cached_property
     def schema(self) -> Schema:
@@ -474,18 +481,65 @@ class Over(_OneInput):
         return Schema(tuple(fields), inp.unsupported)
 
 
-TWO_STEP_DISTINCT = (
-    " For tumbling windows, count in two windowed steps (a filter becomes a .filter() before them): "
-    "t.window(w).group_by(*keys, value).agg(n=dw.count()).select(*keys, start=col('window_start'))"
-    ".window(dw.Tumble(<w's size>, on='start')).group_by(*keys).agg(distinct=dw.count())")
+def distinct_calls(aggs: tuple[tuple[str, AggCall], ...]) -> list[tuple[str, AggCall]]:
+    """The aggregates that keep sets of values (``count_distinct``)."""
+    return [(name, call) for name, call in aggs if function(call.func).distinct]
 
 
-def _refuse_unwindowed(aggs: tuple[tuple[str, AggCall], ...], where: str, workaround: str = "") -> None:
-    """Aggregates windows do not support (``count_distinct``) fail when the plan is built."""
-    for name, call in aggs:
-        if not function(call.func).windowed:
-            raise UnsupportedError(f"agg {name}={call}: {call.func} in {where} is not supported yet. Use it in an "
-                                   "aggregation without a window (table.group_by(...).agg(...))." + workaround)
+SPLIT_DISTINCT = ("count_distinct in a tumbling or sliding window is counted in two steps: once per "
+                  "(window, keys, value), then per window and keys, so every other aggregate of the "
+                  "aggregation must give its result from its results over the parts of a group")
+SEPARATELY = (" Compute it in an aggregation of its own over the same window and keys, and join the two "
+              "on window_start, window_end and the keys (a window join; a NULL key never matches).")
+
+
+def check_split_distinct(node: Aggregate) -> None:
+    """What a tumbling or sliding window's aggregation with ``count_distinct`` must hold, so that
+    every engine accepts what the compiled engine's two steps (``darwin.plan.split_distinct``)
+    compute exactly: one distinct argument (any filters), not reading the window's bounds, and a
+    column if late rows are kept (they keep the input's columns); every other aggregate one that
+    combines exactly from its results over parts of a group (``combined_by``, ``merges_exactly``):
+    counts, integer sums, min and max -- not avg or a float sum, which round by how values are
+    grouped."""
+    distinct = distinct_calls(node.aggs)
+    if not distinct:
+        return
+    schema = node.input.schema
+    name, first = distinct[0]
+    for other_name, call in distinct[1:]:
+        if call.arg != first.arg:
+            raise UnsupportedError(
+                f"agg {other_name}={call}: count_distinct of more than one expression in one windowed aggregation "
+                f"is not supported yet ({first.arg} in {name}=, {call.arg} in {other_name}=; counts of one "
+                "expression with different filters are)." + SEPARATELY)
+    assert first.arg is not None  # agg_type refuses count_distinct() without a column
+    if columns_of(first.arg) & {WINDOW_START, WINDOW_END}:
+        raise UnsupportedError(f"agg {name}={first}: count_distinct of the window's bounds is not supported "
+                               "(they are one value per window)")
+    if node.input.late_output and not isinstance(first.arg, Column):
+        raise UnsupportedError(f"agg {name}={first}: count_distinct of an expression in a window keeping late "
+                               "rows (late_output=True) is not supported; add the expression as a column "
+                               "first (.with_columns(...)) and count that")
+    for other_name, call in node.aggs:
+        f = function(call.func)
+        if f.distinct:
+            continue
+        arg = None if call.input is None else type_of(call.input, schema).dtype
+        if f.combined_by is None or not f.merges_exactly(arg):
+            what = call.func if arg is None else f"{call.func} of {arg.value}"
+            why = "it would round by how the values were grouped" if f.combined_by is not None else \
+                f"no aggregate gives a group's {call.func} from its parts' results"
+            raise UnsupportedError(
+                f"agg {other_name}={call}: {what} beside count_distinct ({name}=) in a windowed aggregation is "
+                f"not supported. {SPLIT_DISTINCT}, which {what} does not ({why})." + SEPARATELY)
+
+
+def _refuse_unwindowed(aggs: tuple[tuple[str, AggCall], ...], where: str) -> None:
+    """Aggregates these windows do not support (``count_distinct``) fail when the plan is built."""
+    for name, call in distinct_calls(aggs):
+        raise UnsupportedError(f"agg {name}={call}: {call.func} in {where} is not supported yet. It is in a "
+                               "tumbling or sliding window (.window(dw.Tumble(...))/.window(dw.Slide(...))) and "
+                               "in an aggregation without a window (table.group_by(...).agg(...)).")
 
 
 def _check_ranking_columns(what: str, schema: Schema, by: tuple[str, ...], order: tuple[SortKey, ...]) -> None:

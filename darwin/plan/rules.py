@@ -3,6 +3,11 @@
 Rules never change results, including late-event accounting: the watermark is
 taken at the source, before any filter, so moving a filter below a window or a
 projection changes nothing but the work done.
+
+The optimized plan is what the compiled engine runs (and ``explain`` shows); the reference
+interpreter runs the plan as written. One rule is a lowering the compiled engine needs, not only a
+saving: ``split_distinct`` counts ``count_distinct`` of a tumbling or sliding window in two windowed
+steps, as the window kernels keep value slots, not sets.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
 from darwin.plan.evaluate import compile_expr
 from darwin.plan.keys import unique_key
+from darwin.plan.split_distinct import split_distinct
 from darwin.plan.visitor import PlanVisitor
 from darwin.types import Schema
 
@@ -340,6 +346,8 @@ DEFAULT_RULES: tuple[tuple[str, Rule], ...] = (
     ("push_down_predicates", push_down_predicates),
     ("merge_filters", merge_filters),
     ("prune_projections", prune_projections),
+    # last: the rules above see the aggregation as written, and its two steps are minimal already
+    ("split_distinct", split_distinct),
 )
 
 

@@ -519,7 +519,8 @@ class _WindowAggregate(_Operator):
         for k in fired:
             values = [k[0], k[0] + size, *k[1:], *(a.result() for a in self.groups.pop(k))]
             rows.append(dict(zip(names, values)))
-        self.ctx.metrics.add("windows_fired", len({k[0] for k in fired}))
+        if not self.node.second_step:  # a distinct count's second step fires the first's windows again
+            self.ctx.metrics.add("windows_fired", len({k[0] for k in fired}))
         self.emit(rows, [old] * len(rows))
 
 

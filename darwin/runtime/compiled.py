@@ -311,9 +311,9 @@ class CompiledEngine:
                     yield from self._push(p.id, e, NO_WATERMARK)
             yield from self._advance()
             yield BARRIER
-        for runner in self.runners:
+        for runner, p in zip(self.runners, self.graph.pipelines):
             for name, value in runner.counters().items():
-                if name != "future_rows":
+                if name != "future_rows" and not (name == "windows_fired" and _second_step(p)):
                     self.metrics.add(name, value)
             if runner.kernel is not None:
                 self.metrics.add("kernels_compiled", sum(runner.kernel.stats.cache_misses.values()))
@@ -512,3 +512,9 @@ def has_input_after(graph: op.OperatorGraph, offsets: list[int]) -> bool:
     """Whether any of the graph's sources holds rows past its offset (a finished job's checkpoint covers none)."""
     return any(next(iter(read_from(scan.source, scan.columns, 1, offset)), None) is not None
                for scan, offset in zip(graph.scans, offsets))
+
+
+def _second_step(p: op.Pipeline) -> bool:
+    """Whether ``p`` re-groups a first aggregation's rows one window of it each (a distinct count's
+    second step, ``darwin.plan.split_distinct``): the windows it fires were counted by the first."""
+    return isinstance(p.sink, op.WindowAggregateSink) and p.sink.aggregate.second_step

@@ -132,6 +132,7 @@ class StreamTranslator(SharedNodeVisitor[Stream]):
         if assign.late_output:
             raise UnsupportedError(f"{_name(node)} keeps late rows (late_output=True); Structured Streaming drops "
                                    "late rows and cannot hand them out")
+        _refuse_distinct(node)
         window = F.window(column(EVENT_TIME), f"{w.size_ms} milliseconds", f"{w.slide_ms} milliseconds")
         grouped = s.df.groupBy(window.alias("__dw_w"), *(column(k) for k in node.keys))
         df = grouped.agg(*_aggregates(node.aggs, assign.input.schema))
@@ -142,6 +143,7 @@ class StreamTranslator(SharedNodeVisitor[Stream]):
     def visit_GroupAggregate(self, node: pn.GroupAggregate) -> Stream:
         from darwin.spark.translate import _aggregates
 
+        _refuse_distinct(node)
         s = self.visit(node.input)
         self.updating = True
         df = s.df.groupBy(*(column(k) for k in node.keys)).agg(*_aggregates(node.aggs, node.input.schema))
@@ -165,6 +167,15 @@ class StreamTranslator(SharedNodeVisitor[Stream]):
 
     visit_TopN = visit_Deduplicate = visit_Over = visit_Join = visit_LookupJoin = _refuse
     visit_SessionAggregate = visit_Union = visit_WindowAssign = _refuse
+
+
+def _refuse_distinct(node: pn.Aggregate | pn.GroupAggregate) -> None:
+    """Structured Streaming has no distinct aggregations (its unsupported-operation check)."""
+    distinct = pn.distinct_calls(node.aggs)
+    if distinct:
+        name, call = distinct[0]
+        raise UnsupportedError(f"{_name(node)}: agg {name}={call}: Structured Streaming does not support distinct "
+                               "aggregations; run the query on Darwin's engine, or on Spark from a bounded source")
 
 
 def _name(node: Any) -> str:

@@ -17,7 +17,9 @@ from streams import (
     JOIN_SHAPES,
     SHAPES,
     q_all_aggregates,
+    q_count_distinct,
     q_late_output,
+    q_sliding_count_distinct,
     q_sliding_string_key,
     source,
     streams,
@@ -93,6 +95,27 @@ def test_crashes_and_restarts_give_exactly_the_uninterrupted_output(configure, t
         assert result.metrics[name] == plain.metrics[name], name
     assert result.metrics["input_rows"] == table.num_rows
     assert not list((base / "out" / "_darwin_staging").iterdir())
+
+
+@settings(max_examples=8, **SETTINGS)
+@given(data=streams(), batch_size=st.integers(1, 6), every=st.integers(1, 3),
+       crashes=st.lists(st.integers(0, 12), min_size=1, max_size=3),
+       shape=st.sampled_from([q_count_distinct, q_sliding_count_distinct]))
+def test_crashes_in_a_windowed_distinct_count_give_exactly_the_uninterrupted_output(
+        configure, tmp_path_factory, monkeypatch, data, batch_size, every, crashes, shape):
+    """Both steps of the compiled count (darwin.plan.split_distinct) come back from the checkpoint:
+    the first's (window, keys, value) groups and the second's windows."""
+    table, cuts, delay, _ = data
+    q = shape(source(table, cuts, delay))
+    base = tmp_path_factory.mktemp("run")
+    state = str(base / "state")
+    plain = q.sink(dw.sinks.Parquet(base / "plain")).run(configure(batch_size=batch_size, state_path=state))
+    config = configure(batch_size=batch_size, state_path=state, checkpoint_dir=str(base / "chk"),
+                       checkpoint_interval=f"{every} batches")
+    result = run_until_done(q, lambda: dw.sinks.Parquet(base / "out"), config, monkeypatch, crashes)
+    assert committed("parquet", base / "out") == committed("parquet", base / "plain")
+    for name in ("input_rows", "output_rows", "late_rows", "windows_fired"):
+        assert result.metrics[name] == plain.metrics[name], name
 
 
 @settings(max_examples=8, **SETTINGS)

@@ -34,7 +34,12 @@ def hashed(t):  # two keys: each worker keeps a hash table
         .group_by("k", "v").agg(n=dw.count(), top=dw.max("ts"))
 
 
-@pytest.mark.parametrize("query", [ring, hashed])
+def distinct(t):  # count_distinct in a sliding window: two keyed aggregations, the second over the first's windows
+    return dw.from_arrow(t, time="ts", max_delay="5s").window(dw.Slide("4s", every="2s", on="ts")) \
+        .group_by("k").agg(d=dw.count_distinct("v"), big=dw.count_distinct("v", filter=col("v") > 6), n=dw.count())
+
+
+@pytest.mark.parametrize("query", [ring, hashed, distinct])
 def test_resuming_at_another_parallelism_commits_the_one_thread_output(query, tmp_path, monkeypatch):
     t = bids(6000)
     plan = query(t)
