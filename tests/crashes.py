@@ -49,18 +49,19 @@ def run_until_done(query, sink_factory, config, monkeypatch, crashes):
 RESCALING_RUNS = [(4, 5), (2, 4), (8, 6), (3, None)]  # (workers, the batch the run crashes at)
 
 
-def run_rescaled(plan, out, chk, monkeypatch, runs=RESCALING_RUNS):
+def run_rescaled(plan, out, chk, monkeypatch, runs=RESCALING_RUNS, may_finish=False, **settings):
     """Run ``plan`` into Parquet ``out`` with checkpoints in ``chk``, each run at another parallelism and
-    crashing at its batch (the last one runs to the end); the last run's result."""
+    crashing at its batch (the last one runs to the end; with ``may_finish``, any run may, where the
+    input ends before its crash); the last run's result. ``settings`` go to every run's Config."""
+    settings = {"batch_size": 250, "checkpoint_interval": "2 batches", **settings}
     result = None
     for workers, crash in runs:
-        config = dw.Config(batch_size=250, parallelism=workers, checkpoint_dir=str(chk),
-                           checkpoint_interval="2 batches")
+        config = dw.Config(parallelism=workers, checkpoint_dir=str(chk), **settings)
         if crash is not None:
             crash_after(monkeypatch, crash)
         try:
             result = plan.sink(dw.sinks.Parquet(out)).run(config)
-            assert crash is None, "the run should have crashed"
+            assert crash is None or may_finish, "the run should have crashed"
         except Crash:
             continue
         finally:

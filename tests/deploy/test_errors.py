@@ -3,11 +3,11 @@
 import textwrap
 
 import pytest
+from config_errors import error_of
 from typer.testing import CliRunner
 
 from darwin import deploy
 from darwin.cli import app
-from darwin.errors import ConfigError
 
 GOOD = """\
 sources:
@@ -42,12 +42,6 @@ def job(tmp_path):
         return path
 
     return write
-
-
-def error_of(path) -> str:
-    with pytest.raises(ConfigError) as e:
-        deploy.plan(deploy.load(path))
-    return str(e.value)
 
 
 def test_the_good_file_runs(job):

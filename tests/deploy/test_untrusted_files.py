@@ -6,6 +6,7 @@ import os
 import textwrap
 
 import pytest
+from config_errors import error_of
 from typer.testing import CliRunner
 
 from darwin import deploy
@@ -45,12 +46,6 @@ def job(tmp_path):
         return path
 
     return write
-
-
-def error_of(path) -> str:
-    with pytest.raises(ConfigError) as e:
-        deploy.plan(deploy.load(path))
-    return str(e.value)
 
 
 # -- the YAML: plain values, each key once ------------------------------------------------------------

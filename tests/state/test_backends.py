@@ -71,6 +71,22 @@ def test_state_grows_far_past_its_first_allocation(configure):
 
 # -- crash and resume -----------------------------------------------------------------------------
 
+def uninterrupted_and_resumed(q, make_sink, configure, base, batch_size, every, monkeypatch, crashes):
+    """The results of one uninterrupted run (into plain/) and of a run crashed at ``crashes`` and
+    resumed from checkpoints every ``every`` batches (into out/), with one state_path per job."""
+    state = str(base / "state")
+    plain = q.sink(make_sink(base / "plain", base / "plain-late")).run(configure(batch_size=batch_size,
+                                                                                  state_path=state))
+    config = configure(batch_size=batch_size, state_path=state, checkpoint_dir=str(base / "chk"),
+                       checkpoint_interval=f"{every} batches")
+    resumed = run_until_done(q, lambda: make_sink(base / "out", base / "out-late"), config, monkeypatch, crashes)
+    return plain, resumed
+
+
+def parquet(path, _late):
+    return dw.sinks.Parquet(path)
+
+
 @pytest.mark.parametrize("sink_kind", SINKS)
 @settings(max_examples=15, **SETTINGS)
 @given(data=streams(), batch_size=st.integers(1, 6), every=st.integers(1, 3),
@@ -82,12 +98,8 @@ def test_crashes_and_restarts_give_exactly_the_uninterrupted_output(configure, t
     late = shape is q_late_output
     q = shape(source(table, cuts, delay))
     base = tmp_path_factory.mktemp("run")
-    make = SINKS[sink_kind]
-    state = str(base / "state")  # each example is another job: one state_path per job
-    plain = q.sink(make(base / "plain", base / "plain-late")).run(configure(batch_size=batch_size, state_path=state))
-    config = configure(batch_size=batch_size, state_path=state, checkpoint_dir=str(base / "chk"),
-                       checkpoint_interval=f"{every} batches")
-    result = run_until_done(q, lambda: make(base / "out", base / "out-late"), config, monkeypatch, crashes)
+    plain, result = uninterrupted_and_resumed(q, SINKS[sink_kind], configure, base, batch_size, every, monkeypatch,
+                                              crashes)
     assert committed(sink_kind, base / "out") == committed(sink_kind, base / "plain")
     if late:
         assert committed(sink_kind, base / "out-late") == committed(sink_kind, base / "plain-late")
@@ -108,11 +120,7 @@ def test_crashes_in_a_windowed_distinct_count_give_exactly_the_uninterrupted_out
     table, cuts, delay, _ = data
     q = shape(source(table, cuts, delay))
     base = tmp_path_factory.mktemp("run")
-    state = str(base / "state")
-    plain = q.sink(dw.sinks.Parquet(base / "plain")).run(configure(batch_size=batch_size, state_path=state))
-    config = configure(batch_size=batch_size, state_path=state, checkpoint_dir=str(base / "chk"),
-                       checkpoint_interval=f"{every} batches")
-    result = run_until_done(q, lambda: dw.sinks.Parquet(base / "out"), config, monkeypatch, crashes)
+    plain, result = uninterrupted_and_resumed(q, parquet, configure, base, batch_size, every, monkeypatch, crashes)
     assert committed("parquet", base / "out") == committed("parquet", base / "plain")
     for name in ("input_rows", "output_rows", "late_rows", "windows_fired"):
         assert result.metrics[name] == plain.metrics[name], name
@@ -127,11 +135,7 @@ def test_crashes_in_a_join_give_exactly_the_uninterrupted_output(configure, tmp_
     (lt, lcuts, delay, _), (rt, rcuts, _, _) = left, right
     q = shape(source(lt, lcuts, delay, name="left"), source(rt, rcuts, delay, name="right"))
     base = tmp_path_factory.mktemp("run")
-    state = str(base / "state")
-    plain = q.sink(dw.sinks.Parquet(base / "plain")).run(configure(batch_size=batch_size, state_path=state))
-    config = configure(batch_size=batch_size, state_path=state, checkpoint_dir=str(base / "chk"),
-                       checkpoint_interval=f"{every} batches")
-    result = run_until_done(q, lambda: dw.sinks.Parquet(base / "out"), config, monkeypatch, crashes)
+    plain, result = uninterrupted_and_resumed(q, parquet, configure, base, batch_size, every, monkeypatch, crashes)
     assert committed("parquet", base / "out") == committed("parquet", base / "plain")
     for name in ("input_rows", "output_rows", "late_rows"):
         assert result.metrics[name] == plain.metrics[name], name

@@ -142,17 +142,9 @@ def test_random_streams_resumed_at_random_parallelisms_give_the_one_thread_outpu
     plan = shape(source(table, cuts, delay))
     base = tmp_path_factory.mktemp("rescaled")
     plain = plan.sink(dw.sinks.Parquet(base / "plain")).run(dw.Config(batch_size=batch_size))
-    for workers, crash in [*runs, (last, None)]:  # a run the input ends before its crash finishes the job
-        config = dw.Config(batch_size=batch_size, parallelism=workers, checkpoint_dir=str(base / "chk"),
-                           checkpoint_interval=f"{every} batches")
-        if crash is not None:
-            crash_after(monkeypatch, crash)
-        try:
-            result = plan.sink(dw.sinks.Parquet(base / "out")).run(config)
-        except Crash:
-            pass
-        finally:
-            stop_crashing(monkeypatch)
+    # a run the input ends before its crash finishes the job
+    result = run_rescaled(plan, base / "out", base / "chk", monkeypatch, [*runs, (last, None)], may_finish=True,
+                          batch_size=batch_size, checkpoint_interval=f"{every} batches")
     assert pq.read_table(base / "out").equals(pq.read_table(base / "plain"))
     for name in ("input_rows", "output_rows", "late_rows", "windows_fired"):
         assert result.metrics.get(name) == plain.metrics.get(name), name
@@ -207,17 +199,8 @@ def test_persistent_state_not_kept_per_worker_resumes_at_any_parallelism(backend
     plan = query(_bids(3000))
     runs = [(1, 4), (2, 3), (1, 2), (3, None)]
     expected = plan.collect(dw.Config(batch_size=100))
-    for workers, crash in runs:
-        config = dw.Config(batch_size=100, parallelism=workers, checkpoint_dir=str(tmp_path / "chk"),
-                           checkpoint_interval="1 batch", state=backend, state_path=str(tmp_path / "state"))
-        if crash is not None:
-            crash_after(monkeypatch, crash)
-        try:
-            result = plan.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
-        except Crash:
-            continue
-        finally:
-            stop_crashing(monkeypatch)
+    result = run_rescaled(plan, tmp_path / "out", tmp_path / "chk", monkeypatch, runs, batch_size=100,
+                          checkpoint_interval="1 batch", state=backend, state_path=str(tmp_path / "state"))
     assert result.resumed_from is not None
     assert pq.read_table(tmp_path / "out").equals(pa.Table.from_batches(expected.to_batches()))
 
