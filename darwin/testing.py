@@ -49,7 +49,9 @@ def _same(a: Any, b: Any, rel_tol: float) -> bool:
 
 
 def _row_key(row: dict[str, Any]) -> tuple:
-    return tuple((v is None, str(type(v)), v if v is not None and v == v else 0) for v in row.values())
+    # NaN after every number (it sorted as 0, so rows differing only in NaN against 0.0 tied and kept
+    # each side's own order)
+    return tuple((v is None, str(type(v)), v != v, v if v is not None and v == v else 0) for v in row.values())
 
 
 def run_both(query: Any, config: Config | None = None) -> tuple[Any, Any]:
