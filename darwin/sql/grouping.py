@@ -127,6 +127,7 @@ class GroupByClause:
                 if bound is not None:
                     if group_window is None:
                         raise self.error(f, f"{f.this} needs a group window in GROUP BY")
+                    self._check_auxiliary(f, group_window[0], rel)
                     replaced[f.sql(dialect=Flink)] = col(bound)
         kept = set(table.columns)
         visible = [e for e in rel.scope.entries if e.column in kept and e.column not in aggs]
@@ -177,20 +178,38 @@ class GroupByClause:
         result: Table = self.planner._located(node, build)
         return result
 
-    def _group_window(self, g: WindowFunction, rel: Relation) -> Any:
-        """A group window of GROUP BY: ``TUMBLE(ts, size)``, ``HOP(ts, slide, size)``, ``SESSION(ts, gap)``."""
-        args = g.expressions
+    def _window_operands(self, kind: str, call: exp.Expr, args: list[exp.Expr],
+                         rel: Relation) -> tuple[str, list[int]]:
+        """The time column and the intervals (ms) of a group window or of its auxiliary function."""
         if not args or not isinstance(args[0], exp.Column):
-            raise self.error(g, f"{g.kind} in GROUP BY takes the time column first, e.g. {g.kind}(ts, INTERVAL ...)")
+            raise self.error(call, f"{kind} takes the time column first, e.g. {kind}(ts, INTERVAL ...)")
         on = self.translator(rel)(args[0]).node
         assert isinstance(on, ex.Column)
-        intervals = [interval_ms(a, self.where) for a in args[1:]]
+        return on.name, [interval_ms(a, self.where) for a in args[1:]]
+
+    def _check_auxiliary(self, f: exp.Anonymous, g: WindowFunction, rel: Relation) -> None:
+        """``TUMBLE_START(ts, size)`` and friends name the GROUP BY window they take the bounds of, as
+        in Flink (Calcite): another function, column or interval is refused rather than answered with
+        the window's bounds. An interval matches one of the same duration ('10' SECOND and '10000'
+        MILLISECOND; Calcite wants the same text)."""
+        name = str(f.this).upper()
+        kind = name.rsplit("_", 1)[0]
+        window = f"{g.kind}({', '.join(a.sql(dialect=Flink) for a in g.expressions)})"
+        if kind != g.kind:
+            raise self.error(f, f"{f.sql(dialect=Flink)} needs a {kind} group window; GROUP BY has {window}")
+        if self._window_operands(name, f, f.expressions, rel) != self._window_operands(kind, g, g.expressions, rel):
+            raise self.error(f, f"{f.sql(dialect=Flink)} does not match the group window {window} of GROUP BY: "
+                                "give it the window's time column and intervals")
+
+    def _group_window(self, g: WindowFunction, rel: Relation) -> Any:
+        """A group window of GROUP BY: ``TUMBLE(ts, size)``, ``HOP(ts, slide, size)``, ``SESSION(ts, gap)``."""
+        on, intervals = self._window_operands(f"{g.kind} in GROUP BY", g, g.expressions, rel)
         if g.kind == "SESSION" and len(intervals) == 1:
-            window: Any = Session(intervals[0], on=on.name)
+            window: Any = Session(intervals[0], on=on)
         elif g.kind == "TUMBLE" and len(intervals) == 1:
-            window = Tumble(intervals[0], on=on.name)
+            window = Tumble(intervals[0], on=on)
         elif g.kind == "HOP" and len(intervals) == 2:
-            window = Slide(intervals[1], intervals[0], on=on.name)
+            window = Slide(intervals[1], intervals[0], on=on)
         else:
             raise self.error(g, f"{g.kind} group window with {len(intervals)} intervals is not supported")
         return self.planner._located(g, lambda: rel.table.window(window))

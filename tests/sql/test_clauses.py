@@ -1,7 +1,7 @@
 """SQL clauses whose meaning a plan could lose silently: WHERE under a window table function that is
 grouped by its bounds, group keys named as input columns, the NULL ordering of window ORDER BY, the
-frame of OVER, bounds of ROW_NUMBER, and INSERT INTO a CSV table read back. Each checked against
-plain Python on both engines."""
+frame of OVER, bounds of ROW_NUMBER, INSERT INTO a CSV table read back, and group-window auxiliary
+functions that must name their window. Each checked against plain Python on both engines."""
 
 from datetime import datetime, timedelta
 
@@ -113,3 +113,38 @@ def test_a_csv_table_written_by_insert_reads_back_the_same_rows(bids, tmp_path):
     assert sorted(tuple(r.values()) for r in back.to_pylist()) == [(2, 20, None), (2, 40, None)]
     with pytest.raises(SqlError, match="column w is named but the table has k, v, note"):
         dw.sql_job(ddl.format(tmp_path / "other") + "INSERT INTO s (w) SELECT v FROM t", tables={"t": bids})
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_auxiliary_functions_of_the_group_window_give_its_bounds(bids, config):
+    tumble = rows("SELECT TUMBLE_START(t.ts, INTERVAL '10000' MILLISECOND) AS s, TUMBLE_END(ts, INTERVAL '10' SECOND) "
+                  "AS e, count(*) AS n FROM t GROUP BY TUMBLE(ts, INTERVAL '10' SECOND)", bids, config)
+    assert tumble == [(seconds(0), seconds(10_000), 3), (seconds(10_000), seconds(20_000), 3)]
+    hop = rows("SELECT HOP_END(ts, INTERVAL '5' SECOND, INTERVAL '0.25' MINUTE) AS e, count(*) AS n FROM t "
+               "GROUP BY HOP(ts, INTERVAL '5' SECOND, INTERVAL '15' SECOND)", bids, config)
+    ends = {end: sum(end - 15_000 <= ts < end for ts, _, _ in ROWS) for end in range(5_000, 30_000, 5_000)}
+    assert hop == sorted((seconds(end), n) for end, n in ends.items() if n)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("SELECT TUMBLE_START(ts, INTERVAL '5' SECOND) AS s, count(*) FROM t GROUP BY TUMBLE(ts, INTERVAL '10' SECOND)",
+     r"line 1, column 8: TUMBLE_START\(ts, INTERVAL '5' SECOND\) does not match the group window "
+     r"TUMBLE\(ts, INTERVAL '10' SECOND\) of GROUP BY"),
+    ("SELECT k,\n  TUMBLE_END(ts2, INTERVAL '10' SECOND) FROM t GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND)",
+     r"line 2, column 3: TUMBLE_END\(ts2, .* does not match the group window TUMBLE\(ts, "),
+    ("SELECT 1 + count(*), HOP_START(ts, INTERVAL '10' SECOND) FROM t GROUP BY TUMBLE(ts, INTERVAL '10' SECOND)",
+     r"line 1, column 22: HOP_START\(ts, INTERVAL '10' SECOND\) needs a HOP group window; GROUP BY has "
+     r"TUMBLE\(ts, INTERVAL '10' SECOND\)"),
+    ("SELECT SESSION_END(ts, INTERVAL '1' SECOND) FROM t GROUP BY SESSION(ts, INTERVAL '5' SECOND)",
+     r"line 1, column 8: SESSION_END\(ts, INTERVAL '1' SECOND\) does not match the group window SESSION\(ts, "
+     r"INTERVAL '5' SECOND\)"),
+    ("SELECT HOP_END(ts, INTERVAL '15' SECOND, INTERVAL '5' SECOND) FROM t "
+     "GROUP BY HOP(ts, INTERVAL '5' SECOND, INTERVAL '15' SECOND)", r"line 1, column 8: HOP_END\(.* does not match"),
+    ("SELECT TUMBLE_START(ts) FROM t GROUP BY TUMBLE(ts, INTERVAL '10' SECOND)",
+     r"line 1, column 8: TUMBLE_START\(ts\) does not match"),
+])
+def test_auxiliary_functions_that_name_another_window_are_refused(text, problem):
+    t = dw.from_arrow(pa.table({"ts": pa.array([0], pa.timestamp("ms")), "ts2": pa.array([0], pa.timestamp("ms")),
+                                "k": [1]}), time="ts", name="t")
+    with pytest.raises(SqlError, match=problem):
+        dw.sql(text, tables={"t": t})
