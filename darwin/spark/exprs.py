@@ -7,7 +7,8 @@ Darwin's rule out:
 
 - ``//`` and ``%`` follow Python (floor division, the sign of the divisor), not Java;
 - division and modulo by zero give NULL (also for floats, where Spark would give NULL too);
-- comparisons with NaN are false (``!=`` true), where Spark orders NaN above every number;
+- comparisons with NaN are false (``!=`` true), where Spark orders NaN above every number (with a
+  NULL they stay NULL);
 - casts of NaN, infinities or out-of-range floats to integers give NULL, not a saturated value;
 - ``isin`` never matches NaN; int64 arithmetic wraps around (Spark with ANSI mode off does too);
 - ``regexp_extract`` gives NULL where nothing matches (Spark gives ""), and for a group the
@@ -106,9 +107,10 @@ def _binary(e: ex.Binary, schema: Schema, result: DType | None) -> Column:
         return a | b
     if op in ex.COMPARISON:
         cmp = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[op]
-        if floats:  # Python: NaN compares false with everything, != true; Spark orders NaN above all numbers
+        if floats:  # Python: NaN compares false with everything, != true; Spark orders NaN above all numbers.
+            # Not beside a NULL, which leaves the comparison NULL (isnan(NULL) is false, so NULL = NaN was false)
             nan = F.isnan(a.cast("double")) | F.isnan(b.cast("double"))
-            return F.when(nan, F.lit(op == "ne")).otherwise(cmp)
+            return F.when(nan & cmp.isNotNull(), F.lit(op == "ne")).otherwise(cmp)
         return cmp
     if floats or op == "truediv":
         a, b = a.cast("double"), b.cast("double")

@@ -85,6 +85,26 @@ def test_float_floor_division_floors_as_python_does(spark):
     assert math.copysign(1.0, got[-0.0, 3.0]) == -1.0  # a zero quotient keeps the sign of a / b
 
 
+
+def test_a_comparison_of_null_with_nan_is_null_on_spark(spark):
+    """NULL = NaN is NULL, as every comparison with a NULL: Spark's translation answered the NaN rule
+    first (false, != true), so NOT (a = b) kept rows Darwin's engines leave out."""
+    import math
+
+    from engines import assert_three_engines_agree
+
+    floats = [None, math.nan, 1.0, -0.0]
+    pairs = [(a, b) for a in floats for b in floats]
+    t = dw.from_arrow(pa.table({"a": [a for a, _ in pairs], "b": [b for _, b in pairs],
+                                "i": pa.array([None if a is None else 1 for a, _ in pairs], pa.int64())}),
+                      name="pairs")
+    ops = {"eq": col("a") == col("b"), "ne": col("a") != col("b"), "lt": col("a") < col("b"),
+           "ge": col("a") >= col("b"), "ieq": col("i") == col("b"), "ine": col("i") != col("b")}
+    on_spark = assert_three_engines_agree(t.select("a", "b", "i", **ops)).table.to_pylist()
+    with_null = [r for r in on_spark if r["a"] is None or r["b"] is None]
+    assert len(with_null) == 7 and all(r[op] is None for r in with_null for op in ops)
+    assert all(r["ne"] is True for r in on_spark if r["b"] is not None and math.isnan(r["b"]) and r["a"] is not None)
+
 def _exact(v):
     import math
 
