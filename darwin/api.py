@@ -506,7 +506,8 @@ def read_csv(path: str | os.PathLike[str], schema: pa.Schema | Mapping[str, Any]
 
     ``schema`` (an Arrow schema, or a mapping column -> type name such as ``{"ts": "timestamp[ms]"}``)
     names the columns read and their types; without it the header names them and their types are
-    inferred. A value not of its column's type is a ``SourceError`` naming file and column.
+    inferred. A value not of its column's type, or a malformed row, is a ``SourceError`` naming file,
+    line and column.
     """
     from darwin.io.file_sources import CsvSource, FilesSource, data_files
     from darwin.io.type_names import arrow_schema

@@ -1,12 +1,13 @@
 """CSV and Arrow IPC sources, and a source over several files read one after another (a directory).
 
 They read lazily, batch by batch, and every problem with a file becomes a ``SourceError`` naming
-the file (and the column, where Arrow says which): a malformed row, a value that is not of its
-column's declared type, a file whose columns differ from the first file's.
+the file, and for a malformed row or a value that is not of its column's declared type also the
+line, the column and the text; a file whose columns differ from the first file's names the column.
 """
 
 from __future__ import annotations
 
+import csv
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -21,7 +22,22 @@ from darwin.errors import SourceError
 from darwin.io.source import Source, Split, SplitSource, read_from, skip_rows
 from darwin.types import Field, Schema
 
-_CSV_COLUMN = re.compile(r"CSV column #(\d+)")
+_CSV_COLUMN = re.compile(r"In CSV column #(\d+): ")
+_CSV_ROW = re.compile(r"Row #(\d+): ")  # in Arrow's errors only when it reads on one thread
+_LONGEST = 200  # characters of Arrow's error text quoted in a message
+
+
+def csv_problem(text: str, names: Sequence[str]) -> tuple[str | None, str]:
+    """Arrow's CSV error in the user's terms: the column it names (if any) and the problem, without
+    Arrow's row count and not a whole file's worth of text when an open quote swallowed the rest."""
+    column = None
+    named = _CSV_COLUMN.search(text)
+    if named:
+        text = text.replace(named.group(0), "")
+        if int(named.group(1)) < len(names):
+            column = names[int(named.group(1))]
+    text = _CSV_ROW.sub("", text)
+    return column, text if len(text) <= _LONGEST else f"{text[:_LONGEST]}... ({len(text)} characters)"
 
 
 def data_files(path: str | os.PathLike[str], suffixes: tuple[str, ...], kind: str) -> list[Path]:
@@ -90,15 +106,72 @@ class CsvSource:
             return pacsv.open_csv(self.path, read_options=self._read, parse_options=self._parse,
                                   convert_options=convert)
         except (pa.ArrowInvalid, OSError) as e:
-            raise self._error(e, doing) from None
+            raise self._error(e, convert, doing) from None
 
-    def _error(self, e: Exception, doing: str) -> SourceError:
-        text = str(e)
-        named = _CSV_COLUMN.search(text)
-        header = getattr(self, "_header", None)
-        if named and header is not None and int(named.group(1)) < len(header):
-            text = f"column {header[int(named.group(1))]!r}: {text}"
-        return SourceError(f"cannot {doing} CSV file {str(self.path)!r}: {text}")
+    def _error(self, e: Exception, convert: pacsv.ConvertOptions, doing: str) -> SourceError:
+        """``e`` naming the line (and column) of the problem, found by reading the file again: on one
+        thread, as only then does Arrow count rows, so the happy path keeps its threads."""
+        if not isinstance(e, pa.ArrowInvalid):
+            return SourceError(f"cannot {doing} CSV file {str(self.path)!r}: {e}")
+        text = self._serial_error(convert) or str(e)
+        row = _CSV_ROW.search(text)
+        line = self._line_of(int(row.group(1))) if row else self._unparsable_line()
+        if line is not None and not row:  # Arrow lost its place: a quoted value it cannot find the end of
+            text = "a quoted value starting on this line is malformed or its quote is not closed"
+        column, problem = csv_problem(text, getattr(self, "_header", None) or self._read.column_names or ())
+        places = [f"line {line}"] if line is not None else [f"row {row.group(1)} (the header counted)"] if row else []
+        if column is not None:
+            places.append(f"column {column!r}")
+        if places:
+            return SourceError(f"cannot read CSV file {str(self.path)!r}: {', '.join(places)}: {problem}")
+        return SourceError(f"cannot {doing} CSV file {str(self.path)!r}: {problem}")
+
+    def _serial_error(self, convert: pacsv.ConvertOptions) -> str | None:
+        """Arrow's error when read on one thread, which carries the row number ("Row #3")."""
+        read = pacsv.ReadOptions(use_threads=False, block_size=self._read.block_size,
+                                 column_names=self._read.column_names)
+        try:
+            for _ in pacsv.open_csv(self.path, read_options=read, parse_options=self._parse,
+                                    convert_options=convert):
+                pass
+        except pa.ArrowInvalid as e:
+            return str(e)
+        except OSError:  # gone since: the first error is all there is
+            pass
+        return None
+
+    def _records(self, strict: bool = False) -> Iterator[tuple[int, list[str] | None]]:
+        """Python's reading of the file: each record with the line it starts on (a quoted value may
+        span lines); a record Python cannot read is None, and the last. Nothing if the file is gone."""
+        try:
+            f = open(self.path, newline="", encoding="utf-8", errors="replace")
+        except OSError:
+            return
+        with f:
+            records = csv.reader(f, delimiter=self._parse.delimiter, strict=strict)
+            start = 1
+            try:
+                for record in records:
+                    yield start, record
+                    start = records.line_num + 1
+            except csv.Error:
+                yield start, None
+
+    def _line_of(self, row: int) -> int | None:
+        """The line record ``row`` starts on (1-based as Arrow counts: the header included, empty
+        lines not); None if Python's reader cannot get there."""
+        seen = 0
+        for start, record in self._records():
+            if record is None:
+                return None
+            seen += bool(record)
+            if seen == row:
+                return start
+        return None
+
+    def _unparsable_line(self) -> int | None:
+        """The line of the first record strict CSV quoting refuses (a quote not closed), if any."""
+        return next((start for start, record in self._records(strict=True) if record is None), None)
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
         if not columns:  # a query reading no column (count(*)) still needs the row count
@@ -106,13 +179,14 @@ class CsvSource:
             for batch in self.batches(columns, batch_size):
                 yield batch.select([])
             return
-        reader = self._open(self._convert(columns), "read")
+        convert = self._convert(columns)
+        reader = self._open(convert, "read")
         order = list(columns)
         try:
             for batch in _rechunked(iter(reader), batch_size):
                 yield batch.select(order)
         except pa.ArrowInvalid as e:
-            raise self._error(e, "read") from None
+            raise self._error(e, convert, "read") from None
 
     def __repr__(self) -> str:
         return f"CsvSource({str(self.path)!r})"

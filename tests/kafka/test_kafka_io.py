@@ -100,11 +100,21 @@ def test_value_formats_decode_in_bulk(broker, topic, fmt):
         assert set(got.column("t").cast(pa.int64()).to_pylist()) == {1_500}
 
 
-def test_a_bad_message_names_its_partition_and_offsets(broker, topic):
+def test_a_bad_message_names_its_partition_and_offset(broker, topic):
     name = topic(1)
     produce(broker.bootstrap, name, [(0, b'{"auction": 1}', None, 1_000), (0, b"not json", None, 1_001)])
-    with pytest.raises(SourceError, match=r"partition 0 offsets 0-1.*JSON"):
+    with pytest.raises(SourceError, match=rf"^KafkaSource\('{name}'\) partition 0 offset 1: the value b'not json' is "
+                                          r"not a JSON object"):
         dw.read_kafka(name, broker.bootstrap, BIDS).collect()
+
+
+def test_a_csv_value_of_the_wrong_type_names_topic_partition_offset_and_column(broker, topic):
+    name = topic(2)
+    produce(broker.bootstrap, name, [(0, b"1,10,a", None, 1_000), (1, b"2,20,b", None, 1_000),
+                                     (1, b"3,30,c", None, 1_001), (1, b"4,forty,d", None, 1_002)])
+    with pytest.raises(SourceError, match=rf"^KafkaSource\('{name}'\) partition 1 offset 2: the value b'4,forty,d' "
+                                          r"is not a CSV line .*: column 'price': .*int64: invalid value 'forty'$"):
+        dw.read_kafka(name, broker.bootstrap, BIDS, format="csv").collect()
 
 
 def test_partitions_keep_their_own_watermarks(broker, topic):

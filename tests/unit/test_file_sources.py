@@ -49,6 +49,63 @@ def test_read_csv_errors_name_file_and_column(tmp_path):
         dw.read_csv(tmp_path / "d")
 
 
+MANY = "".join(f"{i},{i % 7}\n" for i in range(150_000))  # more than one block of Arrow's reader (1 MiB)
+
+
+@pytest.mark.parametrize("text, types, header, where", [
+    ("k,v\n1,2\n3,abc\n5,6\n", None, True, r"line 3, column 'v': .*int64: invalid value 'abc'$"),
+    ("k,ts\n1,2026-03-01 10:00:00\n2,yesterday\n", {"k": "int64", "ts": "timestamp[ms]"}, True,
+     r"line 3, column 'ts': .*timestamp\[ms\]: invalid value 'yesterday'$"),
+    ("1,2\n3,x\n", None, False, r"line 2, column 'v': .*invalid value 'x'$"),
+    ("k,v\n1,2\n3,4,5\n", None, True, r"line 3: CSV parse error: Expected 2 columns, got 3: 3,4,5$"),
+    ("k,v\n1,2\n3\n", None, True, r"line 3: CSV parse error: Expected 2 columns, got 1: 3$"),
+    ("k,v\n1,2\n3,\"4\n5,6\n", None, True, r"line 3, column 'v': .*invalid value '4\n5,6\n'$"),
+    # empty lines and a value over three lines before it: line 8 is Arrow's row 4
+    ("k,v,note\n1,2,\"a\nb\nc\"\n\n3,4,x\n\n5,six,y\n", {"k": "int64", "v": "int64", "note": "string"}, True,
+     r"line 8, column 'v': .*invalid value 'six'$"),
+    ("k,v\n" + MANY + "7,zz\n", None, True, r"line 150002, column 'v': .*invalid value 'zz'$"),
+    ("k,v\n" + MANY[:100] + "7,\"8\n" + MANY + MANY, {"k": "int64", "v": "string"}, True,
+     r"line 24: a quoted value starting on this line is malformed or its quote is not closed$"),
+], ids=["int", "timestamp", "no header", "more fields", "fewer fields", "open quote", "lines are not rows",
+        "after a block", "open quote before a block ends"])
+def test_a_malformed_csv_row_is_named_by_file_line_and_column(tmp_path, text, types, header, where):
+    """Lines count from 1 with the header; Arrow counts rows (no empty lines, a quoted value's lines
+    as one), and only when it reads on one thread: the file is read again to find the line."""
+    (tmp_path / "bad.csv").write_text(text)
+    with pytest.raises(SourceError, match=r"^cannot read CSV file '.*bad\.csv': " + where):
+        dw.read_csv(tmp_path / "bad.csv", types or {"k": "int64", "v": "int64"}, header=header).collect()
+
+
+def test_a_long_bad_value_is_quoted_by_its_start(tmp_path):
+    (tmp_path / "bad.csv").write_text("k,v\n1,\"" + "x" * 5_000 + "\n")  # the open quote runs to the end
+    with pytest.raises(SourceError, match=r"^cannot read CSV file .*: line 2, column 'v': .*'xxxx+\.\.\. "
+                                          r"\(\d+ characters\)$") as raised:
+        dw.read_csv(tmp_path / "bad.csv", {"k": "int64", "v": "int64"}).collect()
+    assert len(str(raised.value)) < 400
+
+
+def test_a_csv_file_of_a_directory_and_of_a_sql_table_is_named_with_its_line(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "1.csv").write_text("1,2026-03-01 10:00:00\n")
+    (tmp_path / "d" / "2.csv").write_text("2,2026-03-01 10:00:01\n3,2026-03-01 25:00:00\n")
+    with pytest.raises(SourceError, match=r"2\.csv': line 2, column 'ts': .*invalid value '2026-03-01 25:00:00'$"):
+        dw.read_csv(tmp_path / "d", {"k": "int64", "ts": "timestamp[ms]"}, header=False).collect()
+    ddl = (f"CREATE TABLE s (k BIGINT, ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', "
+           f"'path' = '{tmp_path / 'd'}', 'format' = 'csv');\n")
+    with pytest.raises(SourceError, match=r"2\.csv': line 2, column 'ts': .*invalid value '2026-03-01 25:00:00'$"):
+        dw.sql(ddl + "SELECT k, ts FROM s").collect()
+
+
+def test_a_job_stopped_by_a_bad_csv_value_commits_nothing(tmp_path):
+    """The bad line comes after many batches; without a checkpoint none of their rows is committed."""
+    (tmp_path / "in.csv").write_text("k,v\n" + MANY + "7,zz\n")
+    q = dw.read_csv(tmp_path / "in.csv", {"k": "int64", "v": "int64"}).filter(dw.col("v") > 0)
+    with pytest.raises(SourceError, match="line 150002, column 'v'"):
+        q.sink(dw.sinks.Parquet(tmp_path / "out")).run(dw.Config(batch_size=1_000))
+    visible = [p.name for p in (tmp_path / "out").rglob("*") if p.is_file() and "_darwin_staging" not in p.parts]
+    assert visible == [".darwin-sink.json"]
+
+
 def test_what_the_csv_sink_writes_reads_back_as_it_was(tmp_path):
     """NULL is an empty unquoted field; NaN, '' and strings such as 'NULL' or 'NA' are values."""
     table = pa.table({"ts": pa.array([0, 1, 2, 3], pa.timestamp("ms")),

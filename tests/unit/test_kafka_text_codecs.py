@@ -3,7 +3,12 @@
 import pyarrow as pa
 import pytest
 
+from darwin.errors import SourceError
 from darwin.io.kafka.codecs import decode, encode
+
+
+def offset(i):
+    return f"topic t partition 3 offset {100 + i}"
 
 BATCH = pa.record_batch({"s": ["a", "", None, "NULL", "nan", "NA"],
                          "f": [1.5, float("nan"), None, -0.0, 2.0, None],
@@ -20,12 +25,52 @@ def test_values_nulls_and_nan_round_trip(fmt):
         batch = BATCH.set_column(1, "f", pa.array([1.5, 0.5, None, -0.0, 2.0, None]))
     else:
         batch = BATCH
-    back = decode(fmt, encode(fmt, batch), batch.schema, "topic t")
+    back = decode(fmt, encode(fmt, batch), batch.schema, offset)
     assert as_text(back.to_pylist()) == as_text(batch.to_pylist())
 
 
 @pytest.mark.parametrize("payloads", [[None], [b'"a",1,1', None], [None, b'"a",1,1'], [b'"a",1,1', None, None]])
 def test_a_null_value_is_a_row_of_nulls_wherever_it_is(payloads):
-    back = decode("csv", payloads, BATCH.schema, "topic t").to_pylist()
+    back = decode("csv", payloads, BATCH.schema, offset).to_pylist()
     assert len(back) == len(payloads)
     assert [row == {"s": None, "f": None, "i": None} for row in back] == [p is None for p in payloads]
+
+
+GOOD = b'x,1.5,7'
+
+
+@pytest.mark.parametrize("bad, problem", [
+    (b'x,1.5,abc', r"column 'i': CSV conversion error to int64: invalid value 'abc'"),
+    (b'x,one,7', r"column 'f': CSV conversion error to double: invalid value 'one'"),
+    (b'x,1.5', r"CSV parse error: Expected 3 columns, got 2: x,1.5"),
+    (b'x,1.5,7,8', r"CSV parse error: Expected 3 columns, got 4: x,1.5,7,8"),
+    (b'"x,1.5,7', r"CSV parse error: Expected 3 columns, got 1: "),  # the open quote runs into the next message
+])
+def test_a_csv_value_that_does_not_parse_names_its_offset_column_and_text(bad, problem):
+    with pytest.raises(SourceError, match=r"^topic t partition 3 offset 102: the value " + repr(bad).replace("(", r"\(")
+                       + r" is not a CSV line of the schema's columns \(format='csv'\): " + problem):
+        decode("csv", [GOOD, None, bad, GOOD], BATCH.schema, offset)
+
+
+def test_a_csv_value_of_two_lines_or_with_a_quote_left_open_at_the_end_is_named():
+    with pytest.raises(SourceError, match=r"^topic t partition 3 offset 101: the value b'x,1.5,7\\ny,2,8' is not a "
+                                          r"CSV line of the schema's columns: it holds 2 csv records"):
+        decode("csv", [GOOD, b"x,1.5,7\ny,2,8", GOOD], BATCH.schema, offset)
+    with pytest.raises(SourceError, match=r"^topic t partition 3 offset 101: the value b'1,\"x' is not a CSV "
+                                          r"line of the schema's columns: a quote in it is not closed"):
+        decode("csv", [b"1,x", b'1,"x', b"1,x"], pa.schema([("n", pa.int64()), ("s", pa.string())]), offset)
+
+
+def test_a_json_or_raw_value_that_does_not_parse_names_its_offset():
+    with pytest.raises(SourceError, match=r"^topic t partition 3 offset 101: the value b'not json' is not a JSON "
+                                          r"object of the schema's columns \(format='json'\): JSON parse error"):
+        decode("json", [b'{"i": 1}', b"not json"], BATCH.schema, offset)
+    with pytest.raises(SourceError, match=r"^topic t partition 3 offset 100: the value b'\\xff' is not UTF-8 text"):
+        decode("raw", [b"\xff", b"ok"], pa.schema([("value", pa.string())]), offset)
+
+
+def test_a_long_bad_value_is_quoted_by_its_start():
+    with pytest.raises(SourceError) as raised:
+        decode("csv", [b"x,1.5," + b"9" * 10_000 + b"z"], BATCH.schema, offset)
+    assert "offset 100: the value b'x,1.5,999" in str(raised.value) and "(10007 bytes)" in str(raised.value)
+    assert len(str(raised.value)) < 600

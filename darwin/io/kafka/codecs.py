@@ -13,7 +13,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,7 +22,7 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 
 from darwin.errors import SinkError, SourceError
-from darwin.io.file_sources import CSV_NULLS
+from darwin.io.file_sources import CSV_NULLS, csv_problem
 
 FORMATS = ("json", "csv", "raw", "avro")
 RAW_COLUMN = "value"  # the one value column of format 'raw': the payload as UTF-8 text
@@ -47,38 +48,68 @@ def value_schema(fmt: str, schema: pa.Schema | None, where: str) -> pa.Schema:
     return schema
 
 
-def decode(fmt: str, payloads: Sequence[bytes | None], schema: pa.Schema, where: str) -> pa.RecordBatch:
-    """The values of ``payloads`` (one message each) as a record batch of ``schema``."""
+def decode(fmt: str, payloads: Sequence[bytes | None], schema: pa.Schema,
+           where_of: Callable[[int], str]) -> pa.RecordBatch:
+    """The values of ``payloads`` (one message each) as a record batch of ``schema``, parsed in one call;
+    ``where_of(i)`` names message ``i`` (topic, partition, offset) for an error about it."""
+    try:
+        table = _parse(fmt, payloads, schema)
+    except pa.ArrowInvalid:
+        table = None
+    if table is None or table.num_rows != len(payloads):
+        raise _first_bad(fmt, payloads, schema, where_of)
+    table = table.select(schema.names).cast(schema)
+    return table.combine_chunks().to_batches()[0] if table.num_rows else pa.RecordBatch.from_pylist([], schema)
+
+
+def _parse(fmt: str, payloads: Sequence[bytes | None], schema: pa.Schema) -> pa.Table:
+    """Every payload's rows, in one parser call (Arrow's error if one does not parse)."""
     if fmt == "raw":
-        array = pa.array(payloads, pa.binary())
-        try:
-            return pa.record_batch([array.cast(pa.string())], schema=schema)
-        except pa.ArrowInvalid:
-            raise SourceError(f"{where}: a message's value is not UTF-8 text (format='raw')") from None
+        return pa.table([pa.array(payloads, pa.binary()).cast(pa.string())], schema=schema)
     if fmt == "json":
         data = b"\n".join(b"{}" if p is None else p for p in payloads)  # a null value (tombstone): null columns
         options = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore",
                                       newlines_in_values=True)
+        return pajson.read_json(io.BytesIO(data), parse_options=options)
+    data = b"".join(b"\n" if p is None else p.rstrip(b"\r\n") + b"\n" for p in payloads)
+    read = pacsv.ReadOptions(column_names=schema.names, block_size=max(1 << 20, len(data) + 1))
+    convert = pacsv.ConvertOptions(column_types=schema, **CSV_NULLS)
+    return pacsv.read_csv(io.BytesIO(data), read_options=read, convert_options=convert,
+                          parse_options=pacsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False))
+
+
+_ARROW_ROW = re.compile(r" in row \d+$")  # the end of Arrow's JSON errors
+_WHAT = {"raw": "UTF-8 text", "json": "a JSON object of the schema's columns",
+         "csv": "a CSV line of the schema's columns"}
+
+
+def _first_bad(fmt: str, payloads: Sequence[bytes | None], schema: pa.Schema,
+               where_of: Callable[[int], str]) -> SourceError:
+    """The error naming the first message that is not one record: found message by message, once
+    the parse of them all has failed. Each is parsed with a null value after it, which a quote it
+    leaves open would swallow (alone, Arrow takes the end of the data as the quote's end)."""
+    for i, payload in enumerate(payloads):
         try:
-            table = pajson.read_json(io.BytesIO(data), parse_options=options)
+            rows = _parse(fmt, [payload, None], schema).num_rows - 1
         except pa.ArrowInvalid as e:
-            raise SourceError(f"{where}: a message's value is not a JSON object of the schema's columns: {e}") \
-                from None
-    else:
-        data = b"".join(b"\n" if p is None else p.rstrip(b"\r\n") + b"\n" for p in payloads)
-        read = pacsv.ReadOptions(column_names=schema.names, block_size=max(1 << 20, len(data) + 1))
-        convert = pacsv.ConvertOptions(column_types=schema, **CSV_NULLS)
-        try:
-            table = pacsv.read_csv(io.BytesIO(data), read_options=read, convert_options=convert,
-                                   parse_options=pacsv.ParseOptions(newlines_in_values=True,
-                                                                    ignore_empty_lines=False))
-        except pa.ArrowInvalid as e:
-            raise SourceError(f"{where}: a message's value is not a CSV line of the schema's columns: {e}") from None
-    if table.num_rows != len(payloads):
-        raise SourceError(f"{where}: {len(payloads)} messages gave {table.num_rows} {fmt} rows; each message must "
-                          "hold exactly one record")
-    table = table.select(schema.names).cast(schema)
-    return table.combine_chunks().to_batches()[0] if table.num_rows else pa.RecordBatch.from_pylist([], schema)
+            problem = _ARROW_ROW.sub("", str(e)).strip()  # its row in a parse of one message says nothing
+            if fmt == "csv":
+                column, problem = csv_problem(problem, schema.names)
+                problem = problem if column is None else f"column {column!r}: {problem}"
+            return SourceError(f"{where_of(i)}: the value {_shown(payload)} is not {_WHAT[fmt]} "
+                               f"(format={fmt!r}): {problem}")
+        if rows != 1:
+            problem = "a quote in it is not closed" if rows < 1 else \
+                f"it holds {rows} {fmt} records; each message must hold exactly one"
+            return SourceError(f"{where_of(i)}: the value {_shown(payload)} is not {_WHAT[fmt]}: {problem}")
+    return SourceError(f"{where_of(0)} to {where_of(len(payloads) - 1)}: the {len(payloads)} values do not parse "
+                       f"together as {fmt}, though each does alone")
+
+
+def _shown(payload: bytes | None) -> str:
+    """A message's value as quoted in an error: its start, if it is long."""
+    text = repr(payload)
+    return text if len(text) <= 120 else f"{text[:120]}... ({len(payload or b'')} bytes)"
 
 
 def encode(fmt: str, batch: pa.RecordBatch) -> list[bytes]:

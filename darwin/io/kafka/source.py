@@ -415,15 +415,18 @@ class KafkaSource:
         """``messages`` of one partition as rows of ``columns``, the value decoded in one parser call."""
         where = f"{self._where} partition {part.id} offsets {offsets[0]}-{offsets[-1]}"
         arrays: dict[str, pa.Array] = {}
+
+        def where_of(i: int) -> str:
+            return f"{self._where} partition {part.id} offset {offsets[i]}"
+
         if any(c in self.values.names for c in (*columns, self.time_column)):
             payloads = [m.value() for m in messages]
             if self._avro is not None:
                 from darwin.io.kafka import avro  # noqa: F811 - loaded only for Avro (see above)
-                decoded = avro.decode(self._avro, payloads,
-                                      lambda i: f"{self._where} partition {part.id} offset {offsets[i]}")
+                decoded = avro.decode(self._avro, payloads, where_of)
                 decoded = _cast_values(decoded, self.values, where)
             else:
-                decoded = codecs.decode(self.format, payloads, self.values, where)
+                decoded = codecs.decode(self.format, payloads, self.values, where_of)
             for n in self.values.names:
                 arrays[n] = decoded.column(n)
         stamps = pa.array([m.timestamp()[1] for m in messages], pa.int64())
