@@ -16,6 +16,7 @@ from decimal import Decimal, InvalidOperation
 from sqlglot import exp
 
 import darwin.expr as dx
+from darwin.errors import DarwinTypeError
 from darwin.expr import Expr, col, lit, when
 from darwin.plan import exprs as ex
 from darwin.plan.exprs import type_of
@@ -237,6 +238,10 @@ class ExpressionTranslator:
                 .otherwise(magnitude)
         return left % right  # no number: the type check names the problem
 
+    def _dtype(self, operand: Expr) -> str:
+        dtype = type_of(operand.node, self.schema).dtype
+        return "NULL" if dtype is None else dtype.value
+
     def _dtypes(self, *operands: Expr) -> set[DType | None]:
         return {type_of(e.node, self.schema, "arithmetic").dtype for e in operands}
 
@@ -278,19 +283,34 @@ class ExpressionTranslator:
         return inside | value.between(high, low) if node.args.get("symmetric") else inside
 
     def visit_In(self, node: exp.In) -> Expr:
-        """``x IN (v, ...)`` over constant values: literals, NULL, or expressions of them (-1, 2 * 3).
-        As in SQL, it is NULL rather than FALSE when no value matches and the list holds a NULL, so
-        ``x NOT IN (1, NULL)`` is never TRUE."""
+        """``x IN (v, ...)`` is ``x = v OR ...`` in SQL's three-valued logic, as Flink (Calcite) has it:
+        TRUE where a value matches, else NULL where ``x`` or a value is NULL, else FALSE (so ``x NOT IN
+        (1, NULL)`` is never TRUE). Constants (literals, NULL, expressions of them such as -1 or 2 * 3)
+        are folded into one ``isin``; columns and expressions of them are compared one by one."""
         if node.args.get("query") is not None:
             raise self.where.error(node, "IN (SELECT ...) is not supported")
-        values = []
+        if not node.expressions:
+            raise self.where.error(node, "IN () needs at least one value")
+        operand = self(node.this)
+        constants: list[ex.Literal] = []
+        compared: list[Expr] = []
         for v in node.expressions:
-            value = fold_expr(self(v).node)
-            if not isinstance(value, ex.Literal):
-                raise self.where.error(v, f"IN (...) takes constant values, such as 1, -2.5, 'text' or NULL, "
-                                          f"not {v.sql(dialect=Flink)}")
-            values.append(value)
-        return Expr(ex.IsIn(self(node.this).node, tuple(values)))
+            value = self(v)
+            try:  # located at the value, not at the clause the plan would name
+                type_of((operand == value).node, self.schema, "IN")
+            except DarwinTypeError:
+                raise self.where.error(v, f"IN: cannot compare {node.this.sql(dialect=Flink)} "
+                                          f"({self._dtype(operand)}) with {v.sql(dialect=Flink)} "
+                                          f"({self._dtype(value)})") from None
+            folded = fold_expr(value.node)
+            if isinstance(folded, ex.Literal):
+                constants.append(folded)
+            else:
+                compared.append(operand == value)
+        result = Expr(ex.IsIn(operand.node, tuple(constants))) if constants else compared.pop(0)
+        for equal in compared:
+            result = result | equal
+        return result
 
     def visit_Case(self, node: exp.Case) -> Expr:
         operand = node.this

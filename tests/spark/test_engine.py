@@ -105,6 +105,25 @@ def test_a_comparison_of_null_with_nan_is_null_on_spark(spark):
     assert len(with_null) == 7 and all(r[op] is None for r in with_null for op in ops)
     assert all(r["ne"] is True for r in on_spark if r["b"] is not None and math.isnan(r["b"]) and r["a"] is not None)
 
+
+def test_in_lists_with_columns_keep_three_valued_logic_on_spark(spark):
+    """SQL's a IN (b, c, ...) with columns is a = b OR a = c ...: NULL where nothing matches beside a
+    NULL, NaN equal to nothing, ints compared with floats in float64, strings by value."""
+    import math
+
+    from engines import assert_three_engines_agree
+
+    t = dw.from_arrow(pa.table({
+        "ts": pa.array(range(6), pa.timestamp("ms")), "a": [1, None, 3, 4, 2, 5], "b": [1, 2, None, 5, 7, 5],
+        "f": [1.0, math.nan, 3.0, None, 2.0, math.nan], "s": ["x", "y", None, "z", "q", "x"],
+        "s2": ["y", "y", "q", None, "q", "x"]}), time="ts", name="t")
+    q = dw.sql("SELECT ts, a IN (b, f) AS i, a NOT IN (b + 1, f, -1) AS n, f IN (b, 2) AS fi, f NOT IN (f) AS nan, "
+               "s IN (s2, 'z') AS si FROM t", tables={"t": t})
+    got = [(r["i"], r["n"], r["fi"], r["nan"], r["si"])
+           for r in sorted(assert_three_engines_agree(q).table.to_pylist(), key=lambda r: r["ts"])]
+    assert got == [(True, False, True, False, False), (None, None, False, True, True), (True, False, None, False, None),
+                   (None, None, None, None, True), (True, False, True, False, True), (True, True, False, True, True)]
+
 def _exact(v):
     import math
 

@@ -1,17 +1,20 @@
 """SQL expressions whose meaning must be Flink's: BETWEEN SYMMETRIC, DOW numbering, exact intervals and
-timestamp literals, truncating integer division and remainder, IN lists with negative values and NULL;
-``self`` as an output name; ``isin`` comparing as ``==`` does. Each checked against plain Python on both
-engines."""
+timestamp literals, truncating integer division and remainder, IN lists with negative values, NULL and
+columns; ``self`` as an output name; ``isin`` comparing as ``==`` does. Each checked against plain Python
+on both engines."""
 
 import math
 from datetime import datetime, timedelta
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import darwin as dw
 from darwin import col
 from darwin.errors import SqlError
+from darwin.testing import assert_table_equal
 
 MODES = [dw.Config(), dw.Config(mode="interpreted")]
 INT64_MIN = -(2**63)
@@ -143,8 +146,73 @@ def test_in_lists_take_negative_and_constant_values(config):
                "f IN (-0.5, 2) FROM t", table(a=[-1, 1, 2, None], f=[-0.5, 1.0, 2.0, None]), config)
     assert got == [(True, False, True, True), (False, True, None, False), (True, False, True, True),
                    (None, None, None, None)]
-    with pytest.raises(SqlError, match="line 1, column 32: IN .* takes constant values"):
-        dw.sql("SELECT a FROM t WHERE a IN (1, a + 1)", tables={"t": table(a=[1])})
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_in_lists_take_columns_and_expressions_of_them(config):
+    t = table(a=[1, None, 3, 4, 2], b=[1, 2, None, 5, 7], c=[7, 2, 3, None, 1], f=[1.0, math.nan, 3.0, None, 2.0],
+              s=["x", "y", None, "z", "q"], s2=["y", "y", "q", None, "q"])
+    got = rows("SELECT ts, a IN (b, c), a NOT IN (b, c), a IN (b, 4), a IN (b + 1, NULL), f IN (a, 2.5), "
+               "s IN (s2, 'z'), s NOT IN (s2) FROM t", t, config)
+    assert got == [(True, False, True, None, True, False, True), (None, None, None, None, None, True, False),
+                   (True, False, None, None, True, None, None), (None, None, True, None, None, True, None),
+                   (False, True, False, None, True, True, False)]
+    assert rows("SELECT ts, a FROM t WHERE a NOT IN (b, c)", t, config) == [(2,)]
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("SELECT a FROM t WHERE a IN (1, s)", r"line 1, column 32: IN: cannot compare a \(int64\) with s \(string\)"),
+    ("SELECT a IN (1,\n  'x') FROM t", r"line 2, column 3: IN: cannot compare a \(int64\) with 'x' \(string\)"),
+])
+def test_in_lists_refuse_values_of_another_type_naming_them(text, problem):
+    with pytest.raises(SqlError, match=problem):
+        dw.sql(text, tables={"t": table(a=[1], s=["x"])})
+
+
+# the values an IN list draws from: SQL text and its value in a row (b + 1 cannot overflow: b is small)
+ITEMS = {"b": lambda r: r["b"], "c": lambda r: r["c"], "b + 1": lambda r: None if r["b"] is None else r["b"] + 1,
+         "f": lambda r: r["f"], "a": lambda r: r["a"], "NULL": lambda r: None, "2": lambda r: 2, "-1": lambda r: -1,
+         "1.5": lambda r: 1.5, "CAST(NULL AS BIGINT)": lambda r: None}
+
+
+def equal(x, v):
+    """SQL's = as Darwin has it: NULL beside a NULL; an int with a float in float64; NaN equals nothing."""
+    return None if x is None or v is None else float(x) == float(v)
+
+
+def sql_in(x, values):
+    """x = v1 OR x = v2 OR ... in three-valued logic."""
+    results = [equal(x, v) for v in values]
+    return True if True in results else None if None in results else False
+
+
+maybe = lambda values: st.one_of(st.none(), values)  # noqa: E731
+NUMBERS = st.integers(-2, 3)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.lists(st.tuples(maybe(NUMBERS), maybe(NUMBERS), maybe(NUMBERS),
+                               maybe(st.one_of(NUMBERS.map(float), st.just(math.nan), st.just(-0.0)))), max_size=30),
+       operand=st.sampled_from(["a", "f"]), items=st.lists(st.sampled_from(sorted(ITEMS)), min_size=1, max_size=4),
+       batch_size=st.integers(1, 8))
+def test_in_lists_with_columns_agree_with_three_valued_logic(data, operand, items, batch_size):
+    """Random lists of columns, expressions of them, constants and NULLs, over random rows with NULLs
+    and NaNs: the compiled engine and the interpreter give ``x = v OR ...`` in three-valued logic,
+    for IN, NOT IN and as a WHERE."""
+    names = ["a", "b", "c", "f"]
+    t = table(**{n: pa.array([r[i] for r in data], pa.float64() if n == "f" else pa.int64())
+                 for i, n in enumerate(names)})
+    listed = ", ".join(items)
+    text = f"SELECT ts, {operand} IN ({listed}) AS i, {operand} NOT IN ({listed}) AS n FROM t"
+    kept = f"SELECT ts FROM t WHERE {operand} IN ({listed})"
+    want = [sql_in(r[operand], [ITEMS[i](r) for i in items]) for r in (dict(zip(names, d)) for d in data)]
+    configs = (dw.Config(batch_size=batch_size), dw.Config(batch_size=batch_size, mode="interpreted"))
+    compiled, reference = (dw.sql(text, tables={"t": t}).execute(c) for c in configs)
+    assert_table_equal(compiled.table, reference.table, check_nullability=True)
+    assert [(r["i"], r["n"]) for r in reference.table.to_pylist()] == [(w, None if w is None else not w) for w in want]
+    for c in configs:  # WHERE keeps the rows where it is TRUE
+        assert dw.sql(kept, tables={"t": t}).collect(c)["ts"].to_pylist() == \
+            [datetime(1970, 1, 1) + timedelta(milliseconds=i) for i, w in enumerate(want) if w is True]
 
 
 @pytest.mark.parametrize("config", MODES)
