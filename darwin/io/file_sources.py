@@ -25,6 +25,7 @@ from darwin.types import Field, Schema
 _CSV_COLUMN = re.compile(r"In CSV column #(\d+): ")
 _CSV_ROW = re.compile(r"Row #(\d+): ")  # in Arrow's errors only when it reads on one thread
 _LONGEST = 200  # characters of Arrow's error text quoted in a message
+_CHUNK = 1 << 20  # bytes read at a time when counting lines
 
 
 def csv_problem(text: str, names: Sequence[str]) -> tuple[str | None, str]:
@@ -83,7 +84,9 @@ class CsvSource:
                               "columns in file order")
         if not self.path.is_file():
             raise SourceError(f"CSV file {str(self.path)!r} does not exist")
-        self._parse = pacsv.ParseOptions(delimiter=delimiter)
+        # quoted values may hold line breaks (dw.sinks.CSV writes them so); without this, Arrow splits
+        # blocks inside them, and a quote left open swallowed the rest of its block without an error
+        self._parse = pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
         self._read = pacsv.ReadOptions(column_names=None if header else schema.names)  # type: ignore[union-attr]
         self._header = self._open(pacsv.ConvertOptions(column_types={}), "read the header of").schema.names
         if schema is not None:
@@ -173,6 +176,45 @@ class CsvSource:
         """The line of the first record strict CSV quoting refuses (a quote not closed), if any."""
         return next((start for start, record in self._records(strict=True) if record is None), None)
 
+    def _ends_in_a_quote(self, last: pa.RecordBatch) -> SourceError | None:
+        """Arrow takes the end of the file for the end of a quote left open in the last column: the
+        value swallows the lines after it. Then the file ends in '"' and that value, quotes doubled
+        (a closed quote would end it); a read of that tail tells, whatever the value's size."""
+        name = (getattr(self, "_header", None) or self.arrow_schema.names)[-1]
+        if last.num_rows == 0 or name not in last.schema.names or not pa.types.is_string(last.schema.field(name).type):
+            return None
+        value = last.column(name)[last.num_rows - 1].as_py()
+        if value is None:
+            return None
+        tail = b'"' + value.replace('"', '""').encode()
+        try:
+            with open(self.path, "rb") as f:
+                start = f.seek(0, os.SEEK_END) - len(tail)
+                if start < 0:
+                    return None
+                f.seek(start)
+                if f.read() != tail:
+                    return None
+                f.seek(0)
+                line = 1 + sum(f.read(min(_CHUNK, start - at)).count(b"\n") for at in range(0, start, _CHUNK))
+        except OSError:
+            return None
+        return SourceError(f"cannot read CSV file {str(self.path)!r}: line {line}, column {name!r}: a quote opened "
+                           "there is not closed before the end of the file")
+
+    def _held_back(self, reader: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Arrow's batches, the last one only once it is known not to end in a quote left open."""
+        held = None
+        for batch in reader:
+            if held is not None:
+                yield held
+            held = batch
+        if held is not None:
+            error = self._ends_in_a_quote(held)
+            if error is not None:
+                raise error
+            yield held
+
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
         if not columns:  # a query reading no column (count(*)) still needs the row count
             columns = (self.arrow_schema.names[0],)
@@ -183,7 +225,7 @@ class CsvSource:
         reader = self._open(convert, "read")
         order = list(columns)
         try:
-            for batch in _rechunked(iter(reader), batch_size):
+            for batch in _rechunked(self._held_back(reader), batch_size):
                 yield batch.select(order)
         except pa.ArrowInvalid as e:
             raise self._error(e, convert, "read") from None

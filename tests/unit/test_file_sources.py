@@ -76,6 +76,28 @@ def test_a_malformed_csv_row_is_named_by_file_line_and_column(tmp_path, text, ty
         dw.read_csv(tmp_path / "bad.csv", types or {"k": "int64", "v": "int64"}, header=header).collect()
 
 
+def test_values_over_several_lines_read_back_from_a_file_of_many_blocks(tmp_path):
+    """What dw.sinks.CSV writes: Arrow split its blocks inside such values ("parser got out of sync")."""
+    table = pa.table({"k": range(60_000), "s": [f"line one\nline two {i}" for i in range(60_000)]})
+    dw.from_arrow(table).sink(dw.sinks.CSV(tmp_path / "out")).run()
+    assert dw.read_csv(tmp_path / "out", table.schema).collect().equals(table)
+
+
+@pytest.mark.parametrize("rows_after", [5, 150_000], ids=["in the last block", "blocks before the end"])
+def test_a_quote_left_open_in_a_text_column_is_an_error_naming_its_line(tmp_path, rows_after):
+    """It swallowed the lines after it, up to the end of Arrow's block or of the file, without an error."""
+    (tmp_path / "bad.csv").write_text("k,s\n1,a\n2,\"b\n" + "".join(f"{i},c\n" for i in range(rows_after)))
+    with pytest.raises(SourceError, match=r"^cannot read CSV file '.*bad\.csv': line 3, column 's': a quote opened "
+                                          r"there is not closed before the end of the file$"):
+        dw.read_csv(tmp_path / "bad.csv", {"k": "int64", "s": "string"}).collect()
+
+
+def test_a_value_over_several_lines_at_the_end_of_a_file_is_read(tmp_path):
+    (tmp_path / "ok.csv").write_text('k,s\n1,"a\nb"\n2,"c\n""d""\n"\n')
+    assert dw.read_csv(tmp_path / "ok.csv", {"k": "int64", "s": "string"}).collect()["s"].to_pylist() == \
+        ["a\nb", 'c\n"d"\n']
+
+
 def test_a_long_bad_value_is_quoted_by_its_start(tmp_path):
     (tmp_path / "bad.csv").write_text("k,v\n1,\"" + "x" * 5_000 + "\n")  # the open quote runs to the end
     with pytest.raises(SourceError, match=r"^cannot read CSV file .*: line 2, column 'v': .*'xxxx+\.\.\. "
