@@ -33,6 +33,7 @@ TYPES = {  # SQL type -> Darwin type
     exp.DataType.Type.TEXT: DType.STRING, exp.DataType.Type.CHAR: DType.STRING,
     exp.DataType.Type.TIMESTAMP: DType.TIMESTAMP, exp.DataType.Type.TIMESTAMPLTZ: DType.TIMESTAMP,
 }
+NARROW_BITS = {exp.DataType.Type.INT: 32, exp.DataType.Type.SMALLINT: 16, exp.DataType.Type.TINYINT: 8}
 UNITS_MS = {"MILLISECOND": 1, "SECOND": 1_000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000}
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_INTERVAL_MS = 2**62  # timestamps are exact in int64 up to 2^62 ms (docs/decisions.md, Limits)
@@ -333,7 +334,20 @@ class ExpressionTranslator:
         target = sql_type(node.to, self.where)
         if target is DType.TIMESTAMP and isinstance(node.this, exp.Literal) and node.this.is_string:
             return lit(timestamp_ms(node.this, self.where), "timestamp")  # TIMESTAMP '2015-07-15 00:00:00'
-        return self(node.this).cast(target)
+        bits = NARROW_BITS.get(node.to.this)
+        return self(node.this).cast(target) if bits is None else self._narrowed(self(node.this), bits)
+
+    def _narrowed(self, value: Expr, bits: int) -> Expr:
+        """CAST to INT, SMALLINT or TINYINT: an int64 (Darwin's one integer type) holding a value of the
+        target's range. An integer wraps to the target's bits, as Flink (Java's narrowing) and Spark do:
+        CAST(3000000000 AS INT) is -1294967296. A float truncates toward zero and is NULL where that does
+        not fit, as a float's cast to BIGINT is NULL past int64 (Flink saturates, and NaN gives 0)."""
+        half = 2 ** (bits - 1)
+        dtype = type_of(value.node, self.schema, "CAST").dtype
+        if dtype is DType.FLOAT64:
+            return when((value > float(-half - 1)) & (value < float(half)), value.cast(DType.INT64)).end()
+        whole = value if dtype is DType.INT64 else value.cast(DType.INT64)
+        return (whole + half) % (2 * half) - half  # int64 + wraps, and 2^64 is a multiple of 2 * half
 
     visit_TryCast = visit_Cast
 

@@ -124,6 +124,26 @@ def test_in_lists_with_columns_keep_three_valued_logic_on_spark(spark):
     assert got == [(True, False, True, False, False), (None, None, False, True, True), (True, False, None, False, None),
                    (None, None, None, None, True), (True, False, True, False, True), (True, True, False, True, True)]
 
+
+def test_casts_to_int_smallint_and_tinyint_narrow_on_spark(spark):
+    """CAST(x AS INT/SMALLINT/TINYINT): an integer keeps its low bits (Java's narrowing, as Flink and Spark
+    cast), a float truncates toward zero and is NULL where that does not fit; int64 columns everywhere."""
+    import math
+
+    from engines import assert_three_engines_agree
+
+    ints = [3_000_000_000, -(2**31) - 1, 40_000, 300, -129, 2**63 - 1, -(2**63), None]
+    floats = [3e9, 2147483647.9, -2147483648.9, 123456.78, -128.5, math.nan, -math.inf, None]
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(ints)), pa.timestamp("ms")), "a": ints, "f": floats}),
+                      time="ts", name="t")
+    casts = ", ".join(f"CAST(a AS {n}) AS a_{n}, CAST(f AS {n}) AS f_{n}" for n in ("INT", "SMALLINT", "TINYINT"))
+    on_spark = assert_three_engines_agree(dw.sql(f"SELECT ts, {casts} FROM t", tables={"t": t})).table
+    got = [tuple(r.values())[1:] for r in sorted(on_spark.to_pylist(), key=lambda r: r["ts"])]
+    assert got == [(-1294967296, None, 24064, None, 0, None), (2147483647, 2147483647, -1, None, -1, None),
+                   (40000, -2147483648, -25536, None, 64, None), (300, 123456, 300, None, 44, None),
+                   (-129, -128, -129, -128, 127, -128), (-1, None, -1, None, -1, None), (0, None, 0, None, 0, None),
+                   (None, None, None, None, None, None)]
+
 def _exact(v):
     import math
 

@@ -227,6 +227,61 @@ def test_in_with_null_is_null_where_nothing_matches(config):
     assert fluent.num_rows == 0
 
 
+
+# -- narrowing integer casts ----------------------------------------------------------------------------
+
+NARROW = {"INT": 32, "SMALLINT": 16, "TINYINT": 8}
+EDGES = [0, 1, -1, 127, 128, -128, -129, 255, 32767, 32768, -32769, 40000, 2**31 - 1, 2**31, -(2**31) - 1,
+         3_000_000_000, 12_345_678_901, -12_345_678_901, 2**63 - 1, INT64_MIN, None]
+FLOAT_EDGES = [0.0, -0.0, -2.7, 2.7, 127.9, 128.0, -128.9, -129.0, 32767.5, -32768.9, 2147483647.9, 2147483648.0,
+               -2147483648.9, -2147483649.0, 3e9, 1e20, math.inf, -math.inf, math.nan, None]
+
+
+def java_narrow(v, bits):
+    """Java's narrowing of an integer (Flink's CAST to INT/SMALLINT/TINYINT): its low ``bits``, signed."""
+    half = 2 ** (bits - 1)
+    return None if v is None else (v + half) % (2 * half) - half
+
+
+def float_narrow(f, bits):
+    """A float truncated toward zero, NULL where that does not fit (or for NaN and infinities)."""
+    if f is None or not math.isfinite(f) or not -(2 ** (bits - 1)) <= math.trunc(f) < 2 ** (bits - 1):
+        return None
+    return math.trunc(f)
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_casts_to_int_smallint_and_tinyint_narrow_integers_as_java_does(config):
+    t = table(a=pa.array(EDGES, pa.int64()), f=pa.array(FLOAT_EDGES + [None], pa.float64()))
+    casts = ", ".join(f"CAST(a AS {n}) AS a_{n}, CAST(f AS {n}) AS f_{n}" for n in NARROW)
+    out = dw.sql(f"SELECT ts, {casts}, CAST(3000000000 AS INT) AS lit, CAST(a > 0 AS TINYINT) AS b FROM t",
+                 tables={"t": t}).collect(config)
+    assert set(out.schema.types[1:]) == {pa.int64()}  # Darwin has one integer type: the values are the target's
+    got = sorted(out.to_pylist(), key=lambda r: r["ts"])
+    for n, bits in NARROW.items():
+        assert [r[f"a_{n}"] for r in got] == [java_narrow(v, bits) for v in EDGES]
+        assert [r[f"f_{n}"] for r in got] == [float_narrow(f, bits) for f in FLOAT_EDGES + [None]]
+    assert {r["lit"] for r in got} == {-1294967296}
+    assert [r["b"] for r in got] == [None if v is None else int(v > 0) for v in EDGES]
+    # Flink's own cases (CastRulesTest): 1234567 -> TINYINT -121, 12345678901 -> SMALLINT 7221, -> INT -539222987
+    assert java_narrow(1234567, 8) == -121 and java_narrow(12_345_678_901, 16) == 7221
+    assert java_narrow(12_345_678_901, 32) == -539222987
+
+
+@settings(max_examples=25, deadline=None)
+@given(ints=st.lists(st.one_of(st.none(), st.integers(INT64_MIN, 2**63 - 1)), max_size=20),
+       floats=st.lists(st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True)), max_size=20))
+def test_narrowing_casts_agree_on_both_engines(ints, floats):
+    n = max(len(ints), len(floats))
+    ints, floats = ints + [None] * (n - len(ints)), floats + [None] * (n - len(floats))
+    t = table(a=pa.array(ints, pa.int64()), f=pa.array(floats, pa.float64()))
+    text = f"SELECT ts, {', '.join(f'CAST(a AS {n}) AS a_{n}, TRY_CAST(f AS {n}) AS f_{n}' for n in NARROW)} FROM t"
+    compiled, reference = (dw.sql(text, tables={"t": t}).execute(c).table for c in MODES)
+    assert_table_equal(compiled, reference, check_nullability=True)
+    for n, bits in NARROW.items():
+        assert reference[f"a_{n}"].to_pylist() == [java_narrow(v, bits) for v in ints]
+        assert reference[f"f_{n}"].to_pylist() == [float_narrow(f, bits) for f in floats]
+
 # -- names and comparisons ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("config", MODES)
