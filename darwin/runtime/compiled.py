@@ -203,9 +203,12 @@ class CompiledEngine:
     """
 
     def __init__(self, graph: op.OperatorGraph, config: Config, metrics: Metrics, job: str,
-                 fresh: bool = True) -> None:
+                 fresh: bool = True, saved_graph: op.OperatorGraph | None = None) -> None:
+        """``saved_graph``: this query as the run of the checkpoint it resumes from compiled it, at
+        another parallelism (tables workers divide differently then start empty, to be filled from it)."""
         ensure_target(config.target)  # before anything compiles: Numba fixes the target then
         from darwin.runtime.parallel import pipeline_runner
+        from darwin.runtime.rescale import table_names
         from darwin.runtime.static_index import StaticIndex
         from darwin.runtime.workers import WorkerPool
         from darwin.state.backend import backend_for
@@ -215,8 +218,10 @@ class CompiledEngine:
         self.backend = backend_for(config, job, fresh)
         self.static = [StaticIndex(spec, config, self.pool) for spec in graph.lookups]
         self.workers = WorkerPool(config.workers)
-        self.runners = [pipeline_runner(p, config, self.pool, self.backend, self.static, self.workers)
-                        for p in graph.pipelines]
+        moved = [saved_graph is not None and table_names(saved) != table_names(p)
+                 for saved, p in zip((saved_graph or graph).pipelines, graph.pipelines)]
+        self.runners = [pipeline_runner(p, config, self.pool, self.backend, self.static, self.workers, new)
+                        for p, new in zip(graph.pipelines, moved)]
         self.joins: list[JoinRunner] = []
         if graph.joins:  # its compiled building blocks load only for queries that join
             from darwin.runtime.join import JoinRunner

@@ -353,7 +353,8 @@ def _start(store: CheckpointStore | None, graph: op.OperatorGraph, identity: dic
                 f"consumed {body['engine']['offset']} input rows and fired every window, and this input has more rows. "
                 f"A finished job cannot be resumed over more input; give a new checkpoint_dir and output directory, "
                 f"or {RESET_HINT}")
-        engine = CompiledEngine(graph, config, metrics, job=body["job"], fresh=False)
+        engine = CompiledEngine(graph, config, metrics, job=body["job"], fresh=False,
+                                saved_graph=None if saved_graph is graph else saved_graph)
         try:
             engine.restore(latest.path, body["engine"], latest.id, saved_graph)
         except CheckpointError as e:
@@ -417,18 +418,4 @@ def _check_compatible(latest: Checkpoint, identity: dict[str, Any], graph: op.Op
                               f"this input (checkpoint has {was!r}, this run has {now!r}{at}), e.g. a key range its "
                               "state was sized for changed. Resume over the input it ran on, or give a new "
                               "checkpoint_dir")
-    if taken != workers and body["state"] != "memory":
-        per_worker = [f"the windowed aggregation of pipeline {p.id} grouped by [{', '.join(p.sink.aggregate.keys)}]"
-                      for p in (saved if taken > 1 else graph).pipelines
-                      if p.parallel is not None and p.parallel.keyed and isinstance(p.sink, op.WindowAggregateSink)]
-        if per_worker:
-            kept = " and ".join(per_worker)
-            raise CheckpointError(
-                f"{where} was taken at parallelism {taken} and this run has parallelism {workers}. "
-                f"{kept[0].upper() + kept[1:]} {'keeps' if len(per_worker) == 1 else 'each keep'} a table per "
-                f"worker (the key groups it owns), and on "
-                f"backend {body['state']!r} these tables cannot be divided among another number of workers (only "
-                f"state on 'memory' moves between workers). Resume with parallelism={taken}; to run at parallelism "
-                f"{workers}, start the job afresh with a new checkpoint_dir, state_path and output directory, or "
-                f"{RESET_HINT}")
     return saved

@@ -41,13 +41,12 @@ from numba import njit
 from darwin.codegen import layout as ctl
 from darwin.codegen.generate import NO_WATERMARK, PROGRESS_COLUMN
 from darwin.config import Config
-from darwin.errors import CheckpointError
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
 from darwin.runtime.adaptive import WorkerShare
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool, concat_columns
 from darwin.runtime.pipeline import FIRST_SEEN, PipelineRunner, concatenated
-from darwin.runtime.rescale import COUNTER_SLOTS, read_saved
+from darwin.runtime.rescale import COUNTER_SLOTS, RetiredTables, read_saved, table_names
 from darwin.runtime.routing import key_columns, key_groups, owned_rows, owners, split_rows
 from darwin.runtime.static_index import StaticIndex
 from darwin.runtime.workers import WorkerPool
@@ -70,12 +69,14 @@ MERGE_HERE = 2048  # partial entries of a batch the coordinating thread merges i
 
 
 def pipeline_runner(p: op.Pipeline, config: Config, pool: StringPool, backend: StateBackend,
-                    lookups: Sequence[StaticIndex], workers: WorkerPool) -> PipelineRunner | SlicedRunner | KeyedRunner:
-    """The runner of ``p``: one thread's, or one sharing it among the workers as ``p.parallel`` says."""
+                    lookups: Sequence[StaticIndex], workers: WorkerPool, new_tables: bool = False) \
+        -> PipelineRunner | SlicedRunner | KeyedRunner:
+    """The runner of ``p``: one thread's, or one sharing it among the workers as ``p.parallel`` says.
+    ``new_tables``: its state starts empty (a checkpoint of another parallelism holds it in other tables)."""
     if p.parallel is None:
-        return PipelineRunner(p, config, pool, backend, lookups)
+        return PipelineRunner(p, config, pool, backend, lookups, new_tables=new_tables)
     if p.parallel.keyed:
-        return KeyedRunner(p, config, pool, backend, lookups, workers)
+        return KeyedRunner(p, config, pool, backend, lookups, workers, new_tables)
     return SlicedRunner(p, config, pool, backend, lookups, workers)
 
 
@@ -154,12 +155,13 @@ class KeyedRunner(_Shared):
     # (merged rings: their entries not combined either, so the results are wrong)
 
     def __init__(self, p: op.Pipeline, config: Config, pool: StringPool, backend: StateBackend,
-                 lookups: Sequence[StaticIndex], workers: WorkerPool) -> None:
+                 lookups: Sequence[StaticIndex], workers: WorkerPool, new_tables: bool = False) -> None:
         assert p.parallel is not None and isinstance(p.sink, op.WindowAggregateSink)
-        n = p.parallel.workers
-        replicas = [PipelineRunner(p, config, pool, backend, lookups, name=f"pipeline{p.id}.w{i}") for i in range(n)]
+        replicas = [PipelineRunner(p, config, pool, backend, lookups, name, new_tables) for name in table_names(p)]
         super().__init__(p, replicas, workers)
-        self.sink, self.config = p.sink, config
+        self.sink, self.config, self.backend = p.sink, config, backend
+        self.retired: RetiredTables | None = None  # the tables of the checkpoint this run rescaled
+        n = len(replicas)
         self.owner = owners(n)
         inp = p.input
         self.time_column = inp.scan.time_column if isinstance(inp, op.SourcePort) else None
@@ -375,6 +377,11 @@ class KeyedRunner(_Shared):
         return {"workers": bodies, "max_time": self.max_time, "rows_seen": self.rows_seen,
                 "windows_fired": self.windows_fired}, files
 
+    def after_checkpoint(self, checkpoint_id: int) -> None:
+        super().after_checkpoint(checkpoint_id)
+        if self.retired is not None:
+            self.retired.after_checkpoint()
+
     def restore(self, directory: Path, body: dict[str, Any], checkpoint_id: int,
                 saved: op.Pipeline | None = None) -> None:
         """The workers' state ``body`` holds; ``saved`` is the pipeline as the checkpoint's run compiled it
@@ -393,14 +400,10 @@ class KeyedRunner(_Shared):
         owning its key group now (merged rings: to one worker, any may hold any key). Workers' fired
         windows merge by first-seen serial, which one thread's entries are given in their table's
         order (``darwin.runtime.rescale``), so no order is lost."""
-        taken = len(body["workers"]) if "workers" in body else 1
-        if not self.config.state_traits.in_memory:
-            raise CheckpointError(f"pipeline {self.p.id}'s state was checkpointed at parallelism {taken} and this run "
-                                  f"has {len(self.replicas)}; state on backend {self.config.state!r} moves between "
-                                  f"workers only on 'memory'. Resume with parallelism={taken}")
         first = self.replicas[0]
         assert first.ks is not None and first.ks.agg_layout is not None
-        whole = read_saved(saved, directory, body, checkpoint_id)
+        whole = read_saved(saved, directory, body, checkpoint_id, self.backend)
+        self.retired = RetiredTables(self.backend, table_names(saved))
         keys, values = whole.entries_for(first.ks.agg_layout)
         if self.merged_rings:
             owner = np.zeros(len(keys[0]), np.int64)
@@ -408,7 +411,7 @@ class KeyedRunner(_Shared):
             owner = self.owner[key_groups(keys[1:])] if len(keys[0]) else np.zeros(0, np.int64)
         for w, r in enumerate(self.replicas):
             mine = owner == w
-            assert isinstance(r.state, (HashTableState, RingState))
+            assert r.state is not None  # an aggregation's
             r.state.add_entries([c[mine] for c in keys], [c[mine] for c in values])
             if w == 0:
                 r.ctl[:] = whole.ctl

@@ -14,12 +14,12 @@ from darwin.codegen.compiler import load_kernel
 from darwin.codegen.generate import NO_WATERMARK, generate_pipeline
 from darwin.codegen.signature import Buffer, ColumnArg, ControlArg, LookupArg, ParamArg, Part, SelectionArg, StateArg
 from darwin.config import Config
-from darwin.errors import CheckpointError, DarwinError, SourceError
+from darwin.errors import DarwinError, SourceError
 from darwin.graph import operators as op
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.lookups import FormatTable, LookupTable
 from darwin.runtime.progress import LateRowsWarning
-from darwin.runtime.rescale import read_saved
+from darwin.runtime.rescale import RetiredTables, read_saved, table_names
 from darwin.runtime.static_index import StaticIndex
 from darwin.state.backend import KeyedState, StateBackend
 from darwin.state.hash_table import HashTableState
@@ -34,8 +34,9 @@ OUT_BUFFER_ROWS = 1 << 20  # rows of output buffers a kernel call may fill
 
 class PipelineRunner:
     def __init__(self, p: op.Pipeline, config: Config, pool: StringPool, backend: StateBackend,
-                 lookups: Sequence[StaticIndex] = (), name: str | None = None) -> None:
-        """``name``: of its state (one per worker when several threads share the pipeline)."""
+                 lookups: Sequence[StaticIndex] = (), name: str | None = None, new_tables: bool = False) -> None:
+        """``name``: of its state (one per worker when several threads share the pipeline);
+        ``new_tables``: the state starts empty in a resumed run (the checkpoint's is in other tables)."""
         self.p = p
         self.ctl = np.zeros(ctl.SIZE, dtype=np.int64)
         self.ctl[ctl.MAX_TIME] = NO_WATERMARK
@@ -70,17 +71,18 @@ class PipelineRunner:
         # (not finalized) until the windows are merged with the other workers' entries
         self.early: list[tuple[list[np.ndarray], list[np.ndarray]]] | None = None
         self.late_warning: LateRowsWarning | None = None
+        self.retired: RetiredTables | None = None  # the tables of the checkpoint this run rescaled
         if isinstance(p.sink, op.WindowAggregateSink):
             self.backend = backend
-            self.state = self.new_state(name or f"pipeline{p.id}")
+            self.state = self.new_state(name or table_names(p)[0], new_tables)
             source = p.input.scan.source.name if isinstance(p.input, op.SourcePort) else p.input.describe()
             self.late_warning = LateRowsWarning(source, p.sink.late_output)
 
-    def new_state(self, name: str) -> KeyedState | RingState:
+    def new_state(self, name: str, new: bool = False) -> KeyedState | RingState:
         """A table of this aggregation's layout on the run's backend (a ring in DRAM)."""
         ring = self._agg.ring
         if ring is None:
-            return self.backend.hash_table(name, self._layout)
+            return self.backend.hash_table(name, self._layout, new)
         return RingState(name, ring, self._layout.value_dtypes, self._agg.window.slide_ms)
 
     # an aggregating pipeline's sink and its state layout (it always has a kernel)
@@ -259,14 +261,11 @@ class PipelineRunner:
         """Several workers' state (a checkpoint taken at another parallelism), into this thread's table:
         entries by window, then first-seen serial, as one thread holds them."""
         state = self.state
-        if state is None or self.backend.name != "memory":
-            raise CheckpointError(f"pipeline {self.p.id}'s state was checkpointed by {len(body['workers'])} workers "
-                                  "and this run has one; only state on backend 'memory' moves between workers. "
-                                  f"Resume with parallelism={len(body['workers'])}")
-        assert isinstance(state, (HashTableState, RingState))  # the memory backend's tables
-        whole = read_saved(saved, directory, body, checkpoint_id)
+        assert state is not None  # a checkpoint holds workers' tables only of an aggregation
+        whole = read_saved(saved, directory, body, checkpoint_id, self.backend)
         keys, values = whole.entries_for(self._layout)
         state.add_entries(keys, values)
+        self.retired = RetiredTables(self.backend, table_names(saved))
         self.ctl[:] = whole.ctl
         self.windows_fired = whole.windows_fired
         self.reset_min_end()
@@ -274,6 +273,8 @@ class PipelineRunner:
     def after_checkpoint(self, checkpoint_id: int) -> None:
         if self.state is not None:
             self.state.after_checkpoint(checkpoint_id)
+        if self.retired is not None:
+            self.retired.after_checkpoint()
 
     def close(self) -> None:
         if self.state is not None:

@@ -1,4 +1,4 @@
-"""A windowed aggregation's state checkpointed at one parallelism, restored at another (``memory`` backend).
+"""A windowed aggregation's state checkpointed at one parallelism, restored at another, on any backend.
 
 One thread keeps one table: a hash table, or a window ring. Several workers keep one each, by key
 group (hash tables) or over every key (merged rings), and their entries carry the serial of the row
@@ -16,6 +16,11 @@ them one list of entries in that order, and hands them to this run's tables:
   holds a window's entries in -- without their serials where one thread keeps none.
 
 Either way the windows fire in the order, and with the rows, of the run that was never interrupted.
+
+On ``mmap`` and ``rocksdb`` the tables are files under ``state_path``, and the count of workers is in
+their names (``table_names``): the new tables never share a name with the checkpoint's, so those stay
+as the checkpoint left them until a crash before the next checkpoint needs them again, and are
+deleted only once ``KEEP`` checkpoints taken since are durable (``RetiredTables``).
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from darwin.codegen.aggregates import AggLayout, layout
 from darwin.codegen.generate import NO_WATERMARK
 from darwin.errors import CheckpointError
 from darwin.graph import operators as op
-from darwin.state.hash_table import HashTableState
+from darwin.state.backend import KeyedState, StateBackend
+from darwin.state.checkpoint import KEEP
 from darwin.state.merge import merge_ring_entries
 from darwin.state.panes import NOT_YET
 from darwin.state.ring import RingState
@@ -75,8 +81,33 @@ class SavedAggregation:
         return keys, values
 
 
-def read_saved(saved: op.Pipeline, directory: Path, body: dict[str, Any], checkpoint_id: int) -> SavedAggregation:
-    """The state pipeline ``saved`` checkpointed in ``body`` (one thread's, or its workers' side by side)."""
+def table_names(p: op.Pipeline) -> list[str]:
+    """The names of a windowed aggregation's tables: one thread's, or one per worker, the count of
+    workers in each (tables of another count never share a name with them)."""
+    if p.parallel is not None and p.parallel.keyed:
+        n = p.parallel.workers
+        return [f"pipeline{p.id}.w{i}of{n}" for i in range(n)]
+    return [f"pipeline{p.id}"]
+
+
+class RetiredTables:
+    """The tables a restore at another parallelism read: deleted once ``KEEP`` checkpoints taken
+    since are durable (until then a restore may fall back to the checkpoint that needs them)."""
+
+    def __init__(self, backend: StateBackend, names: list[str]) -> None:
+        self.backend, self.names, self.checkpoints_left = backend, names, KEEP
+
+    def after_checkpoint(self) -> None:
+        self.checkpoints_left -= 1
+        if self.checkpoints_left == 0:
+            for name in self.names:
+                self.backend.drop_table(name)
+
+
+def read_saved(saved: op.Pipeline, directory: Path, body: dict[str, Any], checkpoint_id: int,
+               backend: StateBackend) -> SavedAggregation:
+    """The state pipeline ``saved`` checkpointed in ``body`` (one thread's, or its workers' side by
+    side), read from its tables (copies in the checkpoint, or files on ``backend``)."""
     sink = saved.sink
     assert isinstance(sink, op.WindowAggregateSink)  # only aggregations keep keyed state
     lay, ring = layout(sink.aggregate, saved.numbers_rows), sink.state.ring
@@ -85,14 +116,16 @@ def read_saved(saved: op.Pipeline, directory: Path, body: dict[str, Any], checkp
         raise CheckpointError(f"pipeline {saved.id}'s state was checkpointed by "
                               f"{'several workers' if workers is not None else 'one thread'}, which its layout does "
                               "not say; resume at the parallelism it was taken at, or give a new checkpoint_dir")
-    parts = [(f"pipeline{saved.id}", body)] if workers is None else \
-        [(f"pipeline{saved.id}.w{i}", part) for i, part in enumerate(workers)]
+    parts = list(zip(table_names(saved), [body] if workers is None else workers))
     entries = []
     for name, part in parts:
-        table: HashTableState | RingState = HashTableState(name, lay.key_width, lay.value_dtypes) if ring is None \
+        table: KeyedState | RingState = backend.hash_table(name, lay) if ring is None \
             else RingState(name, ring, lay.value_dtypes, sink.window.slide_ms)
-        table.restore(directory, part["state"], checkpoint_id)
-        entries.append(table.entries())
+        try:
+            table.restore(directory, part["state"], checkpoint_id)
+            entries.append(table.entries())
+        finally:
+            table.close()
     if ring is not None and len(entries) > 1:  # merged rings: any worker may hold any key of a window
         keys, values = merge_ring_entries(lay, ring, entries)  # combined, by window then serial
     else:

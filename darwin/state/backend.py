@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -35,6 +35,10 @@ class KeyedState(Protocol):
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         """Capture the state for a checkpoint: manifest entries and the files written to ``directory``."""
     def restore(self, directory: Path, meta: dict[str, Any], checkpoint_id: int) -> None: ...
+    def entries(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Every entry's key and value columns, without taking them out: each window's in first-seen order."""
+    def add_entries(self, keys: Sequence[np.ndarray], values: Sequence[np.ndarray]) -> None:
+        """Put entries the table does not hold, after its own (state moving between workers)."""
     def after_checkpoint(self, checkpoint_id: int) -> None: ...
     def close(self) -> None: ...
 
@@ -42,7 +46,12 @@ class KeyedState(Protocol):
 class StateBackend(Protocol):
     name: str
 
-    def hash_table(self, name: str, lay: AggLayout) -> KeyedState: ...
+    def hash_table(self, name: str, lay: AggLayout, new: bool = False) -> KeyedState:
+        """Table ``name``; a resumed run opens the one its checkpoint restores, unless ``new``: then
+        it starts empty (a table another number of workers divides the state into)."""
+
+    def drop_table(self, name: str) -> None:
+        """Delete what table ``name`` keeps outside the process (no checkpoint restores it any more)."""
 
     def join_rows(self, name: str, schema: Schema, key_width: int) -> JoinRows:
         """The rows one side of a join keeps (``name`` is unique in the job)."""

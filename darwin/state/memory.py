@@ -11,8 +11,11 @@ from darwin.types import Schema
 class MemoryBackend:
     name = "memory"
 
-    def hash_table(self, name: str, lay: AggLayout) -> HashTableState:
+    def hash_table(self, name: str, lay: AggLayout, new: bool = False) -> HashTableState:
         return HashTableState(name, lay.key_width, lay.value_dtypes)
+
+    def drop_table(self, name: str) -> None:
+        """Nothing outside the process: a checkpoint's copies go with the checkpoint."""
 
     def join_rows(self, name: str, schema: Schema, key_width: int) -> JoinRows:
         return JoinRows(name, schema, key_width)

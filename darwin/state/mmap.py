@@ -62,9 +62,13 @@ class MmapBackend:
     def __init__(self, owned: StatePath, job: str) -> None:
         self.owned, self.job = owned, job
 
-    def hash_table(self, name: str, lay: AggLayout) -> MmapHashTable:
-        directory = self.owned.table(name)
-        return MmapHashTable(directory, name, lay.key_width, lay.value_dtypes, job_words(self.job), self.owned.fresh)
+    def hash_table(self, name: str, lay: AggLayout, new: bool = False) -> MmapHashTable:
+        directory = self.owned.table(name, new)
+        return MmapHashTable(directory, name, lay.key_width, lay.value_dtypes, job_words(self.job),
+                             self.owned.fresh or new)
+
+    def drop_table(self, name: str) -> None:
+        self.owned.drop_table(name)
 
     def join_rows(self, name: str, schema: Schema, key_width: int) -> JoinRows:
         return JoinRows(name, schema, key_width, MappedFiles(self.owned.table(name)))

@@ -59,15 +59,22 @@ class StatePath:
                                   f"these checkpoints belong to ({job}); resume with the state_path the job ran with, "
                                   f"or {RESET_HINT}")
 
-    def table(self, name: str) -> Path:
-        """The directory of table ``name``: emptied and marked for a fresh job, required to exist otherwise."""
+    def table(self, name: str, new: bool = False) -> Path:
+        """The directory of table ``name``: emptied and marked for a fresh job or a ``new`` table (one a
+        resumed run starts empty: state moving to another number of workers), required to exist otherwise."""
         directory = self.path / name
-        if self.fresh:
+        if self.fresh or new:
             fresh_marked_directory(directory, TABLE_MARKER, "state_path", CheckpointError)
         elif not (directory / TABLE_MARKER).exists():
             raise CheckpointError(f"the checkpoint's state for {name} is not in state_path {str(self.path)!r}; "
                                   f"resume with the state_path the job ran with, or {RESET_HINT}")
         return directory
+
+    def drop_table(self, name: str) -> None:
+        """Delete table ``name``'s directory, if Darwin made it (a table no checkpoint needs any more)."""
+        directory = self.path / name
+        if (directory / TABLE_MARKER).exists():
+            shutil.rmtree(directory, ignore_errors=True)
 
     def close(self) -> None:
         if self._lock is not None:

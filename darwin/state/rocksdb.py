@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import shutil
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -50,8 +50,11 @@ class RocksBackend:
     def __init__(self, owned: StatePath, delta_limit: int) -> None:
         self.owned, self.delta_limit = owned, delta_limit
 
-    def hash_table(self, name: str, lay: AggLayout) -> RocksTable:
-        return RocksTable(self.owned.table(name), name, lay, self.delta_limit)
+    def hash_table(self, name: str, lay: AggLayout, new: bool = False) -> RocksTable:
+        return RocksTable(self.owned.table(name, new), name, lay, self.delta_limit)
+
+    def drop_table(self, name: str) -> None:
+        self.owned.drop_table(name)
 
     def join_rows(self, name: str, schema: Schema, key_width: int) -> JoinRows:
         from darwin.state.rocksdb_join import BlockColumns
@@ -321,6 +324,37 @@ class RocksTable:
         seq, value_columns = self._decode_values(values)
         order = np.argsort(seq, kind="stable")  # first-seen order, as on the other backends
         return [k[order] for k in key_columns], [v[order] for v in value_columns]
+
+    # -- state moving between workers ------------------------------------------------------------
+    def entries(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Every entry, by window, then first-seen order (as the other backends' tables hold them)."""
+        with rocksdb_errors(self.directory):
+            self._merge()
+            items = cast(list[tuple[bytes, bytes]], list(self.db.items()))
+        keys = decode_keys([k for k, _ in items], self.lay.key_width)
+        seq, values = self._decode_values([v for _, v in items])
+        order = np.lexsort((seq, keys[0]))
+        return [k[order] for k in keys], [v[order] for v in values]
+
+    def add_entries(self, keys: Sequence[np.ndarray], values: Sequence[np.ndarray]) -> None:
+        """Entries the table does not hold, first seen after its own in the order given: written to
+        RocksDB in one batch (entries that cannot be combined go into the cache too, as after a restore)."""
+        n = len(keys[0])
+        if not n:
+            return
+        seq = self.next_seq + np.arange(n, dtype=np.int64)
+        encoded = encode_keys([np.asarray(k, dtype=np.int64) for k in keys])
+        with rocksdb_errors(self.directory):
+            self._merge()  # the cache's changes first: it may be emptied below
+            batch = rocksdict.WriteBatch(raw_mode=True)
+            deque(map(batch.put, encoded, self._encode_values(seq, [np.asarray(v) for v in values])), maxlen=0)
+            self.db.write(batch)
+            self.next_seq += n
+            self.stored += n
+            self.evicted = None  # any window may have entries in RocksDB that the cache does not hold
+            if not self.lay.merges_exactly:
+                self.delta.clear()
+                self._load_all()
 
     def min_start(self) -> int | None:
         cached = self.delta.min_start()  # None when the cache is empty

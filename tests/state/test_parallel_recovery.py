@@ -1,8 +1,7 @@
 """A checkpointed job, crashed and resumed at another parallelism each time (one thread among them),
 commits exactly the one-thread run's output (rows and order); state moves between workers by key
-group, one thread's entries numbered in first-seen order on their way to workers. Persistent
-backends resume keyed aggregations only at the parallelism they were checkpointed at, and say so;
-jobs without per-worker state resume at any parallelism there too."""
+group, one thread's entries numbered in first-seen order on their way to workers, on every backend
+(on mmap and rocksdb from the checkpoint's tables into new ones)."""
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -47,21 +46,28 @@ def test_resuming_at_another_parallelism_commits_the_one_thread_output(query, tm
     assert_rescaled_runs_commit_the_one_thread_output(plan, tmp_path, monkeypatch)
 
 
+# 2 -> 4, crashing before its first checkpoint (the next run reads the same checkpoint's tables again),
+# 2 -> 4, 4 -> 1, 1 -> 2, each of these runs taking two checkpoints before it crashes
+PERSISTENT_RUNS = [(2, 6), (4, 1), (4, 6), (1, 6), (2, None)]
+
+
 @pytest.mark.parametrize("backend", ["mmap", "rocksdb"])
-def test_persistent_state_resumes_only_at_its_parallelism(backend, tmp_path, monkeypatch):
-    plan = hashed(bids(3000))
-    config = dw.Config(batch_size=250, parallelism=2, checkpoint_dir=str(tmp_path / "chk"),
-                       checkpoint_interval="2 batches", state=backend, state_path=str(tmp_path / "state"))
-    crash_after(monkeypatch, 6)
-    with pytest.raises(Crash):
-        plan.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
-    stop_crashing(monkeypatch)
-    with pytest.raises(CheckpointError, match="Resume with parallelism=2"):
-        plan.sink(dw.sinks.Parquet(tmp_path / "out")).run(config.replace(parallelism=4))
-    result = plan.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+@pytest.mark.parametrize("query", [hashed, distinct])
+def test_persistent_state_resumes_at_another_parallelism(backend, query, tmp_path, monkeypatch):
+    """On mmap and rocksdb the workers' tables are files under state_path: a resume at another
+    parallelism reads the checkpoint's tables and fills new ones (this was refused, "only state on
+    'memory' moves between workers"), and the old tables go once two checkpoints since are durable."""
+    plan = query(bids(6000))
+    expected = plan.collect(dw.Config(batch_size=250))
+    state = tmp_path / "state"
+    result = run_rescaled(plan, tmp_path / "out", tmp_path / "chk", monkeypatch, PERSISTENT_RUNS,
+                          state=backend, state_path=str(state))
     assert result.resumed_from is not None
-    assert pq.read_table(tmp_path / "out").equals(
-        pa.Table.from_batches(plan.collect(dw.Config(batch_size=250)).to_batches()))
+    got = pq.read_table(tmp_path / "out")
+    assert got.num_rows == expected.num_rows > 0
+    assert got.equals(pa.Table.from_batches(expected.to_batches(), schema=got.schema))
+    tables = {d.name for d in state.iterdir() if d.is_dir() and d.name.startswith("pipeline")}
+    assert tables and all(".w0of2" in name or ".w1of2" in name for name in tables), tables
 
 
 # -- one thread and several workers ------------------------------------------------------------------
@@ -134,46 +140,40 @@ def q_counted(t):  # every aggregate merges exactly: pre-aggregated on workers
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=streams(), shape=st.sampled_from([q_all_aggregates, q_sliding_string_key, q_multi_key_having, q_counted]),
        runs=st.lists(st.tuples(st.sampled_from([1, 2, 3]), st.integers(0, 8)), min_size=1, max_size=4),
-       last=st.sampled_from([1, 2, 4]), every=st.integers(1, 2), batch_size=st.integers(1, 8))
+       last=st.sampled_from([1, 2, 4]), every=st.integers(1, 2), batch_size=st.integers(1, 8),
+       backend=st.sampled_from(["memory", "mmap", "rocksdb"]))
 def test_random_streams_resumed_at_random_parallelisms_give_the_one_thread_output(
-        tmp_path_factory, monkeypatch, data, shape, runs, last, every, batch_size):
-    """Nullable, string and several keys; late rows; crashes anywhere, each run at another parallelism."""
+        tmp_path_factory, monkeypatch, data, shape, runs, last, every, batch_size, backend):
+    """Nullable, string and several keys; late rows; crashes anywhere, each run at another parallelism,
+    on every backend."""
     table, cuts, delay, _ = data
     plan = shape(source(table, cuts, delay))
     base = tmp_path_factory.mktemp("rescaled")
     plain = plan.sink(dw.sinks.Parquet(base / "plain")).run(dw.Config(batch_size=batch_size))
+    state = {} if backend == "memory" else {"state": backend, "state_path": str(base / "state")}
     # a run the input ends before its crash finishes the job
     result = run_rescaled(plan, base / "out", base / "chk", monkeypatch, [*runs, (last, None)], may_finish=True,
-                          batch_size=batch_size, checkpoint_interval=f"{every} batches")
+                          batch_size=batch_size, checkpoint_interval=f"{every} batches", **state)
     assert pq.read_table(base / "out").equals(pq.read_table(base / "plain"))
     for name in ("input_rows", "output_rows", "late_rows", "windows_fired"):
         assert result.metrics.get(name) == plain.metrics.get(name), name
 
 
-# -- what persistent backends refuse, and what they no longer refuse ----------------------------------
+# -- persistent backends ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("backend", ["mmap", "rocksdb"])
-@pytest.mark.parametrize("taken, then", [(1, 2), (2, 1)])
-def test_persistent_keyed_state_is_refused_at_another_parallelism_saying_why(backend, taken, then, tmp_path,
-                                                                               monkeypatch):
-    plan = pre_aggregated(_bids(3000))
-    config = dw.Config(batch_size=250, parallelism=taken, checkpoint_dir=str(tmp_path / "chk"),
-                       checkpoint_interval="1 batch", state=backend, state_path=str(tmp_path / "state"))
-    crash_after(monkeypatch, 5)
-    with pytest.raises(Crash):
-        plan.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
-    stop_crashing(monkeypatch)
-    with pytest.raises(CheckpointError) as refused:
-        plan.sink(dw.sinks.Parquet(tmp_path / "out")).run(config.replace(parallelism=then))
-    message = str(refused.value)
-    assert f"taken at parallelism {taken} and this run has parallelism {then}" in message
-    assert "windowed aggregation of pipeline 0 grouped by [k, j]" in message
-    assert f"backend {backend!r}" in message and "only state on 'memory' moves between workers" in message
-    assert f"Resume with parallelism={taken}" in message and "new checkpoint_dir" in message
-    assert "another layout" not in message and "key range" not in message
-    plan.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+@pytest.mark.parametrize("shape", [pre_aggregated, sliding_floats])
+@pytest.mark.parametrize("runs", [[(1, 5), (2, None)], [(2, 5), (1, None)]], ids=["1 to 2", "2 to 1"])
+def test_persistent_keyed_state_moves_between_one_thread_and_workers(backend, shape, runs, tmp_path, monkeypatch):
+    """One thread's table and the workers' (pre-aggregated, and a float sum rocksdb keeps in its cache
+    whole) on mmap and rocksdb, each resumed by the other: the one-thread output (this was refused)."""
+    plan = shape(_bids(3000))
+    expected = plan.collect(dw.Config(batch_size=250))
+    result = run_rescaled(plan, tmp_path / "out", tmp_path / "chk", monkeypatch, runs,
+                          checkpoint_interval="1 batch", state=backend, state_path=str(tmp_path / "state"))
+    assert result.resumed_from is not None
     assert pq.read_table(tmp_path / "out").equals(
-        pa.Table.from_batches(plan.collect(dw.Config(batch_size=250)).to_batches()))
+        pa.Table.from_batches(expected.to_batches(), schema=pq.read_table(tmp_path / "out").schema))
 
 
 def _joined(t):
