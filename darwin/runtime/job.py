@@ -42,6 +42,7 @@ from darwin.plan.keys import unique_key
 from darwin.plan.rules import optimize
 from darwin.runtime.control import JobControl, JobStatus
 from darwin.runtime.latency import Latencies
+from darwin.runtime.layout_change import layout_refusal, layout_settings
 from darwin.runtime.output import Output, net_changes
 from darwin.runtime.progress import Metrics
 from darwin.state.checkpoint import Checkpoint, CheckpointStore
@@ -206,7 +207,8 @@ class Driver:
             if store is not None:
                 resources.callback(store.lock().close)
             engine, latest = _start(store, graph, identity, config, metrics,
-                                    functools.cache(lambda n: translate(optimized, config.replace(parallelism=n))))
+                                    functools.cache(lambda n, **settings: translate(
+                                        optimized, config.replace(parallelism=n, **settings))))
             resources.callback(engine.close)
             self.engine = engine
             resources.callback(sink.close)
@@ -331,14 +333,14 @@ class _Interval:
 
 
 def _start(store: CheckpointStore | None, graph: op.OperatorGraph, identity: dict[str, Any], config: Config,
-           metrics: Metrics, compiled_at: Callable[[int], op.OperatorGraph]) \
+           metrics: Metrics, compiled_at: Callable[..., op.OperatorGraph]) \
         -> tuple[CompiledEngine, Checkpoint | None]:
     """An engine restored from the newest checkpoint that restores, or a fresh one if there is none.
 
     A checkpoint that verifies but cannot be restored (its state files do not match it) is
     passed over for the one before it; if none restores, that is an error, not a fresh start.
     ``compiled_at(n)`` is this query's graph at parallelism ``n``: what a checkpoint taken at another
-    parallelism holds the state of.
+    parallelism holds the state of (``compiled_at(n, **settings)``: with other Config settings).
     """
     from darwin.runtime.compiled import CompiledEngine, has_input_after
 
@@ -375,7 +377,7 @@ def _identity(plan: pn.PlanNode, graph: op.OperatorGraph, config: Config) -> dic
     (which depends on the data, e.g. a window ring's key domain), and where its state lives."""
     text, layout = render(plan), graph.describe()
     return {"query": _sha256(text), "plan": text, "layout": _sha256(layout), "graph": layout,
-            "state": config.state, "parallelism": config.workers,
+            "state": config.state, "parallelism": config.workers, "settings": layout_settings(config),
             "state_path": None if config.state_path is None else str(Path(config.state_path).resolve())}
 
 
@@ -391,7 +393,7 @@ def _first_difference(old: str, new: str) -> tuple[str, str]:
 
 
 def _check_compatible(latest: Checkpoint, identity: dict[str, Any], graph: op.OperatorGraph,
-                      compiled_at: Callable[[int], op.OperatorGraph]) -> op.OperatorGraph:
+                      compiled_at: Callable[..., op.OperatorGraph]) -> op.OperatorGraph:
     """Refuse a checkpoint this run cannot resume; the graph its run had (this run's, or this query's
     at the parallelism it was taken at)."""
     body, where = latest.body, f"checkpoint {latest.id} in {str(latest.path.parent)!r}"
@@ -412,10 +414,5 @@ def _check_compatible(latest: Checkpoint, identity: dict[str, Any], graph: op.Op
     saved = graph if taken == workers else compiled_at(taken)
     layout = saved.describe() if taken != workers else identity["graph"]
     if body["layout"] != _sha256(layout):
-        was, now = _first_difference(body["graph"], layout)
-        at = "" if taken == workers else f" at the checkpoint's parallelism, {taken}"
-        raise CheckpointError(f"{where} holds state of another layout: the same query compiled differently over "
-                              f"this input (checkpoint has {was!r}, this run has {now!r}{at}), e.g. a key range its "
-                              "state was sized for changed. Resume over the input it ran on, or give a new "
-                              "checkpoint_dir")
+        raise layout_refusal(where, body, layout, identity["settings"], taken, workers, saved, compiled_at)
     return saved
