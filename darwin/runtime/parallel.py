@@ -403,7 +403,7 @@ class KeyedRunner(_Shared):
         first = self.replicas[0]
         assert first.ks is not None and first.ks.agg_layout is not None
         whole = read_saved(saved, directory, body, checkpoint_id, self.backend)
-        self.retired = RetiredTables(self.backend, table_names(saved))
+        self.retired = RetiredTables(self.backend, self.p)
         keys, values = whole.entries_for(first.ks.agg_layout)
         if self.merged_rings:
             owner = np.zeros(len(keys[0]), np.int64)

@@ -265,7 +265,7 @@ class PipelineRunner:
         whole = read_saved(saved, directory, body, checkpoint_id, self.backend)
         keys, values = whole.entries_for(self._layout)
         state.add_entries(keys, values)
-        self.retired = RetiredTables(self.backend, table_names(saved))
+        self.retired = RetiredTables(self.backend, self.p)
         self.ctl[:] = whole.ctl
         self.windows_fired = whole.windows_fired
         self.reset_min_end()

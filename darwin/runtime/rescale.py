@@ -91,17 +91,20 @@ def table_names(p: op.Pipeline) -> list[str]:
 
 
 class RetiredTables:
-    """The tables a restore at another parallelism read: deleted once ``KEEP`` checkpoints taken
-    since are durable (until then a restore may fall back to the checkpoint that needs them)."""
+    """After a restore at another parallelism: once ``KEEP`` checkpoints taken since are durable, no
+    retained checkpoint needs any table of the pipeline but this run's, so the others are deleted --
+    the checkpoint's, and any an earlier run left (one that crashed before its own checkpoints)."""
 
-    def __init__(self, backend: StateBackend, names: list[str]) -> None:
-        self.backend, self.names, self.checkpoints_left = backend, names, KEEP
+    def __init__(self, backend: StateBackend, pipeline: op.Pipeline) -> None:
+        self.backend, self.pipeline, self.checkpoints_left = backend, pipeline, KEEP
 
     def after_checkpoint(self) -> None:
         self.checkpoints_left -= 1
         if self.checkpoints_left == 0:
-            for name in self.names:
-                self.backend.drop_table(name)
+            ours, kept = f"pipeline{self.pipeline.id}", set(table_names(self.pipeline))
+            for name in self.backend.stored_tables():
+                if (name == ours or name.startswith(ours + ".w")) and name not in kept:
+                    self.backend.drop_table(name)
 
 
 def read_saved(saved: op.Pipeline, directory: Path, body: dict[str, Any], checkpoint_id: int,

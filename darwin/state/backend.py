@@ -50,6 +50,9 @@ class StateBackend(Protocol):
         """Table ``name``; a resumed run opens the one its checkpoint restores, unless ``new``: then
         it starts empty (a table another number of workers divides the state into)."""
 
+    def stored_tables(self) -> list[str]:
+        """The names of the tables kept outside the process (files under ``state_path``)."""
+
     def drop_table(self, name: str) -> None:
         """Delete what table ``name`` keeps outside the process (no checkpoint restores it any more)."""
 

@@ -14,6 +14,9 @@ class MemoryBackend:
     def hash_table(self, name: str, lay: AggLayout, new: bool = False) -> HashTableState:
         return HashTableState(name, lay.key_width, lay.value_dtypes)
 
+    def stored_tables(self) -> list[str]:
+        return []
+
     def drop_table(self, name: str) -> None:
         """Nothing outside the process: a checkpoint's copies go with the checkpoint."""
 

@@ -67,6 +67,9 @@ class MmapBackend:
         return MmapHashTable(directory, name, lay.key_width, lay.value_dtypes, job_words(self.job),
                              self.owned.fresh or new)
 
+    def stored_tables(self) -> list[str]:
+        return self.owned.tables()
+
     def drop_table(self, name: str) -> None:
         self.owned.drop_table(name)
 

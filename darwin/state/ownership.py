@@ -70,6 +70,10 @@ class StatePath:
                                   f"resume with the state_path the job ran with, or {RESET_HINT}")
         return directory
 
+    def tables(self) -> list[str]:
+        """The names of the table directories Darwin made here."""
+        return sorted(d.name for d in self.path.iterdir() if (d / TABLE_MARKER).exists())
+
     def drop_table(self, name: str) -> None:
         """Delete table ``name``'s directory, if Darwin made it (a table no checkpoint needs any more)."""
         directory = self.path / name

@@ -53,6 +53,9 @@ class RocksBackend:
     def hash_table(self, name: str, lay: AggLayout, new: bool = False) -> RocksTable:
         return RocksTable(self.owned.table(name, new), name, lay, self.delta_limit)
 
+    def stored_tables(self) -> list[str]:
+        return self.owned.tables()
+
     def drop_table(self, name: str) -> None:
         self.owned.drop_table(name)
 

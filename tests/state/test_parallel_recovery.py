@@ -47,8 +47,9 @@ def test_resuming_at_another_parallelism_commits_the_one_thread_output(query, tm
 
 
 # 2 -> 4, crashing before its first checkpoint (the next run reads the same checkpoint's tables again),
-# 2 -> 4, 4 -> 1, 1 -> 2, each of these runs taking two checkpoints before it crashes
-PERSISTENT_RUNS = [(2, 6), (4, 1), (4, 6), (1, 6), (2, None)]
+# 2 -> 4 taking two checkpoints, 4 -> 1 taking one (the tables of 4 workers stay), 1 -> 3, 3 -> 2 taking
+# two each (every table but the last run's goes, those of 4 workers too)
+PERSISTENT_RUNS = [(2, 6), (4, 1), (4, 6), (1, 3), (3, 6), (2, None)]
 
 
 @pytest.mark.parametrize("backend", ["mmap", "rocksdb"])
