@@ -9,7 +9,8 @@ An ``AggregateFunction`` holds everything any layer needs of one aggregate:
   given dtype, which the code generator wraps in the argument's null test and follows with the
   count update; and its
   generated retraction (``retract``), for an updating input, or None where retracting needs the
-  values kept (min/max keep a multiset of them);
+  values kept (min/max keep a multiset of them); and whether the value keeps NaN and infinities
+  out, counted apart, over an updating input (``keeps_specials``: float sum and avg);
 - ``merge`` of two partial states of one group (RocksDB's cache merges into stored entries);
 - ``finalize`` of drained state into output columns;
 - the reference interpreter's accumulator (``accumulator``).
@@ -91,6 +92,12 @@ class AggregateFunction:
         """A count tells a group that saw only nulls (the result is NULL) from one that saw values."""
         return arg_nullable
 
+    def keeps_specials(self, arg: DType | None) -> bool:
+        """Over an updating input: whether the value slot holds only the finite values and the NaNs,
+        +inf and -inf among the values are counted apart (``special_kinds``, ``with_specials``),
+        because subtracting one cannot take it back out (``x - nan`` and ``inf - inf`` are NaN)."""
+        return False
+
     def update(self, value: str, x: str, first: str, dtype: np.dtype) -> list[str]:
         """Generated lines that fold argument ``x`` into ``value``, a slot of ``dtype`` (the
         ``value_dtype``); ``first``: no value seen yet."""
@@ -151,18 +158,64 @@ class Count(AggregateFunction):
         return _CountAcc()
 
 
+SPECIALS = 3  # the values a retractable float sum counts apart, in this order: NaN, +inf, -inf
+
+
+def special_kind(v: Any) -> int:
+    """0 for a finite value (or an integer), else 1 + the value's place in NaN, +inf, -inf."""
+    if v != v:
+        return 1
+    return 2 if v == math.inf else 3 if v == -math.inf else 0
+
+
+def special_kinds(x: np.ndarray) -> np.ndarray:
+    """``special_kind`` of each value of a float array."""
+    return np.where(np.isnan(x), 1, np.where(x == np.inf, 2, np.where(x == -np.inf, 3, 0)))
+
+
+def with_special(total: Any, counts: list[int]) -> Any:
+    """A sum of finite values ``total`` with the NaNs, +infs and -infs ``counts`` added back, as a
+    fresh sum of all of them gives: NaN if there is a NaN or infinities of both signs."""
+    nan, pos, neg = counts
+    return math.nan if nan or (pos and neg) else math.inf if pos else -math.inf if neg else total
+
+
+def with_specials(total: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``with_special`` of each entry: ``counts`` has a row of ``SPECIALS`` counts per entry."""
+    nan, pos, neg = counts[:, 0] > 0, counts[:, 1] > 0, counts[:, 2] > 0
+    return np.where(nan | (pos & neg), np.nan, np.where(pos, np.inf, np.where(neg, -np.inf, total)))
+
+
 class _SumAcc(Accumulator):
+    def __init__(self, specials: bool = False) -> None:
+        super().__init__()
+        self.specials = [0] * SPECIALS if specials else None  # ``keeps_specials``: NaN, +inf, -inf held
+
     def add(self, v: Any) -> None:
         self.n += 1
+        v = self._finite(v, 1)
         self.value = 0 + v if self.value is None else self.value + v  # 0 + -0.0 is 0.0, as the kernels' sums
         if isinstance(self.value, int):
             self.value = wrap64(self.value)  # int64 sums wrap around, as in the kernels
 
     def retract(self, v: Any) -> None:
         self.n -= 1
+        v = self._finite(v, -1)
         self.value = None if self.n == 0 else self.value - v
         if isinstance(self.value, int):
             self.value = wrap64(self.value)
+
+    def _finite(self, v: Any, times: int) -> Any:
+        """``v``, or 0.0 for a NaN or infinity counted apart."""
+        if self.specials is not None and (kind := special_kind(v)):
+            self.specials[kind - 1] += times
+            return 0.0
+        return v
+
+    def result(self) -> Any:
+        if self.specials is None or self.value is None:
+            return self.value
+        return with_special(self.value, self.specials)
 
 
 class Sum(AggregateFunction):
@@ -175,8 +228,11 @@ class Sum(AggregateFunction):
     def retract(self, value: str, x: str) -> list[str] | None:
         return [f"{value} -= {x}"]
 
+    def keeps_specials(self, arg: DType | None) -> bool:
+        return arg is DType.FLOAT64
+
     def accumulator(self, retracting: bool = False) -> Accumulator:
-        return _SumAcc()
+        return _SumAcc(specials=retracting)
 
 
 class _AvgAcc(_SumAcc):
@@ -187,7 +243,7 @@ class _AvgAcc(_SumAcc):
         super().retract(float(v))
 
     def result(self) -> Any:
-        return None if self.n == 0 else self.value / self.n
+        return None if self.n == 0 else super().result() / self.n
 
 
 class Avg(AggregateFunction):
@@ -210,13 +266,16 @@ class Avg(AggregateFunction):
     def retract(self, value: str, x: str) -> list[str] | None:
         return [f"{value} -= np.float64({x})"]
 
+    def keeps_specials(self, arg: DType | None) -> bool:
+        return arg is DType.FLOAT64  # an integer is never NaN or infinite
+
     def finalize(self, value: np.ndarray | None, count: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
         assert value is not None and count is not None
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(count > 0, value / np.maximum(count, 1), 0.0), count > 0
 
     def accumulator(self, retracting: bool = False) -> Accumulator:
-        return _AvgAcc()
+        return _AvgAcc(specials=retracting)
 
 
 def order_key(v: Any) -> tuple:

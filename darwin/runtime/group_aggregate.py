@@ -22,7 +22,18 @@ from darwin.codegen.group_fold import NO_ARGUMENT, FoldSlot, generate_fold
 from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
-from darwin.plan.aggregates import NAN_KEY, NEG_ZERO_KEY, agg_type, extreme_key, function, keep, kept_extreme
+from darwin.plan.aggregates import (
+    NAN_KEY,
+    NEG_ZERO_KEY,
+    SPECIALS,
+    agg_type,
+    extreme_key,
+    function,
+    keep,
+    kept_extreme,
+    special_kinds,
+    with_specials,
+)
 from darwin.plan.exprs import type_of
 from darwin.runtime.distinct import DistinctSets
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
@@ -43,12 +54,15 @@ class GroupAggregateRunner(InputTime):
         self.groups = GroupKeys([schema.field(k) for k in node.keys])
         self.retracting = pn.updating(node.input)
         self.slots: list[FoldSlot] = []
-        for _, call in node.aggs:
+        self.special_slots: list[int] = []  # float sums over an updating input count NaN and infinities apart
+        for i, (_, call) in enumerate(node.aggs):
             fn = function(call.func)
             arg = None if call.input is None else type_of(call.input, schema)
             vdt = fn.value_dtype(None if arg is None else arg.dtype)
             folds = not self.retracting or fn.retract("v", "x") is not None
             self.slots.append(FoldSlot(fn, vdt, folds, every_row=arg is None))
+            if self.retracting and arg is not None and fn.keeps_specials(arg.dtype):
+                self.special_slots.append(i)
         self.out_types = [agg_type(call, schema, name) for name, call in node.aggs]
         self.kernel = load_kernel(generate_fold(tuple(self.slots)), config.cache_dir)
         # distinct counts of one value (whatever their filters) share its sets: value -> their aggregates
@@ -75,17 +89,21 @@ class GroupAggregateRunner(InputTime):
         self.values = [np.zeros(capacity, dtype=s.value_dtype or np.int64) for s in self.slots]
         self.counts = [np.zeros(capacity, dtype=np.int64) for _ in self.slots]
         self.seen = np.zeros(capacity, dtype=np.bool_)
+        # per group, of the aggregates that keep them apart: how many NaNs, +infs and -infs they hold
+        self.specials = {i: np.zeros((capacity, SPECIALS), dtype=np.int64) for i in self.special_slots}
 
     def _fit(self) -> None:
         """Per-group arrays as long as the group index is (it grows as groups arrive)."""
         if len(self.rows) >= self.groups.capacity:
             return
-        rows, values, counts = self.rows, self.values, self.counts
+        rows, values, counts, specials = self.rows, self.values, self.counts, self.specials
         self._allocate(self.groups.capacity)
         n = len(rows)  # the groups before the batch (new ones start at zero)
         self.rows[:n] = rows
         for mine, old in zip(self.values + self.counts, values + counts):
             mine[:n] = old
+        for i, held in specials.items():
+            self.specials[i][:n] = held
 
     # -- a batch --------------------------------------------------------------------------------
     def push(self, batch: EncodedBatch) -> EncodedBatch | None:
@@ -110,6 +128,8 @@ class GroupAggregateRunner(InputTime):
                 x, present = c.values, (np.ones(n, dtype=np.bool_) if c.valid is None else c.valid)
             if i in self.kept:
                 self._keep(i, ids, sign, present, x)
+            if i in self.specials:
+                x = self._count_specials(i, ids, sign, present, x)
             args += [np.ascontiguousarray(x), np.ascontiguousarray(present), self.values[i], self.counts[i]]
         self.kernel(ids, sign, self.rows, *args)
         for sets, members in zip(self.distinct, self.distinct_members):
@@ -126,9 +146,20 @@ class GroupAggregateRunner(InputTime):
         for g, s, v in zip(ids[present].tolist(), sign[present].tolist(), x[present].tolist()):
             keep(kept.setdefault(g, {}), v, s, extreme_key)
 
+    def _count_specials(self, i: int, ids: np.ndarray, sign: np.ndarray, present: np.ndarray,
+                        x: np.ndarray) -> np.ndarray:
+        """Count the NaNs and infinities of aggregate ``i``'s values apart (``keeps_specials``); the
+        values its kernel folds, 0.0 in their place."""
+        kinds = special_kinds(x)
+        hit = present & (kinds > 0)
+        if not hit.any():
+            return x
+        np.add.at(self.specials[i], (ids[hit], kinds[hit] - 1), sign[hit])
+        return np.where(hit, 0.0, x)
+
     def _reset(self, emptied: np.ndarray) -> None:
         """Groups left without rows start afresh if their key comes again."""
-        for arr in self.values + self.counts:
+        for arr in self.values + self.counts + list(self.specials.values()):
             arr[emptied] = 0
         for kept in self.kept.values():
             for g in emptied.tolist():
@@ -147,6 +178,8 @@ class GroupAggregateRunner(InputTime):
                 out.append(self._extreme(i, groups, count))
                 continue
             value = None if slot.value_dtype is None else self.values[i][groups]
+            if i in self.specials and value is not None:
+                value = with_specials(value, self.specials[i][groups])
             out.append(slot.function.finalize(value, count))
         return out
 
@@ -190,6 +223,8 @@ class GroupAggregateRunner(InputTime):
         arrays: dict[str, Any] = {**self.groups.saved(), "rows": self.rows[:n]}
         for i in range(len(self.slots)):
             arrays[f"v{i}"], arrays[f"c{i}"] = self.values[i][:n], self.counts[i][:n]
+        for i, specials in self.specials.items():
+            arrays[f"s{i}"] = specials[:n]
         for d, sets in enumerate(self.distinct):
             arrays.update({f"d{d}{part}": a for part, a in sets.arrays(n).items()})
         np.savez(directory / name, **arrays)
@@ -207,6 +242,9 @@ class GroupAggregateRunner(InputTime):
             self.rows[:n] = saved["rows"]
             for i in range(len(self.slots)):
                 self.values[i][:n], self.counts[i][:n] = saved[f"v{i}"], saved[f"c{i}"]
+            for i, specials in self.specials.items():
+                if f"s{i}" in saved:  # a checkpoint from before they were counted apart has none
+                    specials[:n] = saved[f"s{i}"]
             for d, sets in enumerate(self.distinct):
                 sets.restore(saved, f"d{d}", n)
                 sets.ensure_groups(capacity)

@@ -106,3 +106,26 @@ def test_windowed_aggregation_over_an_updating_result_is_refused():
         best.window(dw.Tumble("1s", on="last")).agg(n=dw.count())
     with pytest.raises(PlanError, match="also a group key"):
         t.group_by("k").agg(k=dw.count())
+
+
+
+@pytest.mark.parametrize("mode", ["compiled", "interpreted"])
+@pytest.mark.parametrize(("later", "expected"), [
+    ([math.nan, 0.0], 5.0),  # a NaN taken back leaves the sum of the values still held
+    ([math.inf, 0.0], 5.0),
+    ([-math.inf, 1.0], 6.0),
+    ([math.inf, -math.inf], -math.inf),  # the group still holds an infinity
+    ([math.nan, math.inf], math.inf),
+    ([math.inf, math.nan, 2.0], 7.0),
+    ([math.nan, math.inf, -math.inf, 2.5, -1.0], 4.0),
+])
+def test_a_float_sum_over_an_updating_input_forgets_a_retracted_nan_or_infinity(mode, later, expected):
+    """Key 2 keeps 5.0; key 1's latest value changes (-U the old one, +U the new): the sum and average
+    of the latest values are those of the values held, as a fresh sum gives. Subtracting a retracted
+    NaN or infinity (``x - nan``, ``inf - inf``) had left NaN for good."""
+    t = dw.from_arrow(pa.table({"k": [2] + [1] * len(later), "f": [5.0, *later]}), name="T")
+    latest = t.deduplicate(on="k", keep="last")
+    q = latest.agg(total=dw.sum("f"), mean=dw.avg("f"), n=dw.count(), lo=dw.min("f"))
+    rows = q.collect(dw.Config(batch_size=1, mode=mode)).to_pylist()
+    assert [(r["n"], r["lo"]) for r in rows] == [(2, min(5.0, later[-1]))]
+    assert (rows[0]["total"], rows[0]["mean"]) == (expected, expected / 2)
