@@ -43,6 +43,7 @@ from darwin.types import DType, Schema
 
 END_OF_INPUT = 2**63 - 1  # the watermark of a source that has ended: every window fires
 INSERT, DELETE = pn.ChangeKind.INSERT, pn.ChangeKind.DELETE
+RETRACTIONS = (pn.ChangeKind.UPDATE_BEFORE, DELETE)
 
 
 class _Context:
@@ -823,6 +824,9 @@ class _Rank(_Operator):
             self.shown[part] = new
             if not entries:
                 del self.parts[part], self.shown[part]
+        if r.retractions_first:  # every row that left before every row that entered
+            out = [row for row in out if row[pn.CHANGE_KIND] in RETRACTIONS] + \
+                  [row for row in out if row[pn.CHANGE_KIND] not in RETRACTIONS]
         self.emit(out, [self.inputs[0].watermark()] * len(out))
 
     def advance(self) -> None:
@@ -838,8 +842,9 @@ class _Rank(_Operator):
 class _Over(_Operator):
     """Aggregates over windows of rows (``pn.Over``). Rows are added and retracted (the earliest
     equal one) as in a top-N; then every partition the batch touched, in the order it first touched
-    them, emits: -D for each row that left (in the old order), then in the new order +I for each
-    new row and -U old, +U new for each row whose aggregates changed."""
+    them, emits -D for each row that left (in the old order), and after those of every partition,
+    each partition in the new order +I for each new row and -U old, +U new for each row whose
+    aggregates changed."""
 
     def __init__(self, node: pn.Over, child: _Operator) -> None:
         super().__init__([child])
@@ -853,13 +858,14 @@ class _Over(_Operator):
 
     def push(self, rows: Rows, marks: Marks, port: int) -> None:
         touched = dict.fromkeys(self.held.take(row) for row in rows)  # in the order first touched
+        gone: Rows = []  # the rows that left, of every partition, before the rest
         out: Rows = []
         for part in touched:
             entries = self.parts[part]
             entries.sort(key=lambda e: (e.key, e.seq))
             new = {e.seq: self._result(entries, i) for i, e in enumerate(entries)}
             old = self.shown.get(part, {})
-            out += [{**row, pn.CHANGE_KIND: DELETE} for seq, row in old.items() if seq not in new]
+            gone += [{**row, pn.CHANGE_KIND: DELETE} for seq, row in old.items() if seq not in new]
             for seq, row in new.items():
                 if seq not in old:
                     out.append({**row, pn.CHANGE_KIND: INSERT})
@@ -869,6 +875,7 @@ class _Over(_Operator):
             self.shown[part] = new
             if not entries:
                 del self.parts[part], self.shown[part]
+        out = gone + out
         self.emit(out, [self.inputs[0].watermark()] * len(out))
 
     def _result(self, entries: list[_Ranked], i: int) -> Row:

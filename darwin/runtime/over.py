@@ -190,8 +190,8 @@ class OverRunner(InputTime):
 
     def _changes(self, cand: Rows, held: int, shown: Rows, part: np.ndarray, alive: np.ndarray,
                  ranked: np.ndarray, targets: np.ndarray, new: Rows) -> EncodedBatch | None:
-        """-D for held rows retracted, then per target row, in rank order, +I (new) or -U/+U
-        (aggregates changed); partitions in the order the batch first touched them."""
+        """-D for held rows retracted, of every partition, then per target row, in rank order, +I
+        (new) or -U/+U (aggregates changed); partitions in the order the batch first touched them."""
         gone = np.flatnonzero(~alive[:held])
         old_at = np.full(cand.length, -1, np.int64)
         old_at[:held] = np.arange(held)
@@ -216,7 +216,7 @@ class OverRunner(InputTime):
         rows = Rows.concat([cand.take(gone), cand.take(row[inserted]), cand.take(row[updated]),
                             cand.take(row[updated])])
         results = Rows.concat([shown.take(gone), new.take(inserted), shown.take(was[updated]), new.take(updated)])
-        order = np.lexsort([sub, position, phase, event_part])
+        order = np.lexsort([sub, position, event_part, phase])  # every partition's deletes first
         columns = {f.name: rows.columns[f.name] for f in self.fields}
         columns.update(results.columns)
         columns = {name: Column(c.values[order], None if c.valid is None else c.valid[order])

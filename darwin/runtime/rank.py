@@ -166,6 +166,9 @@ class RankRunner:
         old_seq = np.where(old_top >= 0, seq[old_top], -1)
         new_seq = np.where(new_top >= 0, seq[new_top], -1)
         at, enters, kinds = top_changes(old_seq, new_seq, n, self.r.by_position)
+        if self.r.retractions_first:  # every row that left before every row that entered (``ranking``)
+            first = np.argsort(enters, kind="stable")
+            at, enters, kinds = at[first], enters[first], kinds[first]
         rows = np.where(enters, new_top[at], old_top[at])
         if self.r.by_position:
             return self._emit(cand, rows, kinds, at % n + 1)
