@@ -206,10 +206,21 @@ class Table:
         return SinkQuery(self.plan, sink)
 
     def iter_batches(self, config: Config | None = None) -> Iterator[pa.RecordBatch]:
-        """Results as they are produced: for windowed queries, as windows fire."""
+        """Results as they are produced: for windowed queries, as windows fire (an updating result's
+        with its change kinds in column ``op``)."""
         from darwin.runtime.executor import stream
 
         yield from stream(self.plan, config or Config())
+
+    def iter_changes(self, config: Config | None = None) -> Iterator[pa.RecordBatch]:
+        """The changes of the result as they are produced, each batch with its kinds in column ``op``
+        (+I, -U, +U, -D; an append-only result's rows are all +I): ``changelog()`` one batch at a time."""
+        from darwin.runtime.executor import stream
+        from darwin.runtime.output import with_inserts
+
+        updating = pn.updating(self.plan)
+        for batch in stream(self.plan, config or Config()):
+            yield batch if updating else with_inserts(batch)
 
 
 class SinkQuery:

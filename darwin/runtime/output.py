@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+T = TypeVar("T", pa.Table, pa.RecordBatch)
 
 
 @dataclass(frozen=True)
@@ -42,13 +44,17 @@ class RunResult:
     def changelog(self) -> pa.Table:
         """Every change of the result, with its kind in column ``op``; an append-only result's rows are all +I."""
         if self._changelog is None:
-            kinds = pa.DictionaryArray.from_arrays(pa.array([0] * self.table.num_rows, pa.int8()), ["+I"])
-            self._changelog = self.table.append_column(pa.field("op", pa.string(), nullable=False),
-                                                       kinds.cast(pa.string()))
+            self._changelog = with_inserts(self.table)
         return self._changelog
 
     def __repr__(self) -> str:
         return f"RunResult({self.table.num_rows} rows, metrics={self.metrics})"
+
+
+def with_inserts(rows: T) -> T:
+    """An append-only result's rows (a table or a batch) as changes: column ``op``, all +I."""
+    kinds = pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows.num_rows, np.int8)), ["+I"]).cast(pa.string())
+    return rows.append_column(pa.field("op", pa.string(), nullable=False), kinds)
 
 
 def final_table(changelog: pa.Table, op_column: str = "op") -> pa.Table:
