@@ -3,11 +3,13 @@
 A *time attribute* of a node is a timestamp column whose rows arrive no earlier than the node's
 watermark, up to rows its own operators count as late: a scan's time column, the ``window_end``
 a windowed aggregation emits or a window assignment attaches, carried through filters and
-renaming projections. A join whose condition bounds one side's time attribute by the other's
-from both sides (``r.t BETWEEN l.t + a AND l.t + b``) is an *interval join*; one whose keys pair
-the windows of two sides windowed alike is a *window join*. Both engines read this analysis:
-it decides when rows leave the state, which rows are late, and when an outer join's padded rows
-are emitted (when a row can no longer match, so the output only appends).
+renaming projections, and through an interval or window join, which holds its watermark back
+for them (``JoinTiming.output_watermark``). A join whose condition bounds one side's time
+attribute by the other's from both sides (``r.t BETWEEN l.t + a AND l.t + b``) is an *interval
+join*; one whose keys pair the windows of two sides windowed alike is a *window join*. Both
+engines read this analysis: it decides when rows leave the state, which rows are late, when an
+outer join's padded rows are emitted (when a row can no longer match, so the output only
+appends) and the watermark the join passes on.
 """
 
 from __future__ import annotations
@@ -43,10 +45,37 @@ class JoinTiming:
     kind: str  # "interval" | "window"
     left: SideTiming
     right: SideTiming
+    span_ms: int = 0  # a window join's window size: each row's times lie within its window
 
     def describe(self) -> str:
         return f"{self.kind} join: a left row frees after {self.left.describe()}, a right row after " \
             f"{self.right.describe()}"
+
+    def output_watermark(self, left_wm: int, right_wm: int) -> int:
+        """The watermark the join passes on, given its sides': at or below every time attribute of
+        every row it may still emit, so that no operator after it finds such a row late. A row it
+        keeps can still be paired (or padded) until the other side's watermark passes its bound,
+        so its time is held back by how far the bound lies ahead of it, as Flink holds back an
+        interval join's output watermark by the interval: with ``r.t BETWEEN l.t + a AND l.t + b``,
+        a left row waits for the right watermark to pass ``l.t + b`` and a right row for the left
+        one to pass ``r.t - a``; a window join's rows wait for their window to end on both sides."""
+        wm = min(left_wm, right_wm)
+        if self.kind == "window":
+            return _minus(wm, self.span_ms - 1)
+        for side, own, other in ((self.left, left_wm, right_wm), (self.right, right_wm, left_wm)):
+            if side.bound == side.time:  # otherwise its times are no time attributes of the output
+                wm = min(wm, _minus(own, side.time_shift), _minus(other, side.bound_shift))
+        return wm
+
+
+_NO_WATERMARK, _END_OF_INPUT = -(2**63), 2**63 - 1
+
+
+def _minus(wm: int, ms: int) -> int:
+    """``wm - ms``, where no watermark yet and the end of input stay what they are."""
+    if wm in (_NO_WATERMARK, _END_OF_INPUT):
+        return wm
+    return max(_NO_WATERMARK + 1, min(_END_OF_INPUT - 1, wm - ms))
 
 
 def join_timing(join: pn.Join) -> JoinTiming | None:
@@ -66,9 +95,17 @@ def time_attributes(node: pn.PlanNode) -> frozenset[str]:
         return time_attributes(node.input) | {pn.WINDOW_END}
     if isinstance(node, pn.Aggregate):
         return frozenset({pn.WINDOW_END})
-    if isinstance(node, pn.Join) and join_timing(node) is not None:
+    if isinstance(node, pn.Join):
+        timing = join_timing(node)
+        if timing is None:
+            return frozenset()  # a regular join: its output rows carry no bound on their times
         renamed = node.right_names
-        return time_attributes(node.left) | {renamed[c] for c in time_attributes(node.right)}
+        left = time_attributes(node.left)
+        right = frozenset(renamed[c] for c in time_attributes(node.right))
+        if timing.kind == "interval":  # a row's time the join holds its watermark back for, if it is its bound
+            left = left & {timing.left.time} if timing.left.bound == timing.left.time else frozenset()
+            right = right & {renamed[timing.right.time]} if timing.right.bound == timing.right.time else frozenset()
+        return left | right
     if isinstance(node, pn.LookupJoin):
         return time_attributes(node.input)
     if isinstance(node, pn.Union):
@@ -119,7 +156,7 @@ def _window_join(join: pn.Join) -> JoinTiming | None:
         # watermark that fires it), freed once the other side's window has fired too
         shift = lw.size_ms - 1 if kind == pn.WINDOW_START else -1
         return JoinTiming("window", SideTiming(lk.name, lk.name, shift, shift),
-                          SideTiming(rk.name, rk.name, shift, shift))
+                          SideTiming(rk.name, rk.name, shift, shift), lw.size_ms)
     return None
 
 

@@ -425,7 +425,7 @@ class _Join(_Operator):
         for side in (0, 1):
             self._expire(side, wms[1 - side], new)
         self._flush()  # with the watermark before this one: rows travel ahead of the watermark
-        self.wm = new
+        self.wm = new if self.timing is None else self.timing.output_watermark(*wms)
 
     def _expire(self, side: int, other_wm: int, new: int) -> None:
         """Free ``side``'s rows whose bound the other side's watermark has passed, or (``state_ttl``)

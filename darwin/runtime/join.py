@@ -191,7 +191,8 @@ class JoinRunner:
                 stamp[stamp == NO_WATERMARK] = new  # arrived before any watermark: time starts at the first
                 rows.free(stamp < new - ttl)
             rows.compact()
-        self.wm = new
+        timing = self.j.timing  # a bounded join holds its watermark back by how long it keeps rows
+        self.wm = new if timing is None else timing.output_watermark(left_wm, right_wm)
         if not parts:
             return None
         return parts[0] if len(parts) == 1 else concatenated(parts, self.output_schema)
