@@ -325,6 +325,13 @@ class SelectPlanner(GroupByClause):
                                      "(ROWS BETWEEN n PRECEDING AND CURRENT ROW)")
         if not isinstance(start, exp.Literal):
             raise self.error(window, "OVER: only a number of PRECEDING rows is supported (not UNBOUNDED)")
+        if start.is_string or not str(start.this).isdigit():
+            raise self.error(start, f"OVER: {start.sql(dialect=Flink)} PRECEDING: the frame's start is a whole "
+                                    "number of rows, e.g. ROWS BETWEEN 2 PRECEDING AND CURRENT ROW")
+        exclude = spec.args.get("exclude")
+        if exclude is not None and exclude.name.upper() != "NO OTHERS":  # NO OTHERS: the frame as it is
+            raise self.error(window, f"OVER: EXCLUDE {exclude.name} is not supported; a frame holds its "
+                                     "rows from n PRECEDING to the CURRENT ROW")
         return self.planner._located(window, lambda: agg.over(partition_by=by, order_by=order_by,
                                                               rows=(int(start.this), 0)))
 

@@ -92,6 +92,26 @@ def test_over_frames_start_before_the_current_row(bids):
                "AS s FROM t", tables={"t": bids})
 
 
+@pytest.mark.parametrize("config", MODES)
+def test_over_frames_exclude_nothing(bids, config):
+    """EXCLUDE CURRENT ROW (TIES, GROUP) was accepted and dropped: the sums still held the current row.
+    Darwin's frames exclude nothing, so only EXCLUDE NO OTHERS, which says so, is accepted."""
+    frame = "PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW"
+    plain = rows(f"SELECT ts, sum(v) OVER ({frame}) AS s FROM t", bids, config)
+    assert rows(f"SELECT ts, sum(v) OVER ({frame} EXCLUDE NO OTHERS) AS s FROM t", bids, config) == plain
+    assert [s for _, s in plain] == [10, 40, 20, 35, 60, 5]
+    for exclude in ("CURRENT ROW", "TIES", "GROUP"):
+        with pytest.raises(SqlError, match=f"line 1, column 12: OVER: EXCLUDE {exclude} is not supported"):
+            dw.sql(f"SELECT ts, sum(v) OVER ({frame} EXCLUDE {exclude}) AS s FROM t", tables={"t": bids})
+
+
+@pytest.mark.parametrize("start", ["'1'", "1.5"])
+def test_over_frames_start_a_whole_number_of_rows_back(bids, start):
+    with pytest.raises(SqlError, match=f"OVER: {start} PRECEDING: the frame's start is a whole number of rows"):
+        dw.sql(f"SELECT sum(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN {start} PRECEDING AND CURRENT ROW) "
+               "AS s FROM t", tables={"t": bids})
+
+
 @pytest.mark.parametrize("bound, n", [("rn <= 2.5", 2), ("rn < 2.5", 2), ("rn < 2", 1), ("rn <= 1", 1), ("rn = 1", 1)])
 def test_row_number_bounds_that_are_not_whole(bids, bound, n):
     got = rows(f"SELECT k, v FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM t) "
