@@ -143,6 +143,7 @@ class WindowAssign(_OneInput):
         if f.dtype is not DType.TIMESTAMP:
             raise DarwinTypeError(f"window: column {self.window.on!r} is {f.dtype.value}; a window needs a "
                                   "timestamp column (cast it with col(...).cast('timestamp'))")
+        _refuse_time_after_regular_join(self.input, self.window.on, "a window")
         _ = self.schema
 
     @cached_property
@@ -197,6 +198,7 @@ class SessionAggregate(_OneInput):
         _need_aggregates(self.aggs)
         if updating(self.input):
             raise UnsupportedError(f"a session window aggregation over {_UPDATING} is not supported yet")
+        _refuse_time_after_regular_join(self.input, self.window.on, "a session window")
         f = self.input.schema.field(self.window.on, "session window")
         if f.dtype is not DType.TIMESTAMP:
             raise DarwinTypeError(f"session window: column {self.window.on!r} is {f.dtype.value}; a window needs "
@@ -797,6 +799,26 @@ def _key_family(t: DType | None) -> str | None:
 
 def _name(t: DType | None) -> str:
     return "null" if t is None else t.value
+
+
+def _refuse_time_after_regular_join(node: PlanNode, column: str, what: str) -> None:
+    """Event-time windows over a regular join's rows are refused, as in Flink: a row the join keeps
+    pairs with rows of any later time, so its output carries no bound on ``column`` that a watermark
+    could follow, and which rows came late would depend on where batches end."""
+    from darwin.plan.explain import describe
+    from darwin.plan.temporal import join_timing, time_attributes
+
+    if column in time_attributes(node):
+        return
+    joins = [n for n in walk(node) if isinstance(n, Join) and join_timing(n) is None]
+    if joins:
+        raise UnsupportedError(
+            f"{what} on {column!r} over the output of a regular join ({describe(joins[0])}): a row the join "
+            f"keeps in state pairs with rows of any later time, so "
+            f"the joined rows carry no bound on {column!r} a watermark could follow, and which rows came late "
+            "would depend on where batches end (Flink refuses it too). Window the sides before joining, or bound "
+            "the join in time: an interval join (where=col('t_right').between(col('t') - ..., col('t') + ...)) "
+            "or a window join (both sides windowed alike, joined on window_start)")
 
 
 def _columns(s: Schema) -> str:

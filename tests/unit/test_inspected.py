@@ -28,7 +28,8 @@ def test_strings_a_join_only_carries_are_appended():
 def test_a_string_looked_into_above_a_join_is_interned_on_its_side_only():
     q = table("L").join(table("R"), on=[("k", "k")]).filter(col("s_right") != "a").select("x", "s", "s_right")
     assert payload(q) == {"L": {"s", "x"}, "R": set()}  # the filter is pushed into R, which reads no x
-    grouped = table("L").join(table("R"), on=[("k", "k")]).window(dw.Tumble("1s", on="t")) \
+    bounded = col("t_right").between(col("t") - 1000, col("t") + 1000)  # an interval join: windows may follow
+    grouped = table("L").join(table("R"), on=[("k", "k")], where=bounded).window(dw.Tumble("1s", on="t")) \
         .group_by("x_right").agg(n=dw.count())
     assert payload(grouped) == {"L": {"x"}, "R": set()}  # L's x stays (it names x_right), only moved; s goes
 

@@ -108,5 +108,22 @@ def test_malformed_inputs_raise_darwin_errors(tmp_path):
 def test_aggregation_over_an_outer_join_is_refused_by_both_engines(t, config):
     other = dw.from_arrow(pa.table({"auction": [1], "ts": pa.array([0], pa.timestamp("ms"))}), time="ts", name="o")
     joined = t.join(other, on=[("auction", "auction")], how="left")
-    with pytest.raises(dw.errors.UnsupportedError, match="not supported yet"):
+    with pytest.raises(dw.errors.UnsupportedError, match="over the output of a regular join"):
         joined.window(dw.Tumble("10s", on="ts")).agg(m=dw.count()).collect(config)
+
+
+@pytest.mark.parametrize("window", [dw.Tumble("1s", on="t"), dw.Slide("2s", every="1s", on="t"),
+                                    dw.Session(gap="1s", on="t")], ids=["tumble", "slide", "session"])
+def test_event_time_windows_over_a_regular_join_are_refused_and_bounded_joins_take_them(window):
+    """A regular join's rows carry no bound on their times (a kept row pairs with any later one), so
+    which rows came late depended on where batches ended: rows were dropped at batch size 1 and kept at
+    2. Refused, as in Flink; an interval join or a window on a side before the join still works."""
+    left = dw.from_arrow(pa.table({"t": pa.array([0, 3000], pa.timestamp("ms")), "k": [1, 9]}), time="t", name="l")
+    right = dw.from_arrow(pa.table({"t": pa.array([2000, 4000], pa.timestamp("ms")), "k": [9, 1]}), time="t",
+                          name="r")
+    with pytest.raises(dw.errors.UnsupportedError, match=r"on 't' over the output of a regular join .*interval join"):
+        left.join(right, on=[("k", "k")]).window(window).group_by("k").agg(n=dw.count())
+    bounded = left.join(right, on=[("k", "k")], where=col("t_right").between(col("t") - 1000, col("t") + 5000))
+    assert bounded.window(window).group_by("k").agg(n=dw.count()).collect(dw.Config(batch_size=1)).num_rows > 0
+    windowed_first = left.window(dw.Tumble("1s", on="t")).group_by("k").agg(n=dw.count())
+    assert windowed_first.join(right, on=[("k", "k")]).collect().num_rows == 2
