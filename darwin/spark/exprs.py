@@ -13,7 +13,8 @@ Darwin's rule out:
 - ``isin`` never matches NaN; int64 arithmetic wraps around (Spark with ANSI mode off does too);
 - ``regexp_extract`` gives NULL where nothing matches (Spark gives ""), and for a group the
   pattern does not have; its pattern is Unicode-aware (``(?U)``), as Python's is;
-- float ``%`` gives a zero remainder the divisor's sign, as Python does (Java: the dividend's).
+- float ``%`` gives a zero remainder the divisor's sign, as Python does (Java: the dividend's);
+- ``strftime``'s ``%Y`` and ``%y`` of years before 0 or after 9999 are Darwin's, not Java's.
 
 Literals are Spark literals (values, never spliced into SQL text).
 """
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
 
 DAY_MS = 86_400_000
+YEAR_0_MS, YEAR_10000_MS = -62_167_219_200_000, 253_402_300_800_000  # 0000-01-01 and 10000-01-01, UTC
 # Java's UNICODE_CHARACTER_CLASS (and UNICODE_CASE): \w \d \s \b and case-insensitive matching over
 # Unicode, as Python's ``re`` does for str patterns (Java's are ASCII-only without it: 'café' was
 # 'caf'); where the two still differ is in docs/decisions.md (The Spark engine)
@@ -88,7 +90,7 @@ def to_spark(e: ex.ExprNode, schema: Schema) -> Column:
     if isinstance(e, ex.DatePart):
         return date_part(e.part, to_spark(e.operand, schema))
     if isinstance(e, ex.Strftime):
-        return F.date_format(F.timestamp_millis(to_spark(e.operand, schema)), _pattern(e.format))
+        return strftime(e.format, to_spark(e.operand, schema))
     if isinstance(e, ex.StringCall):
         return _string(e, to_spark(e.operand, schema))
     raise UnsupportedError(f"the Spark engine has no translation of expression {e}")
@@ -204,6 +206,27 @@ def _div(a: Column, n: int) -> Column:
     from pyspark.sql import functions as F
 
     return F.call_function("div", a, F.lit(n))
+
+
+def strftime(fmt: str, ms: Column) -> Column:
+    """``dt.strftime(fmt)`` of a timestamp in int64 ms, as ``darwin.plan.timeformat.strftime`` formats it.
+    Spark's patterns give the same text for years 0 to 9999; outside them its year fields differ (``yyyy``
+    of 10000 is ``+10000``, ``yy`` of -1 is ``01`` where Python's ``-1 % 100`` is 99), so there the year
+    fields are computed and the rest formatted field by field."""
+    from pyspark.sql import functions as F
+
+    ts = F.timestamp_millis(ms)
+    whole = F.date_format(ts, _pattern(fmt))
+    tokens = parse(fmt)
+    if not any(kind == "field" and value in "Yy" for kind, value in tokens):
+        return whole
+    year = F.year(ts)
+    fields = {"Y": F.when(year >= 0, F.format_string("%04d", year)).otherwise(
+                  F.concat(F.lit("-"), F.format_string("%04d", -year))),
+              "y": F.format_string("%02d", F.pmod(year, F.lit(100)))}
+    pieces = [F.lit(value) if kind == "text" else fields.get(value, F.date_format(ts, _PATTERNS[value]))
+              for kind, value in tokens]
+    return F.when(ms.isNull() | ((ms >= YEAR_0_MS) & (ms < YEAR_10000_MS)), whole).otherwise(F.concat(*pieces))
 
 
 def _pattern(fmt: str) -> str:

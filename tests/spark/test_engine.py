@@ -208,3 +208,15 @@ def test_a_float_remainder_of_zero_takes_the_divisors_sign_on_spark(spark):
     on_spark = assert_three_engines_agree(t.select("i", m=col("a") % col("b"))).table
     got = {r["i"]: _exact(r["m"]) for r in on_spark.to_pylist()}
     assert got == {i: _exact(a % b) if b else None for i, (a, b) in enumerate(pairs)}
+
+
+def test_strftime_years_before_0_and_after_9999_on_spark(spark):
+    """%Y of the year 10000 is '10000' and %y of the year -1 is '99' (Python's -1 % 100), as Darwin's
+    engines format them; Spark's patterns gave '+10000' and '01'."""
+    from engines import assert_three_engines_agree
+
+    ms = [253_402_300_800_000, -62_167_219_200_001, -300_000_000_000_000, 951_782_400_000, None]
+    t = dw.from_arrow(pa.table({"t": pa.array(ms, pa.timestamp("ms"))}), name="t")
+    on_spark = assert_three_engines_agree(t.select(s=col("t").dt.strftime("%Y/%y %m-%d %H"))).table
+    assert sorted(on_spark.column("s").to_pylist(), key=str) == [
+        "-0001/99 12-31 23", "-7537/63 05-18 18", "10000/00 01-01 00", "2000/00 02-29 00", None]
