@@ -282,3 +282,41 @@ def test_a_publish_killed_halfway_is_completed_once_on_recovery(broker, topic, t
     got = sorted(v["id"] for v in json_values(consume_all(broker.bootstrap, name)))
     assert got == list(range(100))
     assert list(tmp_path.iterdir()) == []
+
+
+def _within(seconds, f):
+    """f() run in a thread: its result, or a failure if it has not returned within ``seconds``."""
+    import threading
+
+    out = {}
+
+    def run():
+        try:
+            out["value"] = f()
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            out["error"] = e
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert out, f"still running after {seconds} s"
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+def test_a_bounded_read_ends_on_a_topic_written_in_transactions(broker, topic, tmp_path):
+    """The last offset of a partition written in transactions is a commit marker, which no consumer is handed:
+    the bounded read waited for it forever, so a job reading an exactly-once sink's topic (or any transactional
+    producer's) never finished. """
+    source, between = topic(2), topic(2)
+    records = bid_records(400, 2)
+    produce(broker.bootstrap, source, records)
+    first = windowed_counts(dw.read_kafka(source, broker.bootstrap, BIDS, max_delay="0s"))
+    first.sink(KafkaSink(between, broker.bootstrap, key="auction", guarantee="exactly_once",
+                         staging_dir=tmp_path / "stage")).run(dw.Config(checkpoint_dir=str(tmp_path / "chk"),
+                                                                        checkpoint_interval="1 batch", batch_size=100))
+    schema = pa.schema([("auction", pa.int64()), ("n", pa.int64()), ("top", pa.int64())])
+    got = _within(30, lambda: dw.read_kafka(between, broker.bootstrap, schema).collect())
+    columns = ["auction", "n", "top"]
+    assert as_rows(got.select(columns)) == as_rows(expected_counts(records).select(columns))

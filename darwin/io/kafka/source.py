@@ -252,9 +252,10 @@ class KafkaSource:
         settings = {"bootstrap.servers": self.bootstrap_servers, "group.id": self.group,
                     "enable.auto.commit": False, "enable.auto.offset.store": False,
                     "isolation.level": "read_committed", "auto.offset.reset": "earliest",
-                    "session.timeout.ms": 6000, "enable.partition.eof": False}
+                    "session.timeout.ms": 6000}
         settings.update({k.replace("_", "."): v for k, v in extra.items()})
         settings.update(self.config)
+        settings["enable.partition.eof"] = True  # where a partition's records end: see _poll
         return settings
 
     def _consumer(self) -> Any:
@@ -373,6 +374,7 @@ class KafkaSource:
                 raise SourceError(f"{self._where}: reading partition {m.partition()} failed: {m.error()}")
         if failed:
             got = [m for m in got if m.error() is None]
+        eofs = [(m.partition(), m.offset()) for m in failed]
         n = len(got)
         owners = np.fromiter((m.partition() for m in got), np.int64, n)
         offsets = np.fromiter((m.offset() for m in got), np.int64, n)
@@ -390,6 +392,10 @@ class KafkaSource:
             received.append((s, messages, offsets[rows]))
             s.read_to, s.last_seen = int(offsets[rows[-1]]) + 1, time.monotonic()
         self._decode(received, columns)
+        for p, offset in eofs:  # the partition holds nothing to read below ``offset``: the offsets between its last
+            s = parts.get(p)    # record and there are transaction markers (or aborted records), never delivered
+            if s is not None and offset is not None and offset >= 0:
+                s.read_to = max(s.read_to, offset if s.end is None else min(offset, s.end))
         for s in parts.values():
             stop = s.buffered() >= limit or s.at_end()
             if stop != s.paused:
@@ -518,9 +524,11 @@ def _true_ends(settings: dict[str, Any], topic: str, marks: dict[int, tuple[int,
 
     Tansu reports the base offset of the last record batch + 1 as the high watermark, not the
     offset after its last record; reading from there finds the true end (on Apache Kafka the
-    read finds the one last record, and the end is the high watermark).
+    read finds the one last record, and the end is the high watermark). A partition whose last
+    offset is a transaction marker, which no consumer is handed, ends where its end-of-partition
+    event says.
     """
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     ends = {p: high for p, (low, high) in marks.items()}
     probe = {p: high - 1 for p, (low, high) in marks.items() if high > low}
@@ -534,8 +542,13 @@ def _true_ends(settings: dict[str, Any], topic: str, marks: dict[int, tuple[int,
         while time.monotonic() < deadline and extra >= 0:
             for m in consumer.consume(num_messages=100_000, timeout=0.2 if extra else 0.02):
                 p, offset = m.partition(), m.offset()
-                if m.error() is None and p is not None and offset is not None:
+                error = m.error()
+                if p is None or offset is None:
+                    continue
+                if error is None:
                     seen[p] = max(seen.get(p, 0), offset + 1)
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    seen[p] = max(seen.get(p, 0), offset)
             if set(probe) <= set(seen):
                 extra -= 1
     finally:
