@@ -69,6 +69,14 @@ def test_a_json_or_raw_value_that_does_not_parse_names_its_offset():
         decode("raw", [b"\xff", b"ok"], pa.schema([("value", pa.string())]), offset)
 
 
+@pytest.mark.parametrize("empty", [b"", b"  ", b"\n"])
+def test_an_empty_json_value_is_named_as_empty(empty):
+    """It was reported as 'a quote in it is not closed', of a value without a quote."""
+    with pytest.raises(SourceError, match=r"^topic t partition 3 offset 101: the value .* is not a JSON object of the "
+                                          r"schema's columns: it holds no JSON object \(an empty value"):
+        decode("json", [b'{"i": 1}', empty, b'{"i": 2}'], BATCH.schema, offset)
+
+
 def test_a_long_bad_value_is_quoted_by_its_start():
     with pytest.raises(SourceError) as raised:
         decode("csv", [b"x,1.5," + b"9" * 10_000 + b"z"], BATCH.schema, offset)

@@ -99,8 +99,12 @@ def _first_bad(fmt: str, payloads: Sequence[bytes | None], schema: pa.Schema,
             return SourceError(f"{where_of(i)}: the value {_shown(payload)} is not {_WHAT[fmt]} "
                                f"(format={fmt!r}): {problem}")
         if rows != 1:
-            problem = "a quote in it is not closed" if rows < 1 else \
-                f"it holds {rows} {fmt} records; each message must hold exactly one"
+            if rows > 1:
+                problem = f"it holds {rows} {fmt} records; each message must hold exactly one"
+            elif fmt == "json":  # a null value is a row of nulls, an empty one holds no object
+                problem = "it holds no JSON object (an empty value; a message without a value is a row of nulls)"
+            else:
+                problem = "a quote in it is not closed"
             return SourceError(f"{where_of(i)}: the value {_shown(payload)} is not {_WHAT[fmt]}: {problem}")
     return SourceError(f"{where_of(0)} to {where_of(len(payloads) - 1)}: the {len(payloads)} values do not parse "
                        f"together as {fmt}, though each does alone")
