@@ -320,3 +320,21 @@ def test_a_bounded_read_ends_on_a_topic_written_in_transactions(broker, topic, t
     got = _within(30, lambda: dw.read_kafka(between, broker.bootstrap, schema).collect())
     columns = ["auction", "n", "top"]
     assert as_rows(got.select(columns)) == as_rows(expected_counts(records).select(columns))
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
+def test_a_row_too_large_for_a_message_is_refused_by_name_before_its_checkpoint(broker, topic, tmp_path, guarantee):
+    """At-least-once let confluent-kafka's bare KafkaException (MSG_SIZE_TOO_LARGE) out; exactly-once staged the
+    row and failed only publishing it, after the checkpoint holding it was complete, so every restart failed again.
+    Now both refuse the row with a SinkError naming its key, its size and the setting, before the checkpoint."""
+    name = topic(1)
+    rows = pa.table({"id": [1, 2], "s": ["small", "x" * 1_500_000], "ts": pa.array([1, 2], pa.timestamp("ms"))})
+    sink = KafkaSink(name, broker.bootstrap, key="id", guarantee=guarantee, staging_dir=tmp_path / "stage")
+    with pytest.raises(SinkError, match=r"the row with id='2' makes a message of 15000\d\d bytes, more than the "
+                                        r"producer's message.max.bytes \(1000000\)"):
+        dw.from_arrow(rows, time="ts").sink(sink).run(dw.Config(checkpoint_dir=str(tmp_path / "chk"), batch_size=1))
+    if guarantee == "exactly_once":
+        assert consume_all(broker.bootstrap, name, quiet_s=0.5) == []
+    bigger = KafkaSink(name, broker.bootstrap, key="id", config={"message.max.bytes": 1_000_000_000},
+                       staging_dir=tmp_path / "stage2")  # and a larger limit lets it through to the broker
+    bigger._check_sizes(pa.record_batch(rows.select(["id", "s"]).to_batches()[0]))

@@ -25,7 +25,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from darwin.errors import SinkError
 from darwin.files import crc32_of, fsync_path, write_atomically
@@ -146,6 +148,7 @@ class KafkaSink:
         if self.guarantee == "at_least_once":
             self._produce(batch)
             return
+        self._check_sizes(batch)  # before it is staged: a checkpoint must not hold an epoch that cannot be published
         if self._writer is None:
             assert self.staging_dir is not None and self._schema is not None
             self._staged = self.staging_dir / f"epoch-{os.getpid()}-pending.arrow"
@@ -261,6 +264,54 @@ class KafkaSink:
         return [] if self.staging_dir is None else [self.staging_dir]
 
     # -- producing --------------------------------------------------------------------------------
+    def _max_bytes(self) -> int:
+        """The producer's limit on a message (librdkafka's ``message.max.bytes``, 1000000 by default)."""
+        try:
+            return int(self.config.get("message.max.bytes", 1_000_000))
+        except (TypeError, ValueError):
+            return 1_000_000
+
+    def _too_large(self, size: int, row: int, key: Any) -> SinkError:
+        limit = self._max_bytes()
+        if isinstance(key, bytes):
+            key = key.decode("utf-8", "replace")
+        which = f"the row with {self.key}={key!r}" if self.key is not None else f"row {row} of a batch"
+        return SinkError(f"{self._where}: {which} makes a message of {size} bytes, more than the producer's "
+                         f"message.max.bytes ({limit}); raise it with config={{'message.max.bytes': ...}} (and the "
+                         "topic's max.message.bytes on the broker), or make the rows smaller")
+
+    def _check_sizes(self, batch: pa.RecordBatch) -> None:
+        """Refuse a row whose message would be larger than the producer takes. Only batches whose longest text
+        could make such a message are encoded for this (an encoded value is at most 6 bytes per byte of text,
+        for JSON's escapes, plus a bounded text per column)."""
+        limit = self._max_bytes()
+        fixed = sum(len(f.name.encode()) + 64 for f in batch.schema)
+        longest = np.zeros(batch.num_rows, np.int64)
+        for column in batch.columns:
+            t = column.type
+            if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) \
+                    or pa.types.is_large_binary(t):
+                longest += pc.fill_null(pc.binary_length(column), 0).to_numpy(zero_copy_only=False)
+        if fixed + 6 * int(longest.max(initial=0)) < limit:
+            return
+        values = self._values(batch)
+        keys = self._keys(batch)
+        for i, value in enumerate(values):
+            size = len(value) + (len(keys[i] or b"") if keys is not None else 0)
+            if size > limit:
+                raise self._too_large(size, i, None if keys is None else keys[i])
+
+    def _values(self, batch: pa.RecordBatch) -> list[bytes]:
+        if self._avro is not None:
+            from darwin.io.kafka import avro  # noqa: F811 - loaded only for Avro (see above)
+            return avro.encode(self._avro, batch.select(self._avro.schema.names), self._where)
+        return codecs.encode(self.format, batch)
+
+    def _keys(self, batch: pa.RecordBatch) -> list[bytes | None] | None:
+        if self.key is None:
+            return None
+        return [None if k is None else str(k).encode() for k in batch.column(self.key).to_pylist()]
+
     def _published(self) -> int:
         """The last epoch whose transaction committed, from the marker offset (0: none)."""
         from confluent_kafka import TopicPartition
@@ -272,13 +323,10 @@ class KafkaSink:
             -> None:
         """``row``: (epoch, number of the batch's first row in it), written as a header of each message, so a
         publish repeated after a crash can tell which rows a broker already shows (``skip``)."""
-        if self._avro is not None:
-            from darwin.io.kafka import avro  # noqa: F811 - loaded only for Avro (see above)
-            values = avro.encode(self._avro, batch.select(self._avro.schema.names), self._where)
-        else:
-            values = codecs.encode(self.format, batch)
-        keys = [None if k is None else str(k).encode() for k in batch.column(self.key).to_pylist()] \
-            if self.key is not None else None
+        from confluent_kafka import KafkaError, KafkaException
+
+        values = self._values(batch)
+        keys = self._keys(batch)
         stamps = batch.column(self.timestamp).cast(pa.int64()).to_pylist() if self.timestamp is not None else None
         produce, poll = self._producer.produce, self._producer.poll
         for i, value in enumerate(values):
@@ -298,6 +346,12 @@ class KafkaSink:
                     break
                 except BufferError:  # the local queue is full: let deliveries drain it
                     poll(0.05)
+                except KafkaException as e:
+                    error = e.args[0] if e.args else None
+                    if isinstance(error, KafkaError) and error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                        raise self._too_large(len(value) + len(extra.get("key") or b""), i,
+                                              None if keys is None else keys[i]) from None
+                    raise SinkError(f"{self._where}: producing a message failed: {e}") from None
         poll(0)
         self.produced += len(values)
 
