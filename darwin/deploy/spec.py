@@ -175,8 +175,9 @@ class _Paths:
     def resolve(self, entry: Entry, read: bool = False) -> Path:
         """``entry``'s path, resolved; ``read``: the job reads it (a source), so a directory's entries
         are held to the rule too."""
+        text = entry.string()  # its own error names the key and line once
         try:
-            return self.check(entry.string(), read)
+            return self.check(text, read)
         except ConfigError as e:
             raise entry.error(str(e)) from None
 

@@ -71,6 +71,17 @@ def test_bad_type_of_a_value(job):
     assert message.startswith("job.yaml:7: key 'sources.bids.rate_limit': expected a positive number, got 'fast'")
 
 
+@pytest.mark.parametrize("old, new, message", [
+    ("path: data/bids.csv", "path: 5", "job.yaml:4: key 'sources.bids.path': expected a non-empty string, got 5"),
+    ("path: out/doubled", "path: [a, b]", "job.yaml:15: key 'sinks.out.path': expected a non-empty string, got a list"),
+    ("parallelism: 1", "parallelism: 1\n  checkpoint_dir: null\n  state_path: 7",
+     "job.yaml:19: key 'config.state_path': expected a non-empty string, got 7"),
+])
+def test_a_path_that_is_not_text_is_named_once(job, old, new, message):
+    """The file, line and key were given twice: 'job.yaml:4: key 'sources.bids.path': job.yaml:4: key ...'."""
+    assert error_of(job(GOOD.replace(old, new))) == message
+
+
 def test_bad_column_type_name(job):
     message = error_of(job(GOOD.replace("auction: int64", "auction: int46")))
     assert message.startswith("job.yaml:5: key 'sources.bids.schema.auction': unknown type 'int46'")
