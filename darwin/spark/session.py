@@ -20,7 +20,8 @@ _SETTINGS: tuple[str, tuple[tuple[str, str], ...]] | None = None  # the master a
 def spark_session(app_name: str = "darwin", master: str | None = None,
                   conf: Mapping[str, str] | None = None) -> SparkSession:
     """The process's SparkSession: local[*] unless ``master`` says otherwise, quiet, UTC, ANSI off
-    (x/0 is NULL, as in Darwin), with ``conf`` on top. Asking for another master or conf stops the
+    (x/0 is NULL, as in Darwin), column names case-sensitive (as Darwin's: ``a`` and ``A`` are two
+    columns), with ``conf`` on top. Asking for another master or conf stops the
     session and starts one with them (a process has one SparkContext)."""
     global _SESSION, _SETTINGS
     if _SESSION is not None and master is None and not conf:
@@ -42,6 +43,9 @@ def spark_session(app_name: str = "darwin", master: str | None = None,
                .config("spark.sql.shuffle.partitions", str(2 * cores))
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.ansi.enabled", "false")
+               # Darwin's names are case-sensitive; Spark's resolution is not by default, so a column
+               # `a` beside `A` was ambiguous, and `withColumn("window_end")` replaced a column WINDOW_END
+               .config("spark.sql.caseSensitive", "true")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")

@@ -220,3 +220,14 @@ def test_strftime_years_before_0_and_after_9999_on_spark(spark):
     on_spark = assert_three_engines_agree(t.select(s=col("t").dt.strftime("%Y/%y %m-%d %H"))).table
     assert sorted(on_spark.column("s").to_pylist(), key=str) == [
         "-0001/99 12-31 23", "-7537/63 05-18 18", "10000/00 01-01 00", "2000/00 02-29 00", None]
+
+
+def test_column_names_differing_only_in_case_are_two_columns_on_spark(spark):
+    """Darwin's names are case-sensitive: an aggregate named WINDOW_END kept its sum on Spark (it got the
+    window's end, Spark's resolution being case-insensitive) and a column `A` beside `a` was ambiguous."""
+    from engines import assert_three_engines_agree
+
+    t = dw.from_arrow(pa.table({"ts": pa.array([0, 1, 2000], pa.timestamp("ms")), "a": [1, 2, 3], "A": [10, 20, 30]}),
+                      time="ts", name="t")
+    on_spark = assert_three_engines_agree(t.window(dw.Tumble("1s", on="ts")).group_by("a").agg(WINDOW_END=dw.sum("A")))
+    assert sorted(on_spark.table.column("WINDOW_END").to_pylist()) == [10, 20, 30]
