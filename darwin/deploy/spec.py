@@ -48,6 +48,7 @@ _SINK_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                                "transactional_id", "config", *_AVRO_KEYS)),
     "blackhole": ((), ()),
 }
+_VARIABLE = re.compile(r"\$(\{[^}]*\}|[A-Za-z_]\w*)")  # $NAME or ${NAME}, as a shell would expand it
 _FUNCTION = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
 
 
@@ -184,6 +185,10 @@ class _Paths:
     def check(self, text: str, read: bool = False) -> Path:
         if not text:
             raise ConfigError("expected a non-empty path")
+        variable = _VARIABLE.search(text)
+        if variable is not None:  # it would be a directory of that name, under the file's
+            raise ConfigError(f"the path {text!r} holds {variable.group()!r}, and environment variables are not "
+                              "expanded in a deployment's paths (the file is the whole job); write the path itself")
         p = Path(text.removeprefix("file://")).expanduser()
         resolved = (p if p.is_absolute() else self.base / p).resolve()
         if self.outside:

@@ -118,6 +118,15 @@ def test_path_leaving_the_config_directory_is_refused_unless_allowed(job, tmp_pa
     assert deploy.load(allowed).sinks[0].options["path"] == outside
 
 
+@pytest.mark.parametrize("path", ["${OUT}/doubled", "$OUT/doubled", "out/$RUN_ID"])
+def test_an_environment_variable_in_a_path_is_refused(job, tmp_path, path):
+    """It was taken as a directory named '${OUT}' under the file's directory, and the job wrote there."""
+    message = error_of(job(GOOD.replace("path: out/doubled", f"path: {path}")))
+    assert message.startswith(f"job.yaml:15: key 'sinks.out.path': the path {path!r} holds '$")
+    assert "environment variables are not expanded" in message
+    assert not any(tmp_path.glob("$*")) and not (tmp_path / "out").exists()
+
+
 def test_missing_input_file_names_the_source(job):
     message = error_of(job(GOOD.replace("data/bids.csv", "data/nope.csv")))
     assert message.startswith("job.yaml:2: key 'sources.bids': CSV file")
