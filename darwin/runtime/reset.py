@@ -28,6 +28,9 @@ def reset_job(checkpoint_dir: str | os.PathLike[str]) -> list[Path]:
         raise CheckpointError(f"checkpoint_dir {str(root)!r} does not exist or is not a directory")
     store = CheckpointStore(root, create=False)
     record = store.read_job()
+    if record is None and not store.ids() and not (root / LOCK).exists():
+        raise CheckpointError(f"{str(root)!r} holds no Darwin job (no {JOB}, no checkpoints): nothing to reset; give "
+                              "the job's checkpoint_dir (config.checkpoint_dir of its deployment file)")
     removed: list[Path] = []
     with ExitStack() as held:  # no job may run meanwhile
         held.callback(exclusive_lock(root, LOCK, "checkpoint_dir", CheckpointError).close)

@@ -272,6 +272,20 @@ def test_reset_deletes_only_what_the_job_made(backend, job, tmp_path, monkeypatc
     assert pq.read_table(tmp_path / "out").equals(expected)
 
 
+def test_reset_of_a_directory_without_a_job_is_refused(job, tmp_path, monkeypatch):
+    """It said 'the job in out is reset: 1 paths removed' (the lock it had just made itself), exit 0, so a reset
+    given the wrong directory looked done and the next run resumed the job's checkpoints."""
+    q, config, expected = job
+    crash_midway(q, config, tmp_path / "out", monkeypatch)
+    for wrong in (tmp_path / "out", tmp_path):
+        result = CliRunner().invoke(app, ["reset", str(wrong), "--yes"])
+        assert result.exit_code == 2, result.output
+        assert "holds no Darwin job" in result.output and "nothing to reset" in result.output
+    assert list((tmp_path / "chk").glob("chk-*")) and list((tmp_path / "out").glob("part-*"))
+    assert not (tmp_path / "out" / ".darwin-checkpoints.lock").exists()
+    reset(tmp_path / "chk")
+
+
 def test_paths_that_are_files_are_clear_errors(tmp_path):
     a_file = tmp_path / "file"
     a_file.write_text("x")
