@@ -103,6 +103,8 @@ def check_args(name: str, args: tuple[Any, ...]) -> None:
     if name == "map" and not all(isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, str) for x in p)
                                  for p in args[0]):
         raise DarwinTypeError("str.map() takes a dict from strings to strings")
+    if name == "split_index" and not args[0]:  # Python's split refused it per row; Spark gave the whole value
+        raise DarwinTypeError("str.split_index() takes a separator of at least one character, got ''")
     if name == "count_char" and len(args[0]) != 1:
         raise DarwinTypeError(f"str.count_char() counts one character, got {args[0]!r}")
 

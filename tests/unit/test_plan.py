@@ -105,6 +105,16 @@ def test_malformed_inputs_raise_darwin_errors(tmp_path):
         dw.from_arrow(pa.table({"x": pa.array([[1]])})).select("x")  # only reading it is refused
 
 
+def test_an_empty_split_separator_is_refused_when_the_expression_is_built():
+    """str.split_index('', i) failed row by row with a bare ValueError (Python's split) on Darwin's
+    engines and gave the whole value on Spark; it is a DarwinTypeError now, before any engine runs."""
+    with pytest.raises(DarwinTypeError, match="separator"):
+        col("s").str.split_index("", 0)
+    with pytest.raises(DarwinTypeError, match="separator"):
+        dw.sql("SELECT SPLIT_INDEX(s, '', 0) AS p FROM t",
+               tables={"t": dw.from_arrow(pa.table({"s": ["a,b"]}), name="t")})
+
+
 def test_aggregation_over_an_outer_join_is_refused_by_both_engines(t, config):
     other = dw.from_arrow(pa.table({"auction": [1], "ts": pa.array([0], pa.timestamp("ms"))}), time="ts", name="o")
     joined = t.join(other, on=[("auction", "auction")], how="left")
