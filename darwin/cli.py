@@ -57,13 +57,31 @@ def _config(path: Path | None) -> Config:
 
 
 @app.command()
-def info(config: Path = typer.Option(None, help="a YAML deployment; default configs/local.yaml")) -> None:
+def info(config: Path = typer.Option(None, help="an engine config (as configs/local.yaml, the default) or a "
+                                                "deployment file, whose config: section is shown")) -> None:
     """What Darwin detected about this machine, and the effective configuration."""
     with _one_line_errors():
-        cfg = _config(config)
+        cfg = _deployment_config(config) if config is not None and _holds_deployment(config) else _config(config)
     console.print(Config.detect().describe())
     for key, value in vars(cfg).items():
         console.print(f"config.{key}: {value}")
+
+
+def _holds_deployment(path: Path) -> bool:
+    """Whether the YAML in ``path`` is a deployment (top-level 'sources'), not an engine config."""
+    import yaml
+
+    from darwin.deploy.nodes import compose
+
+    node = compose(path)
+    return isinstance(node, yaml.MappingNode) and any(
+        isinstance(k, yaml.ScalarNode) and k.value == "sources" for k, _ in node.value)
+
+
+def _deployment_config(path: Path) -> Config:
+    from darwin import deploy
+
+    return deploy.load(path).config
 
 
 # options of the main job (a Nexmark query), which a deployment file says for itself

@@ -280,6 +280,21 @@ def test_info_reports_the_machine():
     assert "cpu:" in result.output and "config.mode: compiled" in result.output
 
 
+def test_info_shows_a_deployment_files_config(tmp_path):
+    """Its --config help says 'a YAML deployment', and a deployment was refused: unknown config key(s)
+    ['config', 'query', 'sinks', 'sources']. Now its config: section is shown, paths resolved as a run does."""
+    job = tmp_path / "job.yaml"
+    job.write_text("sources:\n  bid: {type: nexmark, events: 10}\nquery:\n  sql: SELECT auction FROM bid\n"
+                   "sinks:\n  out: {type: blackhole}\nconfig:\n  batch_size: 123\n  checkpoint_dir: chk\n")
+    result = runner.invoke(darwin_app, ["info", "--config", str(job)])
+    assert result.exit_code == 0, result.output
+    assert "config.batch_size: 123" in result.output
+    assert f"config.checkpoint_dir: {tmp_path / 'chk'}" in result.output
+    job.write_text(job.read_text().replace("batch_size: 123", "batch_sise: 123"))
+    result = runner.invoke(darwin_app, ["info", "--config", str(job)])
+    assert result.exit_code == 2 and "job.yaml:8: key 'config.batch_sise': unknown key" in result.output
+
+
 def test_main_job_rejects_a_bad_config(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("stat: memory\n")
