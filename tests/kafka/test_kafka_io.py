@@ -193,6 +193,14 @@ def test_exactly_once_sink_after_crashes_publishes_every_row_once(broker, topic,
     assert list((tmp_path / "stage").glob("*.arrow")) == []
 
 
+def test_a_timestamp_column_of_text_is_refused_before_the_run():
+    """It failed mid-run with pyarrow's ArrowInvalid: Failed to parse string: '2024-01-01' as ... int64."""
+    t = pa.table({"s": ["2024-01-01"], "ts": pa.array([5], pa.timestamp("ms"))})
+    with pytest.raises(SinkError, match=r"^KafkaSink\('t'\)\(timestamp='s'\): the record timestamp comes from a "
+                                        r"timestamp column .*; 's' is string$"):
+        dw.from_arrow(t, time="ts").sink(KafkaSink("t", "127.0.0.1:1", timestamp="s"))
+
+
 def test_sink_settings_are_checked():
     with pytest.raises(SinkError, match="staging_dir"):
         KafkaSink("t", "127.0.0.1:1", guarantee="exactly_once")

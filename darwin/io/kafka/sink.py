@@ -102,6 +102,12 @@ class KafkaSink:
             if column is not None and column not in names:
                 raise SinkError(f"{self._where}({what}={column!r}): the result has no such column; its columns are "
                                 f"{names}")
+        if self.timestamp is not None:
+            kind = result.schema.field(self.timestamp).type
+            if not (pa.types.is_timestamp(kind) or pa.types.is_integer(kind)):
+                raise SinkError(f"{self._where}(timestamp={self.timestamp!r}): the record timestamp comes from a "
+                                f"timestamp column (or an integer one of epoch milliseconds); {self.timestamp!r} is "
+                                f"{kind}")
         if result.late_schema is not None:
             raise SinkError(f"{self._where}: the query keeps late rows (late_output=True), and a Kafka sink writes "
                             "results only; drop late_output, or send the results to a file sink with a late_path")
