@@ -201,6 +201,24 @@ def test_a_timestamp_column_of_text_is_refused_before_the_run():
         dw.from_arrow(t, time="ts").sink(KafkaSink("t", "127.0.0.1:1", timestamp="s"))
 
 
+def test_a_key_is_written_as_the_value_writes_its_column(broker, topic):
+    """Keys were Python's str() of each value: b'True' for a boolean (the value says true), and a timestamp as
+    '1970-01-01 00:00:00.005000' where the value has '1970-01-01 00:00:00.005'."""
+    rows = pa.table({"b": [True, False], "n": [7, None], "f": [1.5, 2.0],
+                     "ts": pa.array([5, 6], pa.timestamp("ms"))})
+    got = {}
+    for key in ("b", "n", "f", "ts"):
+        name = topic(1)
+        dw.from_arrow(rows, time="ts").sink(KafkaSink(name, broker.bootstrap, key=key)).run()
+        messages = consume_all(broker.bootstrap, name, quiet_s=0.5)
+        got[key] = [k for _, k, _ in messages]
+        for value, k, _ in messages:
+            if k is not None:
+                assert json.dumps(json.loads(value)[key]).strip('"').encode() == k
+    assert got == {"b": [b"true", b"false"], "n": [b"7", None], "f": [b"1.5", b"2"],
+                   "ts": [b"1970-01-01 00:00:00.005", b"1970-01-01 00:00:00.006"]}
+
+
 def test_sink_settings_are_checked():
     with pytest.raises(SinkError, match="staging_dir"):
         KafkaSink("t", "127.0.0.1:1", guarantee="exactly_once")

@@ -128,9 +128,12 @@ def encode(fmt: str, batch: pa.RecordBatch) -> list[bytes]:
     return _json_lines(batch)
 
 
-def _text(column: pa.Array) -> pa.Array:
+def text(column: pa.Array) -> pa.Array:
     """Values as text; a timestamp as '2015-07-15 00:00:01.500', which the JSON and CSV readers parse back."""
     return column.cast(pa.string())
+
+
+_text = text
 
 
 _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"))

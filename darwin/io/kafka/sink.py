@@ -316,7 +316,8 @@ class KafkaSink:
     def _keys(self, batch: pa.RecordBatch) -> list[bytes | None] | None:
         if self.key is None:
             return None
-        return [None if k is None else str(k).encode() for k in batch.column(self.key).to_pylist()]
+        texts = codecs.text(batch.column(self.key)).to_pylist()  # as the value writes it
+        return [None if k is None else k.encode() for k in texts]
 
     def _published(self) -> int:
         """The last epoch whose transaction committed, from the marker offset (0: none)."""
