@@ -54,14 +54,13 @@ def check(config: Config, streaming: bool = False) -> None:
 def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]:
     """The plan's result (and its late rows, if a window keeps them) computed by Spark."""
     from darwin.spark.session import spark_session
-    from darwin.spark.sources import HIDDEN
     from darwin.spark.translate import translate
 
     check(config)
     spark = spark_session("darwin", config.spark_master, config.spark_conf)
     frame, late, rows = translate(spark, plan, config)
     metrics.add("input_rows", _input_rows(plan, rows))
-    result = frame.df.select(*[c for c in frame.df.columns if c not in HIDDEN])
+    result = frame.df.select(*frame.visible())  # by quoted name: a name may hold a '.'
     table = _darwin_table(result.toArrow(), plan.schema)
     if pn.updating(plan):
         table = table.append_column(pn.CHANGE_KIND, pa.array([pn.ChangeKind.INSERT] * table.num_rows, pa.int64()))
@@ -81,12 +80,11 @@ def dataframe(plan: pn.PlanNode, config: Config) -> DataFrame:
     """The plan's final table as a Spark DataFrame (timestamps as int64 ms), not yet computed: for
     writing it with Spark's own writers, e.g. the benchmarks' ``noop``."""
     from darwin.spark.session import spark_session
-    from darwin.spark.sources import HIDDEN
     from darwin.spark.translate import translate
 
     check(config)
     frame, _, _ = translate(spark_session("darwin", config.spark_master, config.spark_conf), plan, config)
-    return frame.df.select(*[c for c in frame.df.columns if c not in HIDDEN])
+    return frame.df.select(*frame.visible())
 
 
 def _input_rows(plan: pn.PlanNode, rows: dict[int, int]) -> int:

@@ -231,3 +231,14 @@ def test_column_names_differing_only_in_case_are_two_columns_on_spark(spark):
                       time="ts", name="t")
     on_spark = assert_three_engines_agree(t.window(dw.Tumble("1s", on="ts")).group_by("a").agg(WINDOW_END=dw.sum("A")))
     assert sorted(on_spark.table.column("WINDOW_END").to_pylist()) == [10, 20, 30]
+
+
+def test_a_column_name_with_a_dot_reaches_the_result_on_spark(spark):
+    """The result's columns were selected by bare name, which Spark reads as a field path: a group key
+    named 'auction.id' failed with UNRESOLVED_COLUMN."""
+    from engines import assert_three_engines_agree
+
+    t = dw.from_arrow(pa.table({"ts": pa.array([0, 1, 2000], pa.timestamp("ms")), "auction.id": [1, 1, 2]}),
+                      time="ts", name="t")
+    on_spark = assert_three_engines_agree(t.window(dw.Tumble("1s", on="ts")).group_by("auction.id").agg(n=dw.count()))
+    assert sorted(on_spark.table.column("n").to_pylist()) == [1, 2]
