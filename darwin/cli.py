@@ -106,7 +106,8 @@ def run(ctx: typer.Context,
         query: str = typer.Option("q12", help="Nexmark query to run (see `nexmark list`)"),
         rate: int = typer.Option(10_000, min=1, help="events per second of event time (10,000: 1M events span 100 s)"),
         events: str = typer.Option("1M", help="number of Nexmark events, e.g. 500K, 10M"),
-        config: Path = typer.Option(None, help="a YAML deployment; default configs/local.yaml"),
+        config: Path = typer.Option(None, help="the main job's engine config (as configs/local.yaml, the "
+                                               "default); a deployment file is run as `darwin run job.yaml`"),
         show: int = typer.Option(10, min=0, help="result rows to print"),
         out: Path = typer.Option(None, file_okay=False,
                                  help="write the result as Parquet parts here (needed with checkpoints; "
@@ -139,6 +140,9 @@ def run(ctx: typer.Context,
         raise typer.BadParameter("--fresh clears the output of a deployment file's earlier run: give the file "
                                  "(darwin run job.yaml --fresh)", param_hint="'--fresh'")
     with _one_line_errors():
+        if config is not None and _holds_deployment(config):
+            raise DarwinError(f"{config} is a deployment file (it has 'sources'), not an engine config: run it as "
+                              f"`darwin run {config}`, without --config")
         cfg = _config(config)
         n = parse_count(events)
         q = _main_job()(query, n, rate)

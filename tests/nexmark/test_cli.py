@@ -295,6 +295,18 @@ def test_info_shows_a_deployment_files_config(tmp_path):
     assert result.exit_code == 2 and "job.yaml:8: key 'config.batch_sise': unknown key" in result.output
 
 
+def test_main_job_given_a_deployment_as_config_says_how_to_run_it(tmp_path):
+    """--config's help said 'a YAML deployment', and one given there failed with unknown config key(s)
+    ['config', 'query', 'sinks', 'sources']."""
+    job = tmp_path / "job.yaml"
+    job.write_text("sources:\n  bid: {type: nexmark, events: 10}\nquery:\n  sql: SELECT auction FROM bid\n"
+                   "sinks:\n  out: {type: blackhole}\n")
+    result = runner.invoke(darwin_app, ["run", "--events", "1K", "--config", str(job)])
+    assert result.exit_code == 2
+    assert f"{job} is a deployment file (it has 'sources'), not an engine config: run it as `darwin run {job}`" \
+        in " ".join(result.output.split())
+
+
 def test_main_job_rejects_a_bad_config(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("stat: memory\n")
