@@ -357,8 +357,11 @@ def _raw_aggregates(aggs: tuple[tuple[str, AggCall], ...], schema: Schema,
             value = over(F.avg(x.cast("double")))
         elif call.func in ("min", "max") and dtype is DType.FLOAT64:
             value = _float_extreme(x, call.func == "min", over)
-        else:
+        elif call.func in ("sum", "min", "max"):
             value = over({"sum": F.sum, "min": F.min, "max": F.max}[call.func](x))
+        else:  # an aggregate added to the registry has no Spark twin
+            raise UnsupportedError(f"the Spark engine has no translation of aggregate {call.func}() "
+                                   f"(agg {name}={call})")
         out.append((name, value, spark_type(dtype)))
     return out
 

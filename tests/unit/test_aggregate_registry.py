@@ -51,6 +51,15 @@ def test_an_aggregate_defined_once_runs_in_every_engine(sumsq, state, tmp_path):
     assert sorted(got.column("s").to_pylist()) == sorted(want.values())
 
 
+def test_an_aggregate_spark_has_no_twin_for_is_refused_naming_it(sumsq, spark):
+    """A registry aggregate the Spark translation does not know was a bare KeyError."""
+    from darwin.errors import UnsupportedError
+
+    t = dw.from_arrow(pa.table({"ts": pa.array([0], pa.timestamp("ms")), "v": [1]}), time="ts")
+    with pytest.raises(UnsupportedError, match="aggregate sumsq"):
+        t.window(dw.Tumble("1s", on="ts")).agg(s=sumsq).collect(dw.Config(engine="spark"))
+
+
 def test_an_unknown_aggregate_is_a_plan_error():
     t = dw.from_arrow(pa.table({"ts": pa.array([0], pa.timestamp("ms")), "v": [1]}), time="ts")
     with pytest.raises(PlanError, match="unknown aggregate function 'median'"):
