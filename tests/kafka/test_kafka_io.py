@@ -4,6 +4,7 @@ idleness, offsets in checkpoints, and both sink guarantees."""
 import json
 import time
 from collections import Counter
+from datetime import datetime
 
 import pyarrow as pa
 import pytest
@@ -217,6 +218,19 @@ def test_a_key_is_written_as_the_value_writes_its_column(broker, topic):
                 assert json.dumps(json.loads(value)[key]).strip('"').encode() == k
     assert got == {"b": [b"true", b"false"], "n": [b"7", None], "f": [b"1.5", b"2"],
                    "ts": [b"1970-01-01 00:00:00.005", b"1970-01-01 00:00:00.006"]}
+
+
+def test_a_value_column_named_like_a_metadata_column_left_out_keeps_the_values(broker, topic):
+    """metadata=(...) without 'timestamp' frees the name for a field of the value, as the clash error says; the
+    source still wrote the record timestamp (and so 'key', 'offset', 'partition', 'headers') over that column."""
+    name = topic(1)
+    produce(broker.bootstrap, name, [(0, json.dumps({"timestamp": "2026-03-01 10:00:05", "key": "v", "offset": 9,
+                                                     "partition": 8, "headers": "h"}).encode(), b"k", 1_000)])
+    schema = pa.schema([("timestamp", pa.timestamp("ms")), ("key", pa.string()), ("offset", pa.int64()),
+                        ("partition", pa.int64()), ("headers", pa.string())])
+    row = dw.read_kafka(name, broker.bootstrap, schema, metadata=()).collect().to_pylist()[0]
+    assert row == {"timestamp": datetime(2026, 3, 1, 10, 0, 5), "key": "v", "offset": 9, "partition": 8,
+                   "headers": "h"}
 
 
 def test_sink_settings_are_checked():

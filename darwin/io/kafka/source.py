@@ -436,7 +436,7 @@ class KafkaSource:
             for n in self.values.names:
                 arrays[n] = decoded.column(n)
         stamps = pa.array([m.timestamp()[1] for m in messages], pa.int64())
-        wanted = set(columns) | {self.time_column}
+        wanted = (set(columns) | {self.time_column}) & set(self.metadata)  # the value's columns are set above
         if "timestamp" in wanted:
             arrays["timestamp"] = stamps.cast(pa.timestamp("ms"))
         if "partition" in wanted:
