@@ -120,7 +120,9 @@ class _Replay:
             open_ = [s for s in open_ if not any(s is m for m in met)] + [merged]
         done += open_
         columns: dict[str, list[Any]] = {name: [] for name in self.out.names}
-        key_values = [rows[0][k] for k in self.keys] if rows else []
+        # a float key as Spark's and Darwin's grouping give it: -0.0 and 0.0 are one group, 0.0 (the grouped
+        # map hands the rows over as they are, so the first row's -0.0 was the key)
+        key_values = [_grouped(rows[0][k]) for k in self.keys] if rows else []
         for start, end, first, members in done:
             columns[pn.WINDOW_START].append(start)
             columns[pn.WINDOW_END].append(end)
@@ -135,3 +137,8 @@ class _Replay:
                 columns[out_name].append(acc.result())
             columns[SEQ].append(first)
         return pa.table([pa.array(columns[f.name], f.type) for f in self.out], schema=self.out)
+
+
+def _grouped(value: Any) -> Any:
+    """A group key's value as grouping gives it: a float zero is 0.0 (-0.0 + 0.0 is 0.0)."""
+    return value + 0.0 if isinstance(value, float) else value
