@@ -150,8 +150,8 @@ def source_table(spec: SourceSpec) -> api.Table:
         if spec.rate_limit is not None:
             raise PlanError("rate_limit paces sources replayed from storage; a Kafka topic arrives at its own pace")
         schema = pa.schema(list(o["schema"].items())) if "schema" in o else None
-        options = {k: o[k] for k in ("bounded", "start", "group", "idle_timeout", "config", "avro_schema",
-                                     "avro_wire", "avro_schema_id") if k in o}
+        options = {k: o[k] for k in ("bounded", "start", "group", "idle_timeout", "config", "metadata",
+                                     "avro_schema", "avro_wire", "avro_schema_id") if k in o}
         assert spec.time is not None
         return api.read_kafka(o["topic"], o["bootstrap_servers"], schema, format=o.get("format", "json"),
                               time=spec.time, max_delay=spec.max_delay, max_future=spec.max_future, **options)

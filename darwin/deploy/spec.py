@@ -38,7 +38,7 @@ _SOURCE_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "csv": (("path",), ("schema", "header", "delimiter", "primary_key")),
     "ipc": (("path",), ("primary_key",)),
     "kafka": (("topic", "bootstrap_servers"), ("format", "schema", "bounded", "start", "group", "idle_timeout",
-                                               "config", *_AVRO_KEYS)),
+                                               "config", "metadata", *_AVRO_KEYS)),
     "nexmark": ((), ("stream", "events", "rate", "seed", "primary_key")),
 }
 _SINK_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -262,6 +262,8 @@ def _source(name: str, entry: Entry, paths: _Paths) -> SourceSpec:
             options[key] = e.duration()
         elif key == "config":
             options[key] = e.string_map()
+        elif key == "metadata":
+            options[key] = _metadata(e)
         elif key in _AVRO_KEYS:
             options[key] = _avro_option(key, e)
         else:  # topic, bootstrap_servers, group, delimiter
@@ -276,6 +278,21 @@ def _source(name: str, entry: Entry, paths: _Paths) -> SourceSpec:
                       max_future=keys["max_future"].duration() if "max_future" in keys else None,
                       rate_limit=keys["rate_limit"].number() if "rate_limit" in keys else None,
                       options=options)
+
+
+def _metadata(entry: Entry) -> tuple[str, ...]:
+    """The Kafka metadata columns a source adds to the value's (a list, maybe empty): leaving one out frees
+    its name for a column of the value (a JSON field named 'timestamp')."""
+    from darwin.io.kafka.source import METADATA
+
+    value = entry.value()
+    if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+        raise entry.error(f"expected a list of metadata columns (some of {list(METADATA)}, or []), got "
+                          f"{entry._got()}")
+    unknown = [n for n in value if n not in METADATA]
+    if unknown:
+        raise entry.error(f"unknown metadata column(s) {unknown}; the metadata columns are {list(METADATA)}")
+    return tuple(value)
 
 
 def _avro_option(key: str, entry: Entry) -> Any:
