@@ -14,7 +14,8 @@ Darwin's rule out:
 - ``regexp_extract`` gives NULL where nothing matches (Spark gives ""), and for a group the
   pattern does not have; its pattern is Unicode-aware (``(?U)``), as Python's is;
 - float ``%`` gives a zero remainder the divisor's sign, as Python does (Java: the dividend's);
-- ``strftime``'s ``%Y`` and ``%y`` of years before 0 or after 9999 are Darwin's, not Java's.
+- ``strftime``'s ``%Y`` and ``%y`` of years before 0 or after 9999 are Darwin's, not Java's, and two
+  fields side by side (``%m%m``) stay two fields.
 
 Literals are Spark literals (values, never spliced into SQL text).
 """
@@ -209,24 +210,31 @@ def _div(a: Column, n: int) -> Column:
 
 
 def strftime(fmt: str, ms: Column) -> Column:
-    """``dt.strftime(fmt)`` of a timestamp in int64 ms, as ``darwin.plan.timeformat.strftime`` formats it.
-    Spark's patterns give the same text for years 0 to 9999; outside them its year fields differ (``yyyy``
-    of 10000 is ``+10000``, ``yy`` of -1 is ``01`` where Python's ``-1 % 100`` is 99), so there the year
-    fields are computed and the rest formatted field by field."""
+    """``dt.strftime(fmt)`` of a timestamp in int64 ms, as ``darwin.plan.timeformat.strftime`` formats it:
+    one Spark pattern where that gives Darwin's text, else field by field. Spark's year fields differ
+    outside the years 0 to 9999 (``yyyy`` of 10000 is ``+10000``, ``yy`` of -1 is ``01`` where Python's
+    ``-1 % 100`` is 99), so there the year is computed; and two fields with no text between them would
+    run together into one pattern letter run (``%m%m`` is ``MMMM``, the month's name; ``%y%y`` is
+    ``yyyy``), so such a format is always formatted field by field."""
     from pyspark.sql import functions as F
 
     ts = F.timestamp_millis(ms)
     whole = F.date_format(ts, _pattern(fmt))
     tokens = parse(fmt)
-    if not any(kind == "field" and value in "Yy" for kind, value in tokens):
+    adjacent = any(a[0] == b[0] == "field" for a, b in zip(tokens, tokens[1:]))
+    years = any(kind == "field" and value in "Yy" for kind, value in tokens)
+    if not adjacent and not years:
         return whole
     year = F.year(ts)
     fields = {"Y": F.when(year >= 0, F.format_string("%04d", year)).otherwise(
                   F.concat(F.lit("-"), F.format_string("%04d", -year))),
               "y": F.format_string("%02d", F.pmod(year, F.lit(100)))}
-    pieces = [F.lit(value) if kind == "text" else fields.get(value, F.date_format(ts, _PATTERNS[value]))
-              for kind, value in tokens]
-    return F.when(ms.isNull() | ((ms >= YEAR_0_MS) & (ms < YEAR_10000_MS)), whole).otherwise(F.concat(*pieces))
+    pieces = F.when(ms.isNotNull(), F.concat(*[
+        F.lit(value) if kind == "text" else fields[value] if value in fields else F.date_format(ts, _PATTERNS[value])
+        for kind, value in tokens]))
+    if adjacent:
+        return pieces
+    return F.when(ms.isNull() | ((ms >= YEAR_0_MS) & (ms < YEAR_10000_MS)), whole).otherwise(pieces)
 
 
 def _pattern(fmt: str) -> str:

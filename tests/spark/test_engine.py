@@ -257,3 +257,13 @@ def test_a_float_session_key_of_minus_zero_is_zero_on_spark(spark):
     on_spark = assert_three_engines_agree(q).table.to_pylist()
     assert sorted((math.copysign(1.0, r["f"]), r["f"], r["n"]) for r in on_spark) == [
         (1.0, 0.0, 1), (1.0, 0.0, 3), (1.0, 1.0, 1)]
+
+
+def test_strftime_fields_side_by_side_stay_apart_on_spark(spark):
+    """'%m%m' is the month twice and '%y%y' the short year twice; as one Spark pattern the letters ran
+    together ('MMMM' is the month's name, 'yyyy' the whole year)."""
+    from engines import assert_three_engines_agree
+
+    t = dw.from_arrow(pa.table({"t": pa.array([1_700_000_123_456, None], pa.timestamp("ms"))}), name="t")
+    on_spark = assert_three_engines_agree(t.select(s=col("t").dt.strftime("%m%m|%y%y|%Y%m%d%H%M%S"))).table
+    assert sorted(on_spark.column("s").to_pylist(), key=str) == ["1111|2323|20231114221523", None]
