@@ -110,7 +110,9 @@ class Deployment:
 
     @property
     def directory(self) -> Path:
-        return self.file.parent
+        """The directory relative paths resolve against: the file's own, a link to it followed (as ``load``
+        resolves the paths of the file's keys)."""
+        return self.file.resolve().parent
 
     def read_path(self, text: str) -> Path:
         """A path the job reads, given inside the query (a CREATE TABLE's 'path'), held to the file's

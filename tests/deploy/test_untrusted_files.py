@@ -140,6 +140,21 @@ def test_a_create_table_path_is_relative_to_the_deployment_file(job, tmp_path, m
     assert deploy.plan(deploy.load(job(text))).table.collect().to_pylist() == [{"secret": "9"}]
 
 
+def test_a_linked_deployment_file_resolves_every_path_against_one_directory(job, tmp_path):
+    """Run through a link in another directory, a source's 'path' resolved against the directory of the file the
+    link leads to, and a CREATE TABLE 'path' against the link's: the same 'data/more.csv' read two files."""
+    (tmp_path / "jobs" / "team" / "data" / "more.csv").write_text("9\n")
+    (tmp_path / "elsewhere" / "data").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "data" / "more.csv").write_text("hunter2\n")
+    text = sql_job(f"{ddl('data/more.csv')}\nSELECT secret FROM s\n")
+    real = job(text)
+    link = tmp_path / "elsewhere" / "job.yaml"
+    link.symlink_to(real)
+    deployment = deploy.load(link)
+    assert deployment.sources[0].options["path"] == real.parent / "data" / "bids.csv"
+    assert deploy.plan(deployment).table.collect().to_pylist() == [{"secret": "9"}]
+
+
 def test_allow_paths_outside_lifts_the_rule_for_sql_paths_too(job, tmp_path):
     text = "allow_paths_outside: true\n" + sql_job(f"{ddl(str(tmp_path / 'outside' / 'secret.csv'))}\n"
                                                    "SELECT secret FROM s\n")
