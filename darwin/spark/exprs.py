@@ -213,15 +213,16 @@ def strftime(fmt: str, ms: Column) -> Column:
     """``dt.strftime(fmt)`` of a timestamp in int64 ms, as ``darwin.plan.timeformat.strftime`` formats it:
     one Spark pattern where that gives Darwin's text, else field by field. Spark's year fields differ
     outside the years 0 to 9999 (``yyyy`` of 10000 is ``+10000``, ``yy`` of -1 is ``01`` where Python's
-    ``-1 % 100`` is 99), so there the year is computed; and two fields with no text between them would
-    run together into one pattern letter run (``%m%m`` is ``MMMM``, the month's name; ``%y%y`` is
-    ``yyyy``), so such a format is always formatted field by field."""
+    ``-1 % 100`` is 99), so there the year is computed; and two fields of one pattern letter with no text
+    between them would run together (``%m%m`` is ``MMMM``, the month's name; ``%y%y`` is ``yyyy``), so
+    such a format is always formatted field by field (``%Y%m%d``, ``yyyyMMdd``, is one pattern)."""
     from pyspark.sql import functions as F
 
     ts = F.timestamp_millis(ms)
     whole = F.date_format(ts, _pattern(fmt))
     tokens = parse(fmt)
-    adjacent = any(a[0] == b[0] == "field" for a, b in zip(tokens, tokens[1:]))
+    adjacent = any(a[0] == b[0] == "field" and _PATTERNS[a[1]][-1] == _PATTERNS[b[1]][0]
+                   for a, b in zip(tokens, tokens[1:]))
     years = any(kind == "field" and value in "Yy" for kind, value in tokens)
     if not adjacent and not years:
         return whole
