@@ -1,4 +1,5 @@
-"""The calendar of Darwin's timestamps (int64 milliseconds of UTC), for any year.
+"""Darwin's timestamps (int64 milliseconds of UTC): the two watermarks outside time, and the
+calendar for any year.
 
 Python's ``datetime`` holds years 1 to 9999 only; Darwin's timestamps reach far beyond (DESIGN's
 limits: |t| <= 2^62 ms), so dates come from this arithmetic everywhere outside compiled code (which
@@ -10,6 +11,9 @@ year 0, as Spark's ``year()`` counts.
 """
 
 from __future__ import annotations
+
+NO_WATERMARK = -(2**63)  # before any event: nothing is late, nothing fires
+END_OF_INPUT = 2**63 - 1  # the watermark of a source that has ended: every window fires
 
 
 def civil(days: int) -> tuple[int, int, int]:

@@ -24,8 +24,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from darwin.runtime.progress import NO_WATERMARK
 from darwin.spark.sources import HIDDEN
+from darwin.timestamps import NO_WATERMARK
 from nexmark import _kernels as k
 from nexmark import ysb
 from nexmark.generator import SCHEMAS, STREAMS, GeneratorConfig, generate

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
 from darwin.plan.window import Window
+from darwin.timestamps import END_OF_INPUT, NO_WATERMARK
 from darwin.types import DType
 
 
@@ -68,14 +69,11 @@ class JoinTiming:
         return wm
 
 
-_NO_WATERMARK, _END_OF_INPUT = -(2**63), 2**63 - 1
-
-
 def _minus(wm: int, ms: int) -> int:
     """``wm - ms``, where no watermark yet and the end of input stay what they are."""
-    if wm in (_NO_WATERMARK, _END_OF_INPUT):
+    if wm in (NO_WATERMARK, END_OF_INPUT):
         return wm
-    return max(_NO_WATERMARK + 1, min(_END_OF_INPUT - 1, wm - ms))
+    return max(NO_WATERMARK + 1, min(END_OF_INPUT - 1, wm - ms))
 
 
 def join_timing(join: pn.Join) -> JoinTiming | None:

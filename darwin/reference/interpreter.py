@@ -38,10 +38,10 @@ from darwin.plan.visitor import SharedNodeVisitor
 from darwin.plan.window import BarrierWindow
 from darwin.runtime.encoding import to_int64
 from darwin.runtime.output import Output
-from darwin.runtime.progress import NO_WATERMARK, LateRowsWarning, Metrics, WatermarkClock
+from darwin.runtime.progress import LateRowsWarning, Metrics, WatermarkClock
+from darwin.timestamps import END_OF_INPUT, NO_WATERMARK
 from darwin.types import DType, Schema
 
-END_OF_INPUT = 2**63 - 1  # the watermark of a source that has ended: every window fires
 INSERT, DELETE = pn.ChangeKind.INSERT, pn.ChangeKind.DELETE
 RETRACTIONS = (pn.ChangeKind.UPDATE_BEFORE, DELETE)
 

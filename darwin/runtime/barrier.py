@@ -33,9 +33,9 @@ from darwin.plan.window import BarrierWindow
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.folds import Folds
 from darwin.runtime.group_keys import GroupKeys
-from darwin.runtime.progress import NO_WATERMARK
 from darwin.runtime.routing import key_columns, key_groups, owners, split_rows
 from darwin.runtime.workers import WorkerPool
+from darwin.timestamps import NO_WATERMARK
 
 
 def barriers_of(batch: EncodedBatch) -> np.ndarray:

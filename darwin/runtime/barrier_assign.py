@@ -25,8 +25,8 @@ from darwin.plan import nodes as pn
 from darwin.runtime.barrier import barriers_of
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.group_keys import GroupKeys
-from darwin.runtime.progress import NO_WATERMARK
 from darwin.runtime.workers import WorkerPool
+from darwin.timestamps import NO_WATERMARK
 
 
 class BarrierAssignRunner:

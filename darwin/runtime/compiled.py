@@ -29,13 +29,13 @@ from darwin.runtime.dictionary import load_dictionary, save_dictionary
 from darwin.runtime.encoding import EncodedBatch, StringPool, decode, encode, to_int64
 from darwin.runtime.output import BARRIER, Output
 from darwin.runtime.prefetch import in_order, prefetched
-from darwin.runtime.progress import NO_WATERMARK, Metrics, WatermarkClock
+from darwin.runtime.progress import Metrics, WatermarkClock
+from darwin.timestamps import END_OF_INPUT, NO_WATERMARK
 
 if TYPE_CHECKING:
     from darwin.runtime.join import JoinRunner
     from darwin.runtime.stream_operators import StreamRunner
 
-END_OF_INPUT = 2**63 - 1  # the watermark of a source that has ended
 # rows, batch, encoded, ingested, event times for the watermark clock
 Read = tuple[int, pa.RecordBatch | None, list[EncodedBatch], float, np.ndarray | None]
 SPLIT_ROWS = 1 << 18  # rows a split of a source holds, about (at least a batch): what a thread reads at a time

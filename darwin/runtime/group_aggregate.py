@@ -38,9 +38,9 @@ from darwin.plan.exprs import type_of
 from darwin.runtime.distinct import DistinctSets
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.group_keys import INITIAL_GROUPS, GroupKeys
-from darwin.runtime.progress import NO_WATERMARK
 from darwin.runtime.rows import same_values
 from darwin.runtime.stream_operators import InputTime
+from darwin.timestamps import NO_WATERMARK
 
 ADDS = (pn.ChangeKind.INSERT, pn.ChangeKind.UPDATE_AFTER)
 

@@ -21,8 +21,8 @@ from darwin.plan import nodes as pn
 from darwin.plan.exprs import columns_of
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.pipeline import PipelineRunner, concatenated
-from darwin.runtime.progress import NO_WATERMARK
 from darwin.state.backend import StateBackend
+from darwin.timestamps import NO_WATERMARK
 from darwin.types import DType, Field, Schema
 
 KEEP = "__darwin_keep"

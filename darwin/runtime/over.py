@@ -24,7 +24,6 @@ from darwin.plan.exprs import type_of
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool, concat_columns
 from darwin.runtime.folds import Folds
 from darwin.runtime.group_keys import GroupKeys
-from darwin.runtime.progress import NO_WATERMARK
 from darwin.runtime.rows import (
     ADDS,
     Rows,
@@ -37,6 +36,7 @@ from darwin.runtime.rows import (
 )
 from darwin.runtime.slabs import PartitionSlabs
 from darwin.runtime.stream_operators import InputTime
+from darwin.timestamps import NO_WATERMARK
 from darwin.types import DType, Field
 
 

@@ -39,7 +39,7 @@ import numpy as np
 from numba import njit
 
 from darwin.codegen import layout as ctl
-from darwin.codegen.generate import NO_WATERMARK, PROGRESS_COLUMN
+from darwin.codegen.generate import PROGRESS_COLUMN
 from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
@@ -55,6 +55,7 @@ from darwin.state.hash_table import FIRE_CHUNK, HashTableState
 from darwin.state.memory import MemoryBackend
 from darwin.state.merge import Entries, WindowRuns, merge_partials, merge_ring_entries, merged_runs, take_rows
 from darwin.state.ring import RingState
+from darwin.timestamps import NO_WATERMARK
 
 T = TypeVar("T")
 COUNTERS = ("late_rows", "null_time_rows", "future_rows")

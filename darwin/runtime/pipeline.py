@@ -11,7 +11,7 @@ import numpy as np
 from darwin.codegen import layout as ctl
 from darwin.codegen.aggregates import AggLayout, finalize
 from darwin.codegen.compiler import load_kernel
-from darwin.codegen.generate import NO_WATERMARK, generate_pipeline
+from darwin.codegen.generate import generate_pipeline
 from darwin.codegen.signature import Buffer, ColumnArg, ControlArg, LookupArg, ParamArg, Part, SelectionArg, StateArg
 from darwin.config import Config
 from darwin.errors import DarwinError, SourceError
@@ -25,6 +25,7 @@ from darwin.state.backend import KeyedState, StateBackend
 from darwin.state.hash_table import HashTableState
 from darwin.state.panes import NOT_YET, fired_windows, first_end
 from darwin.state.ring import RingState
+from darwin.timestamps import NO_WATERMARK
 from darwin.types import Schema
 
 INT64_MAX = np.iinfo(np.int64).max

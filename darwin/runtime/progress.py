@@ -7,7 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-NO_WATERMARK = -(2**63)  # before any event: nothing is late, nothing fires
+from darwin.timestamps import NO_WATERMARK
+
 LATE_WARNING_INTERVAL_S = 60.0
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,8 @@ from darwin.plan import nodes as pn
 from darwin.plan.ranking import ranking_of
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool, concat_columns
 from darwin.runtime.group_keys import GroupKeys
-from darwin.runtime.progress import NO_WATERMARK
 from darwin.runtime.rows import ADDS, Rows, first_seen, order_components, retracted, sort_rows
+from darwin.timestamps import NO_WATERMARK
 
 
 class RankRunner:

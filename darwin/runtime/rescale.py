@@ -33,7 +33,6 @@ import numpy as np
 
 from darwin.codegen import layout as ctl
 from darwin.codegen.aggregates import AggLayout, layout
-from darwin.codegen.generate import NO_WATERMARK
 from darwin.errors import CheckpointError
 from darwin.graph import operators as op
 from darwin.state.backend import KeyedState, StateBackend
@@ -41,6 +40,7 @@ from darwin.state.checkpoint import KEEP
 from darwin.state.merge import merge_ring_entries
 from darwin.state.panes import NOT_YET
 from darwin.state.ring import RingState
+from darwin.timestamps import NO_WATERMARK
 
 COUNTER_SLOTS = (ctl.LATE_ROWS, ctl.NULL_TIME_ROWS, ctl.FUTURE_ROWS)
 

@@ -25,8 +25,8 @@ from darwin.plan.aggregates import agg_type
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.folds import Folds
 from darwin.runtime.group_keys import GroupKeys
-from darwin.runtime.progress import NO_WATERMARK
 from darwin.runtime.routing import order_by_bucket
+from darwin.timestamps import NO_WATERMARK
 
 NEVER = np.iinfo(np.int64).max
 

@@ -35,7 +35,8 @@ from darwin.io.paced import Paced
 from darwin.io.source import Source
 from darwin.plan import nodes as pn
 from darwin.runtime.encoding import to_int64
-from darwin.runtime.progress import NO_WATERMARK, WatermarkClock
+from darwin.runtime.progress import WatermarkClock
+from darwin.timestamps import END_OF_INPUT, NO_WATERMARK
 from darwin.types import DType
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
 SEQ, MARK, BEFORE = "__dw_seq", "__dw_mark", "__dw_before"
 HIDDEN = (SEQ, MARK, BEFORE)
-END_OF_INPUT = 2**63 - 1
 
 
 @runtime_checkable
