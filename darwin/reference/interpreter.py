@@ -714,7 +714,7 @@ class _GroupAggregate(_Operator):
         self.retracting = pn.updating(node.input)
         self.groups: dict[tuple, _Group] = {}
         self.names = [f.name for f in node.schema.fields]
-        self.extremes = frozenset(name for name, call in node.aggs if call.func in ("min", "max"))
+        self.signed = frozenset(name for name, call in node.aggs if function(call.func).signed_zeros)
 
     def push(self, rows: Rows, marks: Marks, port: int) -> None:
         touched: dict[tuple, None] = {}  # an ordered set
@@ -743,7 +743,7 @@ class _GroupAggregate(_Operator):
                                                                      *(a.result() for a in group.accs)]))
             if group.rows == 0:
                 del self.groups[key]
-            if _same_row(old, new, self.extremes):
+            if _same_row(old, new, self.signed):
                 continue
             if old is not None:
                 out.append({**old, pn.CHANGE_KIND: pn.ChangeKind.UPDATE_BEFORE if new else DELETE})
@@ -953,7 +953,7 @@ def _sort_key(row: Row, order: tuple[pn.SortKey, ...]) -> tuple:
 
 def _same_row(a: Row | None, b: Row | None, signed: frozenset[str] = frozenset()) -> bool:
     """Equal rows, NaN equal to NaN (an unchanged result is not emitted again); in the columns
-    ``signed`` (min and max, whose order tells them apart) -0.0 differs from 0.0."""
+    ``signed`` (aggregates whose results tell them apart: ``signed_zeros``) -0.0 differs from 0.0."""
     if a is None or b is None:
         return a is b
     return all((x == y or (x != x and y != y)) if name not in signed or x is None or y is None

@@ -198,7 +198,7 @@ class GroupAggregateRunner(InputTime):
         n = len(groups)
         same = had & has
         for i, (before, after) in enumerate(zip(old, new)):
-            same &= same_values(before, after, n, signed_zero=self.slots[i].function.name in ("min", "max"))
+            same &= same_values(before, after, n, signed_zero=self.slots[i].function.signed_zeros)
         emit_old, emit_new = had & ~same, has & ~same
         # each group's -U/-D before its +U/+I, groups in the order the batch first touched them
         take = np.stack([emit_old, emit_new], axis=1).ravel()
