@@ -808,10 +808,8 @@ def _refuse_time_after_regular_join(node: PlanNode, column: str, what: str) -> N
     from darwin.plan.explain import describe
     from darwin.plan.temporal import join_timing, time_attributes
 
-    if column in time_attributes(node):
-        return
     joins = [n for n in walk(node) if isinstance(n, Join) and join_timing(n) is None]
-    if joins:
+    if joins and column not in time_attributes(node):
         raise UnsupportedError(
             f"{what} on {column!r} over the output of a regular join ({describe(joins[0])}): a row the join "
             f"keeps in state pairs with rows of any later time, so "
