@@ -18,7 +18,6 @@ and ``darwin reset`` removes exactly what the job made.
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import time
 import uuid
@@ -42,7 +41,7 @@ from darwin.plan.keys import unique_key
 from darwin.plan.rules import optimize
 from darwin.runtime.control import JobControl, JobStatus
 from darwin.runtime.latency import Latencies
-from darwin.runtime.layout_change import layout_refusal, layout_settings
+from darwin.runtime.layout_change import fingerprint, first_difference, layout_refusal, layout_settings
 from darwin.runtime.output import Output, net_changes
 from darwin.runtime.progress import Metrics
 from darwin.state.checkpoint import Checkpoint, CheckpointStore
@@ -376,20 +375,9 @@ def _identity(plan: pn.PlanNode, graph: op.OperatorGraph, config: Config) -> dic
     """What a checkpoint must match to be resumed: the query, the state layout it compiled to
     (which depends on the data, e.g. a window ring's key domain), and where its state lives."""
     text, layout = render(plan), graph.describe()
-    return {"query": _sha256(text), "plan": text, "layout": _sha256(layout), "graph": layout,
+    return {"query": fingerprint(text), "plan": text, "layout": fingerprint(layout), "graph": layout,
             "state": config.state, "parallelism": config.workers, "settings": layout_settings(config),
             "state_path": None if config.state_path is None else str(Path(config.state_path).resolve())}
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _first_difference(old: str, new: str) -> tuple[str, str]:
-    a, b = old.splitlines(), new.splitlines()
-    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    was, now = (lines[i].strip() if i < len(lines) else "(end)" for lines in (a, b))
-    return was, now
 
 
 def _check_compatible(latest: Checkpoint, identity: dict[str, Any], graph: op.OperatorGraph,
@@ -398,7 +386,7 @@ def _check_compatible(latest: Checkpoint, identity: dict[str, Any], graph: op.Op
     at the parallelism it was taken at)."""
     body, where = latest.body, f"checkpoint {latest.id} in {str(latest.path.parent)!r}"
     if body["query"] != identity["query"]:
-        was, now = _first_difference(body["plan"], identity["plan"])
+        was, now = first_difference(body["plan"], identity["plan"])
         raise CheckpointError(f"{where} was written by a different query (first difference: checkpoint has "
                               f"{was!r}, this query has {now!r}); resume it with the same query, or give a new "
                               "checkpoint_dir")
@@ -413,6 +401,6 @@ def _check_compatible(latest: Checkpoint, identity: dict[str, Any], graph: op.Op
     # parallelism (one thread has no serial column, a ring where workers keep hash tables, ...)
     saved = graph if taken == workers else compiled_at(taken)
     layout = saved.describe() if taken != workers else identity["graph"]
-    if body["layout"] != _sha256(layout):
+    if body["layout"] != fingerprint(layout):
         raise layout_refusal(where, body, layout, identity["settings"], taken, workers, saved, compiled_at)
     return saved

@@ -23,6 +23,19 @@ LAYOUT_SETTINGS = ("pre_aggregate", "panes", "max_delay")
 _DOMAIN = re.compile(r"domain=\[(-?\d+), (-?\d+)\)")
 
 
+def fingerprint(text: str) -> str:
+    """What a checkpoint records of a query's or a layout's text to compare it with a later run's."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def first_difference(old: str, new: str, past_end: str = "(end)") -> tuple[str, str]:
+    """The first line where two texts differ, of each, stripped (``past_end`` where one has ended)."""
+    a, b = old.splitlines(), new.splitlines()
+    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    was, now = (lines[i].strip() if i < len(lines) else past_end for lines in (a, b))
+    return was, now
+
+
 def layout_settings(config: Config) -> dict[str, Any]:
     """What a checkpoint records of ``config`` to explain a layout change."""
     return {name: getattr(config, name) for name in LAYOUT_SETTINGS}
@@ -34,15 +47,13 @@ def layout_refusal(where: str, body: Mapping[str, Any], layout: str, now: Mappin
     """The error for checkpoint ``body`` whose layout is not ``layout``: this query's ``graph`` at the
     checkpoint's parallelism ``taken`` with this run's settings ``now`` (this run has ``workers``);
     ``compiled_with(n, **settings)`` compiles the query at parallelism ``n`` with other settings."""
-    old_lines, new_lines = body["graph"].splitlines(), layout.splitlines()
-    i = next((i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b), min(len(old_lines), len(new_lines)))
-    was, is_ = (lines[i] if i < len(lines) else "(none)" for lines in (old_lines, new_lines))
+    was, is_ = first_difference(body["graph"], layout, "(none)")
     at = "" if workers == taken else f" (this query at the checkpoint's parallelism, {taken})"
     head = (f"{where} holds state of another layout than this run's for {_operator(was, is_, graph)}: the "
             f"checkpoint has {_state(was)!r}, this run has {_state(is_)!r}{at}. ")
     saved = body.get("settings")
     changed = {k: saved[k] for k in LAYOUT_SETTINGS if saved and k in saved and saved[k] != now[k]}
-    if changed and _sha256(compiled_with(taken, **changed).describe()) == body["layout"]:
+    if changed and fingerprint(compiled_with(taken, **changed).describe()) == body["layout"]:
         then = ", ".join(f"{k}={v!r}" for k, v in changed.items())
         these = "that setting chooses" if len(changed) == 1 else "these settings choose"
         return CheckpointError(
@@ -88,7 +99,3 @@ def _state(line: str) -> str:
     text = line.split(": ", 1)[-1]
     return text.split(" -> ", 1)[1] if text.startswith(("source ", "fired windows", "output of", "rows of")) \
         and " -> " in text else text
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
