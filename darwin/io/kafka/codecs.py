@@ -112,8 +112,8 @@ def _first_bad(fmt: str, payloads: Sequence[bytes | None], schema: pa.Schema,
 
 def _shown(payload: bytes | None) -> str:
     """A message's value as quoted in an error: its start, if it is long."""
-    text = repr(payload)
-    return text if len(text) <= 120 else f"{text[:120]}... ({len(payload or b'')} bytes)"
+    shown = repr(payload)
+    return shown if len(shown) <= 120 else f"{shown[:120]}... ({len(payload or b'')} bytes)"
 
 
 def encode(fmt: str, batch: pa.RecordBatch) -> list[bytes]:
@@ -122,7 +122,7 @@ def encode(fmt: str, batch: pa.RecordBatch) -> list[bytes]:
         if batch.num_columns != 1:
             raise SinkError(f"a KafkaSink with format='raw' writes one text column as the message value; the "
                             f"result has {batch.schema.names}. Select one column, or use format='json'")
-        return [b"" if v is None else v.encode() for v in _text(batch.column(0)).to_pylist()]
+        return [b"" if v is None else v.encode() for v in text(batch.column(0)).to_pylist()]
     if fmt == "csv":
         return _csv_lines(batch)
     return _json_lines(batch)
@@ -133,9 +133,6 @@ def text(column: pa.Array) -> pa.Array:
     return column.cast(pa.string())
 
 
-_text = text
-
-
 _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"))
 
 
@@ -143,18 +140,18 @@ def _json_literal(column: pa.Array) -> pa.Array:
     """Each value of ``column`` as a JSON literal (null for nulls)."""
     t = column.type
     if pa.types.is_boolean(t):
-        text = pc.if_else(column, "true", "false")
+        literal = pc.if_else(column, "true", "false")
     elif pa.types.is_integer(t):
-        text = column.cast(pa.string())
+        literal = column.cast(pa.string())
     elif pa.types.is_floating(t):
         finite = pc.is_finite(column)
-        text = pc.if_else(finite, column.cast(pa.string()), pa.scalar(None, pa.string()))
+        literal = pc.if_else(finite, column.cast(pa.string()), pa.scalar(None, pa.string()))
     else:
-        text = _text(column)
+        literal = text(column)
         for old, new in _ESCAPES:
-            text = pc.replace_substring(text, old, new)
-        text = pc.binary_join_element_wise('"', text, '"', "")
-    return pc.fill_null(text, "null")
+            literal = pc.replace_substring(literal, old, new)
+        literal = pc.binary_join_element_wise('"', literal, '"', "")
+    return pc.fill_null(literal, "null")
 
 
 def _json_lines(batch: pa.RecordBatch) -> list[bytes]:
@@ -176,7 +173,7 @@ def _json_lines(batch: pa.RecordBatch) -> list[bytes]:
 def _csv_lines(batch: pa.RecordBatch) -> list[bytes]:
     if batch.num_rows == 0:
         return []
-    texts = [_text(c) for c in batch.columns]
+    texts = [text(c) for c in batch.columns]
     newlines = any(pa.types.is_string(t.type) and pc.any(pc.match_substring_regex(t, "[\r\n]")).as_py()
                    for t in texts)
     if newlines:  # a quoted value spans lines: the lines of the whole batch no longer split per row
