@@ -297,8 +297,9 @@ class ExpressionTranslator:
         compared: list[Expr] = []
         for v in node.expressions:
             value = self(v)
+            equal = operand == value
             try:  # located at the value, not at the clause the plan would name
-                type_of((operand == value).node, self.schema, "IN")
+                type_of(equal.node, self.schema, "IN")
             except DarwinTypeError:
                 raise self.where.error(v, f"IN: cannot compare {node.this.sql(dialect=Flink)} "
                                           f"({self._dtype(operand)}) with {v.sql(dialect=Flink)} "
@@ -307,7 +308,7 @@ class ExpressionTranslator:
             if isinstance(folded, ex.Literal):
                 constants.append(folded)
             else:
-                compared.append(operand == value)
+                compared.append(equal)
         result = Expr(ex.IsIn(operand.node, tuple(constants))) if constants else compared.pop(0)
         for equal in compared:
             result = result | equal
