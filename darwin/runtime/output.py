@@ -59,7 +59,8 @@ def with_inserts(rows: T) -> T:
 
 def final_table(changelog: pa.Table, op_column: str = "op") -> pa.Table:
     """The table a changelog ends in: each -U/-D removes the latest equal row still present (NaN
-    equal to NaN, -0.0 to 0.0, NULL to NULL)."""
+    equal to NaN, NULL to NULL, other floats bit for bit: a retraction repeats the row emitted,
+    so -0.0 retracts -0.0 and never another row's 0.0)."""
     data = changelog.drop_columns([op_column])
     if changelog.num_rows == 0:
         return data
@@ -154,7 +155,7 @@ def _row_bits(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
         codes = array.dictionary_encode().indices if not pa.types.is_dictionary(t) else array.indices
         values = codes.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     elif pa.types.is_floating(t):
-        x = array.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64) + 0.0
+        x = array.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
         values = np.where(np.isnan(x), np.int64(0x7FF8000000000000), x.view(np.int64))
     else:
         values = array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False) \

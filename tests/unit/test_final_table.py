@@ -16,7 +16,9 @@ ROWS = st.tuples(st.sampled_from([1, 2, None]), st.sampled_from(["a", "b", None]
 
 
 def _key(values):
-    return tuple("NaN" if isinstance(v, float) and v != v else v for v in values)
+    """Values as the rule compares them: NaN equal to NaN, -0.0 apart from 0.0."""
+    return tuple("NaN" if isinstance(v, float) and v != v else
+                 "-0.0" if isinstance(v, float) and v == 0 and math.copysign(1, v) < 0 else v for v in values)
 
 
 def _row_by_row(rows):
