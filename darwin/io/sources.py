@@ -68,7 +68,11 @@ class ArrowSource:
 
 
 class ParquetSource:
-    """A Parquet file read in batches, reading only the columns a query uses."""
+    """A Parquet file read in batches, reading only the columns a query uses.
+
+    INT96 timestamps (Spark's, Hive's and Impala's legacy type) are read in milliseconds: Arrow's
+    default, nanoseconds, wraps dates before 1677 or after 2262 around without an error.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -102,11 +106,14 @@ class ParquetSource:
         if not groups:
             return
         try:
-            f = pq.ParquetFile(self.path)
+            f = self._file()
             yield from skip_rows(f.iter_batches(batch_size=batch_size, columns=list(columns), row_groups=groups),
                                  skip)
         except (OSError, pa.ArrowInvalid) as e:
             raise SourceError(f"error while reading Parquet file {str(self.path)!r}: {e}") from None
+
+    def _file(self) -> pq.ParquetFile:
+        return pq.ParquetFile(self.path, coerce_int96_timestamp_unit="ms")
 
     def _group_starts(self) -> list[int]:
         """The first row of each row group, and the number of rows last."""
@@ -139,7 +146,7 @@ class ParquetSource:
         """The split's row groups decoded on this thread, cut at the in-order read's batch boundaries."""
         group, last, origin = split.where
         try:
-            f = pq.ParquetFile(self.path)
+            f = self._file()
             if not columns:
                 return list(skip_rows(f.iter_batches(batch_size=batch_size, columns=[],
                                                      row_groups=list(range(group, last)), use_threads=False),

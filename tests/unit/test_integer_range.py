@@ -41,3 +41,19 @@ def test_seconds_beyond_int64_milliseconds_are_a_source_error(config):
         with pytest.raises(SourceError, match=rf"source 'secs': column 'ts' holds {bad} s, which does not fit "
                                               "Darwin's int64 milliseconds"):
             t.select("ts").collect(config)
+
+
+def test_int96_timestamps_outside_the_nanosecond_range_read_as_written(tmp_path, config):
+    """Spark (spark.sql.parquet.outputTimestampType=INT96), Hive and Impala write INT96 timestamps, which
+    Arrow reads as nanoseconds by default: dates before 1677 or after 2262 (0001-01-01 is a common
+    placeholder) wrapped around silently. They are read in milliseconds, floored as every timestamp is."""
+    import datetime as dt
+
+    written = [dt.datetime(1, 1, 1), dt.datetime(1500, 1, 1, 12), dt.datetime(2020, 1, 1, 0, 0, 0, 123456),
+               dt.datetime(9999, 12, 31, 23, 59, 59, 999999), None, dt.datetime(1969, 12, 31, 23, 59, 59, 999500)]
+    pq.write_table(pa.table({"ts": pa.array(written, pa.timestamp("us"))}), tmp_path / "x.parquet",
+                   use_deprecated_int96_timestamps=True)
+    got = dw.read_parquet(tmp_path / "x.parquet", time="ts").select("ts", ms=col("ts").cast("int64")).collect(config)
+    assert got["ts"].to_pylist() == [None if t is None else t.replace(microsecond=t.microsecond // 1000 * 1000)
+                                     for t in written]
+    assert got["ms"].to_pylist()[-1] == -1  # floored, as -0.5 ms of a timestamp[us] is
