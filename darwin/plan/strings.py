@@ -31,8 +31,10 @@ def _regex(pattern: str) -> re.Pattern[str]:
 
 
 def _regexp_extract(s: str, pattern: str, group: int) -> str | None:
+    """The ``group`` of the first match; NULL without a match and for a group the pattern does not
+    have, a negative one too (Flink's REGEXP_EXTRACT: Java's ``group(-1)`` throws, and Flink gives NULL)."""
     m = _regex(pattern).search(s)
-    if m is None or group > (m.re.groups or 0):
+    if m is None or not 0 <= group <= m.re.groups:
         return None
     return m.group(group)
 

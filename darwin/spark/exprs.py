@@ -266,7 +266,7 @@ def _string(e: ex.StringCall, s: Column) -> Column:
         return F.startswith(s, F.lit(args[0]))
     if name == "regexp_extract":
         pattern, group = args
-        if group > re.compile(pattern).groups:
+        if not 0 <= group <= re.compile(pattern).groups:  # NULL, as on Darwin's engines (Spark would fail)
             return F.when(s.isNull(), F.lit(None)).otherwise(F.lit(None)).cast("string")
         java = UNICODE_CLASSES + pattern
         return F.when(F.regexp_like(s, F.lit(java)), F.regexp_extract(s, java, group)).otherwise(

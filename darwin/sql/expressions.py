@@ -447,7 +447,12 @@ class ExpressionTranslator:
         raise self.where.error(node, f"{what} must be a string literal")
 
     def _integer(self, node: exp.Expr, what: str) -> int:
-        if isinstance(node, exp.Literal) and not node.is_string and node.this.lstrip("-").isdigit():
-            return int(node.this)
+        """An integer literal's value; ``-1`` is parsed as the negation of the literal 1."""
+        sign = 1
+        literal = node
+        if isinstance(node, exp.Neg):
+            sign, literal = -1, node.this
+        if isinstance(literal, exp.Literal) and not literal.is_string and literal.this.isdigit():
+            return sign * int(literal.this)
         raise self.where.error(node, f"{what} must be an integer literal")
 

@@ -196,6 +196,16 @@ def test_regular_expressions_are_unicode_aware_on_spark(spark):
     assert got["a\u00a0b"]["spaced"] == "a" and got["Ωmega"]["folded"] == "Ωmega"
 
 
+def test_a_negative_regexp_group_is_null_on_spark(spark):
+    """A group below 0 is NULL, as one past the pattern's groups (Flink's REGEXP_EXTRACT); Spark's
+    regexp_extract fails the job for it."""
+    from engines import assert_three_engines_agree
+
+    t = dw.from_arrow(pa.table({"s": ["ab", "x", None]}), name="t")
+    on_spark = assert_three_engines_agree(t.select("s", r=col("s").str.regexp_extract("(a)", -1))).table
+    assert on_spark["r"].to_pylist() == [None, None, None]
+
+
 def test_a_float_remainder_of_zero_takes_the_divisors_sign_on_spark(spark):
     """Python's float %: a zero remainder has the divisor's sign (2.0 % -2.0 is -0.0, -3.0 % 3.0 is
     0.0); Java's has the dividend's, which Spark gave."""

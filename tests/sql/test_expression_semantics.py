@@ -309,3 +309,18 @@ def test_isin_compares_as_equality_does_on_both_engines(extra):
         assert [r["isin"] for r in got] == [r["eq"] for r in got] == [True, True, False]
         in_sql = rows("SELECT ts, a IN (9007199254740992.0), a = 9007199254740992.0 FROM t", t, config)
         assert in_sql == [(True, True), (True, True), (False, False)]
+
+# -- string functions -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", MODES)
+def test_a_regexp_group_the_pattern_lacks_is_null_a_negative_one_too(config):
+    """Flink's REGEXP_EXTRACT gives NULL for a group the pattern does not have, below 0 as above its
+    groups (Java's group(-1) throws, and Flink returns NULL). A negative group failed row by row with
+    a bare IndexError (Python's m.group(-1)); SQL refused -1 as 'not an integer literal', as it did
+    SPLIT_INDEX's -1, whose answer is NULL too."""
+    t = table(s=["ab", "x", None])
+    got = rows("SELECT ts, REGEXP_EXTRACT(s, '(a)(b)', -1), REGEXP_EXTRACT(s, '(a)(b)', 3), "
+               "REGEXP_EXTRACT(s, '(a)(b)', 2), SPLIT_INDEX(s, 'a', -1), SPLIT_INDEX(s, 'a', 1) FROM t", t, config)
+    assert got == [(None, None, "b", None, "b"), (None,) * 5, (None,) * 5]
+    fluent = t.select(r=col("s").str.regexp_extract("(a)", -2)).collect(config)
+    assert fluent["r"].to_pylist() == [None, None, None]
