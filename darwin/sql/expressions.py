@@ -335,8 +335,30 @@ class ExpressionTranslator:
         target = sql_type(node.to, self.where)
         if target is DType.TIMESTAMP and isinstance(node.this, exp.Literal) and node.this.is_string:
             return lit(timestamp_ms(node.this, self.where), "timestamp")  # TIMESTAMP '2015-07-15 00:00:00'
+        value = self(node.this)
+        self._check_time_cast(node, value, target)
         bits = NARROW_BITS.get(node.to.this)
-        return self(node.this).cast(target) if bits is None else self._narrowed(self(node.this), bits)
+        return value.cast(target) if bits is None else self._narrowed(value, bits)
+
+    def _check_time_cast(self, node: exp.Cast, value: Expr, target: DType) -> None:
+        """A CAST between TIMESTAMP and a number or BOOLEAN is refused, as Flink refuses it: Darwin's
+        timestamps are milliseconds, Spark's cast counts seconds, and nothing in the cast says which
+        one a number is, so the value would be read 1000 times off. The message gives the ways that say it."""
+        source = type_of(value.node, self.schema).dtype
+        if source is None or source is target or DType.TIMESTAMP not in (source, target):
+            return
+        if source is DType.STRING or target is DType.STRING:
+            return  # the cast's own check names the problem
+        what = f"CAST from {'TIMESTAMP' if source is DType.TIMESTAMP else source.value} to " \
+               f"{node.to.sql(dialect=Flink)} is not allowed (as in Flink): "
+        if source is DType.TIMESTAMP:
+            raise self.where.error(node, what + "a timestamp is no number of seconds or milliseconds (Spark's cast "
+                                               "counts seconds); for milliseconds since the epoch write "
+                                               f"{node.this.sql(dialect=Flink)} - TIMESTAMP '1970-01-01 00:00:00'")
+        raise self.where.error(node, what + "the cast does not say whether the number counts seconds or "
+                                           "milliseconds (Spark's takes seconds); write TIMESTAMP '1970-01-01 "
+                                           f"00:00:00' + {node.this.sql(dialect=Flink)} * INTERVAL '1' SECOND for "
+                                           "seconds, INTERVAL '0.001' SECOND for milliseconds")
 
     def _narrowed(self, value: Expr, bits: int) -> Expr:
         """CAST to INT, SMALLINT or TINYINT: an int64 (Darwin's one integer type) holding a value of the

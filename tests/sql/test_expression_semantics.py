@@ -282,6 +282,34 @@ def test_narrowing_casts_agree_on_both_engines(ints, floats):
         assert reference[f"a_{n}"].to_pylist() == [java_narrow(v, bits) for v in ints]
         assert reference[f"f_{n}"].to_pylist() == [float_narrow(f, bits) for f in floats]
 
+@pytest.mark.parametrize("text, problem", [
+    ("SELECT CAST(ts AS BIGINT) FROM t", "CAST from TIMESTAMP to BIGINT is not allowed .* ts - TIMESTAMP '1970-01-01"),
+    ("SELECT a,\n  TRY_CAST(ts AS DOUBLE) FROM t", "line 2, column 12: CAST from TIMESTAMP to DOUBLE"),
+    ("SELECT CAST(ts AS INT) FROM t", "CAST from TIMESTAMP to INT is not allowed"),
+    ("SELECT CAST(ts AS BOOLEAN) FROM t", "CAST from TIMESTAMP to BOOLEAN is not allowed"),
+    ("SELECT CAST(a AS TIMESTAMP(3)) FROM t",
+     "CAST from int64 to TIMESTAMP\\(3\\) is not allowed .* seconds or milliseconds.* \\+ a \\* INTERVAL '1' SECOND"),
+    ("SELECT CAST(f * 2 AS TIMESTAMP) FROM t", "CAST from float64 to TIMESTAMP is not allowed"),
+    ("SELECT CAST(a > 0 AS TIMESTAMP) FROM t", "CAST from bool to TIMESTAMP is not allowed"),
+])
+def test_casts_between_timestamps_and_numbers_are_refused_as_in_flink(text, problem):
+    """Flink refuses them and Spark's count seconds, so Darwin's milliseconds would be silently 1000 times off
+    for a query written for either (CAST(ts AS BIGINT) was ms, CAST(epoch_seconds AS TIMESTAMP) a 1970 date)."""
+    with pytest.raises(SqlError, match=problem):
+        dw.sql(text, tables={"t": table(a=[1], f=[1.0])})
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_the_ways_out_of_a_timestamp_cast_say_the_unit(config):
+    t = table(a=pa.array([1_000, -2, None], pa.int64()))
+    got = rows("SELECT ts, TIMESTAMP '1970-01-01 00:00:00' + a * INTERVAL '1' SECOND, "
+               "TIMESTAMP '1970-01-01 00:00:00' + a * INTERVAL '0.001' SECOND, ts - TIMESTAMP '1970-01-01 00:00:00', "
+               "CAST(NULL AS TIMESTAMP), CAST(ts AS TIMESTAMP(3)) FROM t", t, config)
+    epoch, ms = datetime(1970, 1, 1), timedelta(milliseconds=1)
+    assert got == [(epoch + 1_000_000 * ms, epoch + 1_000 * ms, 0, None, epoch),
+                   (epoch - 2_000 * ms, epoch - 2 * ms, 1, None, epoch + ms), (None, None, 2, None, epoch + 2 * ms)]
+
+
 # -- names and comparisons ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("config", MODES)
