@@ -12,7 +12,8 @@ Darwin's rule out:
 - casts of NaN, infinities or out-of-range floats to integers give NULL, not a saturated value;
 - ``isin`` never matches NaN; int64 arithmetic wraps around (Spark with ANSI mode off does too);
 - ``regexp_extract`` gives NULL where nothing matches (Spark gives ""), and for a group the
-  pattern does not have; its pattern is Unicode-aware (``(?U)``), as Python's is;
+  pattern does not have; its pattern is Unicode-aware (``(?U)``) and ends lines only at ``\n``
+  (``(?d)``), as Python's does;
 - float ``%`` gives a zero remainder the divisor's sign, as Python does (Java: the dividend's);
 - ``strftime``'s ``%Y`` and ``%y`` of years before 0 or after 9999 are Darwin's, not Java's, and two
   fields side by side (``%m%m``) stay two fields.
@@ -38,8 +39,10 @@ DAY_MS = 86_400_000
 YEAR_0_MS, YEAR_10000_MS = -62_167_219_200_000, 253_402_300_800_000  # 0000-01-01 and 10000-01-01, UTC
 # Java's UNICODE_CHARACTER_CLASS (and UNICODE_CASE): \w \d \s \b and case-insensitive matching over
 # Unicode, as Python's ``re`` does for str patterns (Java's are ASCII-only without it: 'café' was
-# 'caf'); where the two still differ is in docs/decisions.md (The Spark engine)
-UNICODE_CLASSES = "(?U)"
+# 'caf'); and UNIX_LINES: '\n' is the only line terminator for . ^ $, as in Python (Java's also ends
+# lines at \r, \u0085, \u2028 and \u2029, so '.' skipped them and '$' matched before them). Where
+# the two still differ is in docs/decisions.md (The Spark engine)
+JAVA_FLAGS = "(?dU)"
 SPARK_TYPES = {DType.INT64: "bigint", DType.TIMESTAMP: "bigint", DType.FLOAT64: "double", DType.BOOL: "boolean",
                DType.STRING: "string"}
 _PATTERNS = {"Y": "yyyy", "y": "yy", "m": "MM", "d": "dd", "j": "DDD", "H": "HH", "M": "mm", "S": "ss"}
@@ -268,7 +271,7 @@ def _string(e: ex.StringCall, s: Column) -> Column:
         pattern, group = args
         if not 0 <= group <= re.compile(pattern).groups:  # NULL, as on Darwin's engines (Spark would fail)
             return F.when(s.isNull(), F.lit(None)).otherwise(F.lit(None)).cast("string")
-        java = UNICODE_CLASSES + pattern
+        java = JAVA_FLAGS + pattern
         return F.when(F.regexp_like(s, F.lit(java)), F.regexp_extract(s, java, group)).otherwise(
             F.lit(None).cast("string"))
     if name == "split_index":

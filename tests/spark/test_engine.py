@@ -196,6 +196,23 @@ def test_regular_expressions_are_unicode_aware_on_spark(spark):
     assert got["a\u00a0b"]["spaced"] == "a" and got["Ωmega"]["folded"] == "Ωmega"
 
 
+def test_regular_expressions_end_lines_only_at_newline_on_spark(spark):
+    """'.' matches \\r, \\u0085 and \\u2028, and '$' matches only at the end or before a last \\n, as in
+    Python's re; Java also ends lines at those, so Spark gave 'a' for '(.)$' of 'a\\r' and nothing
+    for 'a.b' of 'a\\u0085b'."""
+    from engines import assert_three_engines_agree
+
+    texts = ["a\r", "a\u2028", "a\u0085b", "x\rb", "a\n", "q\r\nb", None]
+    t = dw.from_arrow(pa.table({"s": texts}), name="t")
+    s = col("s").str
+    q = t.select("s", last=s.regexp_extract("(.)$", 1), dot=s.regexp_extract("a.b", 0),
+                 line_end=s.regexp_extract("(?m)(.)$", 1))
+    got = {r["s"]: (r["last"], r["dot"], r["line_end"]) for r in assert_three_engines_agree(q).table.to_pylist()}
+    assert got == {"a\r": ("\r", None, "\r"), "a\u2028": ("\u2028", None, "\u2028"),
+                   "a\u0085b": ("b", "a\u0085b", "b"), "x\rb": ("b", None, "b"), "a\n": ("a", None, "a"),
+                   "q\r\nb": ("b", None, "\r"), None: (None, None, None)}
+
+
 def test_a_negative_regexp_group_is_null_on_spark(spark):
     """A group below 0 is NULL, as one past the pattern's groups (Flink's REGEXP_EXTRACT); Spark's
     regexp_extract fails the job for it."""
