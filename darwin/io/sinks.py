@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
@@ -371,7 +372,40 @@ class CSV(FileSink):
         self.header = header
 
     def _open_writer(self, path: Path, schema: pa.Schema) -> Any:
-        return pacsv.CSVWriter(path, schema, write_options=pacsv.WriteOptions(include_header=self.header))
+        return _CsvFile(path, schema, self.header)
+
+
+class _CsvFile:
+    """One CSV file written batch by batch, a float column's NaN and infinities spelled as Java
+    (Spark's and Flink's readers) parses them: ``NaN``, ``Infinity``, ``-Infinity``. Arrow writes
+    ``nan``, ``inf`` and ``-inf``, which Spark read as NULL and Flink refused. Such a batch writes
+    that column as text (so quoted, as Arrow quotes text); every reader parses a quoted number."""
+
+    def __init__(self, path: Path, schema: pa.Schema, header: bool) -> None:
+        self._out = pa.OSFile(str(path), "wb")
+        self._floats = [i for i, f in enumerate(schema) if pa.types.is_floating(f.type)]
+        self._options = pacsv.WriteOptions(include_header=False)
+        if header:
+            pacsv.write_csv(schema.empty_table(), self._out)
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        for i in self._floats:
+            column = batch.column(i)
+            if pc.any(pc.invert(pc.is_finite(column))).as_py():
+                batch = batch.set_column(i, batch.schema.field(i).with_type(pa.string()), _java_text(column))
+        pacsv.write_csv(batch, self._out, self._options)
+
+    def close(self) -> None:
+        self._out.close()
+
+
+def _java_text(column: pa.Array) -> pa.Array:
+    """Floats as text, NaN and infinities as Java's Double.toString writes them; NULL stays NULL."""
+    text = column.cast(pa.string())
+    for mask, word in ((pc.is_nan(column), "NaN"), (pc.equal(column, float("inf")), "Infinity"),
+                       (pc.equal(column, float("-inf")), "-Infinity")):
+        text = pc.if_else(mask, pa.scalar(word), text)
+    return text
 
 
 class _Unstaged:

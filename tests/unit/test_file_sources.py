@@ -142,6 +142,21 @@ def test_what_the_csv_sink_writes_reads_back_as_it_was(tmp_path):
         {"k": [1, None], "v": [None, pytest.approx(float("nan"), nan_ok=True)], "s": ["x", None]}
 
 
+def test_the_csv_sink_spells_nan_and_infinities_as_java_readers_parse_them(tmp_path):
+    """Spark and Flink parse a double with Java's Double.parseDouble, which knows NaN, Infinity and
+    -Infinity but not Arrow's nan, inf and -inf: Spark read those as NULL without an error."""
+    import csv
+
+    table = pa.table({"f": [float("nan"), float("inf"), 1.5, None, float("-inf"), -0.0], "s": list("abcdef")})
+    dw.from_arrow(table).sink(dw.sinks.CSV(tmp_path / "out")).run()
+    (part,) = (tmp_path / "out").glob("part-*.csv")
+    with open(part, newline="") as f:
+        assert [row[0] for row in csv.reader(f)] == ["f", "NaN", "Infinity", "1.5", "", "-Infinity", "-0"]
+    for schema in (table.schema, None):
+        back = dw.read_csv(tmp_path / "out", schema).collect()
+        assert [repr(v) for v in back["f"].to_pylist()] == [repr(v) for v in table["f"].to_pylist()]
+
+
 def test_read_ipc_file_stream_and_directory(tmp_path):
     table = pa.table({"x": [1, 2, 3]})
     (tmp_path / "d").mkdir()
