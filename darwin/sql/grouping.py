@@ -112,7 +112,7 @@ class GroupByClause:
         if not aggs:  # GROUP BY only to group: Darwin's aggregations need an aggregate, dropped by the select
             aggs["$count"] = dx.count()
         if cascade and rel.bounds is not None and not computed:
-            table = self._cascade(node, rel, rel.bounds, plain, aggs)
+            table = self._cascade(node, rel, rel.bounds, plain, aggs, unused("$window_end"))
             self.window = rel.bounds.window
         else:
             plain += cascade
@@ -158,20 +158,23 @@ class GroupByClause:
         return result
 
     def _cascade(self, node: exp.Expr, rel: Relation, bounds: Bounds, keys: list[str],
-                 aggs: dict[str, dx.Agg]) -> Table:
+                 aggs: dict[str, dx.Agg], end_column: str) -> Table:
         """GROUP BY the window bounds of a windowed aggregation's result (Flink's cascading window):
         a tumbling window of the slide over the window ends, whose every window holds the rows of
-        one window, with the bounds computed back from its start."""
+        one window, with the bounds computed back from its start. Only the ends are never late: a
+        window's row reaches the tumble before the watermark that fired it, so where only the starts
+        were selected the ends are computed from them (``end_column``); a tumble over the starts of
+        sliding windows found the rows late once the watermark had passed start + slide."""
         window = bounds.window
-        on = bounds.end or bounds.start
-        assert on is not None
         start = col(WINDOW_START)
 
         def build() -> Table:
-            grouped = rel.table.window(Tumble(window.slide_ms, on=on)).group_by(*keys).agg(**aggs)
-            if bounds.end is None:  # only the starts: the tumble over them starts at each start
-                return grouped.with_columns(**{on: start})
-            restored = {bounds.end: start}
+            table, on = rel.table, bounds.end
+            if on is None:
+                assert bounds.start is not None
+                table, on = table.with_columns(**{end_column: col(bounds.start) + window.size_ms}), end_column
+            grouped = table.window(Tumble(window.slide_ms, on=on)).group_by(*keys).agg(**aggs)
+            restored = {bounds.end: start} if bounds.end is not None else {}
             if bounds.start is not None:
                 restored[bounds.start] = start - window.size_ms
             return grouped.with_columns(**restored)

@@ -59,6 +59,28 @@ def test_where_on_the_window_bounds_keeps_those_windows(bids, config):
 
 
 @pytest.mark.parametrize("config", MODES)
+@pytest.mark.parametrize("batch_size", [1, 2, 100])
+def test_a_cascading_window_over_the_starts_of_sliding_windows_keeps_every_window(bids, config, batch_size):
+    """GROUP BY the window_start alone of a HOP's counts was a tumble of the slide over the starts:
+    a window's row reached it once the watermark had passed start + slide, so it was late and
+    dropped (two windows of twelve were left reading a row at a time, every window at once)."""
+    counts = ("SELECT k, count(*) AS n, window_start AS s FROM TABLE(HOP(TABLE t, DESCRIPTOR(ts), "
+              "INTERVAL '2' SECOND, INTERVAL '6' SECOND)) GROUP BY k, window_start, window_end")
+    result = dw.sql(f"SELECT s, max(n) AS m FROM ({counts}) GROUP BY s", tables={"t": bids}) \
+        .execute(config.replace(batch_size=batch_size))
+    per_window: dict[tuple[int, int], int] = {}
+    for ts, k, _ in ROWS:
+        for start in range(ts // 2_000 * 2_000 - 4_000, ts + 1, 2_000):
+            per_window[start, k] = per_window.get((start, k), 0) + 1
+    want: dict[int, int] = {}
+    for (start, _), n in per_window.items():
+        want[start] = max(want.get(start, 0), n)
+    assert sorted(tuple(r.values()) for r in result.table.to_pylist()) == \
+        sorted((seconds(start), m) for start, m in want.items())
+    assert result.metrics["late_rows"] == 0
+
+
+@pytest.mark.parametrize("config", MODES)
 def test_where_filters_what_a_session_table_function_aggregates(bids, config):
     got = rows("SELECT k, window_start, count(*) AS n FROM TABLE(SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), "
                "INTERVAL '5' SECOND)) WHERE v < 25 GROUP BY k, window_start, window_end", bids, config)
