@@ -7,6 +7,7 @@ SELECT translator computes them first and hands their result columns in as ``rep
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -183,11 +184,25 @@ class ExpressionTranslator:
     def visit_Literal(self, node: exp.Literal) -> Expr:
         if node.is_string:
             return lit(node.this)
+        return lit(self._number(node))
+
+    def _number(self, node: exp.Literal, sign: int = 1) -> int | float:
+        """A numeric literal's value, refused at its position where BIGINT or DOUBLE cannot hold it: Flink
+        (Calcite) refuses a DOUBLE literal that overflows, and makes an integer past BIGINT a DECIMAL,
+        which Darwin's DOUBLE would hold inexactly."""
         text = node.this
         try:
-            return lit(int(text))
+            whole = sign * int(text)
         except ValueError:
-            return lit(float(text))
+            number = sign * float(text)
+            if math.isinf(number):
+                raise self.where.error(node, f"numeric literal {text} is out of range of DOUBLE") from None
+            return number
+        if not ex.INT64_MIN <= whole <= ex.INT64_MAX:
+            raise self.where.error(node, f"integer literal {text} is past BIGINT (int64); "
+                                         "Darwin's DECIMAL is a DOUBLE, so write it as one (with a decimal point or "
+                                         "an exponent) where an inexact value will do")
+        return whole
 
     def visit_Boolean(self, node: exp.Boolean) -> Expr:
         return lit(bool(node.this))
@@ -269,6 +284,9 @@ class ExpressionTranslator:
         return ~self(node.this)
 
     def visit_Neg(self, node: exp.Neg) -> Expr:
+        literal = node.this
+        if isinstance(literal, exp.Literal) and not literal.is_string and literal.this == str(-ex.INT64_MIN):
+            return lit(self._number(literal, -1))  # -9223372036854775808 is a BIGINT, as in Flink
         return -self(node.this)
 
     def visit_Is(self, node: exp.Is) -> Expr:

@@ -310,6 +310,30 @@ def test_the_ways_out_of_a_timestamp_cast_say_the_unit(config):
                    (epoch - 2_000 * ms, epoch - 2 * ms, 1, None, epoch + ms), (None, None, 2, None, epoch + 2 * ms)]
 
 
+# -- numeric literals -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", MODES)
+def test_the_smallest_bigint_is_a_literal(config):
+    """-9223372036854775808 is a BIGINT in Flink (Calcite negates the literal); it was refused as
+    9223372036854775808 does not fit in int64, with no position."""
+    got = rows("SELECT ts, -9223372036854775808, a IN (-9223372036854775808), a = -9223372036854775807 - 1, "
+               "9223372036854775807, 1e-400 FROM t", table(a=pa.array([INT64_MIN, 0], pa.int64())), config)
+    assert got == [(INT64_MIN, True, True, 2**63 - 1, 0.0), (INT64_MIN, False, False, 2**63 - 1, 0.0)]
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("SELECT 9223372036854775808 FROM t", "line 1, column 8: integer literal 9223372036854775808 is past BIGINT"),
+    ("SELECT a,\n  a + -99999999999999999999 FROM t", "line 2, column 8: integer literal 99999999999999999999 is past"),
+    ("SELECT 1e400 FROM t", "line 1, column 8: numeric literal 1e400 is out of range of DOUBLE"),
+    ("SELECT a FROM t WHERE a > -1.5E309", "line 1, column 28: numeric literal 1.5E309 is out of range"),
+])
+def test_numeric_literals_neither_bigint_nor_double_hold_are_refused_at_their_position(text, problem):
+    """Flink refuses a DOUBLE literal that overflows (1e400 was infinity) and makes an integer past BIGINT a
+    DECIMAL, which Darwin's DOUBLE holds inexactly (it was an error naming no position)."""
+    with pytest.raises(SqlError, match=problem):
+        dw.sql(text, tables={"t": table(a=[1])})
+
+
 # -- names and comparisons ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("config", MODES)
