@@ -168,7 +168,8 @@ class StringNamespace:
     def starts_with(self, prefix: str) -> Expr: return self._call("starts_with", prefix)
 
     def regexp_extract(self, pattern: str, group: int = 0) -> Expr:
-        """Group ``group`` of the first match of ``pattern``; NULL when nothing matches."""
+        """Group ``group`` of the first match of ``pattern``; NULL when nothing matches and for a group the
+        pattern does not have (a negative one too), as Flink's REGEXP_EXTRACT."""
         return self._call("regexp_extract", pattern, group)
 
     def map(self, mapping: dict[str, str]) -> Expr:
@@ -179,7 +180,8 @@ class StringNamespace:
         return self._call("map", tuple(sorted(mapping.items())))
 
     def split_index(self, separator: str, index: int) -> Expr:
-        """Part ``index`` (from 0) of the value split at ``separator``; NULL past the last part."""
+        """Part ``index`` (from 0) of the value split at ``separator``, as Flink's SPLIT_INDEX; NULL past the
+        last part, for a negative ``index`` and for the empty string, which has no parts."""
         return self._call("split_index", separator, index)
 
 

@@ -40,6 +40,11 @@ def _regexp_extract(s: str, pattern: str, group: int) -> str | None:
 
 
 def _split_index(s: str, sep: str, index: int) -> str | None:
+    """Flink's SPLIT_INDEX: the ``index``-th piece of ``s`` split at every ``sep``, empty pieces kept; NULL
+    past the last piece, for a negative index, and for an empty ``s``, which has no pieces (Flink splits
+    with commons-lang's splitByWholeSeparatorPreserveAllTokens, which gives none for '')."""
+    if not s:
+        return None
     parts = s.split(sep)
     return parts[index] if 0 <= index < len(parts) else None
 

@@ -279,7 +279,7 @@ def _string(e: ex.StringCall, s: Column) -> Column:
         if index < 0:
             return F.lit(None).cast("string")
         parts = F.split(s, _literal_regex(sep), -1)
-        return F.get(parts, index)
+        return F.when(s != "", F.get(parts, index))  # '' has no pieces, as in Flink (Spark's split gives [''])
     if name == "map":
         pairs = [F.lit(x) for pair in args[0] for x in pair]
         if not pairs:

@@ -376,3 +376,14 @@ def test_a_regexp_group_the_pattern_lacks_is_null_a_negative_one_too(config):
     assert got == [(None, None, "b", None, "b"), (None,) * 5, (None,) * 5]
     fluent = t.select(r=col("s").str.regexp_extract("(a)", -2)).collect(config)
     assert fluent["r"].to_pylist() == [None, None, None]
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_split_index_of_the_empty_string_is_null_as_in_flink(config):
+    """Flink splits with commons-lang's splitByWholeSeparatorPreserveAllTokens, which gives no pieces for
+    '': SPLIT_INDEX('', ',', 0) is NULL. Python's ''.split(',') is [''], so Darwin gave ''. Empty pieces
+    between, before and after separators stay."""
+    t = table(s=["", ",", "a,,b", ",a,", None])
+    got = rows("SELECT ts, SPLIT_INDEX(s, ',', 0), SPLIT_INDEX(s, ',', 1), SPLIT_INDEX(s, ',', 2) FROM t", t, config)
+    assert got == [(None, None, None), ("", "", None), ("a", "", "b"), ("", "a", ""), (None, None, None)]
+    assert t.select(p=col("s").str.split_index(",", 0)).collect(config)["p"].to_pylist() == [None, "", "a", "", None]
