@@ -520,11 +520,13 @@ def read_csv(path: str | os.PathLike[str], schema: pa.Schema | Mapping[str, Any]
     inferred. A value not of its column's type, or a malformed row, is a ``SourceError`` naming file,
     line and column.
     """
-    from darwin.io.file_sources import CsvSource, FilesSource, data_files
+    from darwin.io.file_sources import CsvSource, FilesSource, csv_files_schema, data_files
     from darwin.io.type_names import arrow_schema
 
     types = None if schema is None else arrow_schema(schema, "read_csv(schema=...)")
     files = data_files(path, (".csv",), "CSV")
+    if types is None and header and Path(path).is_dir():  # one type per column over all the files
+        types = csv_files_schema(files, delimiter)
     source: Source = FilesSource(files, lambda f: CsvSource(f, types, header=header, delimiter=delimiter),
                                  os.fspath(path)) if Path(path).is_dir() \
         else CsvSource(files[0], types, header=header, delimiter=delimiter)

@@ -70,8 +70,9 @@ CSV_NULLS: dict[str, Any] = {"null_values": [""], "strings_can_be_null": True, "
 
 class CsvSource:
     """A CSV file read in blocks. ``schema`` (Arrow) fixes the columns read and their types; without
-    it the header names the columns and Arrow infers their types. Columns of the file that the
-    schema does not name are not read. ``header=False`` needs a schema: its names, in file order."""
+    it the header names the columns and Arrow infers their types (``inferred``; a column without
+    values, which Arrow types null, is read as text, as Spark infers it). Columns of the file that
+    the schema does not name are not read. ``header=False`` needs a schema: its names, in file order."""
 
     def __init__(self, path: str | os.PathLike[str], schema: pa.Schema | None = None, *, header: bool = True,
                  delimiter: str = ",") -> None:
@@ -96,7 +97,8 @@ class CsvSource:
                                   f"{self._header}")
             self.arrow_schema = schema
         else:
-            self.arrow_schema = self._open(pacsv.ConvertOptions(**CSV_NULLS), "read").schema
+            self.inferred = self._open(pacsv.ConvertOptions(**CSV_NULLS), "read").schema
+            self.arrow_schema = _text_for_null(self.inferred)
         self.schema = Schema.from_arrow(self.arrow_schema)
 
     def _convert(self, columns: Sequence[str]) -> pacsv.ConvertOptions:
@@ -234,6 +236,33 @@ class CsvSource:
         return f"CsvSource({str(self.path)!r})"
 
 
+def _text_for_null(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in schema])
+
+
+def csv_files_schema(files: Sequence[Path], delimiter: str) -> pa.Schema:
+    """The types inferred over all of ``files`` (CSV with a header), as Spark infers a directory's:
+    each file's types unified (a column empty in one file takes the others' type; whole numbers in
+    one and fractions in another are float64). Files with other columns, or a column whose types
+    do not unify (int64 in one file, string in the next), are a ``SourceError`` naming the file."""
+    inferred = [CsvSource(f, delimiter=delimiter).inferred for f in files]
+    unified = inferred[0]
+    for path, schema in zip(files[1:], inferred[1:]):
+        if schema.names != unified.names:
+            raise SourceError(f"file {str(path)!r} does not have the columns of {str(files[0])!r}: "
+                              f"{_names_difference(unified.names, schema.names)}")
+        for field in schema:
+            before = unified.field(field.name)
+            try:
+                pa.unify_schemas([pa.schema([before]), pa.schema([field])], promote_options="permissive")
+            except (pa.ArrowTypeError, pa.ArrowInvalid):
+                raise SourceError(f"file {str(path)!r}: column {field.name!r} is inferred as {field.type} there, "
+                                  f"as {before.type} in the files before it; give read_csv a schema naming its "
+                                  "type") from None
+        unified = pa.unify_schemas([unified, schema], promote_options="permissive")
+    return _text_for_null(unified)
+
+
 class IpcSource:
     """An Arrow IPC file (random-access format, ``.arrow``/``.feather``) or stream (``.arrows``),
     memory-mapped; which of the two is told from the file's magic bytes."""
@@ -346,5 +375,12 @@ def _difference(want: Schema, got: Schema) -> str:
             return f"it has no column {f.name!r}"
         if theirs[f.name].dtype is not f.dtype:
             return f"column {f.name!r} is {theirs[f.name].dtype.value} there, {f.dtype.value} in the first"
-    extra = [n for n in got.names if n not in want.names]
+    return _names_difference(want.names, got.names)
+
+
+def _names_difference(want: Sequence[str], got: Sequence[str]) -> str:
+    missing = [n for n in want if n not in got]
+    if missing:
+        return f"it has no column {missing[0]!r}"
+    extra = [n for n in got if n not in want]
     return f"it has the extra column(s) {extra}" if extra else "its columns are in another order"

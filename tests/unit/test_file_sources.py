@@ -32,6 +32,34 @@ def test_read_csv_infers_types_without_schema(tmp_path):
     assert dw.read_csv(tmp_path / "a.csv").schema == pa.schema([("k", pa.int64()), ("name", pa.string())])
 
 
+def test_an_inferred_column_without_values_is_text(tmp_path):
+    """Arrow infers the type null for a column with no values (or a file of only its header), which
+    Darwin set aside: the column was missing from the table. Spark infers string; so does Darwin."""
+    (tmp_path / "a.csv").write_text("k,note\n1,\n2,\n")
+    (tmp_path / "b.csv").write_text("k,note\n")
+    assert dw.read_csv(tmp_path / "a.csv").collect().to_pydict() == {"k": [1, 2], "note": [None, None]}
+    assert dw.read_csv(tmp_path / "b.csv").schema == pa.schema([("k", pa.string()), ("note", pa.string())])
+
+
+def test_the_inferred_types_of_a_directory_are_those_of_all_its_files(tmp_path):
+    """A column empty in one file, or whole numbers in one and fractions in another, was refused as a
+    column the file did not have ('it has no column ...') or of another type; Spark infers one type
+    over all the files, which every file is then read as."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "1.csv").write_text("k,v,t\n1,2,2026-03-01 10:00:00\n")
+    (tmp_path / "d" / "2.csv").write_text("k,v,t\n")
+    (tmp_path / "d" / "3.csv").write_text("k,v,t\n3,,\n4,1.5,\n")
+    t = dw.read_csv(tmp_path / "d")
+    assert t.schema == pa.schema([("k", pa.int64()), ("v", pa.float64()), ("t", pa.timestamp("ms"))])
+    assert t.select("k", "v").collect().to_pydict() == {"k": [1, 3, 4], "v": [2.0, None, 1.5]}
+    (tmp_path / "d" / "4.csv").write_text("k,v,t\nx,1,\n")
+    with pytest.raises(SourceError, match=r"4\.csv': column 'k' is inferred as string there, as int64 in the files"):
+        dw.read_csv(tmp_path / "d")
+    (tmp_path / "d" / "4.csv").write_text("k,w,t\n")
+    with pytest.raises(SourceError, match=r"4\.csv' does not have the columns of .*1\.csv': it has no column 'v'"):
+        dw.read_csv(tmp_path / "d")
+
+
 def test_read_csv_errors_name_file_and_column(tmp_path):
     (tmp_path / "bad.csv").write_text("ts,k,v\n2026-03-01 10:00:00,1,zz\n")
     with pytest.raises(SourceError, match=r"bad\.csv.*column 'v'.*'zz'"):
@@ -45,7 +73,7 @@ def test_read_csv_errors_name_file_and_column(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "1.csv").write_text("k\n1\n")
     (tmp_path / "d" / "2.csv").write_text("k\nx\n")
-    with pytest.raises(SourceError, match=r"2\.csv.*column 'k' is string there, int64 in the first"):
+    with pytest.raises(SourceError, match=r"2\.csv': column 'k' is inferred as string there, as int64 in the files"):
         dw.read_csv(tmp_path / "d")
 
 
