@@ -39,6 +39,10 @@ UNITS_MS = {"MILLISECOND": 1, "SECOND": 1_000, "MINUTE": 60_000, "HOUR": 3_600_0
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_INTERVAL_MS = 2**62  # timestamps are exact in int64 up to 2^62 ms (docs/decisions.md, Limits)
 JAVA_TIME = {"yyyy": "%Y", "yy": "%y", "MM": "%m", "dd": "%d", "HH": "%H", "mm": "%M", "ss": "%S", "DDD": "%j"}
+# a run of one pattern letter, quoted text ('' inside it is a quote; '' alone is one too), a quote not
+# closed, or other text
+JAVA_PATTERN_RUN = re.compile(r"([A-Za-z])\1*|'((?:[^']|'')*)'|'|[^A-Za-z']+")
+JAVA_RESERVED = "[]{}#"  # DateTimeFormatter's optional sections and reserved characters
 
 
 @dataclass
@@ -125,17 +129,26 @@ def timestamp_ms(node: exp.Literal, where: Located) -> int:
 
 
 def java_time_format(pattern: str, node: exp.Expr, where: Located) -> str:
-    """Flink's DATE_FORMAT pattern (Java's ``yyyy-MM-dd HH:mm:ss``) as a strftime format."""
+    """Flink's DATE_FORMAT pattern (Java's DateTimeFormatter, ``yyyy-MM-dd HH:mm:ss``) as a strftime format.
+    As in Java, text in single quotes is literal and ``''`` is one quote, inside quotes or out. A quote left
+    open is refused, as Java refuses it; so are ``[ ] { } #`` outside quotes, which Java does not print
+    (``[ ]`` bound optional sections, the others are reserved)."""
     out = []
-    for run in re.finditer(r"([A-Za-z])\1*|'[^']*'|[^A-Za-z']+", pattern):
-        text = run.group(0)
-        if text.startswith("'"):
-            out.append(text[1:-1].replace("%", "%%"))
+    for run in JAVA_PATTERN_RUN.finditer(pattern):
+        text, quoted = run.group(0), run.group(2)
+        if quoted is not None:
+            out.append((quoted.replace("''", "'") or "'").replace("%", "%%"))
+        elif text == "'":
+            raise where.error(node, f"DATE_FORMAT: the quote at position {run.start() + 1} of {pattern!r} is not "
+                                    "closed; text in quotes is literal, and '' is a quote")
         elif text[0].isalpha():
             if text not in JAVA_TIME:
                 raise where.error(node, f"DATE_FORMAT: pattern letter {text!r} is not supported; use "
                                         f"{', '.join(JAVA_TIME)}")
             out.append(JAVA_TIME[text])
+        elif reserved := sorted(set(text) & set(JAVA_RESERVED)):
+            raise where.error(node, f"DATE_FORMAT: {' '.join(reserved)} in {pattern!r}: Java's patterns do not "
+                                    "print [ ] { } #; put them in quotes to print them")
         else:
             out.append(text.replace("%", "%%"))
     return "".join(out)

@@ -387,3 +387,29 @@ def test_split_index_of_the_empty_string_is_null_as_in_flink(config):
     got = rows("SELECT ts, SPLIT_INDEX(s, ',', 0), SPLIT_INDEX(s, ',', 1), SPLIT_INDEX(s, ',', 2) FROM t", t, config)
     assert got == [(None, None, None), ("", "", None), ("a", "", "b"), ("", "a", ""), (None, None, None)]
     assert t.select(p=col("s").str.split_index(",", 0)).collect(config)["p"].to_pylist() == [None, "", "a", "", None]
+
+
+# -- DATE_FORMAT patterns -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", MODES)
+def test_date_format_reads_quotes_as_java_does(config):
+    """In Java's patterns (Flink's DATE_FORMAT) '' is one quote, inside quoted text or out: 'HH''mm' gave
+    '0000' (the quotes dropped) and 'it''s' gave 'its'."""
+    t = table(a=[0])
+    got = rows("SELECT ts, DATE_FORMAT(ts, 'HH''''mm'), DATE_FORMAT(ts, '''it''''s'' yyyy'), DATE_FORMAT(ts, ''''''), "
+               "DATE_FORMAT(ts, '''[%]'' HH''h''') FROM t", t, config)
+    assert got == [("00'00", "it's 1970", "'", "[%] 00h")]
+
+
+@pytest.mark.parametrize("pattern, problem", [
+    ("yyyy'MM", r"the quote at position 5 of \"yyyy'MM\" is not closed"),
+    ("HH'", "the quote at position 3"),
+    ("[yyyy]", r"\[ in '\[yyyy\]': Java's patterns do not print"),
+    ("yyyy#MM", "# in 'yyyy#MM'"),
+])
+def test_date_format_refuses_a_quote_left_open_and_what_java_does_not_print(pattern, problem):
+    """A quote left open was dropped ('yyyy''MM' printed '197001'; Java fails), and [ ] { } # were printed
+    where Java reads an optional section or fails."""
+    text = "SELECT DATE_FORMAT(ts, '" + pattern.replace("'", "''") + "') FROM t"
+    with pytest.raises(SqlError, match=problem):
+        dw.sql(text, tables={"t": table(a=[0])})
