@@ -168,6 +168,11 @@ def test_partition_values_are_rendered_and_escaped_as_spark_does():
     assert render(datetime(2015, 7, 15, 10, 0, 0, 250_000)) == "2015-07-15 10:00:00.25"
     assert [render(v) for v in (True, 7, 1.5, None)] == ["true", "7", "1.5", None]
     assert [render(v) for v in (float("nan"), float("inf"), -float("inf"))] == ["NaN", "Infinity", "-Infinity"]
+    # as Java's Double.toString: scientific from 1e7 and below 1e-3 (Python wrote 10000000.0, 1e+20, 0.0001)
+    floats = {1e7: "1.0E7", 1e-4: "1.0E-4", 123456789.125: "1.23456789125E8", 1e20: "1.0E20", 1e300: "1.0E300",
+              -1e-5: "-1.0E-5", 9999999.0: "9999999.0", 0.001: "0.001", 100.0: "100.0", -0.0: "-0.0",
+              0.1 + 0.2: "0.30000000000000004", 2.5e-7: "2.5E-7"}  # the names Spark 4 wrote for these
+    assert {v: render(v) for v in floats} == floats
     assert segment("s", None) == segment("s", "") == f"s={DEFAULT_PARTITION}"
     assert escape("a=b/c%d") == "a%3Db%2Fc%25d"
 
