@@ -71,9 +71,6 @@ class AggregateFunction:
     # the aggregate that, over this one's results for the parts of a group, gives its result for the
     # whole group -- exactly where ``merges_exactly`` (count -> sum); None: none does (avg)
     combined_by: str | None = None
-    # whether its results tell -0.0 from 0.0 (min/max order them): an updating result compares an
-    # old and a new result with the sign, so a change of sign alone is emitted
-    signed_zeros = False
 
     def result_type(self, arg: ex.Typed) -> tuple[DType, bool]:
         assert arg.dtype is not None  # one of ``arguments``: agg_type rejects an untyped NULL before
@@ -369,7 +366,6 @@ class Extreme(AggregateFunction):
     states merge exactly (pre-aggregation, panes, merged rings, RocksDB's cache): ``merges_exactly``."""
 
     arguments = ORDERED
-    signed_zeros = True
 
     def __init__(self, name: str, smaller: bool) -> None:
         self.name, self.smaller = name, smaller

@@ -714,7 +714,6 @@ class _GroupAggregate(_Operator):
         self.retracting = pn.updating(node.input)
         self.groups: dict[tuple, _Group] = {}
         self.names = [f.name for f in node.schema.fields]
-        self.signed = frozenset(name for name, call in node.aggs if function(call.func).signed_zeros)
 
     def push(self, rows: Rows, marks: Marks, port: int) -> None:
         touched: dict[tuple, None] = {}  # an ordered set
@@ -743,7 +742,7 @@ class _GroupAggregate(_Operator):
                                                                      *(a.result() for a in group.accs)]))
             if group.rows == 0:
                 del self.groups[key]
-            if _same_row(old, new, self.signed):
+            if _same_row(old, new):
                 continue
             if old is not None:
                 out.append({**old, pn.CHANGE_KIND: pn.ChangeKind.UPDATE_BEFORE if new else DELETE})
@@ -951,10 +950,11 @@ def _sort_key(row: Row, order: tuple[pn.SortKey, ...]) -> tuple:
     return tuple(key)
 
 
-def _same_row(a: Row | None, b: Row | None, signed: frozenset[str] = frozenset()) -> bool:
-    """Equal rows, NaN equal to NaN (an unchanged result is not emitted again); in the columns
-    ``signed`` (aggregates whose results tell them apart: ``signed_zeros``) -0.0 differs from 0.0."""
+def _same_row(a: Row | None, b: Row | None) -> bool:
+    """The same rows: NaN equal to NaN, NULL to NULL, -0.0 not to 0.0. A retraction takes back the
+    row emitted, and an unchanged result is one its emitted row can still stand for, so both go by
+    the values themselves, not by how they compare."""
     if a is None or b is None:
         return a is b
-    return all((x == y or (x != x and y != y)) if name not in signed or x is None or y is None
-               else order_key(x) == order_key(y) for (name, x), y in zip(a.items(), b.values()))
+    return all(x is y if x is None or y is None else order_key(x) == order_key(y)
+               for x, y in zip(a.values(), b.values()))

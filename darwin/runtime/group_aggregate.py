@@ -197,8 +197,8 @@ class GroupAggregateRunner(InputTime):
             -> EncodedBatch | None:
         n = len(groups)
         same = had & has
-        for i, (before, after) in enumerate(zip(old, new)):
-            same &= same_values(before, after, n, signed_zero=self.slots[i].function.signed_zeros)
+        for before, after in zip(old, new):
+            same &= same_values(before, after, n)
         emit_old, emit_new = had & ~same, has & ~same
         # each group's -U/-D before its +U/+I, groups in the order the batch first touched them
         take = np.stack([emit_old, emit_new], axis=1).ravel()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from darwin.codegen.group_index import key_bits
 from darwin.plan import nodes as pn
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool, concat_columns
 from darwin.types import DType, Field
@@ -132,23 +131,25 @@ def retracted(held: Rows, seq: np.ndarray, gone: Rows) -> np.ndarray:
 
 
 def row_bits(c: Column, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """A column as int64 components that are equal where its values are (NULLs equal to each other)."""
+    """A column as int64 components that are equal where its values are the same (NULLs equal to
+    each other, NaN to NaN, -0.0 not to 0.0): a retraction takes back the row emitted, bit for bit,
+    never an equal-comparing other one."""
     valid = valid_mask(c, n)
-    return np.where(valid, key_bits(c.values), 0), valid.astype(np.int64)
+    values = c.values if c.values.dtype != np.float64 else np.where(np.isnan(c.values), np.nan, c.values).view(np.int64)
+    return np.where(valid, values, 0), valid.astype(np.int64)
 
 
-def same_values(a: tuple[np.ndarray, np.ndarray | None], b: tuple[np.ndarray, np.ndarray | None], n: int,
-                signed_zero: bool = False) -> np.ndarray:
+def same_values(a: tuple[np.ndarray, np.ndarray | None], b: tuple[np.ndarray, np.ndarray | None], n: int) \
+        -> np.ndarray:
     """Row by row, whether two (values, validity) columns hold the same: NaN equal to NaN, NULL to
-    NULL (an unchanged result is not emitted again); with ``signed_zero`` -0.0 differs from 0.0 (a
-    min or max, whose order tells them apart)."""
+    NULL, -0.0 not to 0.0. An unchanged result is not emitted again, and the operator keeps the new
+    one: only a result bit for bit the one emitted may stand for it, or a later retraction would
+    not be the row it takes back."""
     (av, am), (bv, bm) = a, b
     a_valid = np.ones(n, np.bool_) if am is None else am
     b_valid = np.ones(n, np.bool_) if bm is None else bm
     if av.dtype.kind == "f":
-        equal = av == bv
-        if signed_zero:
-            equal &= np.signbit(av) == np.signbit(bv)
+        equal = (av == bv) & (np.signbit(av) == np.signbit(bv))
         equal |= np.isnan(av) & np.isnan(bv)
     else:
         equal = av == bv

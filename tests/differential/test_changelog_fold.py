@@ -154,6 +154,8 @@ def test_an_updating_aggregation_folds_to_a_fresh_group_by(left, right, shape, k
 
 def _ranked(left: dw.Table, shape: str) -> dw.Table:
     per_key = left.group_by("k", "s").agg(n=dw.count(), m=dw.max("v"))  # keyed by (k, s)
+    # rows that may differ in the sign of a zero alone (s dropped): a retraction must take back its own
+    lowest = left.group_by("k", "s").agg(lo=dw.min("f")).select("k", "lo")
     return {
         "top": left.top_n(2, by="k", order=[dw.desc("v")]),
         "top-rank": per_key.top_n(2, by="s", order=[dw.desc("n")], rank="rn"),
@@ -167,13 +169,15 @@ def _ranked(left: dw.Table, shape: str) -> dw.Table:
         "over": per_key.with_columns(a=dw.max("n").over(partition_by="m", order_by="n", rows=(1, 0))),
         "over-top1": per_key.top_n(1, by="k", order=[dw.desc("n")]).with_columns(
             a=dw.sum("n").over(partition_by="s", order_by="m", rows=(2, 0))),
+        "top-zeros": lowest.top_n(2, by="k", order=[dw.desc("lo")]),
+        "over-zeros": lowest.with_columns(a=dw.min("lo").over(partition_by="k", order_by="lo", rows=(1, 0))),
     }[shape]
 
 
 @RUNS
 @given(left=streams("L"), shape=st.sampled_from(["top", "top-rank", "top-updating", "top-moving", "top1-moving",
                                                  "top-global", "dedup-last", "dedup-first", "filter", "over",
-                                                 "over-top1"]), **ENGINES)
+                                                 "over-top1", "top-zeros", "over-zeros"]), **ENGINES)
 def test_ranked_and_over_results_fold_by_their_keys(left, shape, state, parallelism, mode, batch):
     q = _ranked(left, shape)
     with tempfile.TemporaryDirectory() as directory:
@@ -224,3 +228,31 @@ def test_a_row_moving_to_another_partition_leaves_the_old_one_first(mode, shape)
         q.sink(dw.sinks.Parquet(directory + "/out", mode="upsert")).run(dw.Config(mode=mode))
         snapshot = pa.parquet.read_table(directory + "/out/snapshot.parquet")
     assert sorted(snapshot.to_pylist(), key=str) == sorted(result.table.to_pylist(), key=str)
+
+
+def test_a_retraction_takes_back_its_own_zero_not_an_equal_one(mode):
+    """Group minima 0.0 (group 2), -0.0 (group 1) and 5.0, the top 2 by the minimum; then group 1's
+    minimum becomes -1.0. The top held 5.0 and the 0.0 that came first; the retraction of group 1's
+    -0.0 took back the top's 0.0 (-0.0 == 0.0) and brought the -0.0 in: the result was 5.0, -0.0
+    where the groups' minima are 0.0, -1.0 and 5.0 (read one or two rows at a time)."""
+    t = pa.table({"g": [2, 1, 3, 1, 3], "x": [0.0, -0.0, 5.0, -1.0, 7.0]})
+    lowest = dw.from_arrow(t).group_by("g").agg(lo=dw.min("x")).select("lo")
+    q = lowest.top_n(2, order=[dw.desc("lo")])
+    for batch in range(1, 6):
+        result = q.execute(dw.Config(batch_size=batch, mode=mode))
+        assert sorted(map(_row, result.table.to_pylist())) == sorted([_row({"lo": 5.0}), _row({"lo": 0.0})])
+        assert_folds_strictly(result.changelog, result.table, unique_key(q.plan))
+
+
+def test_an_over_window_emits_a_result_whose_zero_changed_sign(mode):
+    """Minima 0.0 (group a) and 1.0 (group r), each with the minimum of itself and the row before it
+    by ``lo``; then a's minimum becomes -0.0 and r's 0.5. r's frame minimum went from 0.0 to -0.0,
+    which compared equal, so nothing was emitted but -0.0 was kept as shown: r's -D then retracted
+    (1.0, -0.0), which never stood, and (1.0, 0.0) stayed in the result though group r's row is 0.5."""
+    t = pa.table({"k": [1, 1, 1, 1], "g": ["a", "r", "a", "r"], "x": [0.0, 1.0, -0.0, 0.5]})
+    lowest = dw.from_arrow(t).group_by("k", "g").agg(lo=dw.min("x")).select("k", "lo")
+    q = lowest.with_columns(a=dw.min("lo").over(partition_by="k", order_by="lo", rows=(1, 0)))
+    result = q.execute(dw.Config(batch_size=1, mode=mode))
+    assert sorted(map(_row, result.table.to_pylist())) == sorted([_row({"k": 1, "lo": -0.0, "a": -0.0}),
+                                                                  _row({"k": 1, "lo": 0.5, "a": -0.0})])
+    assert_folds_strictly(result.changelog, result.table, unique_key(q.plan))
