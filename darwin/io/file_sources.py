@@ -49,11 +49,24 @@ def data_files(path: str | os.PathLike[str], suffixes: tuple[str, ...], kind: st
         found = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith(suffixes)
                        and not f.name.startswith((".", "_")))
         if not found:
-            raise SourceError(f"directory {str(p)!r} holds no {kind} files (*{', *'.join(suffixes)})")
+            raise SourceError(f"directory {str(p)!r} holds no {kind} files (*{', *'.join(suffixes)})"
+                              + _only_below(p, suffixes))
         return found
     if not p.exists():
         raise SourceError(f"{kind} file {str(p)!r} does not exist")
     return [p]
+
+
+def _only_below(directory: Path, suffixes: tuple[str, ...]) -> str:
+    """Why a directory without data files of its own may look as if it had some: its directories
+    (Hive-style partitions, dt=.../) hold them."""
+    holding = sorted(d.name for d in directory.iterdir() if d.is_dir() and not d.name.startswith((".", "_"))
+                     and any(f.name.endswith(suffixes) for f in d.rglob("*")))
+    if not holding:
+        return ""
+    shown = holding[:5] + (["..."] if len(holding) > 5 else [])
+    return (f" of its own, only in its directories {shown}, which are not read: read each directory as a source "
+            "of its own (a partition's values are in its directory's name, not in its files)")
 
 
 def _rechunked(batches: Iterator[pa.RecordBatch], batch_size: int) -> Iterator[pa.RecordBatch]:

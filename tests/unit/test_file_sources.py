@@ -202,6 +202,16 @@ def test_read_ipc_malformed_file(tmp_path):
         dw.read_ipc(tmp_path / "bad.arrow")
 
 
+def test_a_directory_of_partition_directories_says_they_are_not_read(tmp_path):
+    """Darwin's (or Spark's) partitioned output holds its files in dt=.../ directories, which a
+    directory source does not read: 'holds no Parquet files' it said, of a directory holding them."""
+    dw.from_arrow(pa.table({"g": [1, 2], "v": [3, 4]})).sink(dw.sinks.Parquet(tmp_path / "out", partition_by="g")).run()
+    with pytest.raises(SourceError, match=r"holds no Parquet files \(\*\.parquet\) of its own, only in its "
+                                          r"directories \['g=1', 'g=2'\], which are not read: read each"):
+        dw.read_parquet(tmp_path / "out")
+    assert dw.read_parquet(tmp_path / "out" / "g=1").collect().to_pydict() == {"v": [3]}
+
+
 def test_read_parquet_directory(tmp_path):
     import pyarrow.parquet as pq
 
