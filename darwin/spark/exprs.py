@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
 
 DAY_MS = 86_400_000
+JAVA_INT_MAX = 2**31 - 1
 YEAR_0_MS, YEAR_10000_MS = -62_167_219_200_000, 253_402_300_800_000  # 0000-01-01 and 10000-01-01, UTC
 # Java's UNICODE_CHARACTER_CLASS (and UNICODE_CASE): \w \d \s \b and case-insensitive matching over
 # Unicode, as Python's ``re`` does for str patterns (Java's are ASCII-only without it: 'café' was
@@ -276,7 +277,7 @@ def _string(e: ex.StringCall, s: Column) -> Column:
             F.lit(None).cast("string"))
     if name == "split_index":
         sep, index = args
-        if index < 0:
+        if not 0 <= index <= JAVA_INT_MAX:  # no piece has it; Spark's get() would wrap a larger index to an int
             return F.lit(None).cast("string")
         parts = F.split(s, _literal_regex(sep), -1)
         return F.when(s != "", F.get(parts, index))  # '' has no pieces, as in Flink (Spark's split gives [''])

@@ -223,14 +223,17 @@ def test_a_negative_regexp_group_is_null_on_spark(spark):
     assert on_spark["r"].to_pylist() == [None, None, None]
 
 
-def test_split_index_of_the_empty_string_is_null_on_spark(spark):
-    """'' has no pieces (Flink's SPLIT_INDEX); Spark's split gives [''], so index 0 was ''."""
+def test_split_index_of_the_empty_string_or_past_an_int_is_null_on_spark(spark):
+    """'' has no pieces (Flink's SPLIT_INDEX); Spark's split gives [''], so index 0 was ''. An index past
+    Java's int is NULL too: Spark's get() wrapped 2**40 to 0 and gave the first piece."""
     from engines import assert_three_engines_agree
 
     t = dw.from_arrow(pa.table({"s": ["", ",", "a.b", None]}), name="t")
-    q = t.select("s", first=col("s").str.split_index(",", 0), dotted=col("s").str.split_index(".", 1))
-    got = {r["s"]: (r["first"], r["dotted"]) for r in assert_three_engines_agree(q).table.to_pylist()}
-    assert got == {"": (None, None), ",": ("", None), "a.b": ("a.b", "b"), None: (None, None)}
+    q = t.select("s", first=col("s").str.split_index(",", 0), dotted=col("s").str.split_index(".", 1),
+                 far=col("s").str.split_index(".", 2**40), farther=col("s").str.split_index(".", 2**70))
+    got = {r["s"]: (r["first"], r["dotted"], r["far"], r["farther"])
+           for r in assert_three_engines_agree(q).table.to_pylist()}
+    assert got == {"": (None,) * 4, ",": ("", None, None, None), "a.b": ("a.b", "b", None, None), None: (None,) * 4}
 
 
 def test_a_float_remainder_of_zero_takes_the_divisors_sign_on_spark(spark):
