@@ -855,7 +855,26 @@ def late_output_schema(plan: PlanNode) -> Schema | None:
     if len(kept) > 1:
         raise PlanError("late_output=True is allowed on one window of a query; it is set on "
                         f"{len(kept)} windows")
+    if kept:
+        _refuse_late_output_not_aggregated(plan, kept[0])
     return kept[0].input.schema if kept else None
+
+
+def _refuse_late_output_not_aggregated(plan: PlanNode, window: WindowAssign) -> None:
+    """Only a windowed aggregation returns the rows it finds late: a window top-N or a window join
+    counts its late rows and drops them, and a window's rows themselves are never late, so
+    late_output=True on a window read otherwise would keep nothing while rows were dropped."""
+    from darwin.plan.explain import describe
+
+    readers = [n for n in walk(plan) if any(i is window for i in n.inputs)]
+    other = next((n for n in readers if not isinstance(n, Aggregate)), None)
+    if other is None and readers:
+        return
+    read_by = "its rows are the result" if other is None else f"its rows are read by {describe(other)}"
+    raise PlanError(f"late_output=True on {window.window}: {read_by}, which returns no late rows (only a "
+                    "windowed aggregation, .window(...).group_by(...).agg(...), does; a window top-N or window "
+                    "join counts its late rows in late_rows and drops them, and a window's rows alone are never "
+                    "late). Leave late_output out")
 
 
 def _arity(node: Any, inputs: tuple[PlanNode, ...], n: int) -> None:

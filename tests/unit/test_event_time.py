@@ -3,9 +3,11 @@
 from datetime import UTC, datetime
 
 import pyarrow as pa
+import pytest
 
 import darwin as dw
 from darwin import col
+from darwin.errors import PlanError
 
 
 def ms(t):
@@ -36,6 +38,30 @@ def test_late_rows_are_counted_when_not_kept(config):
     r = t.window(dw.Tumble("1s", on="ts")).group_by("k").agg(n=dw.count()).execute(config)
     assert r.metrics["late_rows"] == 2 and r.late is None
     assert r.table["n"].to_pylist() == [2]
+
+
+def _late_kept_where_no_aggregation_keeps_them(t):
+    windowed = t.window(dw.Tumble("1s", on="ts"), late_output=True)
+    other = dw.from_arrow(stream([0, 3500, 4000]), time="ts", max_delay="1s", name="other")
+    return {"window top-N": (windowed.top_n(1, by="k", order="v"), "TopN"),
+            "window join": (windowed.join(other.window(dw.Tumble("1s", on="ts")), on=[("k", "k")]), "Join"),
+            "window rows": (windowed.table(), "are the result"),
+            "window rows windowed again": (windowed.table().select("k", t="window_end")
+                                           .window(dw.Tumble("1s", on="t")).agg(n=dw.count()), "Project")}
+
+
+@pytest.mark.parametrize("shape", ["window top-N", "window join", "window rows", "window rows windowed again"])
+def test_late_output_is_refused_where_no_windowed_aggregation_returns_late_rows(config, shape):
+    """late_output=True was honoured only by a windowed aggregation: a window top-N or window join
+    counted the row at 3999 ms (its window closed at 4000 ms) in late_rows and returned no late rows,
+    and a window's rows, which are never late, returned none either; each ran as if it kept them."""
+    t = dw.from_arrow(stream([5000, 3999, 4000]), time="ts", max_delay="1s")
+    query, reader = _late_kept_where_no_aggregation_keeps_them(t)[shape]
+    with pytest.raises(PlanError, match=f"late_output=True on tumble\\(1000ms on ts\\): its rows .*{reader}.*"
+                                        "Leave late_output out"):
+        query.execute(config)
+    kept = t.window(dw.Tumble("1s", on="ts"), late_output=True).group_by("k").agg(n=dw.count()).execute(config)
+    assert kept.late.to_pylist() == [{"ts": ms(3999), "k": 1, "v": 1}]
 
 
 def test_sliding_windows_repeat_rows(config):
