@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from darwin.errors import RESET_HINT, SinkError
 from darwin.files import crc32_of, fsync_path
+from darwin.io.java_floats import has_specials, java_text
 from darwin.io.output_dir import OutputDirectory, read_marker, remove_output
 from darwin.io.partitions import split
 from darwin.io.upsert import Snapshot
@@ -391,21 +391,12 @@ class _CsvFile:
     def write_batch(self, batch: pa.RecordBatch) -> None:
         for i in self._floats:
             column = batch.column(i)
-            if pc.any(pc.invert(pc.is_finite(column))).as_py():
-                batch = batch.set_column(i, batch.schema.field(i).with_type(pa.string()), _java_text(column))
+            if has_specials(column):
+                batch = batch.set_column(i, batch.schema.field(i).with_type(pa.string()), java_text(column))
         pacsv.write_csv(batch, self._out, self._options)
 
     def close(self) -> None:
         self._out.close()
-
-
-def _java_text(column: pa.Array) -> pa.Array:
-    """Floats as text, NaN and infinities as Java's Double.toString writes them; NULL stays NULL."""
-    text = column.cast(pa.string())
-    for mask, word in ((pc.is_nan(column), "NaN"), (pc.equal(column, float("inf")), "Infinity"),
-                       (pc.equal(column, float("-inf")), "-Infinity")):
-        text = pc.if_else(mask, pa.scalar(word), text)
-    return text
 
 
 class _Unstaged:

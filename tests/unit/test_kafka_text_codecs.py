@@ -10,9 +10,9 @@ from darwin.io.kafka.codecs import decode, encode
 def offset(i):
     return f"topic t partition 3 offset {100 + i}"
 
-BATCH = pa.record_batch({"s": ["a", "", None, "NULL", "nan", "NA"],
-                         "f": [1.5, float("nan"), None, -0.0, 2.0, None],
-                         "i": [1, None, 3, -4, 5, None]})
+BATCH = pa.record_batch({"s": ["a", "", None, "NULL", "nan", "NA", '"NaN"', "Infinity"],
+                         "f": [1.5, float("nan"), None, -0.0, 2.0, None, float("inf"), float("-inf")],
+                         "i": [1, None, 3, -4, 5, None, 7, 8]})
 
 
 def as_text(rows):
@@ -20,13 +20,38 @@ def as_text(rows):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])
-def test_values_nulls_and_nan_round_trip(fmt):
-    if fmt == "json":  # JSON has no NaN literal
-        batch = BATCH.set_column(1, "f", pa.array([1.5, 0.5, None, -0.0, 2.0, None]))
-    else:
-        batch = BATCH
-    back = decode(fmt, encode(fmt, batch), batch.schema, offset)
-    assert as_text(back.to_pylist()) == as_text(batch.to_pylist())
+def test_values_nulls_nan_and_infinities_round_trip(fmt):
+    """JSON has no NaN literal: NaN and infinities were written as null, and came back NULL."""
+    back = decode(fmt, encode(fmt, BATCH), BATCH.schema, offset)
+    assert as_text(back.to_pylist()) == as_text(BATCH.to_pylist())
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "raw"])
+def test_nan_and_infinities_are_written_as_java_reads_them(fmt):
+    """Arrow's nan, inf and -inf are no numbers to Java's Double.parseDouble (Flink's and Spark's
+    readers): NaN, Infinity and -Infinity are, and JSON quotes them as Jackson does."""
+    batch = pa.record_batch({"f": [float("nan"), float("inf"), float("-inf"), 1.5]})
+    quote = '' if fmt == "raw" else '"'
+    words = [f"{quote}{w}{quote}" for w in ("NaN", "Infinity", "-Infinity")]
+    expected = [f'{{"f":{w}}}' for w in words + ["1.5"]] if fmt == "json" else words + [f"{quote}1.5{quote}"]
+    assert [p.decode() for p in encode(fmt, batch)] == expected
+
+
+def test_json_from_flink_or_spark_with_nan_in_a_float_field_decodes():
+    payloads = [b'{"f": "NaN", "s": "NaN"}', b'{"f": 2.5, "s": "x"}', b'{"f": "-Infinity", "s": null}', None]
+    schema = pa.schema([("f", pa.float64()), ("s", pa.string())])
+    back = decode("json", payloads, schema, offset).to_pylist()
+    assert as_text(back) == as_text([{"f": float("nan"), "s": "NaN"}, {"f": 2.5, "s": "x"},
+                                     {"f": float("-inf"), "s": None}, {"f": None, "s": None}])
+
+
+def test_a_csv_batch_of_one_column_keeps_its_rows_of_null():
+    """A row whose one value is NULL is an empty line: rows of NULL at the end of a batch were cut
+    off with the text's final line break, so the sink published fewer messages than rows."""
+    batch = pa.record_batch({"i": [1, None, None]})
+    payloads = encode("csv", batch)
+    assert payloads == [b'"1"', b"", b""]
+    assert decode("csv", payloads, batch.schema, offset).to_pylist() == batch.to_pylist()
 
 
 @pytest.mark.parametrize("payloads", [[None], [b'"a",1,1', None], [None, b'"a",1,1'], [b'"a",1,1', None, None]])

@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -23,6 +24,7 @@ import pyarrow.json as pajson
 
 from darwin.errors import SinkError, SourceError
 from darwin.io.file_sources import CSV_NULLS, csv_problem
+from darwin.io.java_floats import WORDS, java_text
 
 FORMATS = ("json", "csv", "raw", "avro")
 RAW_COLUMN = "value"  # the one value column of format 'raw': the payload as UTF-8 text
@@ -67,15 +69,67 @@ def _parse(fmt: str, payloads: Sequence[bytes | None], schema: pa.Schema) -> pa.
     if fmt == "raw":
         return pa.table([pa.array(payloads, pa.binary()).cast(pa.string())], schema=schema)
     if fmt == "json":
-        data = b"\n".join(b"{}" if p is None else p for p in payloads)  # a null value (tombstone): null columns
-        options = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore",
-                                      newlines_in_values=True)
-        return pajson.read_json(io.BytesIO(data), parse_options=options)
+        try:
+            return _parse_json(payloads, schema)
+        except pa.ArrowInvalid:
+            special = _quoted_specials(payloads, schema)
+            if special is None:
+                raise
+        table = _parse_json(special.payloads, schema)
+        for name, (where, values) in special.values.items():
+            i = table.schema.get_field_index(name)
+            table = table.set_column(i, name, pc.if_else(where, values, table.column(i)))
+        return table
     data = b"".join(b"\n" if p is None else p.rstrip(b"\r\n") + b"\n" for p in payloads)
     read = pacsv.ReadOptions(column_names=schema.names, block_size=max(1 << 20, len(data) + 1))
     convert = pacsv.ConvertOptions(column_types=schema, **CSV_NULLS)
     return pacsv.read_csv(io.BytesIO(data), read_options=read, convert_options=convert,
                           parse_options=pacsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False))
+
+
+def _parse_json(payloads: Sequence[bytes | None], schema: pa.Schema) -> pa.Table:
+    data = b"\n".join(b"{}" if p is None else p for p in payloads)  # a null value (tombstone): null columns
+    options = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore", newlines_in_values=True)
+    return pajson.read_json(io.BytesIO(data), parse_options=options)
+
+
+class _Specials:
+    """Payloads with their float fields' quoted NaN and infinities taken out (null), and per such
+    column where they were and what they are."""
+
+    def __init__(self, payloads: list[bytes | None], values: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        self.payloads, self.values = payloads, values
+
+
+_QUOTED_WORDS = tuple(f'"{w}"'.encode() for w in WORDS)
+
+
+def _quoted_specials(payloads: Sequence[bytes | None], schema: pa.Schema) -> _Specials | None:
+    """A float field written as Jackson (Flink, Spark, Darwin's sink) writes NaN and infinities, "NaN",
+    "Infinity" or "-Infinity", which Arrow's reader refuses in a number column: the messages holding
+    one are parsed again one by one (Python's json), the rest stay as they are. None if none does."""
+    floats = [f.name for f in schema if pa.types.is_floating(f.type)]
+    if not floats:
+        return None
+    out = list(payloads)
+    where = {name: np.zeros(len(payloads), np.bool_) for name in floats}
+    values = {name: np.zeros(len(payloads)) for name in floats}
+    for i, payload in enumerate(payloads):
+        if payload is None or not any(word in payload for word in _QUOTED_WORDS):
+            continue
+        try:
+            record = json.loads(payload)
+        except ValueError:
+            continue  # Arrow's parse names the problem
+        if not isinstance(record, dict):
+            continue
+        for name in floats:
+            value = record.get(name)
+            if isinstance(value, str) and value in WORDS:
+                where[name][i], values[name][i], record[name] = True, WORDS[value], None
+        out[i] = json.dumps(record).encode()
+    found = {name: (where[name], values[name]) for name in floats if where[name].any()}
+    return _Specials(out, found) if found else None
 
 
 _ARROW_ROW = re.compile(r" in row \d+$")  # the end of Arrow's JSON errors
@@ -129,8 +183,9 @@ def encode(fmt: str, batch: pa.RecordBatch) -> list[bytes]:
 
 
 def text(column: pa.Array) -> pa.Array:
-    """Values as text; a timestamp as '2015-07-15 00:00:01.500', which the JSON and CSV readers parse back."""
-    return column.cast(pa.string())
+    """Values as text; a timestamp as '2015-07-15 00:00:01.500', which the JSON and CSV readers parse back,
+    a float's NaN and infinities as Java spells them (``darwin.io.java_floats``)."""
+    return java_text(column) if pa.types.is_floating(column.type) else column.cast(pa.string())
 
 
 _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"))
@@ -143,9 +198,9 @@ def _json_literal(column: pa.Array) -> pa.Array:
         literal = pc.if_else(column, "true", "false")
     elif pa.types.is_integer(t):
         literal = column.cast(pa.string())
-    elif pa.types.is_floating(t):
-        finite = pc.is_finite(column)
-        literal = pc.if_else(finite, column.cast(pa.string()), pa.scalar(None, pa.string()))
+    elif pa.types.is_floating(t):  # NaN and infinities quoted, as Jackson (Flink, Spark) writes them
+        literal = pc.if_else(pc.is_finite(column), column.cast(pa.string()),
+                             pc.binary_join_element_wise('"', java_text(column), '"', ""))
     else:
         literal = text(column)
         for old, new in _ESCAPES:
@@ -186,4 +241,4 @@ def _csv_lines(batch: pa.RecordBatch) -> list[bytes]:
     sink = io.BytesIO()
     pacsv.write_csv(pa.record_batch(texts, names=batch.schema.names), sink,
                     pacsv.WriteOptions(include_header=False, quoting_style="needed"))
-    return sink.getvalue().rstrip(b"\n").split(b"\n")
+    return sink.getvalue().split(b"\n")[:-1]  # after the last line break: nothing (a row of one NULL is empty)
