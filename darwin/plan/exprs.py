@@ -338,6 +338,19 @@ def _comparable(a: DType | None, b: DType | None, op: str, what: str) -> None:
     raise DarwinTypeError(f"{what}: cannot compare {a.value} with {b.value}")
 
 
+def _time_arithmetic(op: str, a: DType | None, b: DType | None, what: str) -> DType:
+    """The type of arithmetic on a timestamp: ``ts + n``, ``n + ts`` and ``ts - n`` are the timestamp ``n``
+    milliseconds away, ``ts - ts`` the milliseconds between; nothing else is a time (``ts + ts`` and
+    ``n - ts`` added and negated milliseconds since the epoch)."""
+    if op == "sub" and a == b == DType.TIMESTAMP:
+        return DType.INT64
+    if (op == "add" and {a, b} in ({DType.TIMESTAMP, DType.INT64}, {DType.TIMESTAMP, None})) or \
+            (op == "sub" and a is DType.TIMESTAMP and b in (DType.INT64, None)):
+        return DType.TIMESTAMP
+    raise DarwinTypeError(f"{what}: timestamps support only ts + n, n + ts and ts - n of integer milliseconds n, "
+                          "and ts - ts")
+
+
 def _type_binary(e: Binary, schema: Schema, where: str) -> Typed:
     lt, rt = type_of(e.left, schema, where), type_of(e.right, schema, where)
     a, b = lt.dtype, rt.dtype
@@ -358,11 +371,7 @@ def _type_binary(e: Binary, schema: Schema, where: str) -> Typed:
         divisor_safe = isinstance(e.right, Literal) and e.right.value not in (None, 0, 0.0)
         nullable = nullable or not divisor_safe
     if DType.TIMESTAMP in (a, b):
-        if e.op == "sub" and a == b == DType.TIMESTAMP:
-            return Typed(DType.INT64, nullable)
-        if e.op in ("add", "sub") and {a, b} <= {DType.TIMESTAMP, DType.INT64, None}:
-            return Typed(DType.TIMESTAMP, nullable)
-        raise DarwinTypeError(f"{what}: timestamps support only + and - of integer milliseconds")
+        return Typed(_time_arithmetic(e.op, a, b, what), nullable)
     if e.op == "truediv":
         return Typed(DType.FLOAT64, nullable)
     if a is None and b is None:

@@ -13,6 +13,17 @@ def t(bids):
     return dw.from_arrow(bids(), time="ts", max_delay="1s")
 
 
+def test_arithmetic_on_timestamps_must_give_a_time_or_a_duration(t):
+    """ts + n, n + ts, ts - n are timestamps and ts - ts milliseconds; ts + ts and n - ts were accepted as
+    timestamps holding the sum (or the negation) of milliseconds since the epoch, which is no time."""
+    ts = col("ts")
+    typed = t.select(a=ts + 5, b=5 + ts, c=ts - 5, d=ts - ts, e=ts + lit(None))
+    assert [str(f.type) for f in typed.schema] == ["timestamp[ms]"] * 3 + ["int64", "timestamp[ms]"]
+    for wrong in (ts + ts, 5 - ts, col("price") - ts, lit(None) - ts, ts * 2, ts + 1.5):
+        with pytest.raises(DarwinTypeError, match=r"timestamps support only ts \+ n, n \+ ts and ts - n .* ts - ts"):
+            t.select(x=wrong)
+
+
 def test_unknown_column_names_column_and_operation(t):
     with pytest.raises(PlanError, match=r"unknown column 'prize' in filter.*available columns"):
         t.filter(col("prize") > 3)
