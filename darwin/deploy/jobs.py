@@ -256,10 +256,12 @@ def _searching(directory: str) -> Iterator[None]:
 # -- the sink ---------------------------------------------------------------------------------
 def make_sink(spec: SinkSpec) -> sinks.Sink:
     o = spec.options
-    if spec.type in ("parquet", "csv"):
-        kind = sinks.Parquet if spec.type == "parquet" else sinks.CSV
-        return kind(o["path"], o.get("late_path"), mode=o.get("mode"), partition_by=o.get("partition_by"),
-                    key=o.get("key"))
+    if spec.type == "parquet":
+        return sinks.Parquet(o["path"], o.get("late_path"), mode=o.get("mode"), partition_by=o.get("partition_by"),
+                             key=o.get("key"))
+    if spec.type == "csv":
+        return sinks.CSV(o["path"], o.get("late_path"), mode=o.get("mode"), partition_by=o.get("partition_by"),
+                         key=o.get("key"), header=o.get("header", True))
     if spec.type == "kafka":
         return sinks.Kafka(o["topic"], o["bootstrap_servers"], format=o.get("format", "json"), key=o.get("key"),
                            timestamp=o.get("timestamp"), guarantee=o.get("guarantee", "at_least_once"),

@@ -43,7 +43,7 @@ _SOURCE_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 _SINK_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "parquet": (("path",), ("mode", "partition_by", "key", "late_path")),
-    "csv": (("path",), ("mode", "partition_by", "key", "late_path")),
+    "csv": (("path",), ("mode", "partition_by", "key", "late_path", "header")),
     "kafka": (("topic", "bootstrap_servers"), ("format", "key", "timestamp", "guarantee", "staging_dir",
                                                "transactional_id", "config", *_AVRO_KEYS)),
     "blackhole": ((), ()),
@@ -368,6 +368,8 @@ def _sink(name: str, entry: Entry, paths: _Paths) -> SinkSpec:
             options[key] = e.string_map()
         elif key in _AVRO_KEYS:
             options[key] = _avro_option(key, e)
+        elif key == "header":
+            options[key] = e.boolean()
         else:  # topic, bootstrap_servers, key (kafka), timestamp, transactional_id
             options[key] = e.string()
     if "late_path" in options:  # as the sink checks it, but named with the key and line

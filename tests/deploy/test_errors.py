@@ -50,6 +50,17 @@ def test_the_good_file_runs(job):
     assert [f.name for f in result.files] == ["part-000001.parquet"]
 
 
+@pytest.mark.parametrize("header", [True, False])
+def test_a_csv_sink_writes_a_header_or_none_as_its_key_says(job, header):
+    """The CSV sink's header= had no YAML key: a deployment always wrote a header row (a file a
+    headerless reader, as Flink's filesystem CSV, read a row of column names from)."""
+    text = GOOD.replace("    type: parquet\n    path: out/doubled", f"    type: csv\n    path: out/doubled\n"
+                                                                     f"    header: {str(header).lower()}")
+    result = deploy.run(deploy.load(job(text)))
+    lines = result.files[0].read_text().splitlines()
+    assert lines == (['"auction","double_price"'] if header else []) + ["1,10"]
+
+
 def test_unknown_key_names_its_line_and_the_known_keys(job):
     message = error_of(job(GOOD.replace("    time: ts", "    tme: ts")))
     assert message.startswith("job.yaml:6: key 'sources.bids.tme': unknown key")
