@@ -14,7 +14,7 @@ from darwin.errors import SqlError
 from darwin.expr import Expr, col
 from darwin.plan import exprs as ex
 from darwin.plan.nodes import WINDOW_END, WINDOW_START
-from darwin.plan.window import Session, Slide, Tumble, Window
+from darwin.plan.window import Session, SessionWindow, Slide, Tumble, Window
 from darwin.sql.dialect import Flink, WindowFunction
 from darwin.sql.errors import Located
 from darwin.sql.expressions import ExpressionTranslator, Scope, interval_ms
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from darwin.sql.translate import QueryPlanner
 
 AGGREGATES: dict[type, Callable[..., dx.Agg]] = {exp.Sum: dx.sum, exp.Min: dx.min, exp.Max: dx.max, exp.Avg: dx.avg}
+GROUP_WINDOW_ARITY = {("TUMBLE", 1), ("HOP", 2), ("SESSION", 1)}  # the intervals each group window takes
 GROUP_WINDOW_BOUNDS = {f"{kind}_{end}": bound for kind in ("TUMBLE", "HOP", "SESSION")
                        for end, bound in (("START", WINDOW_START), ("END", WINDOW_END))}
 
@@ -207,15 +208,11 @@ class GroupByClause:
     def _group_window(self, g: WindowFunction, rel: Relation) -> Any:
         """A group window of GROUP BY: ``TUMBLE(ts, size)``, ``HOP(ts, slide, size)``, ``SESSION(ts, gap)``."""
         on, intervals = self._window_operands(f"{g.kind} in GROUP BY", g, g.expressions, rel)
-        if g.kind == "SESSION" and len(intervals) == 1:
-            window: Any = Session(intervals[0], on=on)
-        elif g.kind == "TUMBLE" and len(intervals) == 1:
-            window = Tumble(intervals[0], on=on)
-        elif g.kind == "HOP" and len(intervals) == 2:
-            window = Slide(intervals[1], intervals[0], on=on)
-        else:
+        if (g.kind, len(intervals)) not in GROUP_WINDOW_ARITY:
             raise self.error(g, f"{g.kind} group window with {len(intervals)} intervals is not supported")
-        return self.planner._located(g, lambda: rel.table.window(window))
+        # built inside _located: a window's own refusal (a HOP's size not a multiple of its slide) names
+        # the group window's line and column too
+        return self.planner._located(g, lambda: rel.table.window(_group_window_spec(g.kind, intervals, on)))
 
     def _aggregate(self, call: exp.Expr, rel: Relation) -> dx.Agg:
         """The aggregate of ``call``; AVG is a DOUBLE (Flink's AVG of a BIGINT is a BIGINT)."""
@@ -238,3 +235,12 @@ class GroupByClause:
             raise self.error(call, f"aggregate {call.sql(dialect=Flink)} is not supported; COUNT, COUNT(DISTINCT), "
                                    "SUM, MIN, MAX and AVG are")
         return make(translate(arg), filter=condition)
+
+
+def _group_window_spec(kind: str, intervals: list[int], on: str) -> Window | SessionWindow:
+    """``TUMBLE(ts, size)``, ``HOP(ts, slide, size)``, ``SESSION(ts, gap)`` of GROUP BY."""
+    if kind == "SESSION":
+        return Session(intervals[0], on=on)
+    if kind == "TUMBLE":
+        return Tumble(intervals[0], on=on)
+    return Slide(intervals[1], intervals[0], on=on)

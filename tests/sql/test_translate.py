@@ -127,6 +127,11 @@ def test_over_aggregate(bids):
      r"line 1, column 17: column price is neither in GROUP BY nor inside an aggregate"),
     ("SELECT DISTINCT auction FROM bids", r"line 1, column \d+: DISTINCT is not supported"),
     ("SELECT price, PROCTIME() + 1 AS p FROM bids", r"line 1, column 15: PROCTIME\(\): Darwin has no processing"),
+    # a group window's own refusals were PlanErrors naming no place
+    ("SELECT count(*) AS n FROM bids\nGROUP BY HOP(ts, INTERVAL '3' SECOND, INTERVAL '2' SECOND)",
+     r"line 2, column 14: a sliding window's size \(2000ms\) must be a multiple of its slide \(3000ms\)"),
+    ("SELECT count(*) AS n FROM bids GROUP BY SESSION(ts, INTERVAL '0' SECOND)",
+     r"line 1, column 49: session gap must be a positive number of ms"),
 ])
 def test_errors_name_line_and_column(bids, text, match):
     with pytest.raises(SqlError, match=match):
