@@ -236,12 +236,28 @@ class ExpressionTranslator:
     def visit_Add(self, n: exp.Add) -> Expr: return self._binary(n, lambda a, b: a + b)
     def visit_Sub(self, n: exp.Sub) -> Expr: return self._binary(n, lambda a, b: a - b)
     def visit_Mul(self, n: exp.Mul) -> Expr: return self._binary(n, lambda a, b: a * b)
-    def visit_EQ(self, n: exp.EQ) -> Expr: return self._binary(n, lambda a, b: a == b)
-    def visit_NEQ(self, n: exp.NEQ) -> Expr: return self._binary(n, lambda a, b: a != b)
-    def visit_LT(self, n: exp.LT) -> Expr: return self._binary(n, lambda a, b: a < b)
-    def visit_LTE(self, n: exp.LTE) -> Expr: return self._binary(n, lambda a, b: a <= b)
-    def visit_GT(self, n: exp.GT) -> Expr: return self._binary(n, lambda a, b: a > b)
-    def visit_GTE(self, n: exp.GTE) -> Expr: return self._binary(n, lambda a, b: a >= b)
+    def visit_EQ(self, n: exp.EQ) -> Expr: return self._compared(n, lambda a, b: a == b)
+    def visit_NEQ(self, n: exp.NEQ) -> Expr: return self._compared(n, lambda a, b: a != b)
+    def visit_LT(self, n: exp.LT) -> Expr: return self._compared(n, lambda a, b: a < b)
+    def visit_LTE(self, n: exp.LTE) -> Expr: return self._compared(n, lambda a, b: a <= b)
+    def visit_GT(self, n: exp.GT) -> Expr: return self._compared(n, lambda a, b: a > b)
+    def visit_GTE(self, n: exp.GTE) -> Expr: return self._compared(n, lambda a, b: a >= b)
+
+    def _compared(self, node: exp.Expr, op: Callable[[Expr, Expr], Expr]) -> Expr:
+        left, right = self(node.this), self(node.expression)
+        self._check_time_comparison(node, left, right)
+        return op(left, right)
+
+    def _check_time_comparison(self, node: exp.Expr, *operands: Expr) -> None:
+        """A TIMESTAMP compared with a number is refused, as Flink refuses it: Darwin would compare the
+        number with milliseconds since the epoch, where a query written for Spark means seconds. (The
+        fluent API compares timestamps with integer milliseconds, Darwin's representation.)"""
+        dtypes = {type_of(e.node, self.schema).dtype for e in operands}
+        if DType.TIMESTAMP in dtypes and dtypes & {DType.INT64, DType.FLOAT64}:
+            raise self.where.error(node, f"{node.sql(dialect=Flink)}: a TIMESTAMP cannot be compared with a number "
+                                         "(as in Flink): compare it with a TIMESTAMP '...' literal, or its "
+                                         "milliseconds since the epoch, ts - TIMESTAMP '1970-01-01 00:00:00', "
+                                         "with the number")
     def visit_And(self, n: exp.And) -> Expr: return self._binary(n, lambda a, b: a & b)
     def visit_Or(self, n: exp.Or) -> Expr: return self._binary(n, lambda a, b: a | b)
 
@@ -311,6 +327,8 @@ class ExpressionTranslator:
         """``x BETWEEN a AND b`` is ``a <= x <= b``; with SYMMETRIC, also ``b <= x <= a`` (Calcite's
         ``(x >= a AND x <= b) OR (x >= b AND x <= a)``, NULLs included)."""
         value, low, high = self(node.this), self(node.args["low"]), self(node.args["high"])
+        self._check_time_comparison(node, value, low)
+        self._check_time_comparison(node, value, high)
         inside = value.between(low, high)
         return inside | value.between(high, low) if node.args.get("symmetric") else inside
 
@@ -328,6 +346,7 @@ class ExpressionTranslator:
         compared: list[Expr] = []
         for v in node.expressions:
             value = self(v)
+            self._check_time_comparison(node, operand, value)
             equal = operand == value
             try:  # located at the value, not at the clause the plan would name
                 type_of(equal.node, self.schema, "IN")
@@ -349,13 +368,18 @@ class ExpressionTranslator:
         operand = node.this
         builder = None
         for branch in node.args.get("ifs") or []:
-            condition = self(branch.this) if operand is None else self(operand) == self(branch.this)
+            condition = self(branch.this) if operand is None else self._equal(node, operand, branch.this)
             value = self(branch.args["true"])
             builder = when(condition, value) if builder is None else builder.when(condition, value)
         if builder is None:
             raise self.where.error(node, "CASE needs at least one WHEN")
         default = node.args.get("default")
         return builder.otherwise(self(default)) if default is not None else builder.end()
+
+    def _equal(self, node: exp.Expr, left: exp.Expr, right: exp.Expr) -> Expr:
+        a, b = self(left), self(right)
+        self._check_time_comparison(node, a, b)
+        return a == b
 
     def visit_If(self, node: exp.If) -> Expr:
         other = node.args.get("false")

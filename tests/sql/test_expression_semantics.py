@@ -310,6 +310,25 @@ def test_the_ways_out_of_a_timestamp_cast_say_the_unit(config):
                    (epoch - 2_000 * ms, epoch - 2 * ms, 1, None, epoch + ms), (None, None, 2, None, epoch + 2 * ms)]
 
 
+@pytest.mark.parametrize("text", ["SELECT a FROM t WHERE ts > 1600000000", "SELECT ts = 0 FROM t",
+                                  "SELECT 1.5 <= ts FROM t", "SELECT ts BETWEEN 0 AND 5 FROM t",
+                                  "SELECT ts IN (1, 2) FROM t", "SELECT a IN (ts) FROM t",
+                                  "SELECT CASE ts WHEN 0 THEN 1 END FROM t"])
+def test_a_timestamp_compared_with_a_number_is_refused_as_in_flink(text):
+    """It compared the number with milliseconds since the epoch, where a query written for Spark means seconds
+    (WHERE ts > 1600000000 kept every row of 2020); Flink refuses it."""
+    with pytest.raises(SqlError, match="a TIMESTAMP cannot be compared with a number .* ts - TIMESTAMP '1970-01-01"):
+        dw.sql(text, tables={"t": table(a=[1])})
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_timestamps_compare_with_timestamps_and_their_milliseconds_with_numbers(config):
+    got = rows("SELECT ts, ts > TIMESTAMP '1970-01-01 00:00:00', ts - TIMESTAMP '1970-01-01 00:00:00' >= 1, "
+               "ts BETWEEN TIMESTAMP '1970-01-01 00:00:00' AND ts + INTERVAL '1' SECOND, "
+               "CASE ts WHEN TIMESTAMP '1970-01-01 00:00:00' THEN 'epoch' END FROM t", table(a=[1, 2]), config)
+    assert got == [(False, False, True, "epoch"), (True, True, True, None)]
+
+
 # -- numeric literals -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("config", MODES)
