@@ -236,35 +236,29 @@ class Sum(AggregateFunction):
 
 
 class _AvgAcc(_SumAcc):
-    def add(self, v: Any) -> None:
-        super().add(float(v))
-
-    def retract(self, v: Any) -> None:
-        super().retract(float(v))
-
     def result(self) -> Any:
-        return None if self.n == 0 else super().result() / self.n
+        return None if self.n == 0 else float(super().result()) / self.n  # as numpy divides an int64 sum
 
 
 class Avg(AggregateFunction):
-    """A float sum and a count; NULL for a group without values."""
+    """A sum and a count; NULL for a group without values. The sum is ``sum``'s: an integer one is
+    exact (wrapping as Java's long does; Flink's AVG sums in the argument's type), so taking values
+    back restores it exactly. A float sum of integers lost what a large value absorbed, and an
+    average over an updating input then depended on where batches ended."""
 
     name = "avg"
 
     def result_type(self, arg: ex.Typed) -> tuple[DType, bool]:
         return DType.FLOAT64, arg.nullable
 
-    def value_dtype(self, arg: DType | None) -> np.dtype | None:
-        return np.dtype(np.float64)
-
     def needs_count(self, arg_nullable: bool) -> bool:
         return True
 
     def update(self, value: str, x: str, first: str, dtype: np.dtype) -> list[str]:
-        return [f"{value} += np.float64({x})"]
+        return [f"{value} += {x}"]
 
     def retract(self, value: str, x: str) -> list[str] | None:
-        return [f"{value} -= np.float64({x})"]
+        return [f"{value} -= {x}"]
 
     def keeps_specials(self, arg: DType | None) -> bool:
         return arg is DType.FLOAT64  # an integer is never NaN or infinite

@@ -129,3 +129,22 @@ def test_a_float_sum_over_an_updating_input_forgets_a_retracted_nan_or_infinity(
     rows = q.collect(dw.Config(batch_size=1, mode=mode)).to_pylist()
     assert [(r["n"], r["lo"]) for r in rows] == [(2, min(5.0, later[-1]))]
     assert (rows[0]["total"], rows[0]["mean"]) == (expected, expected / 2)
+
+
+@pytest.mark.parametrize("mode", ["compiled", "interpreted"])
+@pytest.mark.parametrize("state", ["memory", "rocksdb"])
+def test_an_integer_average_takes_back_exactly_what_it_added(mode, state, tmp_path):
+    """Sums per k are 2**62 + ... : k=1 holds 2**62 then 0 (its -2**62 arrives), k=2 holds 1. The
+    average of the sums is 0.5. It summed in float64, where 2**62 + 1 is 2**62: read one row at a
+    time it gave 0.0 (the 1 was absorbed, then 2**62 taken back), read whole 0.5. A windowed
+    average of 2**62, 1, -2**62 gave 0.0 for 1/3 the same way."""
+    t = pa.table({"ts": pa.array(range(3), pa.timestamp("ms")), "k": [1, 2, 1], "a": pa.array([2**62, 1, -2**62])})
+    source = dw.from_arrow(t, time="ts", name="T")
+    sums = source.group_by("k").agg(s=dw.sum("a")).agg(av=dw.avg("s"))
+    windowed = source.window(dw.Tumble("10s", on="ts")).agg(av=dw.avg("a"))
+    for batch in (1, 2, 3):
+        config = dw.Config(batch_size=batch, mode=mode, state=state,
+                           state_path=None if state == "memory" else str(tmp_path / f"s{batch}"))
+        assert sums.collect(config).to_pylist() == [{"av": 0.5}]
+        assert windowed.collect(config.replace(state_path=None if state == "memory" else
+                                               str(tmp_path / f"w{batch}"))).column("av").to_pylist() == [1 / 3]
