@@ -14,14 +14,16 @@ class Located:
         self.text = text
 
     def position(self, node: exp.Expr | None) -> tuple[int, int] | None:
-        """(line, column), 1-based, of the earliest token of ``node`` the parser placed."""
-        if node is None:
-            return None
-        starts = [n.meta["start"] for n in node.walk() if n.meta and "start" in n.meta]
-        if not starts:
-            return None
-        start = min(starts)
-        return self.text.count("\n", 0, start) + 1, start - (self.text.rfind("\n", 0, start) + 1) + 1
+        """(line, column), 1-based, of the earliest token of ``node`` the parser placed; for a node it
+        placed none of (sqlglot keeps no position for TRUE, FALSE or a DATE literal), of the nearest
+        enclosing node's."""
+        while node is not None:
+            starts = [n.meta["start"] for n in node.walk() if n.meta and "start" in n.meta]
+            if starts:
+                start = min(starts)
+                return self.text.count("\n", 0, start) + 1, start - (self.text.rfind("\n", 0, start) + 1) + 1
+            node = node.parent
+        return None
 
     def error(self, node: exp.Expr | None, message: str) -> SqlError:
         where = self.position(node)

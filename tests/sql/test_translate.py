@@ -132,6 +132,9 @@ def test_over_aggregate(bids):
      r"line 2, column 14: a sliding window's size \(2000ms\) must be a multiple of its slide \(3000ms\)"),
     ("SELECT count(*) AS n FROM bids GROUP BY SESSION(ts, INTERVAL '0' SECOND)",
      r"line 1, column 49: session gap must be a positive number of ms"),
+    # TRUE and DATE literals carry no position of their own: the message named no place
+    ("SELECT price FROM bids WHERE auction IN (TRUE)", r"line 1, column 30: IN: cannot compare auction"),
+    ("SELECT price,\n  DATE '2020-01-01' AS d FROM bids", r"line 2, column \d+: type DATE is not supported"),
 ])
 def test_errors_name_line_and_column(bids, text, match):
     with pytest.raises(SqlError, match=match):
