@@ -301,7 +301,9 @@ class SelectPlanner(GroupByClause):
             self.planner.record_bounds(table, Bounds(start, end, self.window))
 
     def _over(self, window: exp.Window, rel: Relation, translate: ExpressionTranslator) -> Any:
-        """``agg(x) OVER (PARTITION BY ... ORDER BY ... ROWS BETWEEN n PRECEDING AND CURRENT ROW)``."""
+        """``agg(x) OVER (PARTITION BY ... ORDER BY ... ROWS BETWEEN n PRECEDING AND CURRENT ROW)``, or
+        ``OVER w`` with ``WINDOW w AS (...)`` after the SELECT's clauses."""
+        window = self._named_window(window)
         call = window.this
         make = AGGREGATES.get(type(call))
         if isinstance(call, exp.Count):
@@ -344,6 +346,21 @@ class SelectPlanner(GroupByClause):
             raise self.error(order, f"{asked} with {'DESC' if descending else 'ASC'} is not supported: NULLs order "
                                     "as the smallest values (first ascending, last descending)")
         return descending
+
+    def _named_window(self, window: exp.Window) -> exp.Window:
+        """``OVER w`` as the window ``WINDOW w AS (...)`` of this SELECT defines it (Flink's named
+        window); any other OVER as it is."""
+        name = window.args.get("alias")
+        if name is None or any(window.args.get(k) for k in ("partition_by", "order", "spec")):
+            return window
+        named = {w.this.name: w for w in self.node.args.get("windows") or []}
+        definition = named.get(name.name)
+        if definition is None:
+            raise self.error(window, f"OVER {name.name}: this SELECT has no WINDOW {name.name} AS (...)"
+                                     + (f"; it has {', '.join(sorted(named))}" if named else ""))
+        parts = {k: definition.args[k] for k in ("partition_by", "order", "spec") if definition.args.get(k)}
+        copied = {k: [e.copy() for e in v] if isinstance(v, list) else v.copy() for k, v in parts.items()}
+        return exp.Window(this=window.this.copy(), **copied)
 
     def _column_name(self, node: exp.Expr, translate: ExpressionTranslator) -> str:
         value = translate(node).node

@@ -113,6 +113,18 @@ def test_over_aggregate(bids):
     assert sorted_rows(out) == sorted([(1, 10, 10), (1, 30, 40), (1, 5, 35), (2, 20, 20), (2, 40, 60), (2, 15, 55)])
 
 
+def test_over_a_named_window(bids):
+    """Flink's WINDOW w AS (...) named once for several OVER aggregates; it was refused as a frame
+    that is not ROWS BETWEEN n PRECEDING AND CURRENT ROW."""
+    out = run("SELECT auction, price, SUM(price) OVER w AS s, MAX(price) OVER w AS m FROM bids\n"
+              "WINDOW w AS (PARTITION BY auction ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)", bids=bids)
+    assert sorted_rows(out) == sorted([(1, 10, 10, 10), (1, 30, 40, 30), (1, 5, 35, 30), (2, 20, 20, 20),
+                                       (2, 40, 60, 40), (2, 15, 55, 40)])
+    with pytest.raises(SqlError, match=r"line 1, column 17: OVER v: this SELECT has no WINDOW v AS \(...\); it has w"):
+        run("SELECT auction, SUM(price) OVER v AS s FROM bids WINDOW w AS (ORDER BY ts ROWS BETWEEN 1 PRECEDING "
+            "AND CURRENT ROW)", bids=bids)
+
+
 @pytest.mark.parametrize(("text", "match"), [
     ("SELECT nope FROM bids", r"line 1, column 8: unknown column nope"),
     ("SELECT price\nFROM missing", r"line 2, column 6: unknown table 'missing'"),
