@@ -119,26 +119,28 @@ def test_the_workers_really_share_keyed_and_stateless_pipelines():
     """So the tests above compare parallel runs, not one thread's twice."""
     import pyarrow as pa
 
-    t = dw.from_arrow(pa.table({"t": pa.array([1, 2], pa.timestamp("ms")), "k": [1, 2], "v": [3, 4]}), time="t")
+    t = dw.from_arrow(pa.table({"t": pa.array([1, 2], pa.timestamp("ms")), "k": [1, 2], "v": [3, 4],
+                                "x": [0.5, 1.5]}), time="t")
     grouped = t.window(dw.Tumble("1s", on="t")).group_by("k")
     # an integer key in a known range: a window ring per worker over every key, merged as windows fire
     assert "parallel in slices, local/global: window rings merged" in grouped.agg(n=dw.count()).explain(
         dw.Config(parallelism=4))
-    # an average does not merge exactly: rows go to their key's owner
-    assert "parallel by key groups of [k]" in grouped.agg(a=dw.avg("v")).explain(dw.Config(parallelism=4))
+    # a float average does not merge exactly: rows go to their key's owner
+    assert "parallel by key groups of [k]" in grouped.agg(a=dw.avg("x")).explain(dw.Config(parallelism=4))
     assert "parallel in slices" in t.filter(col("v") > 3).explain(dw.Config(parallelism=2))
     assert "parallel" not in t.filter(col("v") > 3).explain(dw.Config())
 
 
 def test_the_optimizer_pre_aggregates_only_what_merges_exactly():
-    """Counts and integer sums merge bit for bit; a float sum would round by how rows were grouped."""
+    """Counts and integer sums (of an average too) merge bit for bit; a float sum would round by how
+    rows were grouped."""
     import pyarrow as pa
 
     t = dw.from_arrow(pa.table({"t": pa.array([1, 2], pa.timestamp("ms")), "k": [1, 2], "v": [3, 4],
                                 "x": [0.5, 1.5]}), time="t")
     grouped = t.window(dw.Tumble("1s", on="t")).group_by("k")
     two = dw.Config(parallelism=2)
-    assert "local/global" in grouped.agg(n=dw.count(), s=dw.sum("v"), m=dw.max("v")).explain(two)
+    assert "local/global" in grouped.agg(n=dw.count(), s=dw.sum("v"), m=dw.max("v"), a=dw.avg("v")).explain(two)
     assert "local/global" not in grouped.agg(n=dw.count(), s=dw.sum("x")).explain(two)
     assert "local/global" not in grouped.agg(n=dw.count()).explain(two.replace(pre_aggregate=False))
 
