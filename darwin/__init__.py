@@ -27,7 +27,7 @@ from darwin.api import (
                         read_parquet,
 )
 from darwin.config import Config, HardwareInfo
-from darwin.expr import Expr, avg, col, count, count_distinct, lit, max, mean, min, sum, when
+from darwin.expr import Expr, avg, col, concat, concat_ws, count, count_distinct, lit, max, mean, min, sum, when
 from darwin.io import sinks
 from darwin.plan.window import Session, Slide, Tumble, Window
 from darwin.spark.engine import register as _register_spark
@@ -39,7 +39,8 @@ _register_spark()  # Config(engine="spark"); pyspark is imported only when a que
 __all__ = [
     "Barrier", "BarrierWindowedTable",
     "Config", "DType", "Expr", "GroupedTable", "HardwareInfo", "RunResult", "Session", "SinkQuery", "Slide", "Table",
-    "Tumble", "Window", "WindowedTable", "asc", "avg", "col", "count", "count_distinct", "desc", "errors", "from_arrow",
+    "Tumble", "Window", "WindowedTable", "asc", "avg", "col", "concat", "concat_ws", "count", "count_distinct", "desc",
+    "errors", "from_arrow",
     "from_batches", "lit", "max", "mean", "min", "from_source", "read_csv", "read_ipc", "read_kafka", "read_parquet",
     "sinks", "sql", "sql_job", "sum", "when",
 ]

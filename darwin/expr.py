@@ -184,6 +184,121 @@ class StringNamespace:
         last part, for a negative ``index`` and for the empty string, which has no parts."""
         return self._call("split_index", separator, index)
 
+    def ends_with(self, suffix: str) -> Expr: return self._call("ends_with", suffix)
+    def initcap(self) -> Expr:
+        """Each word's first letter in upper case, its others in lower case, as Flink's INITCAP: a word is a
+        run of ASCII letters and digits; other characters are kept as they are."""
+        return self._call("initcap")
+
+    def substring(self, start: int, length: int | None = None) -> Expr:
+        """``length`` code points from position ``start`` (from 1; 0 is 1 too; a negative one counts from the
+        end), to the end without ``length``, as Flink's SUBSTRING: '' where ``start`` is past either end,
+        NULL for a negative ``length``."""
+        return self._call("substring", start, length)
+
+    def trim(self, chars: str = " ") -> Expr:
+        """Without the ``chars`` (each of them; spaces by default) at both ends, as Flink's TRIM."""
+        return self._call("trim", chars)
+
+    def ltrim(self, chars: str = " ") -> Expr: return self._call("ltrim", chars)
+    def rtrim(self, chars: str = " ") -> Expr: return self._call("rtrim", chars)
+
+    def replace(self, old: str, new: str) -> Expr:
+        """Every ``old`` (not a pattern) replaced by ``new``, left to right, as Flink's REPLACE."""
+        return self._call("replace", old, new)
+
+    def lpad(self, length: int, pad: str = " ") -> Expr:
+        """``pad`` repeated before the value up to ``length`` code points, or the value's first ``length``, as
+        Flink's LPAD; NULL for a negative ``length`` or an empty ``pad``."""
+        return self._call("lpad", length, pad)
+
+    def rpad(self, length: int, pad: str = " ") -> Expr:
+        """As ``lpad``, with ``pad`` after the value (Flink's RPAD)."""
+        return self._call("rpad", length, pad)
+
+    def locate(self, substring: str, start: int = 1) -> Expr:
+        """The position (from 1) of the first ``substring`` at or after position ``start``, 0 if there is none,
+        as Flink's LOCATE and POSITION; the empty ``substring`` is at 1."""
+        return self._call("locate", substring, start)
+
+    def like(self, pattern: str, escape: str | None = None) -> Expr:
+        """SQL's LIKE, case-sensitive: ``%`` any run of characters, ``_`` exactly one; ``escape`` (one
+        character) makes the next ``%``, ``_`` or itself literal. A pattern that is a prefix, suffix,
+        infix or exact text is computed as ``starts_with``, ``ends_with``, ``contains`` or ``==``."""
+        from darwin.plan.strings import like_tokens
+
+        if escape is not None and (not isinstance(escape, str) or len(escape) != 1):
+            raise DarwinTypeError(f"LIKE's escape is one character, got {escape!r}")
+        general = self._call("like", pattern, escape or "")  # checks the pattern
+        simple = _simple_like(self._expr, like_tokens(pattern, escape or ""))
+        return general if simple is None else simple
+
+    def concat(self, *others: IntoExpr) -> Expr:
+        """The value followed by ``others`` (strings or string columns): ``dw.concat(self, *others)``."""
+        return concat(self._expr, *others)
+
+
+def _simple_like(value: Expr, tokens: list[tuple[str, str]]) -> Expr | None:
+    """A LIKE pattern without ``_`` whose ``%`` are only at its ends, as an equality or a string test."""
+    kinds = [kind for kind, _ in tokens]
+    if "one" in kinds:
+        return None
+    lead = kinds[:1] == ["any"]
+    trail = len(kinds) > 1 and kinds[-1] == "any"
+    body = tokens[int(lead):len(tokens) - int(trail)]
+    if any(kind != "text" for kind, _ in body):
+        return None
+    text = "".join(c for _, c in body)
+    if lead and trail:
+        return value.str.contains(text)
+    if lead:
+        return value.str.ends_with(text)
+    if trail:
+        return value.str.starts_with(text)
+    return value == text
+
+
+def _string_parts(values: tuple[IntoExpr, ...], what: str) -> list[ex.ExprNode]:
+    """The nodes of ``concat``'s values; literals must be strings (or None)."""
+    if not values:
+        raise DarwinTypeError(f"{what}() takes at least one value")
+    nodes = [_node(v) for v in values]
+    for n in nodes:
+        if isinstance(n, ex.Literal) and n.value is not None and n.dtype is not DType.STRING:
+            raise DarwinTypeError(f"{what}() joins strings, got {n}; cast it or write it as a string")
+    return nodes
+
+
+def concat(*values: IntoExpr) -> Expr:
+    """The strings joined, as Flink's CONCAT and ``||``: NULL where any of them is NULL. Values are string
+    columns or expressions, or Python strings; each distinct combination of values is joined once."""
+    nodes = _string_parts(values, "concat")
+    if any(isinstance(n, ex.Literal) and n.value is None for n in nodes):
+        return Expr(ex.Literal(None, DType.STRING))
+    parts: list[ex.ExprNode] = []
+    for n in nodes:  # adjacent literals joined
+        if isinstance(n, ex.Literal) and parts and isinstance(parts[-1], ex.Literal):
+            parts[-1] = ex.Literal(parts[-1].value + n.value, DType.STRING)
+        else:
+            parts.append(n)
+    if len(parts) == 1:
+        return Expr(parts[0])
+    return Expr(ex.Concat(tuple(parts), None))
+
+
+def concat_ws(separator: str | None, *values: IntoExpr) -> Expr:
+    """The values that are not NULL joined with ``separator`` between them, as Flink's CONCAT_WS: '' where all
+    are NULL, NULL where the separator is."""
+    nodes = _string_parts(values, "concat_ws")
+    if separator is None:
+        return Expr(ex.Literal(None, DType.STRING))
+    if not isinstance(separator, str):
+        raise DarwinTypeError(f"concat_ws() takes a string separator, got {separator!r}")
+    parts = [n for n in nodes if not (isinstance(n, ex.Literal) and n.value is None)]
+    if all(isinstance(p, ex.Literal) for p in parts):
+        return lit(separator.join(p.value for p in parts if isinstance(p, ex.Literal)))
+    return Expr(ex.Concat(tuple(parts), separator))
+
 
 def col(name: str) -> Expr:
     """A column of the table the expression is used on."""

@@ -10,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from darwin.codegen.layout import NEEDS_PAIR, NEEDS_STRING
 from darwin.codegen.source import SourceBuilder, number
 from darwin.errors import UnsupportedError
 from darwin.plan import exprs as ex
-from darwin.plan.strings import FUNCTIONS
+from darwin.plan.strings import FUNCTIONS, expands
 from darwin.plan.timeformat import unit_ms
 from darwin.types import DType, Schema
 
@@ -34,7 +35,12 @@ class Params:
     arrays: list[tuple[str, list[Any]]] = field(default_factory=list)  # (numpy dtype, sorted values)
     string_sets: list[tuple[str, ...]] = field(default_factory=list)  # passed as sorted dictionary codes
     lookups: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)  # string functions by code
+    # the most string functions applied one to the result of another (str.lower().str.trim(): 2)
+    lookup_depth: int = 1
     formats: list[str] = field(default_factory=list)  # strftime formats: a table of codes by time unit each
+    # strings made as kernels ask (NEEDS_PAIR), by a pair of codes: ("join", separator) joins the two;
+    # ("call", function, arguments) applies a string function that expands strings to the first
+    pairs: list[tuple[Any, ...]] = field(default_factory=list)
 
     def string(self, value: str) -> str:
         if value not in self.strings:
@@ -51,10 +57,12 @@ class Params:
         self.string_sets.append(tuple(dict.fromkeys(values)))
         return f"pc{len(self.string_sets) - 1}"
 
-    def lookup(self, func: str, args: tuple[Any, ...]) -> int:
-        """Index of a lookup table (values ``plv{i}``, validity ``plm{i}``) for a string function."""
+    def lookup(self, func: str, args: tuple[Any, ...], depth: int = 1) -> int:
+        """Index of a lookup table (values ``plv{i}``, validity ``plm{i}``) for a string function applied to
+        the results of ``depth - 1`` others, one after the other."""
         if (func, args) not in self.lookups:
             self.lookups.append((func, args))
+        self.lookup_depth = max(self.lookup_depth, depth)
         return self.lookups.index((func, args))
 
     def format(self, fmt: str) -> int:
@@ -64,11 +72,25 @@ class Params:
             self.formats.append(fmt)
         return self.formats.index(fmt)
 
+    def pair(self, spec: tuple[Any, ...]) -> int:
+        """Index of the table (codes ``pqa{i}``, ``pqb{i}``, result ``pqc{i}``) of the strings ``spec`` makes
+        of a pair of codes, which the runtime fills as kernels ask (``NEEDS_PAIR``)."""
+        if spec not in self.pairs:
+            self.pairs.append(spec)
+        return self.pairs.index(spec)
+
     def names(self) -> list[str]:
         return ([f"ps{i}" for i in range(len(self.strings))] + [f"pa{i}" for i in range(len(self.arrays))]
                 + [f"pc{i}" for i in range(len(self.string_sets))]
                 + [name for i in range(len(self.lookups)) for name in (f"plv{i}", f"plm{i}")]
-                + [name for i in range(len(self.formats)) for name in (f"pfk{i}", f"pfc{i}")])
+                + [name for i in range(len(self.formats)) for name in (f"pfk{i}", f"pfc{i}")]
+                + [name for i in range(len(self.pairs)) for name in (f"pqa{i}", f"pqb{i}", f"pqc{i}")])
+
+
+def _call_depth(e: ex.ExprNode) -> int:
+    """The most string functions ``e`` applies one to the result of another."""
+    inner = max((_call_depth(c) for c in ex.children(e)), default=0)
+    return inner + 1 if isinstance(e, ex.StringCall) else inner
 
 
 def _and(a: str | None, b: str | None) -> str | None:
@@ -79,7 +101,8 @@ def _and(a: str | None, b: str | None) -> str | None:
     return f"({a} & {b})"
 
 
-MissHandler = Callable[[int, str], None]  # (format index, local holding the missing time unit): emits a stop
+# (status, table index, locals holding the missing key: a time unit, or two codes): emits a stop
+MissHandler = Callable[[int, int, tuple[str, ...]], None]
 
 
 class ExprEmitter:
@@ -126,13 +149,17 @@ class ExprEmitter:
         if isinstance(e, ex.DatePart):
             v, ok = self.emit(e.operand, env, schema)
             return f"dt_{e.part}({v})", ok
+        if isinstance(e, ex.StringCall) and expands(e.func, e.args):
+            return self._expanding(e, env, schema)
         if isinstance(e, ex.StringCall):
             v, ok = self.emit(e.operand, env, schema)
-            i = self.params.lookup(e.func, e.args)
-            nullable = FUNCTIONS[e.func].always_nullable
+            i = self.params.lookup(e.func, e.args, _call_depth(e))
+            nullable = FUNCTIONS[e.func].gives_null(e.args)
             return f"plv{i}[{v}]", (_and(ok, f"plm{i}[{v}]") if nullable else ok)
         if isinstance(e, ex.Strftime):
             return self._strftime(e, env, schema)
+        if isinstance(e, ex.Concat):
+            return self._concat(e, env, schema)
         raise UnsupportedError(f"the compiled engine cannot evaluate {e}")
 
     def _strftime(self, e: ex.Strftime, env: Env, schema: Schema) -> Value:
@@ -149,8 +176,62 @@ class ExprEmitter:
             b.line(f"pfv{i} = format_code(pfk{i}, pfc{i}, {unit})")
             b.line(f"pfl{i} = {unit}")
         with b.block(f"if pfv{i} < 0" + ("" if ok is None else f" and {ok}") + ":"):
-            self.on_miss(i, unit)
+            self.on_miss(NEEDS_STRING, i, (unit,))
         return f"pfv{i}", ok
+
+    def _concat(self, e: ex.Concat, env: Env, schema: Schema) -> Value:
+        """The code of the parts joined, pair by pair from the left, through the tables of strings joined
+        (``pqa``/``pqb``/``pqc``): each distinct pair is joined and interned once, by the runtime, when a
+        kernel first meets it. CONCAT_WS leaves NULL parts out and gives '' where all are NULL."""
+        if self.on_miss is None:
+            raise UnsupportedError(f"the compiled engine cannot evaluate {e} here")
+        b = self.src
+        acc, acc_ok = b.fresh("cat"), b.fresh("cat_ok")
+        first, first_ok = self.emit(e.parts[0], env, schema)
+        b.line(f"{acc} = {first}")
+        b.line(f"{acc_ok} = {first_ok or 'True'}")
+        i = self.params.pair(("join", "" if e.separator is None else e.separator))
+        for part in e.parts[1:]:
+            v, ok = self.emit(part, env, schema)
+            if e.separator is None:  # a NULL part makes the result NULL: no pair to look up after it
+                b.line(f"{acc_ok} = {acc_ok} and {ok or 'True'}")
+                with b.block(f"if {acc_ok}:"):
+                    self._pair(i, acc, v)
+                continue
+            with b.block(f"if {ok or 'True'}:"):
+                with b.block(f"if {acc_ok}:"):
+                    self._pair(i, acc, v)
+                with b.block("else:"):
+                    b.line(f"{acc} = {v}")
+                    b.line(f"{acc_ok} = True")
+        if e.separator is None:
+            return acc, acc_ok
+        with b.block(f"if not {acc_ok}:"):  # every part NULL: ''
+            b.line(f"{acc} = {self.params.string('')}")
+        return acc, None
+
+    def _expanding(self, e: ex.StringCall, env: Env, schema: Schema) -> Value:
+        """A string function that may lengthen strings without end: computed for each value a kernel meets
+        (a table of pairs whose second code is 0), not for every string of the pool (``LookupTable``)."""
+        if self.on_miss is None:
+            raise UnsupportedError(f"the compiled engine cannot evaluate {e} here")
+        v, ok = self.emit(e.operand, env, schema)
+        i = self.params.pair(("call", e.func, e.args))
+        b = self.src
+        made = b.fresh("made")
+        b.line(f"{made} = pair_code(pqa{i}, pqb{i}, pqc{i}, {v}, np.int64(0))")
+        with b.block(f"if {made} < 0" + ("" if ok is None else f" and {ok}") + ":"):
+            self.on_miss(NEEDS_PAIR, i, (v, "np.int64(0)"))
+        return made, ok
+
+    def _pair(self, i: int, acc: str, v: str) -> None:
+        assert self.on_miss is not None
+        b = self.src
+        joined = b.fresh("pair")
+        b.line(f"{joined} = pair_code(pqa{i}, pqb{i}, pqc{i}, {acc}, {v})")
+        with b.block(f"if {joined} < 0:"):
+            self.on_miss(NEEDS_PAIR, i, (acc, v))
+        b.line(f"{acc} = {joined}")
 
     def _literal(self, e: ex.Literal, dtype: DType | None) -> Value:
         if e.value is None:

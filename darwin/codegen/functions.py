@@ -131,6 +131,39 @@ def format_insert(keys: np.ndarray, codes: np.ndarray, key: np.int64, code: np.i
     codes[s] = code
 
 
+@njit(inline="always", cache=True, nogil=True)
+def _pair_slot(a: np.int64, b: np.int64, mask: int) -> np.int64:
+    h = (np.uint64(a) * FORMAT_HASH) ^ (np.uint64(b) + np.uint64(0x632BE59BD9B4E019))
+    h *= FORMAT_HASH
+    return np.int64((h ^ (h >> np.uint64(29))) & np.uint64(mask))
+
+
+@njit(cache=True, nogil=True)
+def pair_code(left: np.ndarray, right: np.ndarray, codes: np.ndarray, a: np.int64, b: np.int64) -> np.int64:
+    """The string code of the concatenation of codes ``a`` and ``b`` in a concatenation's table, or -1 if it
+    has none yet (open addressing; a free slot's code is -1)."""
+    mask = codes.shape[0] - 1
+    s = _pair_slot(a, b, mask)
+    while codes[s] >= 0:
+        if left[s] == a and right[s] == b:
+            return codes[s]
+        s = (s + 1) & mask
+    return np.int64(-1)
+
+
+@njit(cache=True, nogil=True)
+def pair_insert(left: np.ndarray, right: np.ndarray, codes: np.ndarray, a: np.int64, b: np.int64,
+                code: np.int64) -> None:
+    """Add the pair (``a``, ``b``) with its string code (the table has a free slot and not the pair)."""
+    mask = codes.shape[0] - 1
+    s = _pair_slot(a, b, mask)
+    while codes[s] >= 0:
+        s = (s + 1) & mask
+    left[s] = a
+    right[s] = b
+    codes[s] = code
+
+
 @njit(cache=True, nogil=True)
 def sorted_contains(values: np.ndarray, x: float) -> bool:
     """Membership in a sorted array: ``isin`` with many values."""

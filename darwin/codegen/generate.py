@@ -38,6 +38,7 @@ from darwin.codegen.source import SourceBuilder, number
 from darwin.graph import operators as op
 from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
+from darwin.plan.strings import expands
 from darwin.plan.window import Window
 from darwin.timestamps import NO_WATERMARK
 from darwin.types import DType, Schema
@@ -49,7 +50,7 @@ import numpy as np
 from numba import njit
 from darwin.codegen.functions import (dt_day, dt_day_of_week, dt_hour, dt_millisecond, dt_minute, dt_month,
                                       dt_second, dt_year, float_to_int, float_to_int_ok, floordiv_int, format_code,
-                                      mod_int, sorted_contains)
+                                      mod_int, pair_code, sorted_contains)
 '''
 
 
@@ -194,16 +195,17 @@ class _Generator:
         if self.hashed:
             b.line("meta[0] = count")
 
-    def _format_miss(self, site: int, unit: str) -> None:
-        """Ask the runtime for the string of format ``site`` at time unit ``unit``, and start the row
-        again: nothing of it is done yet but the source's event-time progress, which a second pass
-        repeats alike, and its count of future rows, taken back here."""
+    def _format_miss(self, status: int, site: int, keys: tuple[str, ...]) -> None:
+        """Ask the runtime for the string of table ``site`` at ``keys`` (a format's time unit, or the two codes
+        a concatenation joins), and start the row again: nothing of it is done yet but the source's
+        event-time progress, which a second pass repeats alike, and its count of future rows, taken back here."""
         b = self.src
         b.line(f"ctl[{ctl.FORMAT_SITE}] = {number(site)}")
-        b.line(f"ctl[{ctl.FORMAT_KEY}] = {unit}")
+        for slot, key in zip((ctl.FORMAT_KEY, ctl.PAIR_RIGHT), keys):
+            b.line(f"ctl[{slot}] = {key}")
         if self._future_tracked:
             b.line("future_rows = row_future")
-        self._stop(ctl.NEEDS_STRING)
+        self._stop(status)
 
     @property
     def _future_tracked(self) -> bool:
@@ -609,8 +611,9 @@ class _Generator:
 
 
 def _formats_in(e: ex.ExprNode) -> bool:
-    """Whether ``e`` formats a timestamp (``strftime``)."""
-    return isinstance(e, ex.Strftime) or any(_formats_in(c) for c in ex.children(e))
+    """Whether ``e`` makes strings a kernel may have no code for yet (``strftime``, a concatenation)."""
+    made = isinstance(e, (ex.Strftime, ex.Concat)) or (isinstance(e, ex.StringCall) and expands(e.func, e.args))
+    return made or any(_formats_in(c) for c in ex.children(e))
 
 
 def _formats(ops: list[op.StatelessOp], sink: op.Sink) -> bool:

@@ -16,11 +16,13 @@ FORMAT_KEY = 10  # ... lacks the string of this time unit
 ROOM_PER_ROW = 11  # entries one input row may add to a hash table: its windows times a lookup join's fan-out
 ROW_BASE = 12  # a keyed-parallel kernel: the serial number of the batch's first row (first-seen order)
 FIRED_THROUGH = 13  # panes: every window ending at or before this watermark has fired
-SIZE = 14  # new slots go last: a checkpoint's shorter ctl restores as a prefix
+PAIR_RIGHT = 14  # NEEDS_PAIR: FORMAT_SITE is the concatenation's table, FORMAT_KEY and this the two codes
+SIZE = 15  # new slots go last: a checkpoint's shorter ctl restores as a prefix
 
 OK = 0
 NEEDS_ROOM = 1  # the hash table is full: grow it
 RING_FULL = 2  # a ring slot still holds a closed window: drain it
 OUT_OF_DOMAIN = 3  # a key outside the range the source's statistics promised
 NEEDS_STRING = 4  # a timestamp formatted into a string the kernel has no code for: format it
+NEEDS_PAIR = 6  # two strings concatenated that the kernel has no code for: join and intern them
 WINDOWS_DUE = 5  # panes: a row late for some of its windows, which the watermark closed but have not fired

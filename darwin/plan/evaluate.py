@@ -83,7 +83,19 @@ def compile_expr(e: ex.ExprNode, schema: Schema) -> Callable[[Row], Any]:
         f = compile_expr(e.operand, schema)
         fmt = e.format
         return lambda row: None if (v := f(row)) is None else strftime(fmt, v)
+    if isinstance(e, ex.Concat):
+        return _concat([compile_expr(p, schema) for p in e.parts], e.separator)
     raise TypeError(f"not an expression: {e!r}")
+
+
+def _concat(parts: list[Callable[[Row], Any]], separator: str | None) -> Callable[[Row], Any]:
+    """CONCAT: NULL where a part is; CONCAT_WS (a separator): the parts that are not NULL."""
+    def concat(row: Row) -> Any:
+        values = [p(row) for p in parts]
+        if separator is not None:
+            return separator.join(v for v in values if v is not None)
+        return None if any(v is None for v in values) else "".join(values)
+    return concat
 
 
 def _maybe_float(v: Any, as_float: bool) -> Any:

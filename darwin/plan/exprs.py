@@ -160,7 +160,20 @@ class Strftime:
         return f"{self.operand}.dt.strftime({self.format!r})"
 
 
-ExprNode = Column | Literal | Binary | Unary | IsIn | Cast | Case | DatePart | StringCall | Strftime
+@dataclass(frozen=True)
+class Concat:
+    """Strings joined (``dw.concat``, ``dw.concat_ws``), of two or more columns or expressions: NULL where a
+    part is NULL without a ``separator``; with one, NULL parts are left out (CONCAT_WS)."""
+
+    parts: tuple[ExprNode, ...]
+    separator: str | None
+
+    def __str__(self) -> str:
+        parts = ", ".join(map(str, self.parts))
+        return f"concat({parts})" if self.separator is None else f"concat_ws({self.separator!r}, {parts})"
+
+
+ExprNode = Column | Literal | Binary | Unary | IsIn | Cast | Case | DatePart | StringCall | Strftime | Concat
 
 
 @dataclass(frozen=True)
@@ -197,6 +210,8 @@ def children(e: ExprNode) -> tuple[ExprNode, ...]:
         return (e.operand, *getattr(e, "values", ()))
     if isinstance(e, Case):
         return tuple(x for pair in e.whens for x in pair) + (e.otherwise,)
+    if isinstance(e, Concat):
+        return e.parts
     return ()
 
 
@@ -317,7 +332,12 @@ def type_of(e: ExprNode, schema: Schema, where: str = "expression") -> Typed:
         t = type_of(e.operand, schema, where)
         _expect(t, (DType.STRING,), e, where)
         fn = FUNCTIONS[e.func]
-        return Typed(fn.result, t.nullable or fn.always_nullable)
+        return Typed(fn.result, t.nullable or fn.gives_null(e.args))
+    if isinstance(e, Concat):
+        parts = [type_of(p, schema, where) for p in e.parts]
+        for p, t in zip(e.parts, parts):
+            _expect(t, (DType.STRING,), p, f"{where}: {e}")
+        return Typed(DType.STRING, e.separator is None and any(t.nullable for t in parts))
     raise PlanError(f"{where}: not an expression: {e!r}")
 
 

@@ -81,6 +81,8 @@ def map_children(e: ex.ExprNode, fn: Callable[[ex.ExprNode], ex.ExprNode]) -> ex
         return ex.StringCall(e.func, fn(e.operand), e.args)
     if isinstance(e, ex.Strftime):
         return ex.Strftime(fn(e.operand), e.format)
+    if isinstance(e, ex.Concat):
+        return ex.Concat(tuple(fn(p) for p in e.parts), e.separator)
     return e
 
 
@@ -182,7 +184,7 @@ def _and_all(parts: list[ex.ExprNode]) -> ex.ExprNode:
 def _cheap(e: ex.ExprNode) -> bool:
     """Substituting an expression into a predicate must not duplicate real work."""
     return isinstance(e, (ex.Column, ex.Literal)) or not any(
-        isinstance(c, (ex.Case, ex.DatePart, ex.StringCall, ex.Strftime)) for c in _walk(e))
+        isinstance(c, (ex.Case, ex.DatePart, ex.StringCall, ex.Strftime, ex.Concat)) for c in _walk(e))
 
 
 def _walk(e: ex.ExprNode) -> list[ex.ExprNode]:

@@ -16,13 +16,22 @@ from typing import Any
 from darwin.errors import DarwinTypeError
 from darwin.types import DType
 
+JAVA_INT_MAX = 2**31 - 1  # Flink's lengths and positions are INT
+
 
 @dataclass(frozen=True)
 class StringFunction:
     result: DType
-    always_nullable: bool  # may give NULL for a non-NULL input
-    arg_types: tuple[type, ...]
+    # may give NULL for a non-NULL input: always, or for these arguments only
+    always_nullable: bool | Callable[..., bool]
+    arg_types: tuple[type | tuple[type, ...], ...]
     impl: Callable[..., Any]
+
+    def gives_null(self, args: tuple[Any, ...]) -> bool:
+        """Whether the function may give NULL for a non-NULL value with these arguments."""
+        if callable(self.always_nullable):
+            return bool(self.always_nullable(*args))
+        return self.always_nullable
 
 
 @lru_cache(maxsize=256)
@@ -58,6 +67,87 @@ def _mapping(pairs: tuple[tuple[str, str], ...]) -> dict[str, str]:
     return dict(pairs)
 
 
+def _substring(s: str, start: int, length: int | None) -> str | None:
+    """Flink's SUBSTRING (BinaryStringDataUtil.substringSQL), over code points: ``start`` from 1, 0 is 1 too, a
+    negative one counts from the end (past the start: ''); ``length`` None runs to the end, past it stops
+    there, and a negative one gives NULL."""
+    if length is not None and length < 0:
+        return None
+    first = start - 1 if start > 0 else len(s) + start if start < 0 else 0
+    if first < 0 or first >= len(s):
+        return ""
+    return s[first:] if length is None else s[first:first + length]
+
+
+def _pad(s: str, length: int, pad: str, left: bool) -> str | None:
+    """Flink's LPAD/RPAD: ``s`` padded with ``pad`` repeated (its last copy cut) to ``length`` code points,
+    or cut to its first ``length``; NULL for a negative ``length`` and for an empty ``pad``."""
+    if length < 0 or not pad:
+        return None
+    if len(s) >= length:
+        return s[:length]
+    fill = (pad * ((length - len(s)) // len(pad) + 1))[:length - len(s)]
+    return fill + s if left else s + fill
+
+
+def _locate(s: str, sub: str, start: int) -> int:
+    """Flink's LOCATE/POSITION: the 1-based position of ``sub`` in ``s`` from position ``start`` (below 1: from
+    the first), 0 if it is not there; the empty ``sub`` is at 1, whatever ``start`` is."""
+    if not sub:
+        return 1
+    return s.find(sub, max(start - 1, 0)) + 1
+
+
+def _is_word(c: str) -> bool:
+    return "0" <= c <= "9" or "A" <= c <= "Z" or "a" <= c <= "z"
+
+
+def _initcap(s: str) -> str:
+    """Flink's INITCAP (Calcite's): a word is a run of ASCII letters and digits; its first letter is upper
+    case and the others lower case. Any other character, a non-ASCII letter too, ends a word and is kept."""
+    out = []
+    starts_word = True
+    for c in s:
+        if _is_word(c):
+            out.append(c.upper() if starts_word else c.lower())
+            starts_word = False
+        else:
+            out.append(c)
+            starts_word = True
+    return "".join(out)
+
+
+def like_tokens(pattern: str, escape: str) -> list[tuple[str, str]]:
+    """A LIKE pattern as ('any', '%'), ('one', '_') and ('text', c) tokens; ``escape`` ('' for none) makes the
+    next %, _ or escape literal, as in Flink, which refuses it before anything else and at the end."""
+    tokens = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if escape and c == escape:
+            if i + 1 == len(pattern) or pattern[i + 1] not in ("%", "_", escape):
+                raise DarwinTypeError(f"LIKE pattern {pattern!r}: the escape {escape!r} at position {i + 1} must "
+                                      f"be followed by %, _ or {escape!r}")
+            tokens.append(("text", pattern[i + 1]))
+            i += 2
+            continue
+        tokens.append(("any", c) if c == "%" else ("one", c) if c == "_" else ("text", c))
+        i += 1
+    return tokens
+
+
+@lru_cache(maxsize=256)
+def _like_regex(pattern: str, escape: str) -> re.Pattern[str]:
+    body = "".join(".*" if kind == "any" else "." if kind == "one" else re.escape(c)
+                   for kind, c in like_tokens(pattern, escape))
+    return re.compile(body, re.DOTALL)
+
+
+def _like(s: str, pattern: str, escape: str) -> bool:
+    """SQL's LIKE, case-sensitive: % any run of code points, _ exactly one (a line end too)."""
+    return _like_regex(pattern, escape).fullmatch(s) is not None
+
+
 FUNCTIONS: dict[str, StringFunction] = {
     "lower": StringFunction(DType.STRING, False, (), str.lower),
     "upper": StringFunction(DType.STRING, False, (), str.upper),
@@ -68,6 +158,20 @@ FUNCTIONS: dict[str, StringFunction] = {
     "regexp_extract": StringFunction(DType.STRING, True, (str, int), _regexp_extract),
     "split_index": StringFunction(DType.STRING, True, (str, int), _split_index),
     "map": StringFunction(DType.STRING, True, (tuple,), _map),
+    "ends_with": StringFunction(DType.BOOL, False, (str,), str.endswith),
+    "substring": StringFunction(DType.STRING, lambda start, length: length is not None and length < 0,
+                                (int, (int, type(None))), _substring),
+    "trim": StringFunction(DType.STRING, False, (str,), str.strip),
+    "ltrim": StringFunction(DType.STRING, False, (str,), str.lstrip),
+    "rtrim": StringFunction(DType.STRING, False, (str,), str.rstrip),
+    "replace": StringFunction(DType.STRING, False, (str, str), str.replace),
+    "lpad": StringFunction(DType.STRING, lambda n, pad: n < 0 or not pad, (int, str),
+                           lambda s, n, pad: _pad(s, n, pad, True)),
+    "rpad": StringFunction(DType.STRING, lambda n, pad: n < 0 or not pad, (int, str),
+                           lambda s, n, pad: _pad(s, n, pad, False)),
+    "locate": StringFunction(DType.INT64, False, (str, int), _locate),
+    "initcap": StringFunction(DType.STRING, False, (), _initcap),
+    "like": StringFunction(DType.BOOL, False, (str, str), _like),
 }
 
 
@@ -78,12 +182,14 @@ def _arrow(name: str, args: tuple[Any, ...], arr: Any) -> Any:
         return pc.count_substring(arr, pattern=args[0])
     if name == "length":
         return pc.utf8_length(arr)
+    if name == "ends_with":
+        return pc.ends_with(arr, pattern=args[0])
     if name == "contains":
         return pc.match_substring(arr, pattern=args[0])
     return pc.starts_with(arr, pattern=args[0])
 
 
-VECTORIZED = frozenset({"count_char", "length", "contains", "starts_with"})
+VECTORIZED = frozenset({"count_char", "length", "contains", "starts_with", "ends_with"})
 
 
 def apply_arrow(name: str, args: tuple[Any, ...], arr: Any) -> Any:
@@ -96,12 +202,30 @@ def apply_arrow(name: str, args: tuple[Any, ...], arr: Any) -> Any:
     return _arrow(name, args, arr)
 
 
+def _type_names(t: type | tuple[type, ...]) -> str:
+    return " or ".join("None" if x is type(None) else x.__name__ for x in (t if isinstance(t, tuple) else (t,)))
+
+
+def expands(name: str, args: tuple[Any, ...]) -> bool:
+    """Whether the function's results, given to it again, can grow without end (``replace('a', 'ba')``):
+    such a function is computed for the values a kernel meets, not for every string of the pool, which
+    would apply it to its own results batch after batch."""
+    return name == "replace" and len(args[1]) > len(args[0])
+
+
 def check_args(name: str, args: tuple[Any, ...]) -> None:
     fn = FUNCTIONS[name]
     if len(args) != len(fn.arg_types) or not all(
             isinstance(a, t) and not isinstance(a, bool) for a, t in zip(args, fn.arg_types)):
-        want = ", ".join(t.__name__ for t in fn.arg_types) or "no arguments"
+        want = ", ".join(_type_names(t) for t in fn.arg_types) or "no arguments"
         raise DarwinTypeError(f"str.{name}() takes ({want}), got {args!r}")
+    if name in ("lpad", "rpad") and args[0] > JAVA_INT_MAX:  # a string that long would not fit in memory
+        raise DarwinTypeError(f"str.{name}(): a length of at most {JAVA_INT_MAX} (Flink's INT), got {args[0]}")
+    if name == "like":
+        pattern, escape = args
+        if len(escape) > 1:
+            raise DarwinTypeError(f"LIKE's escape is one character, got {escape!r}")
+        like_tokens(pattern, escape)
     if name == "regexp_extract":
         try:
             _regex(args[0])

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from darwin.codegen.functions import format_code, format_insert
+from darwin.codegen.functions import format_code, format_insert, pair_insert
 from darwin.plan.strings import FUNCTIONS, apply
 from darwin.plan.timeformat import DAY_MS, strftime, unit_ms
 from darwin.runtime.encoding import StringPool
@@ -25,12 +25,13 @@ class LookupTable:
         self.valid = np.zeros(0, dtype=np.bool_)
 
     def cover(self, pool: StringPool) -> None:
-        """Extend to every code in the pool (results may add strings; those get entries too).
+        """Extend to every code the pool holds now; the strings its results add are covered by the next call
+        (``PipelineRunner._bind_lookups`` calls as often as the kernel needs).
 
         Codes appended uninterned get no result: no function is ever applied to them
         (``darwin.plan.inspected``), so computing one per row would be wasted.
         """
-        while len(self.values) < len(pool):
+        if len(self.values) < len(pool):
             start, end = len(self.values), len(pool)
             interned = np.flatnonzero(pool.interned(start, end)) + start
             strings = pool.decode(interned, None).to_pylist()
@@ -76,3 +77,39 @@ class FormatTable:
         self.codes = np.full(len(self.keys), -1, dtype=np.int64)
         for u, code in zip(keys.tolist(), codes.tolist()):
             format_insert(self.keys, self.codes, np.int64(u), np.int64(code))
+
+
+class PairTable:
+    """The dictionary codes of strings made of two codes: joined with a separator between them (CONCAT,
+    CONCAT_WS; ``spec`` ("join", separator)), or a string function that expands strings applied to the first
+    (``spec`` ("call", function, arguments); the second is 0). An open-addressing table kernels read
+    (``pair_code``); a kernel that meets a pair the table lacks stops (``NEEDS_PAIR``) and the runtime makes
+    and interns its string (``add``): once per distinct pair in a run."""
+
+    def __init__(self, spec: tuple[Any, ...]) -> None:
+        self.spec = spec
+        self.count = 0
+        self.left = np.zeros(64, dtype=np.int64)
+        self.right = np.zeros(64, dtype=np.int64)
+        self.codes = np.full(64, -1, dtype=np.int64)
+
+    def add(self, a: int, b: int, pool: StringPool) -> None:
+        if 2 * (self.count + 1) > len(self.codes):
+            self._grow()
+        left, right = pool.decode(np.array([a, b], dtype=np.int64), None).to_pylist()
+        if self.spec[0] == "join":
+            made = left + self.spec[1] + right
+        else:
+            made = apply(self.spec[1], self.spec[2], left)
+        code = pool.code(made)
+        pair_insert(self.left, self.right, self.codes, np.int64(a), np.int64(b), np.int64(code))
+        self.count += 1
+
+    def _grow(self) -> None:
+        used = self.codes >= 0
+        left, right, codes = self.left[used], self.right[used], self.codes[used]
+        size = 2 * len(self.codes)
+        self.left, self.right = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
+        self.codes = np.full(size, -1, dtype=np.int64)
+        for a, b, code in zip(left.tolist(), right.tolist(), codes.tolist()):
+            pair_insert(self.left, self.right, self.codes, np.int64(a), np.int64(b), np.int64(code))

@@ -17,7 +17,7 @@ from darwin.config import Config
 from darwin.errors import DarwinError, SourceError
 from darwin.graph import operators as op
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
-from darwin.runtime.lookups import FormatTable, LookupTable
+from darwin.runtime.lookups import FormatTable, LookupTable, PairTable
 from darwin.runtime.progress import LateRowsWarning
 from darwin.runtime.rescale import RetiredTables, read_saved, table_names
 from darwin.runtime.static_index import StaticIndex
@@ -56,6 +56,7 @@ class PipelineRunner:
         self.pool = pool
         self.lookups = [LookupTable(f, a) for f, a in self.ks.params.lookups] if self.ks else []
         self.formats = [FormatTable(f) for f in self.ks.params.formats] if self.ks else []
+        self.pairs = [PairTable(spec) for spec in self.ks.params.pairs] if self.ks else []
         self._bind_formats()
         self.static = lookups
         # rows a lookup join may make of one input row: the most rows its table holds for one key
@@ -153,20 +154,36 @@ class PipelineRunner:
         return result, (_sliced(late, int(self.ctl[ctl.LATE_OUT_ROWS])) if late else None), fired
 
     def _bind_lookups(self) -> None:
-        """String functions' tables over every code of the pool (``plv``/``plm``)."""
+        """String functions' tables over every code of the pool (``plv``/``plm``), and over the strings their
+        results add, as many times as the kernel applies a function to another's result (``lookup_depth``;
+        a function applied again to its own results, such as ``concat``, would lengthen strings without end).
+        The strings added last get results at the next call, before a kernel can read them as input."""
+        assert self.ks is not None or not self.lookups
+        for _ in range(self.ks.params.lookup_depth if self.ks else 0):
+            before = len(self.pool)
+            for lut in self.lookups:
+                lut.cover(self.pool)
+            if len(self.pool) == before:
+                break
         for i, lut in enumerate(self.lookups):
-            lut.cover(self.pool)
             self.params[f"plv{i}"], self.params[f"plm{i}"] = lut.values, lut.valid
 
     def _bind_formats(self) -> None:
         for i, table in enumerate(self.formats):
             self.params[f"pfk{i}"], self.params[f"pfc{i}"] = table.keys, table.codes
+        for i, pairs in enumerate(self.pairs):
+            self.params[f"pqa{i}"], self.params[f"pqb{i}"], self.params[f"pqc{i}"] = \
+                pairs.left, pairs.right, pairs.codes
 
     def _resolve(self, status: int, fired: list[EncodedBatch]) -> None:
         """Fix what made the kernel stop, so it can go on from the same row."""
         self.ctl[ctl.STATUS] = ctl.OK
-        if status == ctl.NEEDS_STRING:
-            self.formats[int(self.ctl[ctl.FORMAT_SITE])].add(int(self.ctl[ctl.FORMAT_KEY]), self.pool)
+        if status in (ctl.NEEDS_STRING, ctl.NEEDS_PAIR):
+            site, key = int(self.ctl[ctl.FORMAT_SITE]), int(self.ctl[ctl.FORMAT_KEY])
+            if status == ctl.NEEDS_STRING:
+                self.formats[site].add(key, self.pool)
+            else:
+                self.pairs[site].add(key, int(self.ctl[ctl.PAIR_RIGHT]), self.pool)
             self._bind_formats()
             self._bind_lookups()  # string functions of the new strings
         elif status == ctl.NEEDS_ROOM:

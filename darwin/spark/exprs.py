@@ -24,6 +24,7 @@ Literals are Spark literals (values, never spliced into SQL text).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from darwin.errors import UnsupportedError
@@ -98,6 +99,9 @@ def to_spark(e: ex.ExprNode, schema: Schema) -> Column:
         return strftime(e.format, to_spark(e.operand, schema))
     if isinstance(e, ex.StringCall):
         return _string(e, to_spark(e.operand, schema))
+    if isinstance(e, ex.Concat):  # Spark's concat is NULL where a part is; its concat_ws skips NULLs, as Flink's
+        parts = [to_spark(p, schema) for p in e.parts]
+        return F.concat(*parts) if e.separator is None else F.concat_ws(e.separator, *parts)
     raise UnsupportedError(f"the Spark engine has no translation of expression {e}")
 
 
@@ -281,12 +285,101 @@ def _string(e: ex.StringCall, s: Column) -> Column:
             return F.lit(None).cast("string")
         parts = F.split(s, _literal_regex(sep), -1)
         return F.when(s != "", F.get(parts, index))  # '' has no pieces, as in Flink (Spark's split gives [''])
+    if name in NEW_STRING_FUNCTIONS:
+        return _new_string_functions()[name](s, *args)
     if name == "map":
         pairs = [F.lit(x) for pair in args[0] for x in pair]
         if not pairs:
             return F.lit(None).cast("string")
         return F.element_at(F.create_map(*pairs), s)
     raise UnsupportedError(f"the Spark engine has no translation of str.{name}()")
+
+
+def _substring(s: Column, start: int, length: int | None) -> Column:
+    """Flink's SUBSTRING: Spark's gives '' for a negative length (Flink: NULL) and, for a start before the
+    first character, the characters from the first that the length reaches (Flink: '')."""
+    from pyspark.sql import functions as F
+
+    if length is not None and length < 0:
+        return F.lit(None).cast("string")
+    count = JAVA_INT_MAX if length is None else min(length, JAVA_INT_MAX)
+    if start > JAVA_INT_MAX:  # past the end of any string
+        return F.when(s.isNotNull(), F.lit(""))
+    if start >= -JAVA_INT_MAX and start >= 0:
+        return F.substring(s, start, count)
+    return F.when(F.length(s) + F.lit(start) < 0, F.lit("")).otherwise(
+        F.substring(s, max(start, -JAVA_INT_MAX), count))
+
+
+def _pad(s: Column, length: int, pad: str, left: bool) -> Column:
+    """Flink's LPAD/RPAD: NULL for a negative length or an empty pad (Spark: '' and the value cut)."""
+    from pyspark.sql import functions as F
+
+    if length < 0 or not pad:
+        return F.lit(None).cast("string")
+    return (F.lpad if left else F.rpad)(s, length, pad)
+
+
+def _replace(s: Column, old: str, new: str) -> Column:
+    """Java's String.replace: an empty ``old`` puts ``new`` before every character and at the end (Spark's
+    replace leaves the value as it is), which Java's regular expressions do for the empty pattern."""
+    from pyspark.sql import functions as F
+
+    if old:
+        return F.replace(s, F.lit(old), F.lit(new))
+    return F.regexp_replace(s, F.lit("(?s)"), F.lit(new.replace("\\", "\\\\").replace("$", "\\$")))
+
+
+def _initcap(s: Column) -> Column:
+    """Flink's INITCAP (Calcite's): ASCII letters lower case, then upper case where no ASCII letter or digit is
+    before them (Spark's initcap starts words only after a space, and cases every letter)."""
+    from pyspark.sql import functions as F
+
+    upper, lower = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
+    out = F.translate(s, upper, lower)
+    for small, capital in zip(lower, upper):
+        out = F.regexp_replace(out, F.lit(f"(?<![A-Za-z0-9]){small}"), F.lit(capital))
+    return out
+
+
+def _like(s: Column, pattern: str, escape: str) -> Column:
+    """SQL's LIKE as a Java regular expression over the whole value, (?s) so _ and % take line ends too."""
+    from pyspark.sql import functions as F
+
+    from darwin.plan.strings import like_tokens
+
+    body = "".join(".*" if kind == "any" else "." if kind == "one" else _literal_regex(c)
+                   for kind, c in like_tokens(pattern, escape))
+    return F.regexp_like(s, F.lit("(?s)\\A" + body + "\\z"))
+
+
+def _locate(s: Column, sub: str, start: int) -> Column:
+    """Flink's LOCATE: a start below 1 searches from the first character (Spark's gives 0)."""
+    from pyspark.sql import functions as F
+
+    return F.locate(sub, s, min(max(start, 1), JAVA_INT_MAX)).cast("bigint")
+
+
+def _new_string_functions() -> dict[str, Callable[..., Column]]:
+    from pyspark.sql import functions as F
+
+    return {
+        "ends_with": lambda s, suffix: F.endswith(s, F.lit(suffix)),
+        "substring": _substring,
+        "trim": lambda s, chars: F.btrim(s, F.lit(chars)) if chars else s,
+        "ltrim": lambda s, chars: F.ltrim(s, F.lit(chars)) if chars else s,
+        "rtrim": lambda s, chars: F.rtrim(s, F.lit(chars)) if chars else s,
+        "replace": _replace,
+        "lpad": lambda s, n, pad: _pad(s, n, pad, True),
+        "rpad": lambda s, n, pad: _pad(s, n, pad, False),
+        "locate": _locate,
+        "initcap": _initcap,
+        "like": _like,
+    }
+
+
+NEW_STRING_FUNCTIONS = frozenset({"ends_with", "substring", "trim", "ltrim", "rtrim", "replace", "lpad", "rpad",
+                                  "locate", "initcap", "like"})
 
 
 def _literal_regex(text: str) -> str:

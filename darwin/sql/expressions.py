@@ -475,22 +475,102 @@ class ExpressionTranslator:
             builder = builder.when(v.is_not_null(), v)
         return builder.otherwise(values[-1])
 
-    def visit_Like(self, node: exp.Like) -> Expr:
-        """LIKE with a literal pattern that is exact, 'prefix%' or '%part%' (no '_', no escapes)."""
+    def visit_Like(self, node: exp.Like, escape: exp.Expr | None = None) -> Expr:
+        """LIKE with a literal pattern, case-sensitive, as in Flink: % any run of characters, _ one; without
+        ESCAPE a backslash is an ordinary character (Flink has no default escape)."""
         pattern = self._text(node.expression, "LIKE's pattern")
-        body = pattern.strip("%")
-        if "_" in body or "%" in body or "\\" in pattern:
-            raise self.where.error(node.expression, "LIKE: only 'text', 'prefix%' and '%text%' patterns are supported")
+        escape_char = None if escape is None else self._text(escape, "LIKE's ESCAPE")
         value = self(node.this)
-        if pattern.startswith("%") and pattern.endswith("%") and len(pattern) > 1:
-            result = value.str.contains(body)
-        elif pattern.endswith("%"):
-            result = value.str.starts_with(body)
-        elif pattern.startswith("%"):
-            raise self.where.error(node.expression, "LIKE '%suffix' is not supported; 'prefix%' and '%text%' are")
-        else:
-            result = value == body
+        at = escape if escape is not None and len(str(escape_char)) != 1 else node.expression
+        result = self._checked(at, lambda: value.str.like(pattern, escape_char))
         return ~result if node.args.get("negate") else result
+
+    def visit_Escape(self, node: exp.Escape) -> Expr:
+        if not isinstance(node.this, exp.Like):
+            raise self.where.error(node, f"ESCAPE is only supported after LIKE: {node.sql(dialect=Flink)}")
+        return self.visit_Like(node.this, node.expression)
+
+    def _checked(self, at: exp.Expr, build: Callable[[], Expr]) -> Expr:
+        """``build()``, its argument errors located at ``at``."""
+        try:
+            return build()
+        except DarwinTypeError as e:
+            raise self.where.error(at, str(e)) from None
+
+    def visit_Substring(self, node: exp.Substring) -> Expr:
+        """SUBSTRING(s FROM start [FOR length]) and SUBSTR(s, start[, length]), as Flink's (code points; 0 or a
+        negative start as there; a negative length gives NULL)."""
+        start = self._integer(node.args["start"], "SUBSTRING's start")
+        length = node.args.get("length")
+        count = None if length is None else self._integer(length, "SUBSTRING's length")
+        return self._string(node.this, "SUBSTRING").str.substring(start, count)
+
+    def visit_Trim(self, node: exp.Trim) -> Expr:
+        """TRIM([BOTH | LEADING | TRAILING] [chars] FROM s), LTRIM and RTRIM: spaces by default, as in Flink."""
+        chars_node = node.args.get("expression")
+        chars = " " if chars_node is None else self._text(chars_node, "TRIM's characters")
+        position = str(node.args.get("position") or "BOTH").upper()
+        func = {"BOTH": "trim", "LEADING": "ltrim", "TRAILING": "rtrim"}[position]
+        return getattr(self._string(node.this, "TRIM").str, func)(chars)
+
+    def visit_Replace(self, node: exp.Replace) -> Expr:
+        return self._string(node.this, "REPLACE").str.replace(
+            self._text(node.expression, "REPLACE's search string"),
+            self._text(node.args["replacement"], "REPLACE's replacement"))
+
+    def visit_Pad(self, node: exp.Pad) -> Expr:
+        name = "LPAD" if node.args.get("is_left") else "RPAD"
+        length = self._integer(node.expression, f"{name}'s length")
+        fill = node.args.get("fill_pattern")
+        pad = " " if fill is None else self._text(fill, f"{name}'s pad")
+        value = self._string(node.this, name)
+        return self._checked(node.expression, lambda: getattr(value.str, name.lower())(length, pad))
+
+    def visit_StrPosition(self, node: exp.StrPosition) -> Expr:
+        """POSITION(sub IN s) and LOCATE(sub, s[, start]): from 1, 0 where ``sub`` is not there."""
+        sub = self._text(node.args["substr"], "POSITION's substring")
+        position = node.args.get("position")
+        start = 1 if position is None else self._integer(position, "LOCATE's start")
+        return self._string(node.this, "POSITION").str.locate(sub, start)
+
+    def visit_Initcap(self, node: exp.Initcap) -> Expr:
+        delimiters = node.args.get("expression")
+        if delimiters is not None and not (isinstance(delimiters, exp.Literal)
+                                           and delimiters.this == Flink.INITCAP_DEFAULT_DELIMITER_CHARS):
+            raise self.where.error(delimiters, "INITCAP takes one argument, as in Flink")
+        return self._string(node.this, "INITCAP").str.initcap()
+
+    def visit_Concat(self, node: exp.Concat) -> Expr:
+        """CONCAT(a, b, ...): NULL where any argument is NULL, as in Flink."""
+        return dx.concat(*[self._string(a, "CONCAT") for a in node.expressions])
+
+    def visit_DPipe(self, node: exp.DPipe) -> Expr:
+        """``a || b || ...``, as CONCAT."""
+        operands: list[exp.Expr] = []
+        pending: list[exp.Expr] = [node]
+        while pending:  # a || b || c is DPipe(DPipe(a, b), c): its operands in order
+            n = pending.pop()
+            if isinstance(n, exp.DPipe):
+                pending += [n.expression, n.this]
+            else:
+                operands.append(n)
+        return dx.concat(*[self._string(a, "||") for a in operands])
+
+    def visit_ConcatWs(self, node: exp.ConcatWs) -> Expr:
+        """CONCAT_WS(separator, a, ...): the arguments that are not NULL, joined; NULL for a NULL separator."""
+        if len(node.expressions) < 2:
+            raise self.where.error(node, "CONCAT_WS takes a separator and at least one string")
+        first, *values = node.expressions
+        separator = None if isinstance(first, exp.Null) else self._text(first, "CONCAT_WS's separator")
+        return dx.concat_ws(separator, *[self._string(a, "CONCAT_WS") for a in values])
+
+    def _string(self, node: exp.Expr, what: str) -> Expr:
+        """``node`` translated, refused at its position unless it is a string (or NULL)."""
+        value = self(node)
+        dtype = type_of(value.node, self.schema).dtype
+        if dtype not in (None, DType.STRING):
+            raise self.where.error(node, f"{what} takes strings; {node.sql(dialect=Flink)} is {dtype.value}")
+        return value
 
     def visit_RegexpExtract(self, node: exp.RegexpExtract) -> Expr:
         pattern = self._text(node.expression, "REGEXP_EXTRACT's pattern")

@@ -82,3 +82,37 @@ def q_moved_through_sliding_window(t):
 def test_moved_strings(shape, data):
     table, cuts, delay, batch_size = data
     assert_engines_agree(shape(source(table, cuts, delay)), dw.Config(batch_size=batch_size))
+
+
+TEXT = st.text(alphabet="ab A_%\\é😀\n0z", max_size=6)
+
+
+def q_flink_string_functions(t, start, length, pattern):
+    s, u = col("s"), col("u")
+    return t.select(
+        "s", sub=s.str.substring(start, length), tail=s.str.substring(start), trim=s.str.trim(),
+        lt=s.str.ltrim("a "), rt=s.str.rtrim("\\z"), rep=s.str.replace("a", "ba").str.replace("a", "ba"),
+        shrink=s.str.replace("a", ""), lp=s.str.lpad(length, "é😀"), rp=s.str.rpad(length, ""),
+        loc=s.str.locate("a", start), cap=s.str.initcap(), like=s.str.like(pattern, "\\"), raw=s.str.like(pattern),
+        cat=dw.concat("<", s, "|", u, ">"), twice=dw.concat(s, s).str.upper(), ws=dw.concat_ws("-", s, "x", u),
+        lit_ws=dw.concat_ws(",", s), pipe=s.str.concat(u).str.substring(2, 3))
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.lists(st.tuples(st.one_of(st.none(), TEXT), st.one_of(st.none(), TEXT)), min_size=1, max_size=12),
+       start=st.integers(-8, 8), length=st.integers(-2, 8), batch_size=st.integers(1, 5),
+       pattern=st.text(alphabet="a%_\\é😀\n", max_size=5))
+def test_flink_string_functions(rows, start, length, pattern, batch_size):
+    """SUBSTRING, TRIM, REPLACE, LPAD/RPAD, LOCATE, INITCAP, LIKE, CONCAT and CONCAT_WS over any text (empty,
+    non-ASCII, outside the BMP, line ends) agree with the interpreter, nested and over new strings."""
+    import pyarrow as pa
+
+    from darwin.errors import DarwinTypeError
+
+    try:
+        col("s").str.like(pattern, "\\")
+    except DarwinTypeError:
+        pattern = pattern.replace("\\", "\\\\")  # an escape before anything but % _ \ is refused
+    t = dw.from_arrow(pa.table({"s": pa.array([r[0] for r in rows], pa.string()),
+                                "u": pa.array([r[1] for r in rows], pa.string())}), name="t")
+    assert_engines_agree(q_flink_string_functions(t, start, length, pattern), dw.Config(batch_size=batch_size))

@@ -307,3 +307,24 @@ def test_strftime_fields_side_by_side_stay_apart_on_spark(spark):
     t = dw.from_arrow(pa.table({"t": pa.array([1_700_000_123_456, None], pa.timestamp("ms"))}), name="t")
     on_spark = assert_three_engines_agree(t.select(s=col("t").dt.strftime("%m%m|%y%y|%Y%m%d%H%M%S"))).table
     assert sorted(on_spark.column("s").to_pylist(), key=str) == ["1111|2323|20231114221523", None]
+
+
+def test_flink_string_functions_on_spark(spark):
+    """Where Spark's own functions differ from Flink's, the translation spells Flink's out: SUBSTRING before
+    the first character ('') and with a negative length (NULL), LPAD with an empty pad (NULL), LOCATE from
+    below 1, REPLACE of '', INITCAP's ASCII words, LIKE's backslash without ESCAPE (a character), CONCAT of
+    columns (NULL with a NULL) and CONCAT_WS (NULLs skipped)."""
+    from engines import assert_three_engines_agree
+
+    s, u = col("s"), col("u")
+    t = dw.from_arrow(pa.table({"s": ["abc", "", "a\\%b", "héllo wörld-x", "a\nb", None],
+                                "u": ["x", None, "", "y", "z", "w"]}), name="t")
+    q = t.select("s", before=s.str.substring(-5, 3), neg=s.str.substring(2, -1), mid=s.str.substring(2, 2),
+                 lp=s.str.lpad(4, ""), rp=s.str.rpad(5, "é!"), loc=s.str.locate("b", -3), rep=s.str.replace("", "$\\"),
+                 cap=s.str.initcap(), like=s.str.like("a\\%b"), esc=s.str.like("a\\\\!%_", "!"),
+                 any=s.str.like("a_b"), trim=s.str.trim("ac"), cat=dw.concat(s, "-", u), ws=dw.concat_ws("+", s, u),
+                 ends=s.str.ends_with("c"), grow=s.str.replace("b", "bb"))
+    got = {r["s"]: r for r in assert_three_engines_agree(q).table.to_pylist()}
+    assert (got["abc"]["before"], got["abc"]["neg"], got["abc"]["lp"], got["abc"]["loc"]) == ("", None, None, 2)
+    assert got["abc"]["rep"] == "$\\a$\\b$\\c$\\" and got["héllo wörld-x"]["cap"] == "HéLlo WöRld-X"
+    assert got["a\\%b"]["like"] and got["a\nb"]["any"] and got[None]["ws"] == "w" and got[""]["cat"] is None

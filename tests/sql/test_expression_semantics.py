@@ -432,3 +432,57 @@ def test_date_format_refuses_a_quote_left_open_and_what_java_does_not_print(patt
     text = "SELECT DATE_FORMAT(ts, '" + pattern.replace("'", "''") + "') FROM t"
     with pytest.raises(SqlError, match=problem):
         dw.sql(text, tables={"t": table(a=[0])})
+
+
+# Flink's string functions: (SQL over the column s, the value of s, Flink's result); the documented
+# examples, and the edges of BinaryStringDataUtil / SqlFunctionUtils / Calcite's INITCAP and LIKE
+FLINK_STRINGS = [
+    ("SUBSTRING(s FROM 2 FOR 3)", "Hello World", "ell"), ("SUBSTRING(s FROM 7)", "Hello World", "World"),
+    ("SUBSTR(s, 0, 2)", "abc", "ab"), ("SUBSTR(s, -2)", "abcd", "cd"), ("SUBSTR(s, -5, 3)", "abc", ""),
+    ("SUBSTR(s, 4)", "abc", ""), ("SUBSTR(s, 2, -1)", "abc", None), ("SUBSTR(s, 2, 9)", "héllo", "éllo"),
+    ("TRIM(s)", "  hi \t ", "hi \t"), ("TRIM(BOTH 'xy' FROM s)", "xyhixx", "hi"),
+    ("TRIM(LEADING 'x' FROM s)", "xxhixx", "hixx"), ("TRIM(TRAILING FROM s)", "  hi  ", "  hi"),
+    ("LTRIM(s)", "  hi  ", "hi  "), ("RTRIM(s)", "  hi  ", "  hi"),
+    ("REPLACE(s, 'world', 'flink')", "hello world", "hello flink"), ("REPLACE(s, 'abab', 'z')", "ababab", "zab"),
+    ("REPLACE(s, '', '-')", "ab", "-a-b-"),
+    ("LPAD(s, 4, '??')", "hi", "??hi"), ("LPAD(s, 1, '??')", "hi", "h"), ("RPAD(s, 4, '??')", "hi", "hi??"),
+    ("RPAD(s, 1, '??')", "hi", "h"), ("LPAD(s, 5, 'ab')", "x", "ababx"), ("LPAD(s, -1, 'x')", "hi", None),
+    ("RPAD(s, 3, '')", "hi", None), ("LPAD(s, 0, 'x')", "hi", ""),
+    ("POSITION('b' IN s)", "abcb", 2), ("POSITION('z' IN s)", "abc", 0), ("POSITION('' IN s)", "abc", 1),
+    ("LOCATE('b', s, 3)", "abcb", 4), ("LOCATE('b', s, -1)", "abcb", 2), ("LOCATE('b', s, 9)", "abcb", 0),
+    ("LOCATE('', s, 9)", "abc", 1), ("POSITION('é' IN s)", "aéb", 2),
+    ("INITCAP(s)", "hello wORLD", "Hello World"), ("INITCAP(s)", "ab-cd 3ef_gh", "Ab-Cd 3ef_Gh"),
+    ("INITCAP(s)", "café bar", "Café Bar"), ("INITCAP(s)", "éa", "éA"),
+    ("CONCAT(s, 'BB', s)", "AA", "AABBAA"), ("CONCAT(s, NULL)", "AA", None), ("s || '!'", "hi", "hi!"),
+    ("CONCAT_WS('~', s, NULL, 'BB', '', 'CC')", "AA", "AA~BB~~CC"), ("CONCAT_WS(NULL, s)", "AA", None),
+    ("s LIKE 'a_c'", "abc", True), ("s LIKE 'a_c'", "ac", False), ("s LIKE '_'", "😀", True),
+    ("s LIKE '%c'", "abc", True), ("s LIKE '%c'", "abcd", False), ("s LIKE 'a%c%e'", "abcde", True),
+    ("s LIKE 'a%c%e'", "abdec", False), ("s LIKE 'A%'", "abc", False), ("s LIKE 'a\\%'", "a\\bc", True),
+    ("s LIKE 'a\\%' ESCAPE '\\'", "a%", True), ("s LIKE 'a\\%' ESCAPE '\\'", "ab", False),
+    ("s LIKE 'a!_!!' ESCAPE '!'", "a_!", True), ("s NOT LIKE 'a!_%' ESCAPE '!'", "abc", True),
+    ("s LIKE '%'", "a\nb", True),
+]
+
+
+def test_string_functions_give_flinks_results(config):
+    """Row i of s holds the value for function i: each result is read off the diagonal."""
+    texts = [text for text, _, _ in FLINK_STRINGS]
+    query = "SELECT ts, " + ", ".join(f"{t} AS r{i}" for i, t in enumerate(texts)) + " FROM t"
+    values = [value for _, value, _ in FLINK_STRINGS]
+    got = rows(query, table(s=values), config)
+    assert [row[i] for i, row in enumerate(got)] == [want for _, _, want in FLINK_STRINGS]
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("SELECT SUBSTRING(s FROM\n  n) FROM t", r"line 2, column 3: SUBSTRING's start must be an integer literal"),
+    ("SELECT s LIKE 'a!b' ESCAPE '!' FROM t", r"column 15: LIKE pattern 'a!b': the escape '!' at position 2 must be"),
+    ("SELECT s LIKE 'a%' ESCAPE '' FROM t", r"column 27: LIKE's escape is one character, got ''"),
+    ("SELECT LPAD(s, 3000000000, 'x') FROM t", r"column 16: str.lpad\(\): a length of at most 2147483647"),
+    ("SELECT CONCAT(s, n) FROM t", r"column 18: CONCAT takes strings; n is int64"),
+    ("SELECT s || n FROM t", r"column 13: \|\| takes strings; n is int64"),
+    ("SELECT INITCAP(s, 'x') FROM t", r"column 19: INITCAP takes one argument"),
+    ("SELECT REPLACE(s, s, 'x') FROM t", r"column 19: REPLACE's search string must be a string literal"),
+])
+def test_string_functions_refuse_bad_arguments_at_their_position(text, problem):
+    with pytest.raises(SqlError, match=problem):
+        dw.sql(text, tables={"t": table(s=["x"], n=[1])})
