@@ -11,9 +11,12 @@ import pytest
 import darwin as dw
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def spark():
-    """The process's one SparkSession (whatever master the last test left it on), per module."""
+    """The process's SparkSession as each test starts (whatever master the last test left it on): a
+    test that asks for another master or conf stops the one before, so a session kept for a module
+    or the whole run was a stopped one for the tests after it ("jsc is null", depending on which
+    tests one xdist worker happened to run)."""
     from darwin.spark import spark_session
 
     return spark_session("darwin-tests")
