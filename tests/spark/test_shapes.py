@@ -25,7 +25,10 @@ import darwin as dw  # noqa: E402
 from darwin import col  # noqa: E402
 
 FEW = settings(max_examples=4, deadline=None, phases=[Phase.explicit, Phase.generate],  # no shrinking: slow on Spark
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+                # the spark fixture is function-scoped (the session as the test starts) and the same for
+                # every example: nothing of it is reset between them
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.function_scoped_fixture])
 HOW = ("inner", "left", "right", "full")
 
 
