@@ -18,15 +18,14 @@ Examples
 from __future__ import annotations
 
 import datetime as _dt
-import math
 from collections.abc import Iterator
-from decimal import Decimal
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from darwin.io.java_floats import java_double
 from darwin.timestamps import civil
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -70,29 +69,6 @@ def render(value: Any) -> str | None:
     if isinstance(value, float):
         return java_double(value)
     return str(value)
-
-
-def java_double(value: float) -> str:
-    """``value`` as Java's ``Double.toString`` (Spark's cast to string) writes it: the shortest digits
-    that read back as it (Python's ``repr``'s), in scientific notation from 1e7 and below 1e-3
-    (``1.0E7``, ``1.0E-4``), with at least one fractional digit (``100.0``); ``NaN``, ``Infinity``.
-    (Java before 19 wrote a few values with more digits than needed, e.g. 1e23 as 9.999999999999999E22,
-    and Java gives the smallest subnormals two digits: 4.9E-324 where this writes 5.0E-324.)"""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "-Infinity" if value < 0 else "Infinity"
-    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
-    assert isinstance(exponent, int)  # finite
-    text = "".join(map(str, digits))
-    power = len(digits) + exponent - 1  # of the first digit
-    if -3 <= power < 7:
-        whole = text[:power + 1].ljust(power + 1, "0") if power >= 0 else "0"
-        fraction = text[power + 1:] if power >= 0 else "0" * (-power - 1) + text
-        body = f"{whole}.{fraction or '0'}"
-    else:
-        body = f"{text[0]}.{text[1:] or '0'}E{power}"
-    return ("-" if sign else "") + body
 
 
 def segment(column: str, value: str | None) -> str:

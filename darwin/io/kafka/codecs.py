@@ -199,8 +199,8 @@ def _json_literal(column: pa.Array) -> pa.Array:
     elif pa.types.is_integer(t):
         literal = column.cast(pa.string())
     elif pa.types.is_floating(t):  # NaN and infinities quoted, as Jackson (Flink, Spark) writes them
-        literal = pc.if_else(pc.is_finite(column), column.cast(pa.string()),
-                             pc.binary_join_element_wise('"', java_text(column), '"', ""))
+        words = java_text(column)
+        literal = pc.if_else(pc.is_finite(column), words, pc.binary_join_element_wise('"', words, '"', ""))
     else:
         literal = text(column)
         for old, new in _ESCAPES:
