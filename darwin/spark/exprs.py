@@ -285,8 +285,9 @@ def _string(e: ex.StringCall, s: Column) -> Column:
             return F.lit(None).cast("string")
         parts = F.split(s, _literal_regex(sep), -1)
         return F.when(s != "", F.get(parts, index))  # '' has no pieces, as in Flink (Spark's split gives [''])
-    if name in NEW_STRING_FUNCTIONS:
-        return _new_string_functions()[name](s, *args)
+    spelled = _flink_string_functions()
+    if name in spelled:
+        return spelled[name](s, *args)
     if name == "map":
         pairs = [F.lit(x) for pair in args[0] for x in pair]
         if not pairs:
@@ -360,7 +361,8 @@ def _locate(s: Column, sub: str, start: int) -> Column:
     return F.locate(sub, s, min(max(start, 1), JAVA_INT_MAX)).cast("bigint")
 
 
-def _new_string_functions() -> dict[str, Callable[..., Column]]:
+def _flink_string_functions() -> dict[str, Callable[..., Column]]:
+    """The string functions whose Spark translation is written out here, by registry name."""
     from pyspark.sql import functions as F
 
     return {
@@ -377,9 +379,6 @@ def _new_string_functions() -> dict[str, Callable[..., Column]]:
         "like": _like,
     }
 
-
-NEW_STRING_FUNCTIONS = frozenset({"ends_with", "substring", "trim", "ltrim", "rtrim", "replace", "lpad", "rpad",
-                                  "locate", "initcap", "like"})
 
 
 def _literal_regex(text: str) -> str:
