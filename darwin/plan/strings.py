@@ -22,16 +22,16 @@ JAVA_INT_MAX = 2**31 - 1  # Flink's lengths and positions are INT
 @dataclass(frozen=True)
 class StringFunction:
     result: DType
-    # may give NULL for a non-NULL input: always, or for these arguments only
-    always_nullable: bool | Callable[..., bool]
+    # may give NULL for a non-NULL input: always, never, or for the arguments a predicate holds for
+    may_give_null: bool | Callable[..., bool]
     arg_types: tuple[type | tuple[type, ...], ...]
     impl: Callable[..., Any]
 
     def gives_null(self, args: tuple[Any, ...]) -> bool:
         """Whether the function may give NULL for a non-NULL value with these arguments."""
-        if callable(self.always_nullable):
-            return bool(self.always_nullable(*args))
-        return self.always_nullable
+        if callable(self.may_give_null):
+            return bool(self.may_give_null(*args))
+        return self.may_give_null
 
 
 @lru_cache(maxsize=256)

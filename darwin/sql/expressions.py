@@ -243,10 +243,12 @@ class ExpressionTranslator:
     def visit_GT(self, n: exp.GT) -> Expr: return self._compared(n, lambda a, b: a > b)
     def visit_GTE(self, n: exp.GTE) -> Expr: return self._compared(n, lambda a, b: a >= b)
 
-    def _compared(self, node: exp.Expr, op: Callable[[Expr, Expr], Expr]) -> Expr:
-        left, right = self(node.this), self(node.expression)
-        self._check_time_comparison(node, left, right)
-        return op(left, right)
+    def _compared(self, node: exp.Expr, op: Callable[[Expr, Expr], Expr], left: exp.Expr | None = None,
+                  right: exp.Expr | None = None) -> Expr:
+        """``op`` of ``node``'s two operands (or ``left`` and ``right``), a TIMESTAMP with a number refused."""
+        a, b = self(node.this if left is None else left), self(node.expression if right is None else right)
+        self._check_time_comparison(node, a, b)
+        return op(a, b)
 
     def _check_time_comparison(self, node: exp.Expr, *operands: Expr) -> None:
         """A TIMESTAMP compared with a number is refused, as Flink refuses it: Darwin would compare the
@@ -368,18 +370,14 @@ class ExpressionTranslator:
         operand = node.this
         builder = None
         for branch in node.args.get("ifs") or []:
-            condition = self(branch.this) if operand is None else self._equal(node, operand, branch.this)
+            condition = self(branch.this) if operand is None else \
+                self._compared(node, lambda a, b: a == b, operand, branch.this)
             value = self(branch.args["true"])
             builder = when(condition, value) if builder is None else builder.when(condition, value)
         if builder is None:
             raise self.where.error(node, "CASE needs at least one WHEN")
         default = node.args.get("default")
         return builder.otherwise(self(default)) if default is not None else builder.end()
-
-    def _equal(self, node: exp.Expr, left: exp.Expr, right: exp.Expr) -> Expr:
-        a, b = self(left), self(right)
-        self._check_time_comparison(node, a, b)
-        return a == b
 
     def visit_If(self, node: exp.If) -> Expr:
         other = node.args.get("false")
