@@ -33,6 +33,9 @@ def _row_number(item: exp.Expr) -> exp.Window | None:
     return inner if isinstance(inner, exp.Window) and isinstance(inner.this, exp.RowNumber) else None
 
 
+_WINDOW_CLAUSES = ("partition_by", "order", "spec")  # what OVER (...) says, a named window too
+
+
 class SelectPlanner(GroupByClause):
     """One SELECT, clause by clause."""
 
@@ -351,14 +354,14 @@ class SelectPlanner(GroupByClause):
         """``OVER w`` as the window ``WINDOW w AS (...)`` of this SELECT defines it (Flink's named
         window); any other OVER as it is."""
         name = window.args.get("alias")
-        if name is None or any(window.args.get(k) for k in ("partition_by", "order", "spec")):
+        if name is None or any(window.args.get(k) for k in _WINDOW_CLAUSES):
             return window
         named = {w.this.name: w for w in self.node.args.get("windows") or []}
         definition = named.get(name.name)
         if definition is None:
             raise self.error(window, f"OVER {name.name}: this SELECT has no WINDOW {name.name} AS (...)"
                                      + (f"; it has {', '.join(sorted(named))}" if named else ""))
-        parts = {k: definition.args[k] for k in ("partition_by", "order", "spec") if definition.args.get(k)}
+        parts = {k: definition.args[k] for k in _WINDOW_CLAUSES if definition.args.get(k)}
         copied = {k: [e.copy() for e in v] if isinstance(v, list) else v.copy() for k, v in parts.items()}
         return exp.Window(this=window.this.copy(), **copied)
 
