@@ -98,16 +98,23 @@ class GroupByClause:
                 continue
             text = g.sql(dialect=Flink)
             alias = aliases.get(text)
-            # a key named as an input column would replace it under the aggregates, which read the input's
-            name = alias if alias and alias not in rel.table.columns else unused(f"EXPR${len(computed)}")
+            # a key named as an input column would replace it under the aggregates, which read the input's;
+            # two keys (or a key and an aggregate) may share an alias, and each needs a column of its own
+            name = alias if alias and alias not in rel.table.columns and alias not in computed \
+                else unused(f"EXPR${len(computed)}")
             computed[name] = translate(g)
             replaced[text] = col(name)
+        named = {*plain, *cascade, *computed, WINDOW_START, WINDOW_END}  # the result's columns besides aggregates
+        if rel.bounds is not None:
+            named |= {b for b in (rel.bounds.start, rel.bounds.end) if b is not None}
         aggs: dict[str, dx.Agg] = {}
         for i, call in enumerate(calls):
             text = call.sql(dialect=Flink)
             if text in replaced:
                 continue
-            name = aliases.get(text) or unused(f"$agg{i}")
+            alias = aliases.get(text)
+            name = alias if alias and alias not in named else unused(f"$agg{i}")
+            named.add(name)
             aggs[name] = self._aggregate(call, rel)
             replaced[text] = col(name)
         if not aggs:  # GROUP BY only to group: Darwin's aggregations need an aggregate, dropped by the select
