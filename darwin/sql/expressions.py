@@ -473,6 +473,19 @@ class ExpressionTranslator:
             builder = builder.when(v.is_not_null(), v)
         return builder.otherwise(values[-1])
 
+    def visit_Nullif(self, node: exp.Nullif) -> Expr:
+        """NULLIF(a, b): NULL where a = b, else a (also where the comparison is NULL), as Flink's
+        CASE WHEN a = b THEN NULL ELSE a END."""
+        value = self(node.this)
+        equal = self._compared(node, lambda a, b: a == b)
+        try:
+            type_of(equal.node, self.schema, "NULLIF")
+        except DarwinTypeError:
+            raise self.where.error(node, f"NULLIF: cannot compare {node.this.sql(dialect=Flink)} "
+                                         f"({self._dtype(value)}) with {node.expression.sql(dialect=Flink)} "
+                                         f"({self._dtype(self(node.expression))})") from None
+        return when(equal.is_null() | ~equal, value).end()
+
     def visit_Like(self, node: exp.Like, escape: exp.Expr | None = None) -> Expr:
         """LIKE with a literal pattern, case-sensitive, as in Flink: % any run of characters, _ one; without
         ESCAPE a backslash is an ordinary character (Flink has no default escape)."""

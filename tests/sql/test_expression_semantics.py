@@ -59,6 +59,28 @@ def test_between_symmetric_swaps_bounds_the_wrong_way_round(config):
                    for i, n in zip(inside, with_null, strict=True)]
 
 
+# -- NULLIF ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", MODES)
+def test_nullif_is_null_where_its_operands_are_equal(config):
+    """Flink's NULLIF(a, b), CASE WHEN a = b THEN NULL ELSE a END, in a select list and in aggregates;
+    it was refused as not supported."""
+    a, b = [1, 2, None, 4, 0], [1, 3, 3, None, 0]
+    s = ["x", "y", None, "x", "z"]
+    t = table(a=a, b=b, s=s, f=[0.5, 1.0, None, -0.0, 0.0])
+    got = rows("SELECT ts, NULLIF(a, b), NULLIF(a, 0), NULLIF(s, 'x'), NULLIF(f, 0.0), NULLIF(a, NULL) FROM t",
+               t, config)
+    assert got == [(None, 1, None, 0.5, 1), (2, 2, "y", 1.0, 2), (None, None, None, None, None),
+                   (4, 4, None, None, 4), (None, None, "z", None, 0)]
+    summed = dw.sql("SELECT count(NULLIF(a, b)) AS n, sum(NULLIF(a, 4)) AS m FROM t", tables={"t": t})
+    assert summed.collect(config).to_pylist() == [{"n": 2, "m": 3}]
+
+
+def test_nullif_of_operands_that_do_not_compare_is_refused_at_its_position():
+    with pytest.raises(SqlError, match=r"line 1, column 12: NULLIF: cannot compare s \(string\) with a \(int64\)"):
+        dw.sql("SELECT ts, NULLIF(s, a) FROM t", tables={"t": table(a=[1], s=["x"])})
+
+
 # -- DOW -----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("config", MODES)
