@@ -69,6 +69,32 @@ class Scope:
         return {e.qualifier for e in self.entries}
 
 
+@dataclass
+class Replaced:
+    """The columns holding a SELECT's aggregates and computed group keys, found by what an expression
+    computes: its SQL text with each column named by the input column it resolves to in ``scope`` (the
+    scope GROUP BY reads), so that ``t1.k + 1`` in the select list is the key ``GROUP BY k + 1``, and
+    ``SUM(t1.v)`` the aggregate ``SUM(v)``, as in Flink."""
+
+    scope: Scope = field(default_factory=Scope)
+    columns: dict[str, Expr] = field(default_factory=dict)
+
+    def key(self, node: exp.Expr) -> str:
+        def resolved(n: exp.Expr) -> exp.Expr:
+            if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star):
+                found = {e.column for e in self.scope.lookup(n.name, n.table or None)}
+                if len(found) == 1:
+                    return exp.column(found.pop(), quoted=True)
+            return n
+        return node.transform(resolved).sql(dialect=Flink)
+
+    def __setitem__(self, node: exp.Expr, column: Expr) -> None:
+        self.columns[self.key(node)] = column
+
+    def get(self, node: exp.Expr) -> Expr | None:
+        return self.columns.get(self.key(node)) if self.columns else None
+
+
 def sql_type(node: exp.DataType, where: Located) -> DType:
     try:
         return TYPES[node.this]
@@ -155,18 +181,16 @@ def java_time_format(pattern: str, node: exp.Expr, where: Located) -> str:
 
 
 class ExpressionTranslator:
-    """Translates one clause's expressions over ``scope``; ``replaced`` maps the SQL text of
-    aggregates and group keys to the columns that hold their values."""
+    """Translates one clause's expressions over ``scope``; ``replaced`` finds the columns that hold
+    the values of aggregates and group keys."""
 
-    def __init__(self, scope: Scope, where: Located, schema: Schema,
-                 replaced: dict[str, Expr] | None = None) -> None:
-        self.scope, self.where, self.schema, self.replaced = scope, where, schema, replaced or {}
+    def __init__(self, scope: Scope, where: Located, schema: Schema, replaced: Replaced | None = None) -> None:
+        self.scope, self.where, self.schema, self.replaced = scope, where, schema, replaced or Replaced()
 
     def __call__(self, node: exp.Expr) -> Expr:
-        if self.replaced:
-            hit = self.replaced.get(node.sql(dialect=Flink))
-            if hit is not None:
-                return hit
+        hit = self.replaced.get(node)
+        if hit is not None:
+            return hit
         method: Callable[[exp.Expr], Expr] | None = getattr(self, f"visit_{type(node).__name__}", None)
         if method is None:
             raise self.where.error(node, f"{type(node).__name__} ({node.sql(dialect=Flink)}) is not supported "

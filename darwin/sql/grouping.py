@@ -17,7 +17,7 @@ from darwin.plan.nodes import WINDOW_END, WINDOW_START
 from darwin.plan.window import Session, SessionWindow, Slide, Tumble, Window
 from darwin.sql.dialect import Flink, WindowFunction
 from darwin.sql.errors import Located
-from darwin.sql.expressions import ExpressionTranslator, Scope, interval_ms
+from darwin.sql.expressions import ExpressionTranslator, Replaced, Scope, interval_ms
 from darwin.sql.relations import Bounds, Relation
 
 if TYPE_CHECKING:
@@ -52,10 +52,10 @@ class GroupByClause:
     def error(self, node: exp.Expr | None, message: str) -> SqlError:
         return self.where.error(node, message)
 
-    def translator(self, rel: Relation, replaced: dict[str, Expr] | None = None) -> ExpressionTranslator:
+    def translator(self, rel: Relation, replaced: Replaced | None = None) -> ExpressionTranslator:
         return ExpressionTranslator(rel.scope, self.where, rel.table.plan.schema, replaced)
 
-    def group_by(self, rel: Relation) -> tuple[Relation, dict[str, Expr]]:
+    def group_by(self, rel: Relation) -> tuple[Relation, Replaced]:
         node = self.node
         group = node.args.get("group")
         calls: list[exp.Expr] = []
@@ -64,8 +64,9 @@ class GroupByClause:
         if node.args.get("having") is not None:
             aggregate_calls(node.args["having"], calls)
         if group is None and not calls:
-            return rel, {}
-        aliases = {i.this.sql(dialect=Flink): i.alias for i in node.expressions if isinstance(i, exp.Alias)}
+            return rel, Replaced()
+        replaced = Replaced(rel.scope)
+        aliases = {replaced.key(i.this): i.alias for i in node.expressions if isinstance(i, exp.Alias)}
         taken = set(aliases.values()) | set(rel.table.columns)
 
         def unused(name: str) -> str:
@@ -77,7 +78,6 @@ class GroupByClause:
         translate = self.translator(rel)
         plain: list[str] = []
         computed: dict[str, Expr] = {}
-        replaced: dict[str, Expr] = {}
         bounds = False
         cascade: list[str] = []  # the window bounds of a windowed aggregation below, grouped by again
         group_window: tuple[WindowFunction, Any] | None = None
@@ -94,29 +94,30 @@ class GroupByClause:
                 if rel.bounds is not None and column.name in (rel.bounds.start, rel.bounds.end):
                     cascade.append(column.name)
                     continue
-                plain.append(column.name)
+                if column.name not in plain:  # GROUP BY k, t.k: one key
+                    plain.append(column.name)
                 continue
-            text = g.sql(dialect=Flink)
-            alias = aliases.get(text)
+            if replaced.get(g) is not None:  # the same expression again
+                continue
+            alias = aliases.get(replaced.key(g))
             # a key named as an input column would replace it under the aggregates, which read the input's;
             # two keys (or a key and an aggregate) may share an alias, and each needs a column of its own
             name = alias if alias and alias not in rel.table.columns and alias not in computed \
                 else unused(f"EXPR${len(computed)}")
             computed[name] = translate(g)
-            replaced[text] = col(name)
+            replaced[g] = col(name)
         named = {*plain, *cascade, *computed, WINDOW_START, WINDOW_END}  # the result's columns besides aggregates
         if rel.bounds is not None:
             named |= {b for b in (rel.bounds.start, rel.bounds.end) if b is not None}
         aggs: dict[str, dx.Agg] = {}
         for i, call in enumerate(calls):
-            text = call.sql(dialect=Flink)
-            if text in replaced:
+            if replaced.get(call) is not None:
                 continue
-            alias = aliases.get(text)
+            alias = aliases.get(replaced.key(call))
             name = alias if alias and alias not in named else unused(f"$agg{i}")
             named.add(name)
             aggs[name] = self._aggregate(call, rel)
-            replaced[text] = col(name)
+            replaced[call] = col(name)
         if not aggs:  # GROUP BY only to group: Darwin's aggregations need an aggregate, dropped by the select
             aggs["$count"] = dx.count()
         if cascade and rel.bounds is not None and not computed:
@@ -136,7 +137,7 @@ class GroupByClause:
                     if group_window is None:
                         raise self.error(f, f"{f.this} needs a group window in GROUP BY")
                     self._check_auxiliary(f, group_window[0], rel)
-                    replaced[f.sql(dialect=Flink)] = col(bound)
+                    replaced[f] = col(bound)
         kept = set(table.columns)
         visible = [e for e in rel.scope.entries if e.column in kept and e.column not in aggs]
         scope = Scope(visible, frozenset(e.name for e in rel.scope.entries) - {e.name for e in visible})

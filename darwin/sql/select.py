@@ -19,7 +19,7 @@ from darwin.plan.exprs import type_of
 from darwin.plan.nodes import WINDOW_END, WINDOW_START, joined_names
 from darwin.plan.window import Window
 from darwin.sql.dialect import Flink
-from darwin.sql.expressions import Entry, ExpressionTranslator, Scope
+from darwin.sql.expressions import Entry, ExpressionTranslator, Replaced, Scope
 from darwin.sql.grouping import AGGREGATES, GroupByClause
 from darwin.sql.relations import Bounds, RankRequest, Relation, conjuncts, relation
 from darwin.types import DType
@@ -209,7 +209,7 @@ class SelectPlanner(GroupByClause):
             return math.ceil(bound) - 1 if isinstance(c, exp.LT) else math.floor(bound)
         return None
     # -- the select list ---------------------------------------------------------------------
-    def select_list(self, rel: Relation, replaced: dict[str, Expr], rank: RankRequest | None) -> Table:
+    def select_list(self, rel: Relation, replaced: Replaced, rank: RankRequest | None) -> Table:
         translate = self.translator(rel, replaced)
         named: dict[str, Any] = {}
         numbered: tuple[str, exp.Window] | None = None

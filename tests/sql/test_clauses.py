@@ -113,6 +113,18 @@ def test_group_keys_and_aggregates_sharing_an_alias_keep_their_own_values(bids, 
 
 
 @pytest.mark.parametrize("config", MODES)
+def test_group_keys_and_aggregates_are_found_however_their_columns_are_qualified(bids, config):
+    """A select item or HAVING naming a computed key's columns with another qualifier than GROUP BY
+    did was refused as 'column t.k is neither in GROUP BY nor inside an aggregate', and a key given
+    twice as 'a key is given twice'; Flink takes both."""
+    assert rows("SELECT t.k + 1 AS g, count(*) AS n FROM t GROUP BY k + 1", bids, config) == [(2, 4), (3, 2)]
+    assert rows("SELECT k + 1 AS g, count(*) AS n FROM t GROUP BY t.k + 1 HAVING sum(t.v) > 45", bids, config) == \
+        [(3, 2)]
+    assert rows("SELECT a.k * 2 AS g, sum(v) AS s FROM t AS a GROUP BY k * 2, a.k, k", bids, config) == \
+        [(2, 45), (4, 60)]
+
+
+@pytest.mark.parametrize("config", MODES)
 def test_window_order_places_nulls_as_the_smallest_values(bids, config):
     def first(order):
         return rows(f"SELECT k, v FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY {order}) AS rn "
