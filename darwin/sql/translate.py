@@ -23,6 +23,7 @@ from darwin.sql.errors import Located
 from darwin.sql.expressions import Entry, interval_ms
 from darwin.sql.relations import Bounds, Catalog, RankRequest, Relation, relation
 from darwin.sql.select import SelectPlanner
+from darwin.types import DType
 
 
 class QueryPlanner:
@@ -72,6 +73,7 @@ class QueryPlanner:
             raise self.error(node, f"UNION ALL of {len(left.columns)} and {len(right.columns)} columns")
         if right.columns != left.columns:  # SQL unions by position
             right = right.select(**{a: col(b) for a, b in zip(left.columns, right.columns)})
+        left, right = _widened(left, right), _widened(right, left)
         return self._located(node, lambda: left.union(right))
 
     def _with(self, node: exp.Expr) -> QueryPlanner:
@@ -167,3 +169,14 @@ class QueryPlanner:
         rel = relation(windowed.table(), alias)
         rel.windowed = windowed
         return rel
+
+
+def _widened(table: Table, other: Table) -> Table:
+    """``table`` with each BIGINT column that is a DOUBLE in ``other`` cast to DOUBLE: a UNION's column
+    has the least restrictive type of its inputs', as in Flink (other types must match)."""
+    dtypes = {f.name: f.dtype for f in other.plan.schema.fields}
+    widen = [f.name for f in table.plan.schema.fields
+             if f.dtype is DType.INT64 and dtypes.get(f.name) is DType.FLOAT64]
+    if not widen:
+        return table
+    return table.select(**{c: col(c).cast(DType.FLOAT64) if c in widen else col(c) for c in table.columns})

@@ -95,6 +95,17 @@ def test_union_all_matches_columns_by_position(bids):
     assert out.column_names == ["k"] and sorted_rows(out) == [(2,), (7,)]
 
 
+@pytest.mark.parametrize("config", [dw.Config(), dw.Config(mode="interpreted")])
+def test_union_all_of_a_bigint_and_a_double_column_is_a_double(bids, config):
+    """Flink's UNION takes the least restrictive type of each column; a BIGINT beside a DOUBLE was
+    refused as 'select the same columns ... with the same types'."""
+    text = ("SELECT auction, price * 1.5 AS p FROM bids WHERE price > 30 UNION ALL SELECT auction, price FROM bids "
+            "WHERE price < 10 UNION ALL SELECT 3, 7 FROM bids WHERE price = 15")
+    out = dw.sql(text, tables={"bids": bids}).collect(config)
+    assert out.schema.field("p").type == pa.float64()
+    assert sorted_rows(out) == [(1, 5.0), (2, 60.0), (3, 7.0)]
+
+
 def test_string_and_time_functions(bids):
     out = run("SELECT SPLIT_INDEX(url, '/', 1) AS d, REGEXP_EXTRACT(url, '(a)/(b)', 2) AS r, "
               "DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss') AS f, HOUR(ts) AS h, UPPER(url) AS u "
