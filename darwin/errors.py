@@ -38,6 +38,11 @@ class SourceError(DarwinError, ValueError):
     """A source cannot be read: missing or malformed file, wrong column type."""
 
 
+class CastError(DarwinError, ValueError):
+    """A value does not convert to the type a CAST asks for (text that does not parse as the type);
+    TRY_CAST gives NULL instead."""
+
+
 class UnsupportedError(DarwinError, NotImplementedError):
     """The chosen engine cannot execute this plan node or expression."""
 

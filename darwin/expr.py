@@ -31,6 +31,13 @@ def _node(value: IntoExpr) -> ex.ExprNode:
     return ex.literal_of(value)
 
 
+def _dtype(dtype: str | DType) -> DType:
+    try:
+        return dtype if isinstance(dtype, DType) else DType(dtype)
+    except ValueError:
+        raise DarwinTypeError(f"cast to unknown type {dtype!r}; use one of {[t.value for t in DType]}") from None
+
+
 class Expr:
     """A column expression; build with ``col``/``lit`` and Python operators."""
 
@@ -104,12 +111,14 @@ class Expr:
         return (self >= low) & (self <= high)
 
     def cast(self, dtype: str | DType) -> Expr:
-        try:
-            target = dtype if isinstance(dtype, DType) else DType(dtype)
-        except ValueError:
-            raise DarwinTypeError(f"cast to unknown type {dtype!r}; use one of "
-                                  f"{[t.value for t in DType]}") from None
-        return Expr(ex.Cast(self.node, target))
+        """The value as ``dtype``, converted as Flink's CAST converts it. To a string: ``TRUE``/``FALSE``, a
+        float as Java writes it (``1.0E7``), a timestamp as ``2015-07-15 00:00:00.000``. From a string: text
+        that does not parse as ``dtype`` fails the query with a ``CastError`` (``try_cast`` gives NULL)."""
+        return Expr(ex.Cast(self.node, _dtype(dtype)))
+
+    def try_cast(self, dtype: str | DType) -> Expr:
+        """As ``cast``, but NULL where a string does not parse as ``dtype`` (Flink's TRY_CAST)."""
+        return Expr(ex.Cast(self.node, _dtype(dtype), safe=True))
 
     @property
     def dt(self) -> DateTimeNamespace:

@@ -6,15 +6,16 @@ validity code at all, so non-nullable queries pay nothing for SQL null semantics
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from darwin.codegen.layout import NEEDS_PAIR, NEEDS_STRING
+from darwin.codegen.layout import CAST_FAILED, NEEDS_PAIR, NEEDS_STRING
 from darwin.codegen.source import SourceBuilder, number
 from darwin.errors import UnsupportedError
 from darwin.plan import exprs as ex
-from darwin.plan.strings import FUNCTIONS, expands
+from darwin.plan.strings import FUNCTIONS, PARSERS, expands
 from darwin.plan.timeformat import unit_ms
 from darwin.types import DType, Schema
 
@@ -93,6 +94,14 @@ def _call_depth(e: ex.ExprNode) -> int:
     return inner + 1 if isinstance(e, ex.StringCall) else inner
 
 
+def _can_fail(e: ex.ExprNode, schema: Schema) -> bool:
+    """Whether ``e`` holds a string's CAST that fails the query on text that does not parse."""
+    if isinstance(e, ex.Cast) and not e.safe and e.dtype is not DType.STRING \
+            and ex.type_of(e.operand, schema).dtype is DType.STRING:
+        return True
+    return any(_can_fail(c, schema) for c in ex.children(e))
+
+
 def _and(a: str | None, b: str | None) -> str | None:
     if a is None:
         return b
@@ -111,6 +120,7 @@ class ExprEmitter:
 
     def __init__(self, src: SourceBuilder, params: Params, on_miss: MissHandler | None = None) -> None:
         self.src, self.params, self.on_miss = src, params, on_miss
+        self.guard: str | None = None  # where the code being emitted counts (``_guarded``); None: every row
 
     def emit(self, e: ex.ExprNode, env: Env, schema: Schema) -> Value:
         """Code computing ``e`` for the current row, assigned to fresh locals."""
@@ -244,7 +254,12 @@ class ExprEmitter:
 
     def _binary(self, e: ex.Binary, env: Env, schema: Schema) -> Value:
         lv, lok = self.emit(e.left, env, schema)
-        rv, rok = self.emit(e.right, env, schema)
+        if e.op in ("and", "or") and _can_fail(e.right, schema):  # the right side counts where the left does not decide
+            deciding = f"not {lv}" if e.op == "and" else lv
+            with self._guarded(f"not ({deciding})" if lok is None else f"not ({lok} and {deciding})"):
+                rv, rok = self.emit(e.right, env, schema)
+        else:
+            rv, rok = self.emit(e.right, env, schema)
         ok = _and(lok, rok)
         if e.op == "and":
             if lok is None and rok is None:
@@ -303,6 +318,10 @@ class ExprEmitter:
         v, ok = self.emit(e.operand, env, schema)
         src = ex.type_of(e.operand, schema).dtype
         dst = e.dtype
+        if src is DType.STRING and dst is not DType.STRING:
+            return self._parsed(e, v, ok)
+        if dst is DType.STRING and src not in (DType.STRING, None):
+            return self._text(src, v, ok)
         if src == dst or {src, dst} <= {DType.INT64, DType.TIMESTAMP} or src is None:
             return v, ok
         if dst is DType.FLOAT64:
@@ -313,13 +332,83 @@ class ExprEmitter:
             return f"float_to_int({v})", _and(ok, f"float_to_int_ok({v})")
         return f"np.int64({v})", ok
 
+    def _parsed(self, e: ex.Cast, v: str, ok: str | None) -> Value:
+        """A string's CAST: the value of its code in the lookup table of its parse (``plv``/``plm``). Text that
+        does not parse is NULL for TRY_CAST; for CAST a row that reaches it stops the kernel (``CAST_FAILED``),
+        and the runtime fails the query naming the text."""
+        args = (e.bits,) if e.dtype is DType.INT64 else ()
+        i = self.params.lookup(PARSERS[e.dtype], args, _call_depth(e.operand) + 1)
+        if e.safe:
+            return f"plv{i}[{v}]", _and(ok, f"plm{i}[{v}]")
+        if self.on_miss is None:
+            raise UnsupportedError(f"the compiled engine cannot evaluate {e} here")
+        reached = " and ".join(c for c in (self.guard, ok) if c is not None)
+        with self.src.block(f"if {reached + ' and ' if reached else ''}not plm{i}[{v}]:"):
+            self.on_miss(CAST_FAILED, i, (v,))
+        return f"plv{i}[{v}]", ok
+
+    def _text(self, src: DType, v: str, ok: str | None) -> Value:
+        """A value cast to a string: TRUE or FALSE, or the code of a number's or a timestamp's text, from a table
+        of the values kernels met (``pqa``/``pqc``, a float by its bits), which the runtime fills on a miss
+        (``NEEDS_PAIR``): each distinct value's text is made once per run (``darwin.plan.casts.to_text``)."""
+        if src is DType.BOOL:
+            return f"({self.params.string('TRUE')} if {v} else {self.params.string('FALSE')})", ok
+        if self.on_miss is None:
+            raise UnsupportedError(f"the compiled engine cannot cast {src.value} to string here")
+        b = self.src
+        key = b.fresh("key")
+        b.line(f"{key} = {f'float_bits({v})' if src is DType.FLOAT64 else f'np.int64({v})'}")
+        i = self.params.pair(("text", src.value))
+        made = b.fresh("text")
+        b.line(f"{made} = pair_code(pqa{i}, pqb{i}, pqc{i}, {key}, np.int64(0))")
+        with b.block(f"if {made} < 0" + ("" if ok is None else f" and {ok}") + ":"):
+            self.on_miss(NEEDS_PAIR, i, (key, "np.int64(0)"))
+        return made, ok
+
+    @contextmanager
+    def _guarded(self, condition: str) -> Iterator[None]:
+        """Code emitted inside runs for every row but counts only where ``condition`` holds: a failing CAST
+        there fails the query only then (a CASE arm not taken, the right side of an AND whose left is false)."""
+        saved = self.guard
+        self.guard = condition if saved is None else f"({saved} and {condition})"
+        try:
+            yield
+        finally:
+            self.guard = saved
+
     def _case(self, e: ex.Case, env: Env, schema: Schema, dtype: DType | None) -> Value:
+        if _can_fail(e, schema):
+            return self._guarded_case(e, env, schema, dtype)
         arms = []
         for cond, value in e.whens:
             c, cok = self.emit(cond, env, schema)
             v, vok = self.emit(value, env, schema)
             arms.append((c if cok is None else f"({cok} & {c})", *self._unified(v, vok, value, schema, dtype)))
         val, ok = self._unified(*self.emit(e.otherwise, env, schema), e.otherwise, schema, dtype)
+        return self._arms(arms, val, ok)
+
+    def _guarded_case(self, e: ex.Case, env: Env, schema: Schema, dtype: DType | None) -> Value:
+        """A CASE holding a CAST that may fail: each condition counts only where no arm before it was taken,
+        each value only where its arm is, as Flink evaluates them."""
+        b = self.src
+        arms = []
+        open_ = b.fresh("open")  # no arm taken yet
+        b.line(f"{open_} = True")
+        for cond, value in e.whens:
+            with self._guarded(open_):
+                c, cok = self.emit(cond, env, schema)
+            taken = b.fresh("taken")
+            b.line(f"{taken} = {open_} and {c if cok is None else f'({cok} & {c})'}")
+            with self._guarded(taken):
+                v, vok = self.emit(value, env, schema)
+            b.line(f"{open_} = {open_} and not {taken}")
+            arms.append((c if cok is None else f"({cok} & {c})", *self._unified(v, vok, value, schema, dtype)))
+        with self._guarded(open_):
+            val, ok = self._unified(*self.emit(e.otherwise, env, schema), e.otherwise, schema, dtype)
+        return self._arms(arms, val, ok)
+
+    @staticmethod
+    def _arms(arms: list[tuple[str, str, str | None]], val: str, ok: str | None) -> Value:
         nullable = ok is not None or any(vok is not None for _, _, vok in arms)
         ok = ok or "True"
         for c, v, vok in reversed(arms):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 INT64_MIN = np.int64(-(2**63))
 
@@ -36,6 +37,17 @@ def float_to_int(x: float) -> np.int64:
     if float_to_int_ok(x):
         return np.int64(x)
     return np.int64(0)
+
+
+@intrinsic
+def float_bits(typingctx, x):  # type: ignore[no-untyped-def]
+    """The bits of a float64 as an int64 (a float's key in a table of values met: NaNs and zeros by their bits)."""
+    signature = types.int64(types.float64)
+
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+
+    return signature, codegen
 
 
 @njit(inline="always", cache=True, nogil=True)

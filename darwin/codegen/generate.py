@@ -49,8 +49,8 @@ HEADER = '''\
 import numpy as np
 from numba import njit
 from darwin.codegen.functions import (dt_day, dt_day_of_week, dt_hour, dt_millisecond, dt_minute, dt_month,
-                                      dt_second, dt_year, float_to_int, float_to_int_ok, floordiv_int, format_code,
-                                      mod_int, pair_code, sorted_contains)
+                                      dt_second, dt_year, float_bits, float_to_int, float_to_int_ok, floordiv_int,
+                                      format_code, mod_int, pair_code, sorted_contains)
 '''
 
 
@@ -611,8 +611,9 @@ class _Generator:
 
 
 def _formats_in(e: ex.ExprNode) -> bool:
-    """Whether ``e`` makes strings a kernel may have no code for yet (``strftime``, a concatenation)."""
-    made = isinstance(e, (ex.Strftime, ex.Concat)) or (isinstance(e, ex.StringCall) and expands(e.func, e.args))
+    """Whether ``e`` makes strings a kernel may have no code for yet (``strftime``, a concatenation, a cast)."""
+    made = isinstance(e, (ex.Strftime, ex.Concat)) or (isinstance(e, ex.StringCall) and expands(e.func, e.args)) \
+        or (isinstance(e, ex.Cast) and e.dtype is DType.STRING)  # a number's text (a string's own: no harm)
     return made or any(_formats_in(c) for c in ex.children(e))
 
 

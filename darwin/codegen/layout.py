@@ -25,4 +25,5 @@ RING_FULL = 2  # a ring slot still holds a closed window: drain it
 OUT_OF_DOMAIN = 3  # a key outside the range the source's statistics promised
 NEEDS_STRING = 4  # a timestamp formatted into a string the kernel has no code for: format it
 NEEDS_PAIR = 6  # two strings concatenated that the kernel has no code for: join and intern them
+CAST_FAILED = 7  # a string CAST does not parse: FORMAT_SITE is its lookup table, FORMAT_KEY the string's code
 WINDOWS_DUE = 5  # panes: a row late for some of its windows, which the watermark closed but have not fired

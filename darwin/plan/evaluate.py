@@ -13,7 +13,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from darwin.errors import CastError
 from darwin.plan import exprs as ex
+from darwin.plan.casts import failure, from_text, to_text
 from darwin.plan.strings import apply
 from darwin.plan.timeformat import strftime
 from darwin.timestamps import civil
@@ -59,7 +61,7 @@ def compile_expr(e: ex.ExprNode, schema: Schema) -> Callable[[Row], Any]:
             return None if has_null else False
         return isin
     if isinstance(e, ex.Cast):
-        return _cast(compile_expr(e.operand, schema), ex.type_of(e.operand, schema).dtype, e.dtype)
+        return _cast(compile_expr(e.operand, schema), ex.type_of(e.operand, schema).dtype, e)
     if isinstance(e, ex.Case):
         arms = [(compile_expr(c, schema), compile_expr(v, schema)) for c, v in e.whens]
         other = compile_expr(e.otherwise, schema)
@@ -111,8 +113,11 @@ def _binary(e: ex.Binary, schema: Schema, result: DType | None) -> Callable[[Row
         deciding = op == "or"
 
         def logical(row: Row) -> Any:
-            a, b = lf(row), rf(row)
-            if a is deciding or b is deciding:
+            a = lf(row)
+            if a is deciding:  # the right side is not evaluated (as in Flink: a CAST there does not fail)
+                return deciding
+            b = rf(row)
+            if b is deciding:
                 return deciding
             return None if a is None or b is None else not deciding
         return logical
@@ -158,7 +163,13 @@ _UNARY = {
 }
 
 
-def _cast(f: Callable[[Row], Any], src: DType | None, dst: DType) -> Callable[[Row], Any]:
+def _cast(f: Callable[[Row], Any], src: DType | None, cast: ex.Cast) -> Callable[[Row], Any]:
+    dst = cast.dtype
+    if src is DType.STRING and dst is not DType.STRING:
+        return _parsed(f, cast)
+    if dst is DType.STRING and src not in (DType.STRING, None):
+        return lambda row: None if (v := f(row)) is None else to_text(src, v)
+
     def to_int(v: Any) -> Any:
         if isinstance(v, float):
             if not math.isfinite(v) or not -(2.0**63) <= v < 2.0**63:
@@ -170,6 +181,22 @@ def _cast(f: Callable[[Row], Any], src: DType | None, dst: DType) -> Callable[[R
                                                 DType.BOOL: lambda v: v != 0, DType.STRING: lambda v: v}
     conv = convs[dst]
     return lambda row: None if (v := f(row)) is None else conv(v)
+
+
+def _parsed(f: Callable[[Row], Any], cast: ex.Cast) -> Callable[[Row], Any]:
+    """A string cast to ``cast.dtype`` as Flink parses it: text that does not parse is NULL (TRY_CAST) or
+    fails the query, as Flink's CAST does since 1.15."""
+    dtype, bits, safe = cast.dtype, cast.bits, cast.safe
+
+    def parsed(row: Row) -> Any:
+        text = f(row)
+        if text is None:
+            return None
+        value = from_text(dtype, text, bits)
+        if value is None and not safe:
+            raise CastError(failure(text, dtype, bits))
+        return value
+    return parsed
 
 
 def date_part(part: str, ms: int) -> int:

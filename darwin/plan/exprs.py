@@ -106,11 +106,24 @@ class IsIn:
 
 @dataclass(frozen=True)
 class Cast:
+    """``operand`` converted to ``dtype``. From a string, text that does not parse fails the query
+    (``CastError``), or is NULL where ``safe`` (TRY_CAST); ``bits`` narrows a string's integer to
+    INT, SMALLINT or TINYINT's range (SQL), past which it does not parse (``darwin.plan.casts``)."""
+
     operand: ExprNode
     dtype: DType
+    safe: bool = False
+    bits: int = 64
+
+    def __post_init__(self) -> None:
+        from darwin.plan.casts import INTEGER_BITS
+
+        if self.bits not in INTEGER_BITS or (self.bits != 64 and self.dtype is not DType.INT64):
+            raise DarwinTypeError(f"cast to {self.dtype.value} of {self.bits} bits: an integer has 8, 16, 32 or 64")
 
     def __str__(self) -> str:
-        return f"cast({self.operand}, {self.dtype.value})"
+        bits = "" if self.bits == 64 else f", {self.bits} bits"
+        return f"{'try_cast' if self.safe else 'cast'}({self.operand}, {self.dtype.value}{bits})"
 
 
 @dataclass(frozen=True)
@@ -303,10 +316,13 @@ def type_of(e: ExprNode, schema: Schema, where: str = "expression") -> Typed:
         return Typed(DType.BOOL, t.nullable or any(v.value is None for v in e.values))
     if isinstance(e, Cast):
         t = type_of(e.operand, schema, where)
-        if DType.STRING in (t.dtype, e.dtype) and t.dtype != e.dtype:
-            raise DarwinTypeError(f"{where}: {e}: casts to or from string are not supported")
-        return Typed(e.dtype, t.nullable or (t.dtype is DType.FLOAT64 and e.dtype is not DType.FLOAT64
-                                              and e.dtype is not DType.BOOL))
+        if e.bits != 64 and t.dtype not in (DType.STRING, None):
+            raise DarwinTypeError(f"{where}: {e}: a narrower integer is parsed from a string only, "
+                                  f"not from {t.dtype.value}")
+        if t.dtype is DType.STRING and e.dtype is not DType.STRING:  # text that does not parse: NULL or a failure
+            return Typed(e.dtype, t.nullable or e.safe)
+        return Typed(e.dtype, t.nullable or (t.dtype is DType.FLOAT64 and e.dtype not in (DType.FLOAT64, DType.BOOL,
+                                                                                        DType.STRING)))
     if isinstance(e, Case):
         result: DType | None = None
         nullable = False

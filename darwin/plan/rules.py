@@ -16,7 +16,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 
-from darwin.errors import DarwinTypeError
+from darwin.errors import CastError, DarwinTypeError
 from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
 from darwin.plan.evaluate import compile_expr
@@ -43,7 +43,7 @@ def fold_expr(e: ex.ExprNode) -> ex.ExprNode:
     try:
         t = ex.type_of(folded, _EMPTY)
         value = compile_expr(folded, _EMPTY)({})
-    except (DarwinTypeError, ArithmeticError):
+    except (DarwinTypeError, ArithmeticError, CastError):  # a failing CAST fails where a row reaches it
         return folded
     if isinstance(value, float) and not math.isfinite(value):
         return folded  # keep non-finite values computed at run time: no literal for them
@@ -72,7 +72,7 @@ def map_children(e: ex.ExprNode, fn: Callable[[ex.ExprNode], ex.ExprNode]) -> ex
     if isinstance(e, ex.IsIn):
         return ex.IsIn(fn(e.operand), e.values)
     if isinstance(e, ex.Cast):
-        return ex.Cast(fn(e.operand), e.dtype)
+        return ex.Cast(fn(e.operand), e.dtype, e.safe, e.bits)
     if isinstance(e, ex.DatePart):
         return ex.DatePart(e.part, fn(e.operand))
     if isinstance(e, ex.Case):

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from darwin.errors import DarwinTypeError
+from darwin.plan.casts import parse_bool, parse_float, parse_integer, parse_timestamp
 from darwin.types import DType
 
 JAVA_INT_MAX = 2**31 - 1  # Flink's lengths and positions are INT
@@ -172,7 +173,14 @@ FUNCTIONS: dict[str, StringFunction] = {
     "locate": StringFunction(DType.INT64, False, (str, int), _locate),
     "initcap": StringFunction(DType.STRING, False, (), _initcap),
     "like": StringFunction(DType.BOOL, False, (str, str), _like),
+    # a string's CAST (``darwin.plan.casts``, never a str method): NULL where the text does not parse
+    "parse_integer": StringFunction(DType.INT64, True, (int,), parse_integer),
+    "parse_float": StringFunction(DType.FLOAT64, True, (), parse_float),
+    "parse_bool": StringFunction(DType.BOOL, True, (), parse_bool),
+    "parse_timestamp": StringFunction(DType.TIMESTAMP, True, (), parse_timestamp),
 }
+PARSERS = {DType.INT64: "parse_integer", DType.FLOAT64: "parse_float", DType.BOOL: "parse_bool",
+           DType.TIMESTAMP: "parse_timestamp"}  # the function of a string's CAST to each type
 
 
 def _arrow(name: str, args: tuple[Any, ...], arr: Any) -> Any:

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from darwin.codegen.functions import format_code, format_insert, pair_insert
+from darwin.plan.casts import to_text
 from darwin.plan.strings import FUNCTIONS, apply
 from darwin.plan.timeformat import DAY_MS, strftime, unit_ms
 from darwin.runtime.encoding import StringPool
@@ -96,14 +97,18 @@ class PairTable:
     def add(self, a: int, b: int, pool: StringPool) -> None:
         if 2 * (self.count + 1) > len(self.codes):
             self._grow()
-        left, right = pool.decode(np.array([a, b], dtype=np.int64), None).to_pylist()
-        if self.spec[0] == "join":
-            made = left + self.spec[1] + right
-        else:
-            made = apply(self.spec[1], self.spec[2], left)
-        code = pool.code(made)
+        code = pool.code(self._made(a, b, pool))
         pair_insert(self.left, self.right, self.codes, np.int64(a), np.int64(b), np.int64(code))
         self.count += 1
+
+    def _made(self, a: int, b: int, pool: StringPool) -> str:
+        kind = self.spec[0]
+        if kind == "text":  # a value's text: the value itself (a float's bits) is the key
+            dtype = DType(self.spec[1])
+            value = np.int64(a).view(np.float64) if dtype is DType.FLOAT64 else a
+            return to_text(dtype, value)
+        left, right = pool.decode(np.array([a, b], dtype=np.int64), None).to_pylist()
+        return left + self.spec[1] + right if kind == "join" else apply(self.spec[1], self.spec[2], left)
 
     def _grow(self) -> None:
         used = self.codes >= 0

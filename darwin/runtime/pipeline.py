@@ -14,8 +14,10 @@ from darwin.codegen.compiler import load_kernel
 from darwin.codegen.generate import generate_pipeline
 from darwin.codegen.signature import Buffer, ColumnArg, ControlArg, LookupArg, ParamArg, Part, SelectionArg, StateArg
 from darwin.config import Config
-from darwin.errors import DarwinError, SourceError
+from darwin.errors import CastError, DarwinError, SourceError
 from darwin.graph import operators as op
+from darwin.plan.casts import failure
+from darwin.plan.strings import PARSERS
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.lookups import FormatTable, LookupTable, PairTable
 from darwin.runtime.progress import LateRowsWarning
@@ -186,6 +188,8 @@ class PipelineRunner:
                 self.pairs[site].add(key, int(self.ctl[ctl.PAIR_RIGHT]), self.pool)
             self._bind_formats()
             self._bind_lookups()  # string functions of the new strings
+        elif status == ctl.CAST_FAILED:
+            self._cast_failed(int(self.ctl[ctl.FORMAT_SITE]), int(self.ctl[ctl.FORMAT_KEY]))
         elif status == ctl.NEEDS_ROOM:
             state = self.state
             assert state is not None and not isinstance(state, RingState)  # only a hash table's kernel asks
@@ -212,6 +216,13 @@ class PipelineRunner:
                               "the range the source's statistics promised")
         else:
             raise DarwinError(f"internal error: kernel stopped with status {status}")
+
+    def _cast_failed(self, site: int, code: int) -> None:
+        """A string's CAST met text that does not parse: the query fails naming it (Flink's CAST does)."""
+        lut = self.lookups[site]
+        dtype = next(t for t, name in PARSERS.items() if name == lut.func)
+        text = self.pool.decode(np.array([code], dtype=np.int64), None).to_pylist()[0]
+        raise CastError(failure(text, dtype, *lut.args))
 
     def _args(self, batch: EncodedBatch, out: dict[str, Column] | None,
               late: dict[str, Column] | None) -> list[object]:

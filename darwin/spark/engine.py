@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from darwin.config import Config
-from darwin.errors import ConfigError
+from darwin.errors import CastError, ConfigError
 from darwin.plan import nodes as pn
 from darwin.runtime.output import Output
 from darwin.runtime.progress import Metrics
@@ -61,7 +61,7 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
     frame, late, rows = translate(spark, plan, config)
     metrics.add("input_rows", _input_rows(plan, rows))
     result = frame.df.select(*frame.visible())  # by quoted name: a name may hold a '.'
-    table = _darwin_table(result.toArrow(), plan.schema)
+    table = _darwin_table(arrow(result), plan.schema)
     if pn.updating(plan):
         table = table.append_column(pn.CHANGE_KIND, pa.array([pn.ChangeKind.INSERT] * table.num_rows, pa.int64()))
     for batch in table.to_batches():
@@ -69,11 +69,25 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
             yield Output("result", batch)
     late_schema = pn.late_output_schema(plan)
     if late is not None and late_schema is not None:
-        rows = _darwin_table(late.toArrow(), late_schema)
+        rows = _darwin_table(arrow(late), late_schema)
         metrics.add("late_rows", rows.num_rows)
         for batch in rows.to_batches():
             if batch.num_rows:
                 yield Output("late", batch)
+
+
+def arrow(df: DataFrame) -> pa.Table:
+    """The DataFrame computed; a CAST that met text that does not parse fails it through ``raise_error``,
+    which comes back as the ``CastError`` the other engines raise."""
+    from darwin.spark.casts import FAILURE
+
+    try:
+        return df.toArrow()
+    except Exception as e:  # Spark's own exception types differ between its versions and call paths
+        failed = FAILURE.search(str(e))
+        if failed is None:
+            raise
+        raise CastError(failed.group(1)) from None
 
 
 def dataframe(plan: pn.PlanNode, config: Config) -> DataFrame:

@@ -84,7 +84,7 @@ def to_spark(e: ex.ExprNode, schema: Schema) -> Column:
     if isinstance(e, ex.IsIn):
         return _isin(e, schema)
     if isinstance(e, ex.Cast):
-        return _cast(to_spark(e.operand, schema), ex.type_of(e.operand, schema).dtype, e.dtype)
+        return _cast(to_spark(e.operand, schema), ex.type_of(e.operand, schema).dtype, e)
     if isinstance(e, ex.Case):
         target = spark_type(t.dtype)
         out = None
@@ -174,10 +174,17 @@ def _isin(e: ex.IsIn, schema: Schema) -> Column:
     return F.when(x.isNull(), F.lit(None).cast("boolean")).when(x.isin(values), F.lit(True)).otherwise(otherwise)
 
 
-def _cast(x: Column, src: DType | None, dst: DType) -> Column:
+def _cast(x: Column, src: DType | None, cast: ex.Cast) -> Column:
     from pyspark.sql import functions as F
 
-    if src == dst or (src, dst) in ((DType.INT64, DType.TIMESTAMP), (DType.TIMESTAMP, DType.INT64)):
+    from darwin.spark.casts import parsed, text
+
+    dst = cast.dtype
+    if src is DType.STRING and dst is not DType.STRING:
+        return parsed(x, cast)
+    if dst is DType.STRING and src not in (DType.STRING, None):
+        return text(x, src)
+    if src is None or src == dst or (src, dst) in ((DType.INT64, DType.TIMESTAMP), (DType.TIMESTAMP, DType.INT64)):
         return x.cast(spark_type(dst))
     if dst in (DType.INT64, DType.TIMESTAMP):
         if src is DType.FLOAT64:  # NaN, infinities and values past int64 give NULL (Spark would saturate)

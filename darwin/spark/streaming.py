@@ -217,7 +217,7 @@ def run(plan: pn.PlanNode, sink: Sink, result: ResultSpec, config: Config, metri
     returns once every source reached its end (never, for an unbounded one), or once ``stopping()``
     (a ``JobControl``'s stop) and no micro-batch is running. Closing the iterator stops the query
     too; a later run with the same ``checkpoint_dir`` goes on where it stopped."""
-    from darwin.spark.engine import _darwin_table, check
+    from darwin.spark.engine import _darwin_table, arrow, check
     from darwin.spark.session import spark_session
 
     check(config, streaming=True)
@@ -235,7 +235,7 @@ def run(plan: pn.PlanNode, sink: Sink, result: ResultSpec, config: Config, metri
     done: queue.Queue[pa.Table] = queue.Queue()
 
     def each_batch(df: DataFrame, batch_id: int) -> None:
-        table = _darwin_table(df.toArrow(), plan.schema)
+        table = _darwin_table(arrow(df), plan.schema)
         if t.updating:
             table = table.append_column(pa.field(CHANGE_COLUMN, pa.string(), nullable=False),
                                         pa.array([UPSERT] * table.num_rows, pa.string()))

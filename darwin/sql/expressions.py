@@ -414,8 +414,30 @@ class ExpressionTranslator:
             return lit(timestamp_ms(node.this, self.where), "timestamp")  # TIMESTAMP '2015-07-15 00:00:00'
         value = self(node.this)
         self._check_time_cast(node, value, target)
+        safe = isinstance(node, exp.TryCast)
         bits = NARROW_BITS.get(node.to.this)
-        return value.cast(target) if bits is None else self._narrowed(value, bits)
+        if type_of(value.node, self.schema, "CAST").dtype is DType.STRING and target is not DType.STRING:
+            return Expr(ex.Cast(value.node, target, safe, bits or 64))  # parsed in the target's range
+        if target is DType.STRING:
+            return self._sized(node, Expr(ex.Cast(value.node, target, safe)))
+        cast = Expr(ex.Cast(value.node, target, safe))
+        return cast if bits is None else self._narrowed(value, bits)
+
+    def _sized(self, node: exp.Cast, text: Expr) -> Expr:
+        """A cast to CHAR(n) or VARCHAR(n): the text cut to n code points, and a CHAR's padded with spaces to n,
+        as Flink's cast does; CHAR alone is CHAR(1), VARCHAR alone and STRING have no limit (Flink's defaults)."""
+        kind = node.to.this
+        if kind not in (exp.DataType.Type.CHAR, exp.DataType.Type.VARCHAR):
+            return text
+        params = node.to.expressions
+        if not params:
+            return text.str.rpad(1, " ") if kind is exp.DataType.Type.CHAR else text
+        length = params[0].this
+        if not isinstance(length, exp.Literal) or not length.is_int or not 1 <= int(length.this) <= 2**31 - 1:
+            raise self.where.error(node, f"{node.to.sql(dialect=Flink)}: the length is a whole number from 1 to "
+                                         "2147483647")
+        n = int(length.this)
+        return text.str.rpad(n, " ") if kind is exp.DataType.Type.CHAR else text.str.substring(1, n)
 
     def _check_time_cast(self, node: exp.Cast, value: Expr, target: DType) -> None:
         """A CAST between TIMESTAMP and a number or BOOLEAN is refused, as Flink refuses it: Darwin's

@@ -144,6 +144,38 @@ def test_casts_to_int_smallint_and_tinyint_narrow_on_spark(spark):
                    (-129, -128, -129, -128, 127, -128), (-1, None, -1, None, -1, None), (0, None, 0, None, 0, None),
                    (None, None, None, None, None, None)]
 
+def test_casts_to_and_from_strings_follow_flink_on_spark(spark):
+    """Spark's own casts differ from Flink's (true, 9.999999999999999E22 on Java 17, ' 1 ' and '1e3' as integers,
+    NULL where Flink's CAST fails): the translation spells Flink's rules out, and a CAST of text that does not
+    parse fails the Spark job with the CastError the other engines raise."""
+    import math
+
+    from engines import assert_three_engines_agree
+
+    from darwin.errors import CastError
+
+    texts = [" 12 ", "1.9", "-.5", "\t1", "9223372036854775808", "1e3", "NaN", " 1.5d\n", "0x1p3", "inf", " TRUE",
+             "Yes", "2015-7-5 1:2:3.4567", "2015-02-30", "2015-07-15T00:00:00", "", "12\n", None]
+    floats = [1e23, 1e7, 9999999.0, 1e-3, 9.99e-4, -0.0, math.nan, -math.inf, 5e-324, 2.0**63, -1.4421123051581972e18,
+              1.61304845894623136e17, 0.1, 123.456, 1.7976931348623157e308, 2.0**53 + 2, 100.0, None]
+    n = len(texts)
+    times = pa.array([0, -1, 1436918400123, 2**45] * 4 + [-5, None], pa.timestamp("ms"))
+    t = dw.from_arrow(pa.table({"s": texts, "f": floats, "i": [2**63 - 1, -(2**63), 0, -5] * 4 + [1, None],
+                                "b": [True, False, None] * 6, "at": times}), name="t")
+    q = t.select("s", f=col("f").cast("string"), i=col("i").cast("string"), b=col("b").cast("string"),
+                 at=col("at").cast("string"), n=col("s").try_cast("int64"), d=col("s").try_cast("float64"),
+                 yes=col("s").try_cast("bool"), when=col("s").try_cast("timestamp"),
+                 guarded=dw.when(col("s").try_cast("int64").is_null(), -1).otherwise(col("s").cast("int64")))
+    on_spark = {r["s"]: r for r in assert_three_engines_agree(q).table.to_pylist()}
+    assert len(on_spark) == n
+    assert [on_spark[s]["f"] for s in texts[:3]] == ["1.0E23", "1.0E7", "9999999.0"]
+    sql = dw.sql("SELECT s, TRY_CAST(s AS INT) AS a, TRY_CAST(s AS TINYINT) AS b, CAST(i AS VARCHAR(3)) AS c, "
+                 "CAST(b AS CHAR(6)) AS d FROM t", tables={"t": t})
+    assert_three_engines_agree(sql)
+    with pytest.raises(CastError, match="'inf' to DOUBLE"):
+        t.filter(col("s") == "inf").select(d=col("s").cast("float64")).collect(config=dw.Config(engine="spark"))
+
+
 def _exact(v):
     import math
 

@@ -508,3 +508,58 @@ def test_string_functions_give_flinks_results(config):
 def test_string_functions_refuse_bad_arguments_at_their_position(text, problem):
     with pytest.raises(SqlError, match=problem):
         dw.sql(text, tables={"t": table(s=["x"], n=[1])})
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_casts_to_strings_write_values_as_flink_does(config):
+    """Flink's CAST(... AS STRING): Java's Double.toString, TRUE/FALSE, TIMESTAMP(3) with its milliseconds;
+    VARCHAR(n) cuts, CHAR(n) cuts or pads with spaces, CHAR alone is CHAR(1)."""
+    t = table(i=pa.array([0, -42, INT64_MIN, None]), f=pa.array([1e7, -0.0, math.nan, None]),
+              b=pa.array([True, False, None, None]), at=pa.array([0, -1, 1436918400123, None], pa.timestamp("ms")))
+    got = rows("SELECT ts, CAST(i AS STRING), CAST(f AS VARCHAR), CAST(b AS STRING), CAST(at AS STRING), "
+               "CAST(i AS VARCHAR(2)), CAST(b AS CHAR(6)), CAST(f AS CHAR), CAST(1.5 AS STRING), "
+               "CAST(CAST(-1e-4 AS STRING) AS DOUBLE) FROM t", t, config)
+    assert got[0] == ("0", "1.0E7", "TRUE", "1970-01-01 00:00:00.000", "0", "TRUE  ", "1", "1.5", -1e-4)
+    assert got[1] == ("-42", "-0.0", "FALSE", "1969-12-31 23:59:59.999", "-4", "FALSE ", "-", "1.5", -1e-4)
+    assert got[2] == (str(INT64_MIN), "NaN", None, "2015-07-15 00:00:00.123", "-9", None, "N", "1.5", -1e-4)
+    assert got[3][:7] == (None,) * 7
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_strings_parse_as_flink_parses_them_and_try_cast_gives_null(config):
+    """Flink's parsing: integers trimmed of spaces, a fraction dropped, no exponent, each type's range; Java's
+    Double.parseDouble; t/true/y/yes/1 in any case; yyyy-M-d[ H:m:s[.f]]. TRY_CAST is NULL where CAST fails."""
+    texts = [" 12 ", "1.9", "-.5", "3000000000", "1e3", "NaN", " TRUE", "Yes", "2015-7-5 1:2:3.4567", "2015-02-30",
+             "2015-07-15T00:00:00", "", None]
+    t = table(s=pa.array(texts))
+    got = rows("SELECT ts, TRY_CAST(s AS BIGINT), TRY_CAST(s AS INT), TRY_CAST(s AS TINYINT), TRY_CAST(s AS DOUBLE), "
+               "TRY_CAST(s AS BOOLEAN), CAST(TRY_CAST(s AS TIMESTAMP) AS STRING) FROM t", t, config)
+    assert dict(zip(texts, got)) == {
+        " 12 ": (12, 12, 12, 12.0, None, None), "1.9": (1, 1, 1, 1.9, None, None), "-.5": (0, 0, 0, -0.5, None, None),
+        "3000000000": (3000000000, None, None, 3e9, None, None), "1e3": (None, None, None, 1000.0, None, None),
+        "NaN": (None, None, None, got[5][3], None, None), " TRUE": (None, None, None, None, None, None),
+        "Yes": (None, None, None, None, True, None),
+        "2015-7-5 1:2:3.4567": (None, None, None, None, None, "2015-07-05 01:02:03.456"),
+        "2015-02-30": (None, None, None, None, None, "2015-02-28 00:00:00.000"),
+        "2015-07-15T00:00:00": (None,) * 6, "": (None,) * 6, None: (None,) * 6}
+    assert math.isnan(got[5][3])
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_a_cast_of_text_that_does_not_parse_fails_naming_the_text_and_the_type(config):
+    from darwin.errors import CastError
+
+    t = table(s=pa.array(["1", "300", "x1"]))
+    with pytest.raises(CastError, match="'300' to TINYINT"):
+        rows("SELECT ts, CAST(s AS TINYINT) FROM t", t, config)
+    with pytest.raises(CastError, match="'x1' to DOUBLE"):
+        rows("SELECT ts, CAST(s AS DOUBLE) FROM t", t, config)
+    # a CASE arm not taken, or the right side of an AND decided by its left, is not evaluated (as in Flink)
+    assert rows("SELECT ts, CASE WHEN s LIKE 'x%' THEN -1 ELSE CAST(s AS BIGINT) END, "
+                "s NOT LIKE 'x%' AND CAST(s AS BIGINT) > 100 FROM t", t, config) == \
+        [(1, False), (300, True), (-1, False)]
+
+
+def test_a_cast_to_a_varchar_of_length_0_is_refused_at_its_position():
+    with pytest.raises(SqlError, match="line 1, column 17: VARCHAR\\(0\\)"):
+        dw.sql("SELECT ts, CAST(s AS VARCHAR(0)) FROM t", tables={"t": table(s=pa.array(["a"]))})
