@@ -143,7 +143,7 @@ class WindowAssign(_OneInput):
         if f.dtype is not DType.TIMESTAMP:
             raise DarwinTypeError(f"window: column {self.window.on!r} is {f.dtype.value}; a window needs a "
                                   "timestamp column (cast it with col(...).cast('timestamp'))")
-        _refuse_time_after_regular_join(self.input, self.window.on, "a window")
+        _refuse_unbounded_time(self.input, self.window.on, self.window.slide_ms, "a window")
         _ = self.schema
 
     @cached_property
@@ -198,7 +198,7 @@ class SessionAggregate(_OneInput):
         _need_aggregates(self.aggs)
         if updating(self.input):
             raise UnsupportedError(f"a session window aggregation over {_UPDATING} is not supported yet")
-        _refuse_time_after_regular_join(self.input, self.window.on, "a session window")
+        _refuse_unbounded_time(self.input, self.window.on, None, "a session window")
         f = self.input.schema.field(self.window.on, "session window")
         if f.dtype is not DType.TIMESTAMP:
             raise DarwinTypeError(f"session window: column {self.window.on!r} is {f.dtype.value}; a window needs "
@@ -799,6 +799,31 @@ def _key_family(t: DType | None) -> str | None:
 
 def _name(t: DType | None) -> str:
     return "null" if t is None else t.value
+
+
+def _refuse_unbounded_time(node: PlanNode, column: str, slide_ms: int | None, what: str) -> None:
+    """Event-time windows over a column no watermark bounds are refused, as Flink refuses windows on
+    a column that is not a time attribute: over another operator's rows, lateness is judged by that
+    operator's watermark, and a column that may lie far behind it (a window's ``window_start`` into
+    a shorter window, a group key, a regular join's times) would make which rows come late depend
+    on where batches end (``TimeLag.judged_alike``). Updating inputs are refused by their readers."""
+    from darwin.plan.explain import describe
+    from darwin.plan.temporal import judged_by_source, producer, time_lags
+
+    _refuse_time_after_regular_join(node, column, what)
+    if judged_by_source(node) or updating(node):
+        return
+    lag = time_lags(node).get(column)
+    if lag is not None and lag.judged_alike(slide_ms):
+        return
+    behind = "may lie any time behind its watermark" if lag is None else \
+        f"lies up to {lag.behind_ms} ms behind its watermark"
+    raise UnsupportedError(
+        f"{what} on {column!r} over the output of {describe(producer(node))}: {column!r} is not a time attribute "
+        f"there (it {behind}), so which of its rows came late would depend on where batches end (Flink "
+        "refuses windows on a column that is not a time attribute). Window on a time attribute: a source's "
+        "time column before that operator, a windowed aggregation's window_end, or window_end - 1 (Flink's "
+        "window_time)")
 
 
 def _refuse_time_after_regular_join(node: PlanNode, column: str, what: str) -> None:

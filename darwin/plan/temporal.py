@@ -114,6 +114,91 @@ def time_attributes(node: pn.PlanNode) -> frozenset[str]:
     return frozenset()  # a regular join: its output rows carry no bound on their times
 
 
+@dataclass(frozen=True)
+class TimeLag:
+    """How far a timestamp column's rows (up to those counted late) may lie below its node's
+    watermark: each value is ``t - behind_ms`` for some ``t`` at or above the watermark that is a
+    multiple of ``period_ms`` (a window's end is a multiple of its slide; 1: any millisecond)."""
+
+    behind_ms: int
+    period_ms: int = 1
+
+    def shifted(self, ms: int) -> TimeLag:
+        """The lag of this column plus ``ms``: a column ahead of the watermark lags by nothing."""
+        behind = self.behind_ms - ms
+        return TimeLag(behind, self.period_ms) if behind > 0 else TimeLag(0)
+
+    def judged_alike(self, slide_ms: int | None) -> bool:
+        """Whether a window over the column, fed by its node, finds the same rows late whatever the
+        batches, its windows ending at multiples of ``slide_ms`` (None: sessions, ending anywhere).
+
+        A row leaves its producer once the watermark reaches its ``t``, and reaches the window before
+        that watermark does (an operator emits the rows a watermark releases before passing the
+        watermark on). It is then late exactly when its window ended before ``t``: if a window end
+        lies strictly between the value and ``t``, whether the watermark passed it before the row
+        came depends on where batches ended. None does when the value lies at most 1 ms behind
+        (Flink's window time, ``window_end - 1``), or when every ``t`` is a window end of the window
+        and the value lies at most one slide behind it (``window_start`` into a window as long)."""
+        if self.behind_ms <= 1:
+            return True
+        return slide_ms is not None and self.period_ms % slide_ms == 0 and self.behind_ms <= slide_ms
+
+
+def time_lags(node: pn.PlanNode) -> dict[str, TimeLag]:
+    """The timestamp columns of ``node`` that a watermark bounds, with how far they may lie below it:
+    its time attributes (lag 0), a window's bounds (``window_start`` lies its size behind
+    ``window_end``), and columns a constant away from those. A column not here carries no bound a
+    watermark follows (a group key, an aggregate, a regular join's times)."""
+    if isinstance(node, (pn.Scan, pn.Join, pn.Union)):
+        return dict.fromkeys(time_attributes(node), TimeLag(0))
+    if isinstance(node, (pn.Filter, pn.LookupJoin)):
+        return time_lags(node.input)
+    if isinstance(node, pn.Project):
+        inner = time_lags(node.input)
+        lags = {name: _lag_of(e, inner) for name, e in node.exprs}
+        return {name: lag for name, lag in lags.items() if lag is not None}
+    if isinstance(node, pn.WindowAssign):
+        return {**time_lags(node.input), **_bound_lags(node.window)}
+    if isinstance(node, pn.Aggregate):
+        return _bound_lags(node.input.window)
+    if isinstance(node, pn.SessionAggregate):  # a session's row, once the watermark passes its end
+        return {pn.WINDOW_END: TimeLag(0)}
+    # A window top-N judges lateness per batch, and a deduplication passes a row on with the
+    # watermark after its batch: neither output bounds a column row by row (docs/decisions.md).
+    return {}
+
+
+def _bound_lags(window: Window) -> dict[str, TimeLag]:
+    return {pn.WINDOW_END: TimeLag(0, window.slide_ms), pn.WINDOW_START: TimeLag(window.size_ms, window.slide_ms)}
+
+
+def _lag_of(e: ex.ExprNode, lags: dict[str, TimeLag]) -> TimeLag | None:
+    """The lag of ``column``, ``column + n`` or ``column - n`` (n a whole number of ms) over ``lags``."""
+    if isinstance(e, ex.Column):
+        return lags.get(e.name)
+    if not (isinstance(e, ex.Binary) and e.op in ("add", "sub") and isinstance(e.left, ex.Column)
+            and isinstance(e.right, ex.Literal) and e.right.dtype is DType.INT64 and e.right.value is not None):
+        return None
+    lag = lags.get(e.left.name)
+    if lag is None:
+        return None
+    return lag.shifted(e.right.value if e.op == "add" else -e.right.value)
+
+
+def judged_by_source(node: pn.PlanNode) -> bool:
+    """Whether a window over ``node``'s rows judges lateness row by row from its source's own
+    event-time progress (a source's rows, through filters, projections and lookups), so that any
+    timestamp column of them is judged alike whatever the batches."""
+    return isinstance(producer(node), pn.Scan)
+
+
+def producer(node: pn.PlanNode) -> pn.PlanNode:
+    """The node whose rows ``node`` passes on row by row (through filters, projections and lookups)."""
+    while isinstance(node, (pn.Filter, pn.Project, pn.LookupJoin)):
+        node = node.input
+    return node
+
+
 def window_of(node: pn.PlanNode, column: str) -> Window | None:
     """The window whose ``window_start``/``window_end`` ``column`` carries, if any."""
     if isinstance(node, pn.WindowAssign):

@@ -4,7 +4,7 @@ import pyarrow as pa
 import pytest
 
 import darwin as dw
-from darwin import col, lit
+from darwin import Expr, col, lit
 from darwin.errors import DarwinTypeError, PlanError
 
 
@@ -124,6 +124,35 @@ def test_an_empty_split_separator_is_refused_when_the_expression_is_built():
     with pytest.raises(DarwinTypeError, match="separator"):
         dw.sql("SELECT SPLIT_INDEX(s, '', 0) AS p FROM t",
                tables={"t": dw.from_arrow(pa.table({"s": ["a,b"]}), name="t")})
+
+
+def _counts_per_window(size: str, then: str, column: Expr) -> dw.Table:
+    """Counts per key in ``size`` windows, summed again in ``then`` windows over ``column``."""
+    times = [i * 300 + (i % 7) * 150 for i in range(140)]  # out of order by up to a second
+    source = dw.from_arrow(pa.table({"k": [i % 3 for i in range(140)], "ts": pa.array(times, pa.timestamp("ms"))}),
+                           time="ts", max_delay="1s", name="events")
+    counts = source.window(dw.Tumble(size, on="ts")).group_by("k").agg(n=dw.count())
+    return counts.select("k", "n", s=column).window(dw.Tumble(then, on="s")).agg(total=dw.sum("n"))
+
+
+def test_a_window_on_a_column_its_input_watermark_does_not_bound_is_refused():
+    """A window over a windowed aggregation's window_start into shorter windows found rows late or not
+    by where batches ended (20 s windows' starts into 2 s windows: no row at batch size 1, every one at
+    1000), while late rows were counted. Refused, as Flink refuses windows on a column that is not a
+    time attribute; the window's end, Flink's window time (end - 1), and a start into windows as long
+    as the first ones (each start is a window's first millisecond) are judged alike whatever the batches."""
+    with pytest.raises(dw.errors.UnsupportedError, match=r"on 's' over the output of Aggregate.*20000 ms behind"):
+        _counts_per_window("20s", "2s", col("window_start"))
+    with pytest.raises(dw.errors.UnsupportedError, match=r"on 's' over the output of Aggregate.*20000 ms behind"):
+        _counts_per_window("20s", "10s", col("window_start"))
+    with pytest.raises(dw.errors.UnsupportedError, match=r"on 's' over the output of Aggregate.*any time behind"):
+        _counts_per_window("20s", "2s", col("n").cast("timestamp"))
+    for then, column in (("2s", col("window_end")), ("2s", col("window_end") - 1), ("20s", col("window_start")),
+                         ("2s", col("window_start") + 20_000), ("10s", col("window_start") + 10_000)):
+        results = [sorted(_counts_per_window("20s", then, column).collect(dw.Config(batch_size=b)).to_pylist(),
+                          key=str) for b in (1, 7, 1000)]
+        assert results[0] == results[1] == results[2]
+        assert sum(r["total"] for r in results[0]) == 140
 
 
 def test_aggregation_over_an_outer_join_is_refused_by_both_engines(t, config):

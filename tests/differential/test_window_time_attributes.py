@@ -1,0 +1,47 @@
+"""Windows over another operator's rows: every shape the plan takes is judged alike whatever the
+batches, and the ones it refuses are those whose column could lie behind a window end.
+(docs/decisions.md, Event time: a window over another operator's rows needs a time attribute.)"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import darwin as dw
+from darwin import col
+from darwin.errors import UnsupportedError
+
+SIZES = st.sampled_from([1, 2, 3, 4, 6, 12])
+
+
+@st.composite
+def cascades(draw: st.DrawFn) -> dw.Table:
+    """A sliding or tumbling count per key, its window_start or window_end shifted by a few ms or a
+    window's length, summed again in windows of another size (ms-sized too)."""
+    unit = draw(st.sampled_from([1, 10, 100]))
+    size, size2 = unit * draw(SIZES), unit * draw(SIZES)
+    slide = size // 2 if size % 2 == 0 and draw(st.booleans()) else size
+    slide2 = size2 // 2 if size2 % 2 == 0 and draw(st.booleans()) else size2
+    bound = draw(st.sampled_from(["window_start", "window_end"]))
+    shift = draw(st.sampled_from([0, 1, 2, unit, size, -1, -2, -unit, -size]))
+    step = draw(st.sampled_from([1, 3, 50]))
+    jitter = draw(st.lists(st.integers(-5 * step, 5 * step), min_size=60, max_size=60))
+    times = [i * step + j for i, j in enumerate(jitter)]
+    source = dw.from_arrow(pa.table({"k": [i % 3 for i in range(60)], "ts": pa.array(times, pa.timestamp("ms"))}),
+                           time="ts", max_delay=draw(st.sampled_from([0, 3 * step])), name="events")
+    counts = source.window(dw.Slide(size, every=slide, on="ts")).group_by("k").agg(n=dw.count())
+    column = col(bound) + shift if shift else col(bound)
+    return counts.select("k", "n", s=column).window(dw.Slide(size2, every=slide2, on="s")).agg(total=dw.sum("n"))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_every_cascade_the_plan_takes_is_judged_alike_whatever_the_batches(data: st.DataObject) -> None:
+    try:
+        query = data.draw(cascades())
+    except UnsupportedError as e:
+        assert "is not a time attribute there" in str(e)
+        return
+    results = [sorted(query.collect(dw.Config(batch_size=b)).to_pylist(), key=str) for b in (1, 2, 5, 1000)]
+    assert all(r == results[0] for r in results)
