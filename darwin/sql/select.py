@@ -36,6 +36,46 @@ def _row_number(item: exp.Expr) -> exp.Window | None:
 _WINDOW_CLAUSES = ("partition_by", "order", "spec")  # what OVER (...) says, a named window too
 
 
+_MIRRORED: dict[type[exp.Expr], type[exp.Expr]] = {exp.GTE: exp.LTE, exp.GT: exp.LT, exp.LTE: exp.GTE,
+                                                   exp.LT: exp.GT, exp.EQ: exp.EQ}
+
+
+def _rank_comparison(c: exp.Expr, alias: str) -> tuple[type[exp.Expr], Decimal] | None:
+    """``rn <op> number`` (or ``number <op> rn``, mirrored) as the operator and the number."""
+    for column, number, op in ((c.this, c.args.get("expression"), type(c)),
+                               (c.args.get("expression"), c.this, _MIRRORED.get(type(c)))):
+        if op in _MIRRORED and isinstance(column, exp.Column) and column.name == alias \
+                and isinstance(number, exp.Literal) and not number.is_string:
+            return op, Decimal(number.this)
+    return None
+
+
+def _rank_upper_bound(c: exp.Expr, alias: str) -> int | None:
+    """The largest row number a WHERE conjunct lets through, if it bounds the row number from above
+    (the whole numbers under a bound such as 2.5)."""
+    if isinstance(c, exp.Between) and isinstance(c.this, exp.Column) and c.this.name == alias:
+        high = c.args.get("high")
+        return math.floor(Decimal(high.this)) if isinstance(high, exp.Literal) and not high.is_string else None
+    compared = _rank_comparison(c, alias)
+    if compared is None:
+        return None
+    op, number = compared
+    if op is exp.LTE or op is exp.EQ:
+        return math.floor(number)
+    return math.ceil(number) - 1 if op is exp.LT else None
+
+
+def _only_an_upper_bound(c: exp.Expr, alias: str) -> bool:
+    """Whether a conjunct says no more than that the row number is at most some bound, which the
+    smallest such bound (the top-N's) implies: ``rn <= N``, ``rn < N``, ``rn = 1``."""
+    compared = _rank_comparison(c, alias)
+    return compared is not None and (compared[0] in (exp.LTE, exp.LT) or compared == (exp.EQ, 1))
+
+
+def _names_column(node: exp.Expr, name: str) -> bool:
+    return any(c.name == name for c in node.find_all(exp.Column))
+
+
 class SelectPlanner(GroupByClause):
     """One SELECT, clause by clause."""
 
@@ -179,7 +219,11 @@ class SelectPlanner(GroupByClause):
             raise self.error(when, f"FOR SYSTEM_TIME AS OF {when.sql(dialect=Flink)}: not a time column")
 
     def _rank_request(self, sub: exp.Subquery) -> RankRequest | None:
-        """The top-N asked of a subquery selecting ROW_NUMBER(): its bound, taken out of this WHERE."""
+        """The top-N asked of a subquery selecting ROW_NUMBER(): its bound, the smallest upper bound
+        WHERE puts on the row number (``rn <= N``, ``rn < N``, ``N >= rn``, ``rn = N``, ``rn BETWEEN
+        a AND N``), as Flink reads a rank range. Upper bounds are taken out of this WHERE; the other
+        conditions on the row number (``rn >= 2``, ``rn BETWEEN 2 AND 3``) stay to filter the ranked
+        rows, which then carry their row numbers whether or not the query selects them."""
         inner = sub.this
         if not isinstance(inner, exp.Select):
             return None
@@ -189,25 +233,17 @@ class SelectPlanner(GroupByClause):
         alias = numbered[0].alias
         if not alias:
             raise self.error(numbered[0], "name ROW_NUMBER() OVER (...) with AS, and filter on it: WHERE rn <= N")
+        bounds = [bound for c in self.pool if (bound := _rank_upper_bound(c, alias)) is not None]
+        if not bounds:
+            raise self.error(numbered[0], f"ROW_NUMBER() is only supported as a top-N: filter it with WHERE "
+                                          f"{alias} <= N")
+        self.pool = [c for c in self.pool if not _only_an_upper_bound(c, alias)]
         items = self.node.expressions
         selects_rank = any(isinstance(i, exp.Star) or isinstance(i, exp.Column) and isinstance(i.this, exp.Star)
-                           for i in items) or any(c.name == alias for i in items for c in i.find_all(exp.Column))
-        for condition in self.pool:
-            bound = self._rank_bound(condition, alias)
-            if bound is not None:
-                self.pool = [p for p in self.pool if p is not condition]
-                return RankRequest(alias, bound, selects_rank)
-        raise self.error(numbered[0], f"ROW_NUMBER() is only supported as a top-N: filter it with WHERE {alias} <= N")
+                           for i in items) or any(_names_column(i, alias) for i in items)
+        filters_rank = any(_names_column(c, alias) for c in self.pool)
+        return RankRequest(alias, min(bounds), selects_rank or filters_rank)
 
-    @staticmethod
-    def _rank_bound(c: exp.Expr, alias: str) -> int | None:
-        if isinstance(c, (exp.LTE, exp.LT, exp.EQ)) and isinstance(c.this, exp.Column) and c.this.name == alias \
-                and isinstance(c.expression, exp.Literal) and not c.expression.is_string:
-            bound = Decimal(c.expression.this)  # the row numbers under a bound such as 2.5
-            if isinstance(c, exp.EQ):
-                return 1 if bound == 1 else None
-            return math.ceil(bound) - 1 if isinstance(c, exp.LT) else math.floor(bound)
-        return None
     # -- the select list ---------------------------------------------------------------------
     def select_list(self, rel: Relation, replaced: Replaced, rank: RankRequest | None) -> Table:
         translate = self.translator(rel, replaced)
