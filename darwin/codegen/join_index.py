@@ -159,13 +159,21 @@ def _probe_into(slots: np.ndarray, nxt: np.ndarray, alive: np.ndarray, probe: np
     return rows.shape[0], m
 
 
+INSERT, UPDATE_BEFORE, DELETE = 0, 1, 3  # change kinds (darwin.plan.nodes.ChangeKind)
+
+
 @njit(cache=True, nogil=True)
 def plan_output(n: int, probe_rows_: np.ndarray, pair_probe: np.ndarray, pair_kept: np.ndarray,
-                kept_matches: np.ndarray, pad_probe: np.ndarray, retract_kept: bool, count_kept: bool) \
+                kept_matches: np.ndarray, pad_probe: np.ndarray, retract_kept: bool, count_kept: bool,
+                row_kind: np.ndarray, forward_adds: bool, forward_retractions: bool) \
         -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The output of one batch, in order: for each batch row in ``probe_rows_``, per matching
-    pair a retraction of the kept row's padded row if it had no match yet (``retract_kept``),
-    then the joined row; a padded row if it matched nothing and ``pad_probe`` says so.
+    """The output of one batch, in order, as Flink's regular join gives it. For each batch row in
+    ``probe_rows_`` that adds a row (``row_kind`` +I/+U), per matching pair a retraction of the
+    kept row's padded row if it had no match yet (``retract_kept``), then the joined row (of the
+    row's own kind if ``forward_adds``, else +I); a padded row if it matched nothing and
+    ``pad_probe`` says so. For a row withdrawn (-U/-D), per pair the joined row taken back (its own
+    kind if ``forward_retractions``, else -D), then the kept row's padded row if that was its last
+    match (``count_kept``); its padded row taken back (-D) if it matched nothing and ``pad_probe``.
 
     Returns (batch row or -1, kept row or -1, change kind, matches per batch row); updates
     ``kept_matches`` if ``count_kept`` (the kept side keeps them: ``retract_kept`` needs it).
@@ -179,25 +187,65 @@ def plan_output(n: int, probe_rows_: np.ndarray, pair_probe: np.ndarray, pair_ke
     p = 0
     for q in range(probe_rows_.shape[0]):
         i = probe_rows_[q]
+        withdrawn = row_kind[i] == UPDATE_BEFORE or row_kind[i] == DELETE
         while p < pair_probe.shape[0] and pair_probe[p] == i:
             r = pair_kept[p]
-            if retract_kept and kept_matches[r] == 0:
+            if not withdrawn and retract_kept and kept_matches[r] == 0:
                 out_probe[m] = -1
                 out_kept[m] = r
-                kind[m] = 3  # -D
+                kind[m] = DELETE
                 m += 1
-            if count_kept:
-                kept_matches[r] += 1
             matches[i] += 1
             out_probe[m] = i
             out_kept[m] = r
+            if withdrawn:
+                kind[m] = row_kind[i] if forward_retractions else DELETE
+            else:
+                kind[m] = row_kind[i] if forward_adds else INSERT
             m += 1
             p += 1
+            if not count_kept:
+                continue
+            if not withdrawn:
+                kept_matches[r] += 1
+            elif kept_matches[r] > 0:  # a row whose state_ttl ran out may have had no count of its own
+                kept_matches[r] -= 1
+                if kept_matches[r] == 0:
+                    out_probe[m] = -1
+                    out_kept[m] = r
+                    kind[m] = INSERT
+                    m += 1
         if pad_probe[i] and matches[i] == 0:
             out_probe[m] = i
             out_kept[m] = -1
+            kind[m] = DELETE if withdrawn else INSERT
             m += 1
     return out_probe[:m], out_kept[:m], kind[:m], matches
+
+
+@njit(cache=True, nogil=True)
+def take_back(pair_probe: np.ndarray, pair_kept: np.ndarray, same: np.ndarray, alive: np.ndarray, first: int,
+              origin: np.ndarray) -> np.ndarray:
+    """The kept rows a batch's retractions take back, marked dead: for each retracting batch row
+    (its candidate pairs together, in batch order, kept rows in arrival order), the earliest live
+    kept row with its values (``same``) that came before it: kept before this batch (below
+    ``first``) or from an earlier row of the batch (kept row ``first + j`` is batch row
+    ``origin[j]``). One kept row per retraction; none if its state_ttl ran out."""
+    out = np.empty(pair_probe.shape[0], dtype=np.int64)
+    m = 0
+    p = 0
+    while p < pair_probe.shape[0]:
+        i = pair_probe[p]
+        found = False
+        while p < pair_probe.shape[0] and pair_probe[p] == i:
+            r = pair_kept[p]
+            if not found and same[p] and alive[r] and (r < first or origin[r - first] < i):
+                alive[r] = False
+                out[m] = r
+                m += 1
+                found = True
+            p += 1
+    return out[:m]
 
 
 @njit(cache=True, nogil=True)

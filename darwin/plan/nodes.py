@@ -610,10 +610,6 @@ class Join:
         if not self.left_keys or len(self.left_keys) != len(self.right_keys):
             raise PlanError("join: give the keys as pairs, e.g. on=[('auction', 'id')] or left_on=/right_on= "
                             "of the same length")
-        for side in (self.left, self.right):
-            if updating(side):
-                raise UnsupportedError(f"join: an input is {_UPDATING}; joins "
-                                       "over updating inputs are not supported yet")
         for i, (lk, rk) in enumerate(zip(self.left_keys, self.right_keys)):
             lt = type_of(lk, self.left.schema, f"join key {i} of the left side").dtype
             rt = type_of(rk, self.right.schema, f"join key {i} of the right side").dtype

@@ -33,7 +33,7 @@ from darwin.plan.aggregates import Accumulator, function, order_key
 from darwin.plan.evaluate import Row, compile_expr
 from darwin.plan.exprs import Column
 from darwin.plan.ranking import Ranking, ranking_of
-from darwin.plan.temporal import join_timing
+from darwin.plan.temporal import join_timing, judged_by_source
 from darwin.plan.visitor import SharedNodeVisitor
 from darwin.plan.window import BarrierWindow
 from darwin.runtime.encoding import to_int64
@@ -339,7 +339,8 @@ class _Join(_Operator):
 
     - Regular joins keep rows (for ``state_ttl`` of watermark progress after the watermark at
       their arrival, if given). Outer joins emit an unmatched row padded with NULLs at once, and
-      when its first match arrives, a -D of the padded row before the joined row.
+      when its first match arrives, a -D of the padded row before the joined row. A row an
+      updating input withdraws (-U/-D) takes back what it joined and one kept row (``_retract``).
     - Interval and window joins (``darwin.plan.temporal``) drop late rows (counted) and free a
       row once the other side's watermark has passed its bound; an outer join emits a padded row
       for a row freed without a match (left side first, in arrival order). Output only appends.
@@ -379,7 +380,15 @@ class _Join(_Operator):
         timing = None if self.timing is None else (self.timing.left, self.timing.right)[side]
         out = self.out
         for row in rows:
+            kind = row.get(pn.CHANGE_KIND, INSERT)
+            if pn.CHANGE_KIND in row:  # the kind goes with the joined row, not with the row kept
+                row = {n: v for n, v in row.items() if n != pn.CHANGE_KIND}
             key = _key(self.keys[side], row)
+            if kind in RETRACTIONS:
+                self._retract(side, row, key, kind)
+                continue
+            # an inner join passes its input's kind on (+I or +U), as Flink's does; an outer one adds (+I)
+            added = kind if not (self.outer[side] or self.outer[other]) else INSERT
             bound = NO_WATERMARK
             if timing is not None:
                 t = row[timing.time]
@@ -407,6 +416,7 @@ class _Join(_Operator):
                     out.append(self._pair(other, entry.row, None, DELETE))
                 entry.matches += 1
                 matches += 1
+                joined[pn.CHANGE_KIND] = added
                 out.append(joined)
             if matches == 0 and self.outer[side] and timing is None:
                 out.append(self._pair(side, row, None))
@@ -414,6 +424,39 @@ class _Join(_Operator):
             self.state[side].append(entry)
             self.index[side].setdefault(key, []).append(entry)
         self._flush()
+
+    def _retract(self, side: int, row: Row, key: tuple | None, kind: int) -> None:
+        """Row ``row`` of an updating input withdrawn (-U/-D): as Flink's regular join, it takes back
+        its pairs with the other side's kept rows (-D, or its own kind on a side that is not outer),
+        a kept row of an outer other side whose last match it was is padded again (+I), and its own
+        padded row goes if it matched nothing. Then the oldest kept row of its side with exactly its
+        values (NaN equal to NaN, NULL to NULL, -0.0 not to 0.0) leaves: one for each retraction."""
+        other, out = 1 - side, self.out
+        gone = DELETE if self.outer[side] else kind
+        matches = 0
+        for entry in self.index[other].get(key, ()) if key is not None else ():
+            if not entry.alive:
+                continue
+            joined = self._pair(side, row, entry.row, gone)
+            if self.condition is not None and self.condition(joined) is not True:
+                continue
+            matches += 1
+            out.append(joined)
+            if self.outer[other] and entry.matches > 0:
+                entry.matches -= 1
+                if entry.matches == 0:
+                    out.append(self._pair(other, entry.row, None, INSERT))
+        if matches == 0 and self.outer[side]:
+            out.append(self._pair(side, row, None, DELETE))
+        kept = self.index[side].get(key, []) if key is not None else []  # a NULL key's row was never kept
+        taken = next((e for e in kept if e.alive and _same_row(e.row, row)), None)  # rows of one input: same names
+        if taken is None:  # its state_ttl ran out: its pairs were still taken back, as in Flink
+            return
+        taken.alive = False
+        self.state[side].remove(taken)
+        kept.remove(taken)
+        if not kept and key is not None:
+            del self.index[side][key]
 
     def _flush(self) -> None:
         rows, self.out = self.out, []
@@ -789,8 +832,9 @@ class _Rank(_Operator):
 
     Without a window, after each pushed batch every partition the batch touched (in the order it
     first touched them) emits the changes of its kept rows. Over windows, rows of a window that
-    closed by the operator's watermark before the batch are late; a window's kept rows are
-    emitted when it closes, ordered as fired windows are."""
+    closed by the operator's watermark before the batch are late, and over a source's rows also
+    those of a window closed by the watermark just after the row (as a windowed aggregation judges
+    them); a window's kept rows are emitted when it closes, ordered as fired windows are."""
 
     def __init__(self, node: pn.TopN | pn.Deduplicate, ctx: _Context, child: _Operator) -> None:
         super().__init__([child])
@@ -798,6 +842,7 @@ class _Rank(_Operator):
         self.held = _Partitions(list(node.input.schema.names), self.r.partition, self.r.order)
         self.parts = self.held.rows
         self.shown: dict[tuple, list[_Ranked]] = {}  # the kept rows last emitted, per partition
+        self.by_row = isinstance(node.input, pn.WindowAssign) and judged_by_source(node.input.input)
 
     def watermark(self) -> int:
         return self.wm if self.r.windowed else self.inputs[0].watermark()
@@ -805,8 +850,8 @@ class _Rank(_Operator):
     def push(self, rows: Rows, marks: Marks, port: int) -> None:
         r = self.r
         touched: dict[tuple, None] = {}
-        for row in rows:
-            if r.windowed and row[pn.WINDOW_END] <= self.wm:
+        for row, mark in zip(rows, marks):
+            if r.windowed and row[pn.WINDOW_END] <= (max(self.wm, mark) if self.by_row else self.wm):
                 self.ctx.metrics.add("late_rows", 1)
                 continue
             touched[self.held.take(row)] = None

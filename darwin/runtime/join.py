@@ -21,11 +21,13 @@ from darwin.plan import nodes as pn
 from darwin.plan.exprs import columns_of
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.pipeline import PipelineRunner, concatenated
+from darwin.runtime.rows import same_values
 from darwin.state.backend import StateBackend
 from darwin.timestamps import NO_WATERMARK
 from darwin.types import DType, Field, Schema
 
 KEEP = "__darwin_keep"
+WITHDRAWN = np.array([pn.ChangeKind.UPDATE_BEFORE, pn.ChangeKind.DELETE], dtype=np.int64)
 
 
 class JoinRunner:
@@ -81,15 +83,18 @@ class JoinRunner:
                 bound = b.values.astype(np.int64) + np.int64(timing.bound_shift)
             if b.valid is not None:
                 bound = np.where(b.valid, bound, np.int64(NO_WATERMARK))
+        kinds = batch.columns.get(pn.CHANGE_KIND)  # an updating input's: rows withdrawn take back their pairs
+        row_kind = np.zeros(n, np.int64) if kinds is None else kinds.values.astype(np.int64, copy=False)
+        withdrawn = np.isin(row_kind, WITHDRAWN)
         probing = np.flatnonzero(eligible & usable)
         hashes = ji.hash_keys(keys)
         pair_probe, pair_kept = theirs.probe(keys, hashes, probing)
-        kept = probing
+        kept = probing[~withdrawn[probing]]
         if self.j.unique[1 - side] and not self.outer[side] and len(pair_probe):
             # the one row of theirs with this key is here: none can come that this row would match
             matched = np.zeros(n, dtype=np.bool_)
             matched[pair_probe] = True
-            kept = probing[~matched[probing]]
+            kept = kept[~matched[kept]]
         if self.condition is not None and len(pair_probe):
             pair_probe, pair_kept = self._where(side, batch, pair_probe, pair_kept)
         pad = np.zeros(n, dtype=np.bool_)
@@ -97,17 +102,37 @@ class JoinRunner:
             pad[eligible & ~usable] = True  # a NULL key or time never matches: padded at once
             if timing is None:
                 pad[probing] = True  # a regular join pads at once; an interval or window join when freed
+        outer = self.outer[side] or self.outer[1 - side]  # an inner join passes its input's kinds on, as Flink's
         out_probe, out_kept, kind, matches = ji.plan_output(
             n, np.flatnonzero(eligible), pair_probe, pair_kept, theirs.matches, pad,
-            self.updating and self.outer[1 - side], self.outer[1 - side])
+            self.updating and self.outer[1 - side], self.outer[1 - side], row_kind, not outer, not self.outer[side])
         result = self._assemble(side, batch.columns, out_probe, out_kept, kind, self.emits) if len(out_probe) else None
         if timing is not None and not self.outer[side]:
             # a row whose bound the other side's watermark has passed would be freed at the next
             # advance, and no row of the other side that is not late can match it before: not kept
             kept = kept[bound[kept] >= self.side_wm[1 - side]]
-        mine.append({name: (c.values, c.valid) for name, c in batch.columns.items()}, kept, keys, hashes, bound,
-                    self.wm, matches)
+        columns = {name: (c.values, c.valid) for name, c in batch.columns.items()}
+        first = mine.count
+        mine.append(columns, kept, keys, hashes, bound, self.wm, matches)
+        if withdrawn.any():
+            self._take_back(side, columns, np.flatnonzero(withdrawn & usable), keys, hashes, first, kept)
         return result
+
+    def _take_back(self, side: int, columns: dict[str, tuple[np.ndarray, np.ndarray | None]], rows: np.ndarray,
+                   keys: np.ndarray, hashes: np.ndarray, first: int, appended: np.ndarray) -> None:
+        """Batch rows ``rows`` withdrawn: each takes back one kept row of its side with exactly its
+        values (NaN equal to NaN, NULL to NULL, -0.0 not to 0.0) that came before it, the earliest
+        first. Rows ``first``, first+1, ... were kept from this batch's rows ``appended``."""
+        mine = self.sides[side]
+        pair_probe, pair_kept = mine.probe(keys, hashes, rows)
+        if not len(pair_probe):
+            return
+        same = np.ones(len(pair_probe), dtype=np.bool_)
+        for f in self.schemas[side].fields:
+            values, valid = columns[f.name]
+            here = (values[pair_probe], None if valid is None else valid[pair_probe])
+            same &= same_values(here, mine.gather(f.name, pair_kept), len(pair_probe))
+        mine.taken_back(ji.take_back(pair_probe, pair_kept, same, mine.alive, first, appended))
 
     def _keys(self, batch: EncodedBatch) -> tuple[np.ndarray, np.ndarray]:
         """Key components as int64 (floats as normalised bits) and whether the row's key has no NULL."""

@@ -165,7 +165,15 @@ class StreamTranslator(SharedNodeVisitor[Stream]):
         }.get(type(node).__name__, "it has no streaming translation")
         raise UnsupportedError(f"Spark Structured Streaming cannot run {_name(node)}: {why}")
 
-    visit_TopN = visit_Deduplicate = visit_Over = visit_Join = visit_LookupJoin = _refuse
+    def visit_Join(self, node: pn.Join) -> Stream:
+        if pn.updating(node.left) or pn.updating(node.right):
+            raise UnsupportedError(f"Spark Structured Streaming cannot run {_name(node)}: an input is an updating "
+                                   "result, and Spark joins only streams that append (it has no retractions); run "
+                                   "the query on Darwin's engine, or on Spark from bounded sources (a batch job "
+                                   "joins the inputs' final tables)")
+        return self._refuse(node)
+
+    visit_TopN = visit_Deduplicate = visit_Over = visit_LookupJoin = _refuse
     visit_SessionAggregate = visit_Union = visit_WindowAssign = _refuse
 
 

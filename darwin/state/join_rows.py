@@ -255,6 +255,10 @@ class JoinRows:
         self.dead += len(freed)
         return freed
 
+    def taken_back(self, rows: np.ndarray) -> None:
+        """Rows ``rows``, already marked dead by the retractions that took them back, are counted dead."""
+        self.dead += len(rows)
+
     def free_below(self, watermark: int) -> np.ndarray:
         """Free the live rows whose bound is below ``watermark``; the freed rows, in order."""
         if watermark <= self.lowest_bound:

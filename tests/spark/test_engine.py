@@ -360,3 +360,17 @@ def test_flink_string_functions_on_spark(spark):
     assert (got["abc"]["before"], got["abc"]["neg"], got["abc"]["lp"], got["abc"]["loc"]) == ("", None, None, 2)
     assert got["abc"]["rep"] == "$\\a$\\b$\\c$\\" and got["héllo wörld-x"]["cap"] == "HéLlo WöRld-X"
     assert got["a\\%b"]["like"] and got["a\nb"]["any"] and got[None]["ws"] == "w" and got[""]["cat"] is None
+
+
+@pytest.mark.parametrize("how", ["inner", "left", "right", "full"])
+def test_a_join_of_updating_results_is_the_join_of_their_final_tables_on_spark(spark, how):
+    """A regular join over aggregations (and a top-N): Spark's batch job joins their final tables,
+    which is what the streaming engines' retractions fold to."""
+    from engines import assert_three_engines_agree
+
+    t = bids()
+    totals = t.group_by("k").agg(total=dw.sum("v"), n=dw.count())
+    tops = t.top_n(1, by="k", order=[dw.desc("v")]).select("k", high="v", at="ts")
+    per_count = t.group_by("k").agg(n=dw.count()).group_by("n").agg(keys=dw.count())
+    q = totals.join(tops, on=[("k", "k")], how=how, where=col("total") > col("high") + 1)
+    assert_three_engines_agree(q.join(per_count, on=[("n", "n")], how=how), batch_size=1)

@@ -123,6 +123,8 @@ def test_a_job_control_stop_ends_the_query_at_a_commit_and_a_restart_goes_on(spa
 @pytest.mark.parametrize("shape, named", [
     (lambda t: t.top_n(3, by="auction", order=[dw.desc("price")]), "TopN"),
     (lambda t: t.join(t, on=[("auction", "auction")]), "Join"),
+    (lambda t: t.group_by("auction").agg(n=dw.count()).join(t, on=[("auction", "auction")]),
+     "Join: an input is an updating result"),
     (lambda t: t.window(dw.Tumble("1s", on="date_time")).group_by("auction").agg(bidders=dw.count_distinct("bidder")),
      "Aggregate: agg bidders=count_distinct"),
     (lambda t: t.group_by("auction").agg(bidders=dw.count_distinct("bidder")),
