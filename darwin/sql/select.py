@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,16 @@ def _row_number(item: exp.Expr) -> exp.Window | None:
 
 
 _WINDOW_CLAUSES = ("partition_by", "order", "spec")  # what OVER (...) says, a named window too
+
+
+@dataclass(frozen=True)
+class RankKeys:
+    """What a ROW_NUMBER window partitions and orders by, as columns of the select list's result, and
+    the hidden columns (``$rank<i>``) it computes for the expressions the query does not select."""
+
+    by: list[str]
+    keys: list[tuple[str, bool]]  # (column, descending)
+    hidden: dict[str, Expr]
 
 
 _MIRRORED: dict[type[exp.Expr], type[exp.Expr]] = {exp.GTE: exp.LTE, exp.GT: exp.LT, exp.LTE: exp.GTE,
@@ -288,16 +299,18 @@ class SelectPlanner(GroupByClause):
             add(name, translate(value))
         if not named:
             raise self.error(self.node, "a SELECT needs at least one column besides PROCTIME()")
-        table = self.planner._located(self.node, lambda: rel.table.select(**named))
+        if rank is not None and numbered is None:
+            raise self.error(self.node, f"no ROW_NUMBER() ... AS {rank.alias} in this SELECT")
+        ranking = None if numbered is None else self._rank_keys(named, numbered[1], translate)
+        hidden = {} if ranking is None else ranking.hidden
+        table = self.planner._located(self.node, lambda: rel.table.select(**named, **hidden))
         if proctime:
             self.planner.record_proctime(table, frozenset(proctime))
         if self.window is not None:
             self._record_bounds(table, named)
-        if rank is None:
+        if rank is None or numbered is None or ranking is None:
             return table
-        if numbered is None:
-            raise self.error(self.node, f"no ROW_NUMBER() ... AS {rank.alias} in this SELECT")
-        return self._top_n(table, named, numbered, rank, translate)
+        return self._top_n(table, named, numbered, ranking, rank)
 
     def _window_top_n(self, rel: Relation, rank: RankRequest) -> RankRequest | None:
         """Flink's window top-N: ROW_NUMBER over a window table function, partitioned by window_start
@@ -407,11 +420,10 @@ class SelectPlanner(GroupByClause):
             raise self.error(node, "PARTITION BY and ORDER BY of a window take columns")
         return value.name
 
-    def _top_n(self, table: Table, named: Mapping[str, Any], numbered: tuple[str, exp.Window],
-               rank: RankRequest, translate: ExpressionTranslator) -> Table:
-        """The selected rows ranked by the ROW_NUMBER window: its PARTITION BY and ORDER BY name
-        selected expressions, or hidden columns added for the ranking and dropped after it."""
-        name, window = numbered
+    def _rank_keys(self, named: Mapping[str, Any], window: exp.Window, translate: ExpressionTranslator) -> RankKeys:
+        """The columns the ROW_NUMBER window partitions and orders by: selected expressions, or hidden
+        columns the select list computes beside them (from the rows it reads, as SQL's window does:
+        an ORDER BY v under ``-v AS v`` orders by the input's v) and the ranking drops."""
         outputs = {v.node: n for n, v in named.items() if isinstance(v, Expr)}
         hidden: dict[str, Expr] = {}
 
@@ -429,8 +441,13 @@ class SelectPlanner(GroupByClause):
         keys = [(column_for(o.this), self._descending(o)) for o in (order.expressions if order else [])]
         if not keys:
             raise self.error(window, "ROW_NUMBER() needs ORDER BY")
-        if hidden:
-            table = self.planner._located(window, lambda: table.with_columns(**hidden))
+        return RankKeys(by, keys, hidden)
+
+    def _top_n(self, table: Table, named: Mapping[str, Any], numbered: tuple[str, exp.Window], ranking: RankKeys,
+               rank: RankRequest) -> Table:
+        """The selected rows (with the ranking's hidden columns) ranked by the ROW_NUMBER window."""
+        name, window = numbered
+        by, keys = ranking.by, ranking.keys
         schema = table.plan.schema
         single_time = len(keys) == 1 and schema.field(keys[0][0]).dtype is DType.TIMESTAMP
         if rank.n == 1 and single_time and not rank.keep_rank:

@@ -195,6 +195,22 @@ def test_row_number_ranges_as_flink_reads_them(bids, config, selected, bound):
         assert rows(query, bids, config.replace(batch_size=batch_size)) == sqlite_rows(query)
 
 
+@pytest.mark.parametrize("config", MODES)
+@pytest.mark.parametrize("query", [
+    "SELECT k, v FROM (SELECT k, -v AS v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM t) "
+    "WHERE rn <= 1",
+    "SELECT k, v FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts DESC) AS rn FROM t) WHERE rn = 1",
+    "SELECT v, rn FROM (SELECT v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC, ts) AS rn FROM t) WHERE rn <= 2",
+    "SELECT v FROM (SELECT v, ROW_NUMBER() OVER (PARTITION BY s ORDER BY ts) AS rn FROM (SELECT ts, v, k % 2 AS s "
+    "FROM t)) WHERE rn <= 1"])
+def test_row_number_orders_the_rows_the_select_reads(bids, config, query):
+    """ROW_NUMBER's PARTITION BY and ORDER BY name the SELECT's input columns, selected or not. A column
+    the SELECT did not select failed with "unknown column 'ts' in select of '$rank0'", and one an
+    alias shadowed was read after the select list: ORDER BY v DESC under -v AS v kept each k's
+    smallest v (-5 and -20, where the rows of the largest, -30 and -40, are the top)."""
+    assert rows(query, bids, config) == sqlite_rows(query)
+
+
 def test_a_csv_table_written_by_insert_reads_back_the_same_rows(bids, tmp_path):
     ddl = ("CREATE TABLE s (k BIGINT, v BIGINT, note BIGINT) WITH ('connector' = 'filesystem', 'path' = '{}', "
            "'format' = 'csv');\n")
@@ -241,3 +257,29 @@ def test_auxiliary_functions_that_name_another_window_are_refused(text, problem)
                                 "k": [1]}), time="ts", name="t")
     with pytest.raises(SqlError, match=problem):
         dw.sql(text, tables={"t": t})
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_min_and_max_of_strings_order_by_their_bytes(config):
+    """MIN/MAX of a VARCHAR, grouped, windowed and with FILTER, as Flink orders strings (UTF-8 bytes;
+    'é' and the emoji above every ASCII letter, 'a' before 'ab'). Refused before ('max needs int64 or
+    float64 or timestamp, got string')."""
+    t = dw.from_arrow(pa.table({
+        "ts": pa.array([0, 1_000, 2_000, 3_000, 11_000, 12_000], pa.timestamp("ms")),
+        "k": [1, 1, 2, 1, 2, 2],
+        "s": ["ab", "é", None, "a", "\U0001F600", "Z"],
+    }), time="ts", name="t")
+    assert rows("SELECT k, MIN(s), MAX(s), MAX(s) FILTER (WHERE s <> 'é') FROM t GROUP BY k", t, config) == \
+        [(1, "a", "é", "ab"), (2, "Z", "\U0001F600", "\U0001F600")]
+    windowed = "SELECT k, window_start, MIN(s) AS lo, MAX(s) AS hi FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), " \
+        "INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end"
+    assert rows(windowed, t, config) == [(1, seconds(0), "a", "é"), (2, seconds(0), None, None),
+                                         (2, seconds(10_000), "Z", "\U0001F600")]
+
+
+def test_an_aggregate_refused_for_its_argument_is_named_as_written_at_its_position(bids):
+    """SUM of a VARCHAR is refused at the call, named as the query writes it, not by the internal
+    name the aggregate's column has ('agg $agg1=sum(col('s'))')."""
+    t = dw.from_arrow(pa.table({"k": [1], "s": ["a"]}), name="t")
+    with pytest.raises(SqlError, match=r"^line 1, column 15: SUM\(s\): sum needs int64 or float64, got string$"):
+        dw.sql("SELECT k, 1 + SUM(s) FROM t GROUP BY k", tables={"t": t})
