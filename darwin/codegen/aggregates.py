@@ -33,6 +33,7 @@ class AccSlot:
     func: str
     arg: ex.ExprNode | None
     arg_nullable: bool
+    arg_dtype: DType | None  # None: count() has no argument
     value: int | None
     value_dtype: np.dtype | None
     count: int | None
@@ -53,6 +54,11 @@ class AggLayout:
     # whether partial accumulators merge, bit for bit, into what one fold gives (not float sums
     # and averages, which round by how rows were grouped): else every entry is folded row by row
     merges_exactly: bool = True
+
+    @property
+    def compares_text(self) -> bool:
+        """Whether an update orders strings: the kernel reads the string pool (``TEXT_ARRAYS``)."""
+        return any(a.function.compares_text(a.arg_dtype) for a in self.accs)
 
     @property
     def key_width(self) -> int:
@@ -82,7 +88,7 @@ def layout(agg: pn.Aggregate, first_seen: bool = False) -> AggLayout:
         vdt = fn.value_dtype(None if t is None else t.dtype)
         value = None if vdt is None else slot(vdt)
         count = slot(np.int64) if fn.needs_count(nullable) else None
-        accs.append(AccSlot(name, call.func, call.input, nullable, value, vdt, count))
+        accs.append(AccSlot(name, call.func, call.input, nullable, None if t is None else t.dtype, value, vdt, count))
     seen = slot(np.int64) if first_seen else None
     return AggLayout(tuple(keys), tuple(accs), tuple(dtypes), seen, exact)
 

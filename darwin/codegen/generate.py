@@ -33,11 +33,13 @@ from darwin.codegen.signature import (
     Part,
     SelectionArg,
     StateArg,
+    TextArg,
 )
 from darwin.codegen.source import SourceBuilder, number
 from darwin.graph import operators as op
 from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
+from darwin.plan.aggregates import TEXT_ARRAYS
 from darwin.plan.strings import expands
 from darwin.plan.window import Window
 from darwin.timestamps import NO_WATERMARK
@@ -144,6 +146,9 @@ class _Generator:
                 names = ("ring_start", "ring_count", "order", "seen", *values)
             for name in names:
                 self._arg(name, StateArg(name))
+            if self.lay.compares_text:
+                for part, name in enumerate(TEXT_ARRAYS):
+                    self._arg(name, TextArg(part))
         out_schema = p.output_schema if isinstance(p.sink, op.EmitRows) else None
         if out_schema is not None:
             self._buffers("o", Buffer.OUTPUT, out_schema)
@@ -161,6 +166,8 @@ class _Generator:
     def _assemble(self, body: SourceBuilder) -> str:
         head = SourceBuilder()
         head.lines.append(HEADER)
+        if self.agg_layout is not None and self.agg_layout.compares_text:
+            head.line("from darwin.codegen.strings import text_less")
         head.line("@njit(nogil=True, cache=True, error_model='numpy', boundscheck=False)")
         with head.block(f"def kernel(start, n, {', '.join(self.arg_names)}):"):
             for name, slot in self._scalars():
@@ -597,8 +604,8 @@ class _Generator:
         b = self.src
         guard = None if arg is None or arg[1] is None else arg[1]
         first = "fresh" if a.count is None else f"v{a.count}[e] == 0"
-        body = [] if arg is None or a.value is None or a.value_dtype is None \
-            else a.function.update(f"v{a.value}[e]", arg[0], first, a.value_dtype)
+        body = [] if arg is None or a.value is None or a.arg_dtype is None \
+            else a.function.update(f"v{a.value}[e]", arg[0], first, a.arg_dtype)
         if a.count is not None:
             body.append(f"v{a.count}[e] += 1")
         if guard is None:

@@ -62,11 +62,19 @@ class LookupArg:
 
 
 @dataclass(frozen=True)
+class TextArg:
+    """One of the string pool's arrays that order codes by their text (``TEXT_ARRAYS``: ``part`` 0
+    the codes' addresses, 1 their ends, 2 the chunks' bases), as the pool holds them when called."""
+
+    part: int
+
+
+@dataclass(frozen=True)
 class SelectionArg:
     """The rows of the batch this worker runs (a keyed-parallel kernel walks ``sel[start:n]``)."""
 
 
-KernelArg = ColumnArg | ParamArg | ControlArg | StateArg | LookupArg | SelectionArg
+KernelArg = ColumnArg | ParamArg | ControlArg | StateArg | LookupArg | SelectionArg | TextArg
 
 
 @dataclass(frozen=True)

@@ -167,3 +167,22 @@ def copy_strings(starts: np.ndarray, bases: np.ndarray, codes: np.ndarray, prese
             start = starts[codes[i]]
             _copy_bytes(target + offsets[i], bases[start >> POSITION_BITS] + (start & POSITION_MASK),
                         offsets[i + 1] - offsets[i])  # type: ignore[call-arg]
+
+
+@njit(cache=True, nogil=True)
+def text_less(a: np.int64, b: np.int64, starts: np.ndarray, ends: np.ndarray, bases: np.ndarray) -> bool:
+    """Whether the string of code ``a`` sorts before the string of code ``b``: their UTF-8 bytes
+    compared unsigned, a prefix before the longer string (Flink's ``BinaryStringData.compareTo``;
+    the order of code points). Codes are not in that order: a string pool appends as strings come."""
+    if a == b:
+        return False
+    start_a, start_b = starts[a], starts[b]
+    length_a, length_b = ends[a] - start_a, ends[b] - start_b
+    bytes_a = carray(_byte_pointer(bases[start_a >> POSITION_BITS] + (start_a & POSITION_MASK)),  # type: ignore[call-arg]
+                     (length_a,))
+    bytes_b = carray(_byte_pointer(bases[start_b >> POSITION_BITS] + (start_b & POSITION_MASK)),  # type: ignore[call-arg]
+                     (length_b,))
+    for j in range(min(length_a, length_b)):
+        if bytes_a[j] != bytes_b[j]:
+            return bytes_a[j] < bytes_b[j]
+    return length_a < length_b

@@ -41,7 +41,10 @@ from darwin.plan.evaluate import wrap64
 from darwin.types import DType, Schema
 
 NUMERIC = (DType.INT64, DType.FLOAT64)
-ORDERED = (DType.INT64, DType.FLOAT64, DType.TIMESTAMP)
+ORDERED = (DType.INT64, DType.FLOAT64, DType.TIMESTAMP, DType.STRING)
+# what generated code compares strings with (``text_less``): the string pool's per-code arrays, bound
+# by these names where an aggregate ``compares_text``
+TEXT_ARRAYS = ("text_starts", "text_ends", "text_bases")
 
 
 class Accumulator:
@@ -81,12 +84,17 @@ class AggregateFunction:
         return np.dtype(np.float64 if arg is DType.FLOAT64 else np.int64)
 
     def merges_exactly(self, arg: DType | None) -> bool:
-        """Whether merging partial states gives, bit for bit, what one fold over the values gives: an
-        integer slot does (wrap-around addition is associative); a float sum rounds by how values are
-        grouped, so pre-aggregating it would make the result depend on the number of workers.
-        (min/max merge exactly whatever the type: ``Extreme``.)"""
+        """Whether merging partial states (``merge``) gives, bit for bit, what one fold over the values
+        gives: an integer slot does (wrap-around addition is associative); a float sum rounds by how
+        values are grouped, so pre-aggregating it would make the result depend on the number of
+        workers. (min/max merge exactly but for strings: ``Extreme``.)"""
         dtype = self.value_dtype(arg)
         return dtype is None or dtype == np.int64
+
+    def combines_exactly(self, arg: DType | None) -> bool:
+        """Whether ``combined_by`` over this aggregate's results for the parts of a group gives, bit
+        for bit, its result for the whole group (as one more aggregation folds them)."""
+        return self.merges_exactly(arg)
 
     def needs_count(self, arg_nullable: bool) -> bool:
         """A count tells a group that saw only nulls (the result is NULL) from one that saw values."""
@@ -98,8 +106,12 @@ class AggregateFunction:
         because subtracting one cannot take it back out (``x - nan`` and ``inf - inf`` are NaN)."""
         return False
 
-    def update(self, value: str, x: str, first: str, dtype: np.dtype) -> list[str]:
-        """Generated lines that fold argument ``x`` into ``value``, a slot of ``dtype`` (the
+    def compares_text(self, arg: DType | None) -> bool:
+        """Whether the generated update orders strings (``TEXT_ARRAYS`` must be bound)."""
+        return False
+
+    def update(self, value: str, x: str, first: str, arg: DType) -> list[str]:
+        """Generated lines that fold argument ``x``, of type ``arg``, into ``value`` (a slot of its
         ``value_dtype``); ``first``: no value seen yet."""
         raise NotImplementedError
 
@@ -144,7 +156,7 @@ class Count(AggregateFunction):
     def needs_count(self, arg_nullable: bool) -> bool:
         return True
 
-    def update(self, value: str, x: str, first: str, dtype: np.dtype) -> list[str]:
+    def update(self, value: str, x: str, first: str, arg: DType) -> list[str]:
         return []  # the count update the generator adds is the whole of it
 
     def retract(self, value: str, x: str) -> list[str] | None:
@@ -222,7 +234,7 @@ class Sum(AggregateFunction):
     name = "sum"
     combined_by = "sum"  # exactly for integers (wrap-around addition); a float sum rounds by grouping
 
-    def update(self, value: str, x: str, first: str, dtype: np.dtype) -> list[str]:
+    def update(self, value: str, x: str, first: str, arg: DType) -> list[str]:
         return [f"{value} += {x}"]
 
     def retract(self, value: str, x: str) -> list[str] | None:
@@ -254,7 +266,7 @@ class Avg(AggregateFunction):
     def needs_count(self, arg_nullable: bool) -> bool:
         return True
 
-    def update(self, value: str, x: str, first: str, dtype: np.dtype) -> list[str]:
+    def update(self, value: str, x: str, first: str, arg: DType) -> list[str]:
         return [f"{value} += {x}"]
 
     def retract(self, value: str, x: str) -> list[str] | None:
@@ -341,9 +353,11 @@ def key_value(k: Any) -> Any:
     return float("nan") if k is NAN_KEY else -0.0 if k is NEG_ZERO_KEY else k
 
 
-def kept_extreme(kept: dict[Any, int], smaller: bool) -> Any:
+def kept_extreme(kept: dict[Any, int], smaller: bool, text: Callable[[int], str] | None = None) -> Any:
     """The min (``smaller``) or max of a non-empty multiset kept by ``extreme_key``, in the total order
-    of ``order_key``."""
+    of ``order_key``; of string codes, given ``text`` (a code's string), in the order of their text."""
+    if text is not None:
+        return (min if smaller else max)(kept, key=text)
     return key_value((min if smaller else max)(kept, key=lambda k: order_key(key_value(k))))
 
 
@@ -356,8 +370,13 @@ def total_less(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 class Extreme(AggregateFunction):
     """``min`` or ``max``. Floats are ordered totally, as Java's ``Double.compare`` (and Spark) order
     them: NaN above every number (so min skips NaN unless every value is one, max is NaN if any
-    value is), -0.0 below 0.0. The result does not depend on the order of the values, so partial
-    states merge exactly (pre-aggregation, panes, merged rings, RocksDB's cache): ``merges_exactly``."""
+    value is), -0.0 below 0.0. Strings by their UTF-8 bytes, unsigned, a prefix first (Flink's
+    ``BinaryStringData.compareTo``, Spark's ``UTF8String``): the order of their code points, as
+    Python compares them. The result does not depend on the order of the values, so partial
+    states merge exactly (pre-aggregation, panes, merged rings, RocksDB's cache): ``merges_exactly``
+    -- except a string's: its slot holds a code of the string pool, whose order is not the text's,
+    and generated code compares codes by their bytes in the pool (``compares_text``), which
+    ``merge`` does not reach; its entries are folded row by row, as a float sum's are."""
 
     arguments = ORDERED
 
@@ -366,10 +385,19 @@ class Extreme(AggregateFunction):
         self.combined_by = name  # the min of the parts' minima
 
     def merges_exactly(self, arg: DType | None) -> bool:
+        return arg is not DType.STRING
+
+    def combines_exactly(self, arg: DType | None) -> bool:
         return True
 
-    def update(self, value: str, x: str, first: str, dtype: np.dtype) -> list[str]:
-        if dtype.kind != "f":  # integers and timestamps: < is a total order already
+    def compares_text(self, arg: DType | None) -> bool:
+        return arg is DType.STRING
+
+    def update(self, value: str, x: str, first: str, arg: DType) -> list[str]:
+        if arg is DType.STRING:
+            smaller, larger = (x, value) if self.smaller else (value, x)
+            return [f"if {first} or text_less({smaller}, {larger}, {', '.join(TEXT_ARRAYS)}):", f"    {value} = {x}"]
+        if arg is not DType.FLOAT64:  # integers and timestamps: < is a total order already
             return [f"if {first} or {x} {'<' if self.smaller else '>'} {value}:", f"    {value} = {x}"]
         # Once the extreme has settled a row costs one comparison, a subtraction and a sign test, each
         # predictable whatever the data (runs of equal values, zeros of both signs): LLVM evaluates
@@ -446,8 +474,12 @@ def function(name: str) -> AggregateFunction:
 
 
 def agg_type(call: ex.AggCall, schema: Schema, name: str) -> tuple[DType, bool]:
-    """Result type and nullability of an aggregate over ``schema``."""
-    where = f"agg {name}={call}"
+    """Result type and nullability of an aggregate over ``schema``, named ``name`` in the result."""
+    return call_type(call, schema, f"agg {name}={call}")
+
+
+def call_type(call: ex.AggCall, schema: Schema, where: str) -> tuple[DType, bool]:
+    """``agg_type``, each refusal naming the call as ``where`` says (SQL: as the query writes it)."""
     f = function(call.func)
     if call.filter is not None:
         p = ex.type_of(call.filter, schema, f"{where}: filter")

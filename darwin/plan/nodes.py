@@ -500,7 +500,7 @@ def check_split_distinct(node: Aggregate) -> None:
     every engine accepts what the compiled engine's two steps (``darwin.plan.split_distinct``)
     compute exactly: one distinct argument (any filters), not reading the window's bounds, and a
     column if late rows are kept (they keep the input's columns); every other aggregate one that
-    combines exactly from its results over parts of a group (``combined_by``, ``merges_exactly``):
+    combines exactly from its results over parts of a group (``combined_by``, ``combines_exactly``):
     counts, integer sums, min and max -- not avg or a float sum, which round by how values are
     grouped."""
     distinct = distinct_calls(node.aggs)
@@ -527,7 +527,7 @@ def check_split_distinct(node: Aggregate) -> None:
         if f.distinct:
             continue
         arg = None if call.input is None else type_of(call.input, schema).dtype
-        if f.combined_by is None or not f.merges_exactly(arg):
+        if f.combined_by is None or not f.combines_exactly(arg):
             what = call.func if arg is None else f"{call.func} of {arg.value}"
             why = "it would round by how the values were grouped" if f.combined_by is not None else \
                 f"no aggregate gives a group's {call.func} from its parts' results"

@@ -14,7 +14,7 @@ into two aggregations that only need slots:
    ``window_end - 1`` (each window of step 1 is one window of step 2, ``[end - slide, end)``), with
    ``d=count(v, filter=p1 > 0)`` (``count(v)`` without a filter: a NULL value is its own group of
    step 1 and is not counted), and each partial combined (``n=sum(n1)``, ``hi=max(hi1)``: the
-   registry's ``combined_by``, exact where ``merges_exactly``).
+   registry's ``combined_by``, exact where ``combines_exactly``).
 
 A projection then restores ``window_start`` (``window_end - size``), the columns' names and order.
 

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from darwin.codegen.group_fold import FoldSlot
 from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.graph.translate import BARRIER_COLUMN
@@ -98,8 +97,8 @@ class _Share:
     """One worker's share of the state: its keys' groups of the open window (global key ids in the
     order they came), the serial of each one's first row, and the aggregates' value and count slots."""
 
-    def __init__(self, slots: list[FoldSlot], kernel: Any) -> None:
-        self.slots, self.kernel = slots, kernel
+    def __init__(self, folds: Folds) -> None:
+        self.folds, self.slots = folds, folds.slots
         self.slot_of = np.full(0, -1, np.int64)  # global key id -> its slot here, or -1
         self._empty()
 
@@ -154,7 +153,7 @@ class _Share:
         flat: list[np.ndarray] = []
         for (x, present), v, c in zip(args, values, counts):
             flat += [np.ascontiguousarray(x), np.ascontiguousarray(present), v, c]
-        self.kernel(ids, np.ones(len(ids), np.int64), np.zeros(len(values[0]) if values else 0, np.int64), *flat)
+        self.folds.run(ids, np.ones(len(ids), np.int64), np.zeros(len(values[0]) if values else 0, np.int64), flat)
 
     def _close(self) -> Closed:
         """The open window's groups, finished; the share is empty again (forked back)."""
@@ -246,11 +245,11 @@ class BarrierAggregateRunner:
         schema = node.input.schema
         self.key_fields = [schema.field(k) for k in node.keys]
         self.keys = GroupKeys(self.key_fields)
-        folds = Folds(node.aggs, schema, config.cache_dir, "barrier window aggregation")
+        folds = Folds(node.aggs, schema, config.cache_dir, "barrier window aggregation", pool)
         self.slots = folds.slots
         self.out_types = [agg_type(call, schema, name) for name, call in node.aggs]
         self.owner = owners(workers.workers)
-        self.shares = [_Share(folds.slots, folds.kernel) for _ in range(workers.workers)]
+        self.shares = [_Share(folds) for _ in range(workers.workers)]
         self.bounds = _Bounds(node.window)
         self.serial = 0  # rows seen: a group's first row's serial orders the groups of a window
         self.wm = NO_WATERMARK

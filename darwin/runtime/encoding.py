@@ -226,6 +226,12 @@ class StringPool:
         self._laid_out = (self._starts[:n], self._ends[:n], self._hashes[:n], self._bases, self._sizes,
                           self._chunks)
 
+    def text_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What generated code compares strings by (``darwin.codegen.strings.text_less``): each
+        code's address and end, and the chunks' base addresses, as published (never changed after)."""
+        starts, ends, _, bases, _, _ = self._laid_out
+        return starts, ends, bases
+
     def decode(self, codes: np.ndarray, valid: np.ndarray | None) -> pa.Array:
         """The strings of ``codes`` as an Arrow string array (NULL where not ``valid``)."""
         offsets, data, bitmap = self._gather(self._laid_out, codes, valid)

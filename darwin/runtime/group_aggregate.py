@@ -37,10 +37,12 @@ from darwin.plan.aggregates import (
 from darwin.plan.exprs import type_of
 from darwin.runtime.distinct import DistinctSets
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
+from darwin.runtime.folds import text_arrays
 from darwin.runtime.group_keys import INITIAL_GROUPS, GroupKeys
 from darwin.runtime.rows import same_values
 from darwin.runtime.stream_operators import InputTime
 from darwin.timestamps import NO_WATERMARK
+from darwin.types import DType
 
 ADDS = (pn.ChangeKind.INSERT, pn.ChangeKind.UPDATE_AFTER)
 
@@ -60,11 +62,14 @@ class GroupAggregateRunner(InputTime):
             arg = None if call.input is None else type_of(call.input, schema)
             vdt = fn.value_dtype(None if arg is None else arg.dtype)
             folds = not self.retracting or fn.retract("v", "x") is not None
-            self.slots.append(FoldSlot(fn, vdt, folds, every_row=arg is None))
+            self.slots.append(FoldSlot(fn, vdt, folds, every_row=arg is None,
+                                       arg_dtype=None if arg is None else arg.dtype))
             if self.retracting and arg is not None and fn.keeps_specials(arg.dtype):
                 self.special_slots.append(i)
         self.out_types = [agg_type(call, schema, name) for name, call in node.aggs]
-        self.kernel = load_kernel(generate_fold(tuple(self.slots)), config.cache_dir)
+        self.pool = pool
+        self.fold_source = generate_fold(tuple(self.slots))
+        self.kernel = load_kernel(self.fold_source, config.cache_dir)
         # distinct counts of one value (whatever their filters) share its sets: value -> their aggregates
         shared: dict[Any, list[int]] = {}
         for i, (_, call) in enumerate(node.aggs):
@@ -131,7 +136,7 @@ class GroupAggregateRunner(InputTime):
             if i in self.specials:
                 x = self._count_specials(i, ids, sign, present, x)
             args += [np.ascontiguousarray(x), np.ascontiguousarray(present), self.values[i], self.counts[i]]
-        self.kernel(ids, sign, self.rows, *args)
+        self.kernel(ids, sign, self.rows, *args, *text_arrays(self.fold_source, self.pool))
         for sets, members in zip(self.distinct, self.distinct_members):
             sets.push(ids, sign, [gi.key_bits(args[4 * i]).astype(np.int64, copy=False) for i in members],
                       [args[4 * i + 1] for i in members])
@@ -185,12 +190,14 @@ class GroupAggregateRunner(InputTime):
 
     def _extreme(self, i: int, groups: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """min/max of the values kept, as the reference's accumulator takes them."""
-        smaller = self.slots[i].function.name == "min"
-        values = np.zeros(len(groups), dtype=self.slots[i].value_dtype or np.int64)
+        slot = self.slots[i]
+        smaller = slot.function.name == "min"
+        text = self.pool.value if slot.arg_dtype is DType.STRING else None  # codes: ordered by their strings
+        values = np.zeros(len(groups), dtype=slot.value_dtype or np.int64)
         for j, g in enumerate(groups.tolist()):
             kept = self.kept[i].get(g)
             if kept:
-                values[j] = kept_extreme(kept, smaller)
+                values[j] = kept_extreme(kept, smaller, text)
         return values, count > 0
 
     def _changes(self, groups: np.ndarray, had: np.ndarray, old: list, has: np.ndarray, new: list) \

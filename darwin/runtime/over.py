@@ -49,7 +49,7 @@ class OverRunner(InputTime):
         self.fields = list(schema.fields)
         self.types = {f.name: f.dtype for f in self.fields}
         self.parts = GroupKeys([schema.field(c) for c in node.partition_by])
-        self.folds = Folds(node.aggs, schema, config.cache_dir, "over a window of rows")
+        self.folds = Folds(node.aggs, schema, config.cache_dir, "over a window of rows", pool)
         self.results = [Field(name, *agg_type(call, schema, name)) for name, call in node.aggs]
         # each argument travels as a column of its own (``op.StreamOperator.args``), held with the row
         self.held_fields = self.fields + [Field(a, type_of(call.input, schema).dtype or DType.INT64, True)

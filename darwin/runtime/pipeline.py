@@ -12,7 +12,17 @@ from darwin.codegen import layout as ctl
 from darwin.codegen.aggregates import AggLayout, finalize
 from darwin.codegen.compiler import load_kernel
 from darwin.codegen.generate import generate_pipeline
-from darwin.codegen.signature import Buffer, ColumnArg, ControlArg, LookupArg, ParamArg, Part, SelectionArg, StateArg
+from darwin.codegen.signature import (
+    Buffer,
+    ColumnArg,
+    ControlArg,
+    LookupArg,
+    ParamArg,
+    Part,
+    SelectionArg,
+    StateArg,
+    TextArg,
+)
 from darwin.config import Config
 from darwin.errors import CastError, DarwinError, SourceError
 from darwin.graph import operators as op
@@ -252,6 +262,8 @@ class PipelineRunner:
                     args.append(self._state_array(name))
                 case LookupArg(lookup, part):
                     args.append(self.static[lookup].array(part))
+                case TextArg(part):
+                    args.append(self.pool.text_arrays()[part])
                 case _:
                     raise DarwinError(f"internal error: the runtime cannot bind kernel argument {arg!r}")
         return args

@@ -39,7 +39,7 @@ class SessionAggregateRunner:
         self.gap, self.on = node.window.gap_ms, node.window.on
         schema = node.input.schema
         self.keys = GroupKeys([schema.field(k) for k in node.keys])
-        self.folds = Folds(node.aggs, schema, config.cache_dir, "session window aggregation")
+        self.folds = Folds(node.aggs, schema, config.cache_dir, "session window aggregation", pool)
         self.out_types = [agg_type(call, schema, name) for name, call in node.aggs]
         self.wm = NO_WATERMARK
         self.late_rows = self.null_time_rows = self.windows_fired = 0

@@ -13,6 +13,7 @@ from darwin.api import Table, WindowedTable
 from darwin.errors import SqlError
 from darwin.expr import Expr, col
 from darwin.plan import exprs as ex
+from darwin.plan.aggregates import call_type
 from darwin.plan.nodes import WINDOW_END, WINDOW_START
 from darwin.plan.window import Session, SessionWindow, Slide, Tumble, Window
 from darwin.sql.dialect import Flink, WindowFunction
@@ -242,7 +243,10 @@ class GroupByClause:
         if make is None or isinstance(arg, exp.Distinct):
             raise self.error(call, f"aggregate {call.sql(dialect=Flink)} is not supported; COUNT, COUNT(DISTINCT), "
                                    "SUM, MIN, MAX and AVG are")
-        return make(translate(arg), filter=condition)
+        agg: dx.Agg = make(translate(arg), filter=condition)
+        schema = rel.table.plan.schema  # refused here, at the call, naming it as written (not its internal name)
+        self.planner._located(call, lambda: call_type(agg.call, schema, call.sql(dialect=Flink)))
+        return agg
 
 
 def _group_window_spec(kind: str, intervals: list[int], on: str) -> Window | SessionWindow:

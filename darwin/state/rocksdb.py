@@ -165,7 +165,8 @@ class RocksTable:
     the cache would pass ``delta_limit`` entries it is merged and emptied.
 
     Aggregates whose partial accumulators do not merge exactly (float sums and averages: a
-    combine is not the fold the rows would have had) are never combined: the cache keeps every
+    combine is not the fold the rows would have had; min/max of strings, whose codes only kernels
+    order) are never combined: the cache keeps every
     live entry, past ``delta_limit`` if it must, and a restore loads them all back, so each
     entry is folded row by row from its first row as on the other backends. RocksDB then
     holds them for checkpoints only.
@@ -198,8 +199,9 @@ class RocksTable:
         if self.delta.count + needed > self.delta_limit and not self.lay.merges_exactly:
             if not self.over_limit:
                 self.over_limit = True
-                log.warning("state %s on rocksdb: its aggregates (float sums or averages) cannot be folded in parts, "
-                            "so its %d entries stay in memory, past state_delta_limit=%d", self.name,
+                log.warning("state %s on rocksdb: its aggregates (float sums, averages or min/max of strings) "
+                            "cannot be folded in parts, so its %d entries stay in memory, past "
+                            "state_delta_limit=%d", self.name,
                             self.delta.count + needed, self.delta_limit)
         elif self.delta.count + needed > self.delta_limit:
             self.merge()
