@@ -48,24 +48,46 @@ class RankRequest:
     keep_rank: bool
 
 
+@dataclass(frozen=True)
+class RankedView:
+    """A view or WITH table selecting ROW_NUMBER(): planned where a query reads it, with the top-N
+    that query's WHERE asks of it (``WITH r AS (SELECT ..., ROW_NUMBER() ... AS rn ...) SELECT ...
+    FROM r WHERE rn <= 3``), as it is planned inside a subquery."""
+
+    query: exp.Select
+    plan: Callable[[RankRequest | None], Table]
+
+
 @dataclass
 class Catalog:
     """Named tables a query can read: views, registered tables, and the tables of CREATE TABLE
-    (built on first use by ``resolve``)."""
+    (built on first use by ``resolve``); views ranking their rows are planned where they are read."""
 
     tables: dict[str, Table] = field(default_factory=dict)
     resolve: Callable[[str], Table | None] = lambda name: None
+    ranked: dict[str, RankedView] = field(default_factory=dict)
 
     def get(self, name: str) -> Table | None:
         table = self.tables.get(name)
+        if table is None and name in self.ranked:
+            return self.ranked[name].plan(None)  # read other than by a top-N: refused where it ranks
         if table is None:
             table = self.resolve(name)
             if table is not None:
                 self.tables[name] = table
         return table
 
+    def define(self, name: str, table: Table | RankedView) -> None:
+        """A view or WITH table, replacing any table of that name."""
+        self.tables.pop(name, None)
+        self.ranked.pop(name, None)
+        if isinstance(table, RankedView):
+            self.ranked[name] = table
+        else:
+            self.tables[name] = table
+
     def child(self) -> Catalog:
-        return Catalog(dict(self.tables), self.resolve)
+        return Catalog(dict(self.tables), self.resolve, dict(self.ranked))
 
 
 def conjuncts(node: exp.Expr | None) -> list[exp.Expr]:

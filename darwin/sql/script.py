@@ -101,7 +101,7 @@ def _plan(statements: list[exp.Expr], where: Located, tables: Mapping[str, Table
                 script.specs[spec.name] = spec
                 script.catalog.tables.pop(spec.name, None)
             elif kind == "VIEW":
-                script.catalog.tables[statement.this.name] = planner.query(statement.expression)
+                planner.define(statement.this.name, statement.expression)
             else:
                 raise where.error(statement, f"CREATE {kind} is not supported; CREATE TABLE and CREATE VIEW are")
         elif isinstance(statement, exp.Insert):

@@ -22,14 +22,14 @@ from darwin.plan.window import Window
 from darwin.sql.dialect import Flink
 from darwin.sql.expressions import Entry, ExpressionTranslator, Replaced, Scope
 from darwin.sql.grouping import AGGREGATES, GroupByClause
-from darwin.sql.relations import Bounds, RankRequest, Relation, conjuncts, relation
+from darwin.sql.relations import Bounds, RankedView, RankRequest, Relation, conjuncts, relation
 from darwin.types import DType
 
 if TYPE_CHECKING:
     from darwin.sql.translate import QueryPlanner
 
 
-def _row_number(item: exp.Expr) -> exp.Window | None:
+def row_number(item: exp.Expr) -> exp.Window | None:
     inner = item.this if isinstance(item, exp.Alias) else item
     return inner if isinstance(inner, exp.Window) and isinstance(inner.this, exp.RowNumber) else None
 
@@ -152,9 +152,14 @@ class SelectPlanner(GroupByClause):
         joins = self.node.args.get("joins") or []
         first = from_.this
         if not joins and isinstance(first, exp.Subquery):
-            request = self._rank_request(first)
+            request = self._rank_request(first.this)
             if request is not None:
                 return relation(self.planner.query(first.this, request), first.alias or None)
+        view = self._ranked_view(first) if not joins else None
+        if view is not None:
+            request = self._rank_request(view.query)
+            if request is not None:
+                return relation(view.plan(request), first.alias or first.name)
         rel = self.planner.from_item(first)
         inner = all(not j.args.get("side") for j in joins)
         for j in joins:
@@ -229,16 +234,22 @@ class SelectPlanner(GroupByClause):
         if type_of(value, left.table.plan.schema, "FOR SYSTEM_TIME AS OF").dtype is not DType.TIMESTAMP:
             raise self.error(when, f"FOR SYSTEM_TIME AS OF {when.sql(dialect=Flink)}: not a time column")
 
-    def _rank_request(self, sub: exp.Subquery) -> RankRequest | None:
-        """The top-N asked of a subquery selecting ROW_NUMBER(): its bound, the smallest upper bound
+    def _ranked_view(self, node: exp.Expr) -> RankedView | None:
+        """The view or WITH table selecting ROW_NUMBER() that a FROM item names, if it names one."""
+        if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier) \
+                or node.args.get("db") or node.args.get("catalog"):
+            return None
+        return self.planner.catalog.ranked.get(node.name)
+
+    def _rank_request(self, inner: exp.Expr) -> RankRequest | None:
+        """The top-N asked of a subquery (or view) selecting ROW_NUMBER(): its bound, the smallest upper bound
         WHERE puts on the row number (``rn <= N``, ``rn < N``, ``N >= rn``, ``rn = N``, ``rn BETWEEN
         a AND N``), as Flink reads a rank range. Upper bounds are taken out of this WHERE; the other
         conditions on the row number (``rn >= 2``, ``rn BETWEEN 2 AND 3``) stay to filter the ranked
         rows, which then carry their row numbers whether or not the query selects them."""
-        inner = sub.this
         if not isinstance(inner, exp.Select):
             return None
-        numbered = [item for item in inner.expressions if _row_number(item) is not None]
+        numbered = [item for item in inner.expressions if row_number(item) is not None]
         if not numbered:
             return None
         alias = numbered[0].alias
@@ -280,7 +291,7 @@ class SelectPlanner(GroupByClause):
             value = item.this if isinstance(item, exp.Alias) else item
             name = item.alias if isinstance(item, exp.Alias) else item.name if isinstance(item, exp.Column) \
                 else f"EXPR${i}"
-            window = _row_number(item)
+            window = row_number(item)
             if window is not None and self.ranked is not None and name == self.ranked:
                 add(name, col(name))  # ranked already, by a window top-N
                 continue
@@ -318,8 +329,8 @@ class SelectPlanner(GroupByClause):
         result). Ranked here, before the select list; otherwise (other partitions) the request
         stands and the select list ranks its rows as an updating top-N."""
         assert rel.windowed is not None
-        item = next(i for i in self.node.expressions if _row_number(i) is not None and i.alias == rank.alias)
-        window = _row_number(item)
+        item = next(i for i in self.node.expressions if row_number(i) is not None and i.alias == rank.alias)
+        window = row_number(item)
         assert window is not None
         translate = self.translator(rel)
         names = [translate(p).node for p in window.args.get("partition_by") or []]
@@ -341,7 +352,7 @@ class SelectPlanner(GroupByClause):
         else:
             self.node = self.node.copy()
             self.node.set("expressions", [i for i in self.node.expressions if i is not item and
-                                          not (_row_number(i) is not None and i.alias == rank.alias)])
+                                          not (row_number(i) is not None and i.alias == rank.alias)])
         return None
 
     def _record_bounds(self, table: Table, named: Mapping[str, Any]) -> None:

@@ -21,8 +21,8 @@ from darwin.plan.window import Session, Slide, Tumble
 from darwin.sql.dialect import Descriptor, Flink, TableArgument, WindowFunction
 from darwin.sql.errors import Located
 from darwin.sql.expressions import Entry, interval_ms
-from darwin.sql.relations import Bounds, Catalog, RankRequest, Relation, relation
-from darwin.sql.select import SelectPlanner
+from darwin.sql.relations import Bounds, Catalog, RankedView, RankRequest, Relation, relation
+from darwin.sql.select import SelectPlanner, row_number
 from darwin.types import DType
 
 
@@ -84,8 +84,16 @@ class QueryPlanner:
         planner = QueryPlanner(self.catalog.child(), self.where, self.bounds)
         planner.proctime = self.proctime
         for cte in with_.expressions:
-            planner.catalog.tables[cte.alias] = planner.query(cte.this)
+            planner.define(cte.alias, cte.this)
         return planner
+
+    def define(self, name: str, query: exp.Expr) -> None:
+        """A view or WITH table: planned now, or where it is read if it selects ROW_NUMBER() (the top-N
+        is asked by the query reading it)."""
+        if isinstance(query, exp.Select) and any(row_number(i) is not None for i in query.expressions):
+            self.catalog.define(name, RankedView(query, lambda rank: self.query(query, rank)))
+        else:
+            self.catalog.define(name, self.query(query))
 
     def _located(self, node: exp.Expr, build: Callable[[], Any]) -> Any:
         """Darwin's own checks (types, columns, connectors), reported at ``node`` unless located already."""

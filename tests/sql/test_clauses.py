@@ -211,6 +211,31 @@ def test_row_number_orders_the_rows_the_select_reads(bids, config, query):
     assert rows(query, bids, config) == sqlite_rows(query)
 
 
+RANKED = "SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM t"
+
+
+@pytest.mark.parametrize("config", MODES)
+@pytest.mark.parametrize("query, same_as", [
+    (f"WITH r AS ({RANKED}) SELECT k, v FROM r WHERE rn <= 1", None),
+    (f"WITH r AS ({RANKED}) SELECT k, v, rn FROM r AS x WHERE x.rn BETWEEN 2 AND 3", None),
+    (f"WITH r AS ({RANKED}) SELECT k FROM r WHERE rn <= 1 UNION ALL SELECT k FROM r WHERE rn <= 2", None),
+    (f"CREATE VIEW r AS {RANKED};\nSELECT k, v FROM r WHERE rn <= 1", f"WITH r AS ({RANKED}) SELECT k, v FROM r "
+                                                                     "WHERE rn <= 1")])
+def test_a_view_selecting_row_number_is_ranked_where_it_is_read(bids, config, query, same_as):
+    """Flink's top-N over a WITH table or a view: ROW_NUMBER() defined there, filtered by the query
+    reading it. The view was planned where it was defined, and refused with 'ROW_NUMBER() is only
+    supported as a top-N: filter it in an outer query with WHERE rn <= N', which the query does."""
+    assert rows(query, bids, config) == sqlite_rows(same_as or query)
+
+
+def test_a_view_selecting_row_number_read_without_a_bound_is_refused(bids):
+    with pytest.raises(SqlError, match=r"line 1, column 25: ROW_NUMBER\(\) is only supported as a top-N: filter it "
+                                       "with WHERE rn <= N"):
+        dw.sql(f"WITH r AS ({RANKED}) SELECT k, v FROM r", tables={"t": bids})
+    with pytest.raises(SqlError, match=r"line 1, column 25: ROW_NUMBER\(\) is only supported as a top-N"):
+        dw.sql(f"WITH r AS ({RANKED}) SELECT r.k FROM r JOIN t ON r.k = t.k WHERE rn <= 1", tables={"t": bids})
+
+
 def test_a_csv_table_written_by_insert_reads_back_the_same_rows(bids, tmp_path):
     ddl = ("CREATE TABLE s (k BIGINT, v BIGINT, note BIGINT) WITH ('connector' = 'filesystem', 'path' = '{}', "
            "'format' = 'csv');\n")
