@@ -252,7 +252,7 @@ class _Generator:
             assert future is None  # the translator keeps a source with max_future on one thread
             b.line(f"max_time = {self._arg('prog', ColumnArg(Buffer.INPUT, PROGRESS_COLUMN, Part.VALUES))}[i]")
             return
-        if self.agg_sink is not None or future is not None:
+        if self.agg_sink is not None or future is not None or self._drops_late:
             v, ok = env[inp.scan.time_column]
             cond = f"{v} > max_time" if ok is None else f"{ok} and {v} > max_time"
             with b.block(f"if {cond}:"):
@@ -267,6 +267,11 @@ class _Generator:
                     b.line(f"max_time = {v}")
                     if self._hoisted_watermark:
                         b.line(self._watermark())
+
+    @property
+    def _drops_late(self) -> bool:
+        """Whether a window-assign drops the windows the source's watermark has closed, row by row."""
+        return self.p.source_timed and any(isinstance(o, op.WindowAssignOp) and o.drops_late for o in self.p.operators)
 
     @property
     def _hoisted_watermark(self) -> bool:
@@ -299,9 +304,17 @@ class _Generator:
             w = first.window
             t = self._time_value(env, w.on)
             windowed = pn.windowed_schema(schema)
+            drops_late = first.drops_late and self._drops_late
+            if drops_late:
+                b.line(self._watermark())
 
             def windows() -> None:
                 with self._windows(t, w) as (start, end, _):
+                    if drops_late:  # closed by the watermark this row moved: late, as a windowed aggregation finds it
+                        with b.block(f"if {end} <= wm:"):
+                            if not self.checking:
+                                b.line("late_rows += 1")
+                            b.line("continue")
                     self._operators(rest, {**env, pn.WINDOW_START: (start, None), pn.WINDOW_END: (end, None)},
                                     windowed)
             if w.is_tumbling:  # one window per row: no loop

@@ -91,10 +91,17 @@ class ProjectOp:
 
 @dataclass(frozen=True)
 class WindowAssignOp:
+    """Each row with its window's bounds (once per window of a sliding one). ``drops_late``: windows
+    the watermark has closed are dropped here and their rows counted late, judged row by row as a
+    windowed aggregation judges them, for an operator that keeps a window's rows until it fires (a
+    window top-N): judged there, by its watermark after each batch, the verdict would depend on
+    where batches end."""
+
     window: Window
+    drops_late: bool = False
 
     def describe(self) -> str:
-        return f"window-assign {self.window}"
+        return f"window-assign {self.window}" + (" dropping late windows" if self.drops_late else "")
 
 
 @dataclass(frozen=True)

@@ -164,7 +164,11 @@ class _Translator(SharedNodeVisitor[_Chain]):
         return self._stream_operator(node, chain.then(op.ProjectOp(exprs), pn.project_schema(exprs, chain.schema)))
 
     def visit_TopN(self, node: pn.TopN | pn.Deduplicate) -> _Chain:
-        return self._stream_operator(node, self.visit(node.input))
+        inp = node.input
+        if isinstance(inp, pn.WindowAssign):  # a window top-N: late windows go where rows are judged one by one
+            chain = self.visit(inp.input).then(op.WindowAssignOp(inp.window, drops_late=True), inp.schema)
+            return self._stream_operator(node, chain)
+        return self._stream_operator(node, self.visit(inp))
 
     visit_Deduplicate = visit_TopN
 
@@ -296,7 +300,8 @@ def _parallel(workers: int, port: op.Port, chain: list[op.StatelessOp], sink: op
     unchanged to the sink, so a row's owner is known before its kernel runs. A pipeline only
     emitting rows of a source is cut into slices. Not (yet) split: a source with ``max_future``
     (its clock is sequential by definition), aggregations keeping late rows, global aggregations,
-    keys a lookup join or an expression makes, and stateless pipelines behind a breaker.
+    keys a lookup join or an expression makes, stateless pipelines behind a breaker, and pipelines
+    dropping a window top-N's late windows (each slice would need the progress of the ones before).
 
     A keyed aggregation pre-aggregates (local/global) when every aggregate merges exactly, so the
     result cannot depend on how the rows were grouped into partials.
@@ -304,7 +309,8 @@ def _parallel(workers: int, port: op.Port, chain: list[op.StatelessOp], sink: op
     if workers == 1 or (isinstance(port, op.SourcePort) and port.scan.max_future_ms is not None):
         return None
     if isinstance(sink, op.EmitRows):
-        return op.Parallel(workers) if isinstance(port, op.SourcePort) and chain else None
+        judges_lateness = any(isinstance(o, op.WindowAssignOp) and o.drops_late for o in chain)
+        return op.Parallel(workers) if isinstance(port, op.SourcePort) and chain and not judges_lateness else None
     if sink.late_output or not sink.aggregate.keys or any(isinstance(o, op.LookupJoinOp) for o in chain):
         return None
     keys = tuple(_source_column(k, chain) for k in sink.aggregate.keys)

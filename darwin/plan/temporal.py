@@ -163,8 +163,10 @@ def time_lags(node: pn.PlanNode) -> dict[str, TimeLag]:
         return _bound_lags(node.input.window)
     if isinstance(node, pn.SessionAggregate):  # a session's row, once the watermark passes its end
         return {pn.WINDOW_END: TimeLag(0)}
-    # A window top-N judges lateness per batch, and a deduplication passes a row on with the
-    # watermark after its batch: neither output bounds a column row by row (docs/decisions.md).
+    if isinstance(node, pn.TopN) and isinstance(node.input, pn.WindowAssign):  # a window's rows, as it fires
+        return _bound_lags(node.input.window)
+    # A deduplication passes a row on with the watermark after its batch: its output bounds no
+    # column row by row (docs/decisions.md).
     return {}
 
 

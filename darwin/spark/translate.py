@@ -6,8 +6,8 @@ joins) are translated into the table their changes end in; every node above an u
 reads that table, which is all Darwin's retractions leave of it.
 
 What Darwin decides by arrival order and watermarks comes from the hidden columns of
-``darwin.spark.sources``: ties rank by ``SEQ``; a windowed aggregation drops a row whose windows
-ended by ``MARK``; top-N, session and join operators judge rows by ``BEFORE``. Those columns are
+``darwin.spark.sources``: ties rank by ``SEQ``; a windowed aggregation or top-N drops a row whose
+windows ended by ``MARK``; session and join operators judge rows by ``BEFORE``. Those columns are
 exact while rows come from one source through stateless operators (``Frame.arrival``). Rows an
 aggregation or a bounded join emits carry *time attributes* that no later window can find late
 (they travel ahead of the watermark that released them: ``Frame.never_late``). Where neither
@@ -218,8 +218,8 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         r = ranking_of(node)
         f = self.visit(node.input)
         df = f.df
-        if r.windowed and _lateness(f, pn.WINDOW_END, node):
-            df = df.filter(column(pn.WINDOW_END) > column(BEFORE))
+        if r.windowed and _lateness(f, pn.WINDOW_END, node):  # by the watermark just after the row, as windows
+            df = df.filter(column(pn.WINDOW_END) > F.greatest(column(MARK), column(BEFORE)))
         position = F.row_number().over(Window.partitionBy(*(column(c) for c in r.partition)).orderBy(*_order(r)))
         df = df.withColumn("__dw_position", position).filter(column("__dw_position") <= r.n)
         if r.rank is not None:

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import darwin as dw
-from darwin import col
+from darwin import col, lit
 from darwin.errors import UnsupportedError
 
 SIZES = st.sampled_from([1, 2, 3, 4, 6, 12])
@@ -17,8 +17,8 @@ SIZES = st.sampled_from([1, 2, 3, 4, 6, 12])
 
 @st.composite
 def cascades(draw: st.DrawFn) -> dw.Table:
-    """A sliding or tumbling count per key, its window_start or window_end shifted by a few ms or a
-    window's length, summed again in windows of another size (ms-sized too)."""
+    """A sliding or tumbling count per key (or a window top-N), its window_start or window_end shifted
+    by a few ms or a window's length, summed again in windows of another size (ms-sized too)."""
     unit = draw(st.sampled_from([1, 10, 100]))
     size, size2 = unit * draw(SIZES), unit * draw(SIZES)
     slide = size // 2 if size % 2 == 0 and draw(st.booleans()) else size
@@ -30,9 +30,13 @@ def cascades(draw: st.DrawFn) -> dw.Table:
     times = [i * step + j for i, j in enumerate(jitter)]
     source = dw.from_arrow(pa.table({"k": [i % 3 for i in range(60)], "ts": pa.array(times, pa.timestamp("ms"))}),
                            time="ts", max_delay=draw(st.sampled_from([0, 3 * step])), name="events")
-    counts = source.window(dw.Slide(size, every=slide, on="ts")).group_by("k").agg(n=dw.count())
+    windows = source.window(dw.Slide(size, every=slide, on="ts"))
+    if draw(st.booleans()):
+        first = windows.group_by("k").agg(n=dw.count())
+    else:  # a window top-N: each window's two latest rows per key
+        first = windows.top_n(2, by="k", order=[dw.desc("ts")]).select("k", "window_start", "window_end", n=lit(1))
     column = col(bound) + shift if shift else col(bound)
-    return counts.select("k", "n", s=column).window(dw.Slide(size2, every=slide2, on="s")).agg(total=dw.sum("n"))
+    return first.select("k", "n", s=column).window(dw.Slide(size2, every=slide2, on="s")).agg(total=dw.sum("n"))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
