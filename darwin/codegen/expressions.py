@@ -42,6 +42,9 @@ class Params:
     # strings made as kernels ask (NEEDS_PAIR), by a pair of codes: ("join", separator) joins the two;
     # ("call", function, arguments) applies a string function that expands strings to the first
     pairs: list[tuple[Any, ...]] = field(default_factory=list)
+    # the kernel casts numbers to text ("text" pairs): it can run as a scout (``ctl.SCOUT``), which records the
+    # values those tables lack in ``ptm`` (site, value pairs) so that the runtime makes all their texts at once
+    scouting: bool = False
 
     def string(self, value: str) -> str:
         if value not in self.strings:
@@ -85,7 +88,12 @@ class Params:
                 + [f"pc{i}" for i in range(len(self.string_sets))]
                 + [name for i in range(len(self.lookups)) for name in (f"plv{i}", f"plm{i}")]
                 + [name for i in range(len(self.formats)) for name in (f"pfk{i}", f"pfc{i}")]
-                + [name for i in range(len(self.pairs)) for name in (f"pqa{i}", f"pqb{i}", f"pqc{i}")])
+                + [name for i in range(len(self.pairs)) for name in (f"pqa{i}", f"pqb{i}", f"pqc{i}")]
+                + (["ptm"] if self.scouting else []))
+
+    def makes_text(self, site: int) -> bool:
+        """Whether pair table ``site`` holds numbers' texts (keyed by the value, a float by its bits)."""
+        return bool(self.pairs[site][0] == "text")
 
 
 def _call_depth(e: ex.ExprNode) -> int:

@@ -177,6 +177,18 @@ def pair_insert(left: np.ndarray, right: np.ndarray, codes: np.ndarray, a: np.in
 
 
 @njit(cache=True, nogil=True)
+def pair_insert_all(left: np.ndarray, right: np.ndarray, codes: np.ndarray, a: np.ndarray, b: np.ndarray,
+                    code: np.ndarray) -> int:
+    """Add each pair (``a[j]``, ``b[j]``) the table lacks with its string code (it has room for all); how many."""
+    added = 0
+    for j in range(a.shape[0]):
+        if pair_code(left, right, codes, a[j], b[j]) < 0:
+            pair_insert(left, right, codes, a[j], b[j], code[j])
+            added += 1
+    return added
+
+
+@njit(cache=True, nogil=True)
 def sorted_contains(values: np.ndarray, x: float) -> bool:
     """Membership in a sorted array: ``isin`` with many values."""
     i = np.searchsorted(values, x)

@@ -14,7 +14,7 @@ nothing resolves the row's strings (``_resolving``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -91,6 +91,7 @@ class _Generator:
         self.hashed = self.agg_sink is not None and self.agg_sink.ring is None
         self.panes = self.agg_sink is not None and self.agg_sink.panes  # rows fold into their pane only
         self.undo = self.hashed and self.agg.undo_log
+        self.params.scouting = _makes_texts(p.operators, p.sink)
 
     # an aggregating sink's parts: only the code generated for one asks for them (``ring``: for a ring's)
     @property
@@ -180,6 +181,8 @@ class _Generator:
                 head.line(f"pfv{i} = np.int64(-1)")
             if self.numbered:
                 head.line(f"row_base = ctl[{ctl.ROW_BASE}]")
+            if self.params.scouting:
+                head.line(f"scout = ctl[{ctl.SCOUT}] != 0")
             if self._hoisted_watermark:
                 head.line(self._watermark())
             with head.block(f"for {self._position} in range(start, n):"):
@@ -204,8 +207,22 @@ class _Generator:
 
     def _format_miss(self, status: int, site: int, keys: tuple[str, ...]) -> None:
         """Ask the runtime for the string of table ``site`` at ``keys`` (a format's time unit, or the two codes
-        a concatenation joins), and start the row again: nothing of it is done yet but the source's
-        event-time progress, which a second pass repeats alike, and its count of future rows, taken back here."""
+        a concatenation joins), and start the row again (``_ask``). A kernel running as a scout (``ctl.SCOUT``)
+        stops for none: it records a number whose text is missing and goes on, as past any other miss."""
+        if not self.params.scouting:
+            self._ask(status, site, keys)
+            return
+        with self.src.block("if scout:"):
+            if status == ctl.NEEDS_PAIR and self.params.makes_text(site):
+                self._record_miss(site, keys[0])
+            else:
+                self.src.line("pass")
+        with self.src.block("else:"):
+            self._ask(status, site, keys)
+
+    def _ask(self, status: int, site: int, keys: tuple[str, ...]) -> None:
+        """Stop for the runtime to make the string: nothing of the row is done yet but the source's event-time
+        progress, which a second pass repeats alike, and its count of future rows, taken back here."""
         b = self.src
         b.line(f"ctl[{ctl.FORMAT_SITE}] = {number(site)}")
         for slot, key in zip((ctl.FORMAT_KEY, ctl.PAIR_RIGHT), keys):
@@ -213,6 +230,24 @@ class _Generator:
         if self._future_tracked:
             b.line("future_rows = row_future")
         self._stop(status)
+
+    def _record_miss(self, site: int, key: str) -> None:
+        """A scout's miss: (text table, value) into ``ptm``; when it is full the scout ends at this row."""
+        b = self.src
+        missed = b.fresh("missed")
+        b.line(f"{missed} = ctl[{ctl.MISSES}]")
+        with b.block(f"if 2 * {missed} == ptm.shape[0]:"):
+            self._stop(ctl.TEXTS_MISSED)
+        b.line(f"ptm[2 * {missed}] = {number(site)}")
+        b.line(f"ptm[2 * {missed} + 1] = {key}")
+        b.line(f"ctl[{ctl.MISSES}] = {missed} + 1")
+
+    def _scouted(self) -> None:
+        """Where a scout's row ends: before the sink changes state or writes a row (the sink's own
+        expressions, computed before, have been scouted)."""
+        if self.params.scouting:
+            with self.src.block("if scout:"):
+                self.src.line("continue")
 
     @property
     def _future_tracked(self) -> bool:
@@ -454,6 +489,7 @@ class _Generator:
             self.src.line("pass")
             return
         if isinstance(self.p.sink, op.EmitRows):
+            self._scouted()
             self._write_row("o", "out", env, self.p.output_schema)
         else:
             self._aggregate(env, schema)
@@ -482,6 +518,7 @@ class _Generator:
         for a in lay.accs:
             if a.arg is not None:
                 args[a.name] = self.exprs.emit(a.arg, env, schema)
+        self._scouted()
         if not self.hashed and not w.is_tumbling and not self.panes:  # one slot is checked where it is taken
             self._check_ring_slots(t, w)
         b.line("accepted = False")
@@ -637,8 +674,22 @@ def _formats_in(e: ex.ExprNode) -> bool:
     return made or any(_formats_in(c) for c in ex.children(e))
 
 
-def _formats(ops: list[op.StatelessOp], sink: op.Sink) -> bool:
+def _makes_texts(ops: Sequence[op.StatelessOp], sink: op.Sink) -> bool:
+    """Whether the operators or the sink cast a value to a string (a number's text: a pair table's)."""
+    return any(_casts_to_text(e) for e in _expressions(ops, sink))
+
+
+def _casts_to_text(e: ex.ExprNode) -> bool:
+    return (isinstance(e, ex.Cast) and e.dtype is DType.STRING) or any(_casts_to_text(c) for c in ex.children(e))
+
+
+def _formats(ops: Sequence[op.StatelessOp], sink: op.Sink) -> bool:
     """Whether the operators or the sink format a timestamp."""
+    return any(_formats_in(e) for e in _expressions(ops, sink))
+
+
+def _expressions(ops: Sequence[op.StatelessOp], sink: op.Sink) -> list[ex.ExprNode]:
+    """The expressions the operators and the sink evaluate."""
     exprs: list[ex.ExprNode] = []
     for o in ops:
         if isinstance(o, op.FilterOp):
@@ -649,4 +700,4 @@ def _formats(ops: list[op.StatelessOp], sink: op.Sink) -> bool:
             exprs += [*o.join.left_keys, *([] if o.join.where is None else [o.join.where])]
     if isinstance(sink, op.WindowAggregateSink):
         exprs += [call.input for _, call in sink.aggregate.aggs if call.input is not None]
-    return any(_formats_in(e) for e in exprs)
+    return exprs

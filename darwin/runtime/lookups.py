@@ -8,11 +8,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from darwin.codegen.functions import format_code, format_insert, pair_insert
+from darwin.codegen.functions import format_code, format_insert, pair_insert, pair_insert_all
 from darwin.plan.casts import to_text
 from darwin.plan.strings import FUNCTIONS, apply
 from darwin.plan.timeformat import DAY_MS, strftime, unit_ms
 from darwin.runtime.encoding import StringPool
+from darwin.runtime.number_texts import number_texts
 from darwin.types import DType
 
 
@@ -83,9 +84,11 @@ class FormatTable:
 class PairTable:
     """The dictionary codes of strings made of two codes: joined with a separator between them (CONCAT,
     CONCAT_WS; ``spec`` ("join", separator)), or a string function that expands strings applied to the first
-    (``spec`` ("call", function, arguments); the second is 0). An open-addressing table kernels read
-    (``pair_code``); a kernel that meets a pair the table lacks stops (``NEEDS_PAIR``) and the runtime makes
-    and interns its string (``add``): once per distinct pair in a run."""
+    (``spec`` ("call", function, arguments); the second is 0), or a number's text (``spec`` ("text", type); the
+    first is the value, a float's bits, the second 0). An open-addressing table kernels read (``pair_code``); a
+    kernel that meets a pair the table lacks stops (``NEEDS_PAIR``) and the runtime makes and interns its string
+    (``add``): once per distinct pair in a run. A text table is filled many values at once (``add_texts``): the
+    runtime finds the values a batch's rows lack before it goes on (``PipelineRunner._make_texts``)."""
 
     def __init__(self, spec: tuple[Any, ...]) -> None:
         self.spec = spec
@@ -96,10 +99,20 @@ class PairTable:
 
     def add(self, a: int, b: int, pool: StringPool) -> None:
         if 2 * (self.count + 1) > len(self.codes):
-            self._grow()
+            self._grow(self.count + 1)
         code = pool.code(self._made(a, b, pool))
         pair_insert(self.left, self.right, self.codes, np.int64(a), np.int64(b), np.int64(code))
         self.count += 1
+
+    def add_texts(self, values: np.ndarray, pool: StringPool) -> None:
+        """A text table's (``spec`` ("text", type)) entries for ``values`` (int64: a float's bits), their texts
+        made and interned at once; values it holds already are left as they are."""
+        values = np.unique(values)
+        if 2 * (self.count + len(values)) > len(self.codes):
+            self._grow(self.count + len(values))
+        dtype = DType(self.spec[1])
+        codes = pool.encode(number_texts(dtype, values.view(np.float64) if dtype is DType.FLOAT64 else values))
+        self.count += pair_insert_all(self.left, self.right, self.codes, values, np.zeros_like(values), codes)
 
     def _made(self, a: int, b: int, pool: StringPool) -> str:
         kind = self.spec[0]
@@ -110,11 +123,13 @@ class PairTable:
         left, right = pool.decode(np.array([a, b], dtype=np.int64), None).to_pylist()
         return left + self.spec[1] + right if kind == "join" else apply(self.spec[1], self.spec[2], left)
 
-    def _grow(self) -> None:
+    def _grow(self, entries: int) -> None:
+        """Room for ``entries`` pairs, the table at most half full."""
         used = self.codes >= 0
         left, right, codes = self.left[used], self.right[used], self.codes[used]
         size = 2 * len(self.codes)
+        while size < 2 * entries:
+            size *= 2
         self.left, self.right = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
         self.codes = np.full(size, -1, dtype=np.int64)
-        for a, b, code in zip(left.tolist(), right.tolist(), codes.tolist()):
-            pair_insert(self.left, self.right, self.codes, np.int64(a), np.int64(b), np.int64(code))
+        pair_insert_all(self.left, self.right, self.codes, left, right, codes)

@@ -43,6 +43,7 @@ from darwin.types import Schema
 INT64_MAX = np.iinfo(np.int64).max
 FIRST_SEEN = "__darwin_first_seen"  # a keyed-parallel worker's fired rows: the serial of the row that made each
 OUT_BUFFER_ROWS = 1 << 20  # rows of output buffers a kernel call may fill
+SCOUTED_MISSES = 1 << 16  # values without a text a scouting kernel records before it stops (ptm holds pairs)
 
 
 class PipelineRunner:
@@ -69,6 +70,8 @@ class PipelineRunner:
         self.lookups = [LookupTable(f, a) for f, a in self.ks.params.lookups] if self.ks else []
         self.formats = [FormatTable(f) for f in self.ks.params.formats] if self.ks else []
         self.pairs = [PairTable(spec) for spec in self.ks.params.pairs] if self.ks else []
+        if self.ks and self.ks.params.scouting:
+            self.params["ptm"] = np.zeros(2 * SCOUTED_MISSES, dtype=np.int64)
         self._bind_formats()
         self.static = lookups
         # rows a lookup join may make of one input row: the most rows its table holds for one key
@@ -151,7 +154,10 @@ class PipelineRunner:
                 pos = self.kernel(pos, end, *self._args(batch, out, late))
                 if pos >= end:
                     break
-                self._resolve(int(self.ctl[ctl.STATUS]), fired)
+                if self._text_missing():
+                    self._make_texts(pos, end, batch, out, late)
+                else:
+                    self._resolve(int(self.ctl[ctl.STATUS]), fired)
             if out is not None:
                 outs.append(_sliced(out, int(self.ctl[ctl.OUT_ROWS])))
         if self.state is not None:
@@ -186,6 +192,36 @@ class PipelineRunner:
         for i, pairs in enumerate(self.pairs):
             self.params[f"pqa{i}"], self.params[f"pqb{i}"], self.params[f"pqc{i}"] = \
                 pairs.left, pairs.right, pairs.codes
+
+    def _text_missing(self) -> bool:
+        """Whether the kernel stopped for a number's text (a text table lacks the value) and can scout."""
+        assert self.ks is not None
+        return int(self.ctl[ctl.STATUS]) == ctl.NEEDS_PAIR and self.ks.params.scouting \
+            and self.ks.params.makes_text(int(self.ctl[ctl.FORMAT_SITE]))
+
+    def _make_texts(self, pos: int, end: int, batch: EncodedBatch, out: dict[str, Column] | None,
+                    late: dict[str, Column] | None) -> None:
+        """The texts of the value the kernel stopped for and of every value the rows after it lack, made at
+        once, not one kernel stop per value: the kernel runs on from ``pos`` as a scout (``ctl.SCOUT``),
+        which changes no state, writes no row and stops for nothing but recording the values its text
+        tables lack, up to ``SCOUTED_MISSES``; ``ctl`` is then as it was before the scout ran."""
+        assert self.kernel is not None
+        stopped = self.ctl.copy()
+        stopped[ctl.STATUS] = ctl.OK
+        self.pairs[int(stopped[ctl.FORMAT_SITE])].add_texts(stopped[[ctl.FORMAT_KEY]], self.pool)
+        self._bind_formats()
+        self._bind_lookups()  # no table is empty now: a scout reads a missing text's code, -1, as the last
+        self.ctl[ctl.STATUS] = ctl.OK
+        self.ctl[ctl.SCOUT] = 1
+        self.ctl[ctl.MISSES] = 0
+        self.kernel(pos, end, *self._args(batch, out, late))
+        found = self.params["ptm"][:2 * int(self.ctl[ctl.MISSES])]  # type: ignore[index]
+        self.ctl[:] = stopped
+        sites, values = found[0::2], found[1::2]
+        for site in np.unique(sites).tolist():
+            self.pairs[site].add_texts(values[sites == site], self.pool)
+        self._bind_formats()
+        self._bind_lookups()  # string functions of the new strings
 
     def _resolve(self, status: int, fired: list[EncodedBatch]) -> None:
         """Fix what made the kernel stop, so it can go on from the same row."""

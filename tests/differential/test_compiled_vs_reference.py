@@ -167,6 +167,46 @@ def test_casts_to_and_from_strings(rows, batch_size):
     assert_engines_agree(q_casts(t), dw.Config(batch_size=batch_size))
 
 
+@settings(max_examples=30, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 6_000), st.integers(-3, 40), FLOATS, st.sampled_from(["1", "x", None])),
+                     min_size=1, max_size=30),
+       batch_size=st.integers(1, 8), recorded=st.integers(1, 4))
+def test_numbers_texts_made_many_at_once(rows, batch_size, recorded):
+    """The compiled engine makes the texts a batch lacks at once: the kernel runs on as a scout that records the
+    values (``recorded`` at most before it stops) and must change nothing else: not an aggregation's state nor
+    its watermark, not the rows it emits, and it must not fail for a CAST its rows reach (the kernel that runs
+    after it does) nor stop for a concatenation's or a format's strings. Texts of texts, filters on texts, sliding
+    windows, group keys and CASTs guarded or not agree with the interpreter."""
+    from unittest import mock
+
+    import pyarrow as pa
+
+    from darwin.errors import CastError
+
+    ts, k, f, s = (list(c) for c in zip(*rows))
+    t = dw.from_arrow(pa.table({"ts": pa.array(ts, pa.timestamp("ms")), "k": pa.array(k, pa.int64()),
+                                "f": pa.array(f, pa.float64()), "s": pa.array(s, pa.string())}),
+                      name="t", time="ts", max_delay="1s")
+    text = col("k").cast("string")
+    windowed = (t.filter(text != "2")
+                .with_columns(key=dw.concat(text, dw.lit("/"), col("f").cast("string")),
+                              hour=col("ts").dt.strftime("%M:%S"), at=col("ts").cast("string"))
+                .window(dw.Slide("2s", every="1s", on="ts"), late_output=True)
+                .group_by("key", "hour").agg(n=dw.count(), long=dw.max(col("at").str.length() + text.str.length())))
+    emitted = t.select(k=text, n=dw.when(col("s") == "x", -1).otherwise(col("s").cast("int64")),
+                       again=text.cast("int64").cast("string"), f=col("f").cast("string").str.upper())
+    failing = t.select(k=text, n=col("s").cast("int64"))
+    config = dw.Config(batch_size=batch_size)
+    with mock.patch("darwin.runtime.pipeline.SCOUTED_MISSES", recorded):
+        assert_engines_agree(windowed, config)
+        assert_engines_agree(emitted, config)
+        if "x" in s:
+            with pytest.raises(CastError, match="'x' to BIGINT"):
+                failing.collect(config=config)
+        else:
+            assert_engines_agree(failing, config)
+
+
 @pytest.mark.parametrize("mode", ["compiled", "interpreted"])
 def test_a_cast_that_meets_text_that_does_not_parse_fails_naming_it(mode):
     """Flink's CAST fails on text that is not its type (since 1.15); it must not give NULL or garbage."""
