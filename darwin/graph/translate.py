@@ -10,7 +10,7 @@ from darwin.graph import operators as op
 from darwin.io.source import column_bounds
 from darwin.plan import nodes as pn
 from darwin.plan.aggregates import function
-from darwin.plan.exprs import Column, ExprNode, StringCall, columns_of, type_of
+from darwin.plan.exprs import Column, ExprNode, Literal, StringCall, columns_of, type_of
 from darwin.plan.inspected import inspected_columns
 from darwin.plan.keys import unique_on
 from darwin.plan.rules import map_children
@@ -192,11 +192,20 @@ class _Translator(SharedNodeVisitor[_Chain]):
         return _Chain(op.OperatorPort(o.id), out, (), out, updating)
 
     def visit_Union(self, node: pn.Union) -> _Chain:
-        producers = tuple(self.close(self.visit(p), op.EmitRows()) for p in node.parts)
+        updating = pn.updating(node)
+        producers = tuple(self.close(self._union_part(p, updating), op.EmitRows()) for p in node.parts)
         u = op.UnionOperator(len(self.unions), producers)
         self.unions.append(u)
         self.order.append(op.Stateful("union", u.id))
-        return _Chain(op.UnionPort(producers), node.schema, (), node.schema)
+        schema = pn.with_change_kind(node.schema) if updating else node.schema
+        return _Chain(op.UnionPort(producers), schema, (), schema, updating)
+
+    def _union_part(self, part: pn.PlanNode, updating: bool) -> _Chain:
+        """A part of a union; in an updating one every part's rows carry a change kind (an appending
+        part's are inserts). Each part is closed before the next is visited: pipelines are numbered
+        in plan order, which orders the pipelines reading one source."""
+        chain = self.visit(part)
+        return _inserting(chain) if updating and not chain.updating else chain
 
     def close(self, chain: _Chain, sink: op.Sink, root_output: bool = False) -> int:
         """Make ``chain`` a pipeline ending in ``sink``; its id."""
@@ -226,6 +235,13 @@ class _Translator(SharedNodeVisitor[_Chain]):
         self.pipelines.append(op.Pipeline(len(self.pipelines), port, input_schema, tuple(ops), sink, output_schema,
                                           moved, computed, parallel))
         return len(self.pipelines) - 1
+
+
+def _inserting(chain: _Chain) -> _Chain:
+    """An appending chain's rows as inserts of an updating stream (a change kind of +I each)."""
+    exprs: tuple[tuple[str, ExprNode], ...] = tuple((n, Column(n)) for n in chain.schema.names)
+    exprs += ((pn.CHANGE_KIND, Literal(pn.ChangeKind.INSERT, DType.INT64)),)
+    return dataclasses.replace(chain.then(op.ProjectOp(exprs), pn.with_change_kind(chain.schema)), updating=True)
 
 
 def _with_keys(chain: _Chain, names: tuple[str, ...], keys: tuple[ExprNode, ...]) -> _Chain:

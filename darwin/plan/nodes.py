@@ -695,7 +695,9 @@ class LookupJoin:
 
 @dataclass(frozen=True)
 class Union:
-    """Every row of every input (UNION ALL); the inputs have the same column names and types."""
+    """Every row of every input (UNION ALL); the inputs have the same column names and types. A
+    union of changelogs is a changelog: over an updating input each part's rows keep their change
+    kinds (an appending part's are +I) and each retraction still takes back a row of its own part."""
 
     parts: tuple[PlanNode, ...]
 
@@ -708,10 +710,6 @@ class Union:
             if s.names != first.names or [f.dtype for f in s.fields] != [f.dtype for f in first.fields]:
                 raise PlanError(f"union: table {i} has columns {_columns(s)}, table 0 has {_columns(first)}; "
                                 "select the same columns, in the same order, with the same types")
-        for p in self.parts:
-            if updating(p):
-                raise UnsupportedError(f"union: an input is {_UPDATING}; "
-                                       "not supported yet")
 
     @property
     def inputs(self) -> tuple[PlanNode, ...]:

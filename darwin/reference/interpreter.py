@@ -265,7 +265,7 @@ class _Builder(SharedNodeVisitor[_Operator]):
         return _Over(node, self.visit(node.input))
 
     def visit_Union(self, node: pn.Union) -> _Operator:
-        return _Union([self.visit(p) for p in node.parts])
+        return _Union([self.visit(p) for p in node.parts], pn.updating(node))
 
     def visit_Join(self, node: pn.Join) -> _Operator:
         return _Join(node, self.ctx, self.visit(node.left), self.visit(node.right))
@@ -277,9 +277,16 @@ class _Builder(SharedNodeVisitor[_Operator]):
 
 
 class _Union(_Operator):
-    """Rows of every input as they come, judged by the union's watermark: the minimum of its inputs'."""
+    """Rows of every input as they come, judged by the union's watermark: the minimum of its inputs'.
+    A union of changelogs is a changelog: an appending input's rows are inserts of it."""
+
+    def __init__(self, inputs: list[_Operator], updating: bool) -> None:
+        super().__init__(inputs)
+        self.updating = updating
 
     def push(self, rows: Rows, marks: Marks, port: int) -> None:
+        if self.updating:
+            rows = [row if pn.CHANGE_KIND in row else {**row, pn.CHANGE_KIND: INSERT} for row in rows]
         self.emit(rows, [self.wm] * len(rows))
 
     def watermark(self) -> int:

@@ -1,7 +1,7 @@
 """Regular joins whose inputs are updating results (aggregations, top-N), as Flink's regular joins
 take retraction inputs: a withdrawn row (-U/-D) takes back one kept row of its side with exactly
 its values and every joined row it made; an outer side's padded row comes back when its last
-match goes.
+match goes. Unions of updating results: a union of changelogs.
 
 On random streams (NULL keys, duplicate rows, groups that vanish, floats with -0.0 and NaN), every
 join kind with and without a condition, every backend, parallelism 1 and 2, random batch sizes:
@@ -131,6 +131,34 @@ def test_joins_of_updating_inputs_with_a_state_ttl_agree(left, right, shapes, ho
     with tempfile.TemporaryDirectory() as directory:
         compiled = q.execute(_config(state, 1, batch, "compiled", directory))
     assert_table_equal(compiled.changelog, reference.changelog, check_nullability=True)
+
+
+@RUNS
+@given(left=streams("L"), right=streams("R"), shapes=st.lists(st.sampled_from(SHAPES), min_size=2, max_size=3),
+       same=st.booleans(), regroup=st.booleans(), batch=st.integers(1, 5),
+       state=st.sampled_from(["memory", "mmap", "rocksdb"]), parallelism=st.sampled_from([1, 2]))
+def test_unions_of_updating_inputs_fold_to_their_final_tables(left, right, shapes, same, regroup, batch, state,
+                                                             parallelism):
+    """A union of changelogs is a changelog: each part's rows keep their kinds (an appending part's
+    are +I) and it folds to every part's final table; an aggregation over it to a fresh group-by.
+    Parts may read one source (``same``): they are fed in plan order on both engines."""
+    parts = [side(left if same or i % 2 == 0 else right, shape) for i, shape in enumerate(shapes)]
+    q = parts[0].union(*parts[1:])
+    if regroup:
+        q = q.group_by("k").agg(x=dw.sum("x"), y=dw.count())
+    reference = q.execute(dw.Config(batch_size=batch, mode="interpreted"))
+    with tempfile.TemporaryDirectory() as directory:
+        compiled = q.execute(_config(state, parallelism, batch, "compiled", directory))
+    assert_table_equal(compiled.changelog, reference.changelog, check_nullability=True)
+    assert_folds_strictly(compiled.changelog, compiled.table, ("k",) if regroup else None)
+    rows = [r for p in parts for r in p.collect(dw.Config(batch_size=batch, mode="interpreted")).to_pylist()]
+    if regroup:
+        groups: dict = {}
+        for r in rows:
+            groups.setdefault(r["k"], []).append(r["x"])
+        rows = [{"k": k, "x": sum(v for v in xs if v is not None) if any(v is not None for v in xs) else None,
+                 "y": len(xs)} for k, xs in groups.items()]
+    assert _rows(compiled.table.to_pylist()) == _rows(rows)
 
 
 def _changes(result: dw.RunResult) -> list[tuple]:
