@@ -26,7 +26,7 @@ from darwin.io.sinks import Sink
 from darwin.io.source import Source
 from darwin.io.sources import ArrowSource, BatchSource, ParquetSource
 from darwin.plan import nodes as pn
-from darwin.plan.exprs import Column, ExprNode
+from darwin.plan.exprs import Column, ExprNode, widened
 from darwin.plan.window import BarrierWindow, SessionWindow, Window
 from darwin.runtime.output import RunResult
 
@@ -150,16 +150,16 @@ class Table:
         if isinstance(other, LookupTable):
             if state_ttl is not None:
                 raise PlanError("join: a lookup join keeps no stream rows, so it takes no state_ttl")
-            return Table(pn.LookupJoin(self.plan, other.plan, _key_nodes(left_keys), _key_nodes(right_keys), how,
-                                       condition, suffix))
+            lk, rk = _paired_keys(self.plan, other.plan, left_keys, right_keys)
+            return Table(pn.LookupJoin(self.plan, other.plan, lk, rk, how, condition, suffix))
         if isinstance(other, WindowedTable):
             raise PlanError("join: window both sides alike for a window join, e.g. "
                             "a.window(dw.Tumble('10s', on='t')).join(b.window(dw.Tumble('10s', on='t')), ...)")
         if not isinstance(other, Table):
             raise PlanError(f"join() takes a Table, a windowed table or a .lookup() table, got {other!r}")
         ttl = None if state_ttl is None else to_millis(state_ttl, "state_ttl", PlanError)
-        return Table(pn.Join(self.plan, other.plan, _key_nodes(left_keys), _key_nodes(right_keys), how, condition,
-                             suffix, ttl))
+        lk, rk = _paired_keys(self.plan, other.plan, left_keys, right_keys)
+        return Table(pn.Join(self.plan, other.plan, lk, rk, how, condition, suffix, ttl))
 
     def union(self, *others: Table) -> Table:
         """Every row of this table and of ``others`` (UNION ALL); same column names and types."""
@@ -268,9 +268,8 @@ class WindowedTable:
             raise PlanError("window join: window the other side with the same window, e.g. "
                             f"other.window({self.plan.window!r})")
         left_keys, right_keys = _join_keys(on, left_on, right_on)
-        return Table(pn.Join(self.plan, other.plan, _key_nodes(left_keys + [pn.WINDOW_START]),
-                             _key_nodes(right_keys + [pn.WINDOW_START]), how, None if where is None else _node(where),
-                             suffix))
+        lk, rk = _paired_keys(self.plan, other.plan, left_keys + [pn.WINDOW_START], right_keys + [pn.WINDOW_START])
+        return Table(pn.Join(self.plan, other.plan, lk, rk, how, None if where is None else _node(where), suffix))
 
     def group_by(self, *keys: str | Expr) -> GroupedTable:
         return GroupedTable(self.plan, _key_names(self.plan, keys))
@@ -444,6 +443,14 @@ def _join_keys(on: Any, left_on: Any, right_on: Any) -> tuple[list[Any], list[An
     if len(lefts) != len(rights):
         raise PlanError(f"join: {len(lefts)} left key(s) but {len(rights)} right key(s)")
     return lefts, rights
+
+
+def _paired_keys(left: pn.PlanNode, right: pn.PlanNode, left_keys: list[Any], right_keys: list[Any]) \
+        -> tuple[tuple[ExprNode, ...], tuple[ExprNode, ...]]:
+    """The join's key expressions, an integer key paired with a float key widened to float."""
+    pairs = [widened(a, b, left.schema, right.schema)
+             for a, b in zip(_key_nodes(left_keys), _key_nodes(right_keys))]
+    return tuple(a for a, _ in pairs), tuple(b for _, b in pairs)
 
 
 def _key_nodes(keys: list[Any]) -> tuple[ExprNode, ...]:

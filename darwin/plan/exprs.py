@@ -12,7 +12,7 @@ from datetime import UTC
 from functools import cached_property
 from typing import Any
 
-from darwin.errors import DarwinTypeError, PlanError
+from darwin.errors import DarwinError, DarwinTypeError, PlanError
 from darwin.types import DType, Schema
 
 ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod")
@@ -355,6 +355,20 @@ def type_of(e: ExprNode, schema: Schema, where: str = "expression") -> Typed:
             _expect(t, (DType.STRING,), p, f"{where}: {e}")
         return Typed(DType.STRING, e.separator is None and any(t.nullable for t in parts))
     raise PlanError(f"{where}: not an expression: {e!r}")
+
+
+def widened(a: ExprNode, b: ExprNode, a_schema: Schema, b_schema: Schema) -> tuple[ExprNode, ExprNode]:
+    """Two keys a join compares for equality, an integer one beside a float one cast to float (Flink
+    compares BIGINT = DOUBLE as DOUBLE, as ``==`` does here). Others are left for the join to judge."""
+    try:
+        types = (type_of(a, a_schema).dtype, type_of(b, b_schema).dtype)
+    except DarwinError:
+        return a, b  # the join refuses the key, naming its side
+    if types == (DType.INT64, DType.FLOAT64):
+        return Cast(a, DType.FLOAT64), b
+    if types == (DType.FLOAT64, DType.INT64):
+        return a, Cast(b, DType.FLOAT64)
+    return a, b
 
 
 def _expect(t: Typed, allowed: tuple[DType, ...], e: Any, where: str) -> None:

@@ -351,3 +351,50 @@ def test_a_lookup_join_fanning_out_into_a_windowed_aggregation_has_room(state):
     q = bids.join(table.lookup(), on=[("k", "key")]).window(dw.Tumble("1s", on="ts")).group_by("w").agg(
         n=dw.count())
     assert_agree(q, 1_000, state)
+
+
+FLOAT_KEYS = st.one_of(st.none(), st.sampled_from([0.0, -0.0, 1.0, 2.5, 3.0, float("nan"), 2.0**53, -1.0]),
+                       st.integers(-2, 5).map(float))
+INT_KEYS = st.one_of(st.none(), st.integers(-2, 5), st.sampled_from([2**53, 2**53 + 1, -(2**63)]))
+
+
+@SETTINGS
+@given(ints=st.lists(INT_KEYS, max_size=12), floats=st.lists(FLOAT_KEYS, max_size=12), how=st.sampled_from(HOW),
+       int_left=st.booleans(), batch=st.integers(1, 8), state=st.sampled_from(STATES))
+def test_an_integer_key_joins_a_float_key_as_a_double(ints, floats, how, int_left, batch, state):
+    """BIGINT = DOUBLE joins as Flink compares them, as DOUBLE: the integer side is widened (2**53 + 1
+    matches 2**53.0; NaN matches no integer; 0 matches -0.0). Refused before ('cast one side so both
+    have the same type'). Compiled on every backend against the interpreter and a plain-Python join;
+    the key columns keep their types."""
+    i = dw.from_arrow(pa.table({"t": pa.array([0] * len(ints), pa.timestamp("ms")), "k": pa.array(ints, pa.int64()),
+                                "a": pa.array(range(len(ints)), pa.int64())}), time="t", name="I")
+    f = dw.from_arrow(pa.table({"t": pa.array([0] * len(floats), pa.timestamp("ms")),
+                                "f": pa.array(floats, pa.float64()), "b": pa.array(range(len(floats)), pa.int64())}),
+                      time="t", name="F")
+    q = i.join(f, on=[("k", "f")], how=how) if int_left else f.join(i, on=[("f", "k")], how=how)
+    assert_agree(q, batch, state)
+    table = q.collect()
+    assert (table.schema.field("k").type, table.schema.field("f").type) == (pa.int64(), pa.float64())
+    pairs = {(x, y) for x, k in enumerate(ints) for y, v in enumerate(floats)
+             if k is not None and v is not None and float(k) == v}
+    got = {(r["a"], r["b"]) for r in table.to_pylist()}
+    assert {(a, b) for a, b in got if a is not None and b is not None} == pairs
+    keeps_ints = how == "full" or how == ("left" if int_left else "right")
+    keeps_floats = how == "full" or how == ("right" if int_left else "left")
+    assert {a for a, b in got if b is None} == \
+        ({x for x in range(len(ints)) if all(p[0] != x for p in pairs)} if keeps_ints else set())
+    assert {b for a, b in got if a is None} == \
+        ({y for y in range(len(floats)) if all(p[1] != y for p in pairs)} if keeps_floats else set())
+
+
+def test_an_integer_key_joins_a_float_key_in_a_window_join_and_in_sql():
+    i = dw.from_arrow(pa.table({"t": pa.array([0, 1, 2], pa.timestamp("ms")), "k": [1, 2, 3]}), time="t", name="i")
+    f = dw.from_arrow(pa.table({"t": pa.array([0, 1, 2], pa.timestamp("ms")), "f": [1.0, 2.5, 3.0]}), time="t",
+                      name="f")
+    windowed = i.window(dw.Tumble("1s", on="t")).join(f.window(dw.Tumble("1s", on="t")), on=[("k", "f")])
+    for mode in ("compiled", "interpreted"):
+        config = dw.Config(mode=mode)
+        assert sorted((r["k"], r["f"]) for r in windowed.collect(config).to_pylist()) == [(1, 1.0), (3, 3.0)]
+        for condition in ("i.k = f.f", "f.f = i.k"):
+            sql = dw.sql(f"SELECT i.k, f.f FROM i JOIN f ON {condition}", tables={"i": i, "f": f})
+            assert sorted(tuple(r.values()) for r in sql.collect(config).to_pylist()) == [(1, 1.0), (3, 3.0)]

@@ -236,6 +236,23 @@ def test_string_extremes_order_by_utf8_bytes_on_spark(spark):
         sorted(over.collect().to_pylist(), key=key)
 
 
+def test_an_integer_key_joins_a_float_key_as_a_double_on_spark(spark):
+    """BIGINT = DOUBLE join keys compare as DOUBLE on every engine (2**53 + 1 meets 2**53.0, 0 meets -0.0,
+    NaN meets nothing), regular and window joins, inner and outer."""
+    from engines import assert_three_engines_agree
+
+    i = dw.from_arrow(pa.table({"t": pa.array([0, 1, 2, 3, 4], pa.timestamp("ms")), "k": [1, 2**53 + 1, 0, None, 7],
+                                "a": range(5)}), time="t", name="ints")
+    f = dw.from_arrow(pa.table({"t": pa.array([0, 1, 2, 3, 4], pa.timestamp("ms")),
+                                "f": [1.0, 2.0**53, -0.0, float("nan"), 2.5], "b": range(5)}), time="t", name="floats")
+    for how in ("inner", "full"):
+        on_spark = assert_three_engines_agree(i.join(f, on=[("k", "f")], how=how)).table
+        assert sorted((r["a"], r["b"]) for r in on_spark.to_pylist() if None not in (r["a"], r["b"])) == \
+            [(0, 0), (1, 1), (2, 2)]
+    windowed = f.window(dw.Tumble("1h", on="t")).join(i.window(dw.Tumble("1h", on="t")), on=[("f", "k")])
+    assert assert_three_engines_agree(windowed.select("a", "b")).table.num_rows == 3
+
+
 def test_regular_expressions_are_unicode_aware_on_spark(spark):
     """\\w \\d \\s \\b match Unicode letters, digits and spaces on Spark as in Python's re (Java's are
     ASCII-only without (?U): 'café' gave 'caf', Arabic-Indic digits nothing)."""
