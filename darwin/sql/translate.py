@@ -16,6 +16,8 @@ from sqlglot import exp
 from darwin.api import Table
 from darwin.errors import DarwinError, SqlError
 from darwin.expr import col
+from darwin.plan import exprs as ex
+from darwin.plan import nodes as pn
 from darwin.plan.nodes import WINDOW_END, WINDOW_START
 from darwin.plan.window import Session, Slide, Tumble
 from darwin.sql.dialect import Descriptor, Flink, TableArgument, WindowFunction
@@ -180,11 +182,30 @@ class QueryPlanner:
 
 
 def _widened(table: Table, other: Table) -> Table:
-    """``table`` with each BIGINT column that is a DOUBLE in ``other`` cast to DOUBLE: a UNION's column
-    has the least restrictive type of its inputs', as in Flink (other types must match)."""
+    """``table`` with each column typed as a UNION types it from its inputs, as in Flink: a bare NULL
+    (typed BIGINT alone) takes the other input's type, and a BIGINT column that is a DOUBLE in
+    ``other`` is cast to DOUBLE, the least restrictive type (other types must match)."""
     dtypes = {f.name: f.dtype for f in other.plan.schema.fields}
-    widen = [f.name for f in table.plan.schema.fields
-             if f.dtype is DType.INT64 and dtypes.get(f.name) is DType.FLOAT64]
-    if not widen:
+    retyped: dict[str, DType] = {}
+    for f in table.plan.schema.fields:
+        theirs = dtypes.get(f.name)
+        if theirs is None or theirs is f.dtype:
+            continue
+        if _bare_null(table.plan, f.name) or (f.dtype is DType.INT64 and theirs is DType.FLOAT64):
+            retyped[f.name] = theirs
+    if not retyped:
         return table
-    return table.select(**{c: col(c).cast(DType.FLOAT64) if c in widen else col(c) for c in table.columns})
+    return table.select(**{c: col(c).cast(retyped[c]) if c in retyped else col(c) for c in table.columns})
+
+
+def _bare_null(plan: pn.PlanNode, column: str) -> bool:
+    """Whether ``column`` of ``plan`` is a NULL written without a type (``SELECT k, NULL``), through
+    renaming projections and unions of such NULLs."""
+    if isinstance(plan, pn.Union):
+        return all(_bare_null(p, column) for p in plan.inputs)
+    if not isinstance(plan, pn.Project):
+        return False
+    e = dict(plan.exprs).get(column)
+    if isinstance(e, ex.Column):
+        return _bare_null(plan.input, e.name)
+    return isinstance(e, ex.Literal) and e.value is None and e.dtype is None

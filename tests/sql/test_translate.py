@@ -106,6 +106,31 @@ def test_union_all_of_a_bigint_and_a_double_column_is_a_double(bids, config):
     assert sorted_rows(out) == [(1, 5.0), (2, 60.0), (3, 7.0)]
 
 
+@pytest.mark.parametrize("config", [dw.Config(), dw.Config(mode="interpreted"), dw.Config(engine="spark")],
+                         ids=["compiled", "interpreted", "spark"])
+def test_a_bare_null_in_union_all_takes_the_other_inputs_type(bids, config, request):
+    """A NULL written without a type is typed by the other inputs of the UNION, as in Flink (it was a
+    BIGINT, and SELECT url ... UNION ALL SELECT NULL ... was refused as 'select the same columns ...
+    with the same types'): a string, a double, a boolean or a timestamp, on either side, through
+    aliases and nested unions. A typed NULL (CAST(NULL AS BIGINT)) beside a string is still refused."""
+    if config.engine == "spark":
+        request.getfixturevalue("spark")
+    text = ("SELECT auction, url, price * 0.5 AS half, price > 20 AS big, ts FROM bids WHERE price > 30 "
+            "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL FROM bids WHERE price = 15 "
+            "UNION ALL SELECT auction, NULL AS u, NULL, NULL AS b, NULL FROM bids WHERE price < 10")
+    out = dw.sql(text, tables={"bids": bids}).collect(config)
+    assert out.schema.types == [pa.int64(), pa.string(), pa.float64(), pa.bool_(), pa.timestamp("ms")]
+    assert sorted(map(str, out.to_pylist())) == sorted(map(str, [
+        {"auction": 2, "url": "https://h/d1/d2", "half": 20.0, "big": True, "ts": datetime(1970, 1, 1, 0, 0, 12)},
+        {"auction": None, "url": None, "half": None, "big": None, "ts": None},
+        {"auction": 1, "url": None, "half": None, "big": None, "ts": None}]))
+    first = dw.sql("SELECT NULL AS s FROM bids WHERE price = 15 UNION ALL SELECT url FROM bids WHERE price = 5",
+                   tables={"bids": bids}).collect(config)
+    assert first.schema.types == [pa.string()] and sorted(first.column("s").to_pylist(), key=str) == [None, "a/b/c"]
+    with pytest.raises(SqlError, match="same types"):
+        dw.sql("SELECT url FROM bids UNION ALL SELECT CAST(NULL AS BIGINT) FROM bids", tables={"bids": bids})
+
+
 def test_string_and_time_functions(bids):
     out = run("SELECT SPLIT_INDEX(url, '/', 1) AS d, REGEXP_EXTRACT(url, '(a)/(b)', 2) AS r, "
               "DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss') AS f, HOUR(ts) AS h, UPPER(url) AS u "
