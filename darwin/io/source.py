@@ -58,6 +58,26 @@ def skip_rows(batches: Iterable[pa.RecordBatch], skip: int) -> Iterator[pa.Recor
         skip = 0
 
 
+def on_grid(batches: Iterable[pa.RecordBatch], first_row: int, batch_size: int) -> Iterator[pa.RecordBatch]:
+    """``batches``, whose first row is row ``first_row`` of the source, cut into the batches of
+    ``batch_size`` rows counted from its row 0 (the first may be shorter). Batches already on that
+    grid pass as they are."""
+    held: list[pa.RecordBatch] = []
+    at = first_row  # the source's row the next row read is
+    for batch in batches:
+        done = 0
+        while done < batch.num_rows:
+            take = min(batch.num_rows - done, (at // batch_size + 1) * batch_size - at)
+            held.append(batch if take == batch.num_rows else batch.slice(done, take))
+            done += take
+            at += take
+            if at % batch_size == 0:
+                yield held[0] if len(held) == 1 else pa.concat_batches(held)
+                held = []
+    if held:
+        yield held[0] if len(held) == 1 else pa.concat_batches(held)
+
+
 @dataclass(frozen=True)
 class Split:
     """A stretch of a source that can be read on its own, on any thread: rows [start, start + rows).

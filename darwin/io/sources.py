@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from darwin.errors import SchemaError, SourceError
-from darwin.io.source import Split, skip_rows
+from darwin.io.source import Split, on_grid, skip_rows
 from darwin.types import Schema
 
 
@@ -94,23 +94,31 @@ class ParquetSource:
         yield from self.batches_from(columns, batch_size, 0)
 
     def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
-        """From row ``offset``: whole row groups before it are skipped unread."""
-        groups: list[int] = []
-        skip = offset
-        for g in range(self._meta.num_row_groups):
-            rows = self._meta.row_group(g).num_rows
-            if not groups and skip >= rows:
-                skip -= rows
-            else:
-                groups.append(g)
-        if not groups:
+        """From row ``offset``, cut where the read from the file's first row cuts (a run resumed from a
+        checkpoint reads the batches the uninterrupted run read); whole row groups before it are
+        skipped unread."""
+        starts = self._group_starts()
+        first = self._group_of(starts, offset)
+        if first is None:
             return
+        groups = list(range(first, len(starts) - 1))
         try:
             f = self._file()
-            yield from skip_rows(f.iter_batches(batch_size=batch_size, columns=list(columns), row_groups=groups),
-                                 skip)
+            if not columns:  # each group's rows are batched on their own
+                yield from skip_rows(f.iter_batches(batch_size=batch_size, columns=[], row_groups=groups),
+                                     offset - starts[first])
+                return
+            # batches span row groups, counted from the first group read: cut again from the file's first row
+            read = skip_rows(f.iter_batches(batch_size=batch_size, columns=list(columns), row_groups=groups),
+                             offset - starts[first])
+            yield from on_grid(read, offset, batch_size)
         except (OSError, pa.ArrowInvalid) as e:
             raise SourceError(f"error while reading Parquet file {str(self.path)!r}: {e}") from None
+
+    @staticmethod
+    def _group_of(starts: list[int], row: int) -> int | None:
+        """The row group holding ``row`` (None past the last row)."""
+        return next((g for g in range(len(starts) - 1) if row < starts[g + 1]), None)
 
     def _file(self) -> pq.ParquetFile:
         return pq.ParquetFile(self.path, coerce_int96_timestamp_unit="ms")
@@ -123,28 +131,27 @@ class ParquetSource:
     def splits(self, columns: tuple[str, ...], batch_size: int, offset: int, split_rows: int) -> Iterator[Split]:
         """Whole row groups (at least ``split_rows`` rows a split), from the one holding row ``offset``.
 
-        The in-order read's batches are ``batch_size`` rows counted from that group's start and span
+        The in-order read's batches are ``batch_size`` rows counted from the file's first row and span
         row groups (not when no column is read: then each group's rows are batched on their own), so a
         split starting off that grid continues the previous split's last batch.
         """
         starts = self._group_starts()
-        first = next((g for g in range(len(starts) - 1) if offset < starts[g + 1]), None)
+        first = self._group_of(starts, offset)
         if first is None:
             return
-        origin = starts[first]
         group = first
         while group < len(starts) - 1:
             last = group + 1
             while last < len(starts) - 1 and starts[last] - starts[group] < split_rows and columns:
                 last += 1
             start = max(offset, starts[group])
-            continues = bool(columns) and group != first and (start - origin) % batch_size != 0
-            yield Split(start, starts[last] - start, (group, last, origin), continues)
+            continues = bool(columns) and group != first and start % batch_size != 0
+            yield Split(start, starts[last] - start, (group, last), continues)
             group = last
 
     def read_split(self, split: Split, columns: tuple[str, ...], batch_size: int) -> list[pa.RecordBatch]:
         """The split's row groups decoded on this thread, cut at the in-order read's batch boundaries."""
-        group, last, origin = split.where
+        group, last = split.where
         try:
             f = self._file()
             if not columns:
@@ -158,7 +165,7 @@ class ParquetSource:
         out = []
         at, end = split.start, split.start + split.rows
         while at < end:
-            cell_end = min(end, origin + ((at - origin) // batch_size + 1) * batch_size)
+            cell_end = min(end, (at // batch_size + 1) * batch_size)
             pieces = table.slice(at - base, cell_end - at).to_batches()
             out.append(pieces[0] if len(pieces) == 1 else pa.concat_batches(pieces))
             at = cell_end

@@ -4,9 +4,10 @@ checkpoint keeps one offset per source: the rows handed on in order) loses and d
 
 import random
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from crashes import assert_rescaled_runs_commit_the_one_thread_output, bids
+from crashes import assert_rescaled_runs_commit_the_one_thread_output, bids, run_rescaled
 
 import darwin as dw
 from darwin.io.sources import ParquetSource
@@ -69,3 +70,20 @@ def test_parquet_files_resumed_at_other_parallelisms_commit_the_one_thread_outpu
 def test_an_in_memory_table_resumed_at_other_parallelisms_commits_the_one_thread_output(tmp_path, monkeypatch):
     plan = windowed(dw.from_arrow(bids(4000), time="ts", max_delay="5s"))
     assert_rescaled_runs_commit_the_one_thread_output(plan, tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("runs", [[(1, 7), (1, 5), (1, None)], [(2, 7), (1, 5), (2, None)]], ids=["1", "2 to 1 to 2"])
+def test_an_updating_result_over_parquet_resumes_to_the_uninterrupted_changelog(parquet_dir, tmp_path, monkeypatch,
+                                                                                runs):
+    """An updating result emits after each batch, so its changelog depends on where batches end. A
+    resumed run read a Parquet file in batches counted from the row group holding the checkpoint's
+    offset (from row 300, in the row group of rows 230 to 460: 30, 100, ... where the first run read 100, 100),
+    and committed another changelog than the run never interrupted."""
+    plan = dw.read_parquet(parquet_dir, time="ts").deduplicate(on="k", keep="last")
+    expected = plan.changelog(dw.Config(batch_size=100))
+    result = run_rescaled(plan, tmp_path / "out", tmp_path / "chk", monkeypatch, runs, batch_size=100,
+                          checkpoint_interval="3 batches")
+    assert result.resumed_from is not None
+    written = pq.read_table(tmp_path / "out")
+    assert written.num_rows == expected.num_rows > 97
+    assert pa.Table.from_pylist(written.to_pylist(), expected.schema).equals(expected)
