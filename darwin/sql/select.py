@@ -95,6 +95,7 @@ class SelectPlanner(GroupByClause):
         self.pool = conjuncts(node.args["where"].this) if node.args.get("where") else []
         self.window: Window | None = None  # the window of this SELECT's windowed aggregation, if any
         self.ranked: str | None = None  # the rank column a window top-N added, when the query selects it
+        self.over_window: tuple | None = None  # (partition, order, frame start) of the SELECT's first OVER
 
     def plan(self, rank: RankRequest | None) -> Table:
         node = self.node
@@ -397,8 +398,20 @@ class SelectPlanner(GroupByClause):
         if exclude is not None and exclude.name.upper() != "NO OTHERS":  # NO OTHERS: the frame as it is
             raise self.error(window, f"OVER: EXCLUDE {exclude.name} is not supported; a frame holds its "
                                      "rows from n PRECEDING to the CURRENT ROW")
+        self._same_window(window, (tuple(by), tuple(map(str, order_by)), int(start.this)))
         return self.planner._located(window, lambda: agg.over(partition_by=by, order_by=order_by,
                                                               rows=(int(start.this), 0)))
+
+    def _same_window(self, window: exp.Window, key: tuple) -> None:
+        """Every OVER aggregate of a SELECT is computed on one window, as Flink requires of a streaming
+        query: windows partitioned or ordered otherwise run one after another, the second reading the
+        first's changes in the order it emits them, so rows tied in the order would rank by where
+        batches ended."""
+        if self.over_window is None:
+            self.over_window = key
+        elif key != self.over_window:
+            raise self.error(window, "this OVER window differs from the SELECT's first one: as in Flink, every "
+                                     "OVER aggregate of a SELECT uses the same PARTITION BY, ORDER BY and frame")
 
     def _descending(self, order: exp.Ordered) -> bool:
         """Whether an ORDER BY key of a window is descending. NULLs order as the smallest values (as
