@@ -105,6 +105,13 @@ OTHER_SHAPES = {
     "aggregation_of_windows": lambda left, right: left.window(dw.Tumble("2s", on="t")).group_by("k", "s")
         .agg(n=dw.count()).select("k", end=col("window_end"), n=col("n")).window(dw.Tumble("10s", on="end"))
         .group_by("k").agg(m=dw.max("n"), groups=dw.count()),
+    "join_of_aggregations": lambda left, right: left.group_by("k").agg(n=dw.count()).join(
+        right.group_by("k").agg(total=dw.sum("v")), on=[("k", "k")], how="left"),
+    "union_of_aggregations": lambda left, right: left.group_by("k").agg(n=dw.count()).union(
+        right.group_by("k").agg(n=dw.count())),
+    "string_extremes": lambda left, right: left.window(dw.Tumble("2s", on="t")).group_by("k")
+        .agg(lo=dw.min("s"), hi=dw.max("s")),
+    "text_keys": lambda left, right: left.group_by(text=col("v").cast("string")).agg(n=dw.count()),
 }
 
 
