@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from darwin.codegen.functions import format_code, format_insert, pair_insert, pair_insert_all
 from darwin.plan.casts import to_text
-from darwin.plan.strings import FUNCTIONS, apply
+from darwin.plan.strings import FUNCTIONS, VECTORIZED, apply, apply_all, apply_arrow
 from darwin.plan.timeformat import DAY_MS, strftime, unit_ms
 from darwin.runtime.encoding import StringPool
 from darwin.runtime.number_texts import number_texts
@@ -28,24 +28,33 @@ class LookupTable:
 
     def cover(self, pool: StringPool) -> None:
         """Extend to every code the pool holds now; the strings its results add are covered by the next call
-        (``PipelineRunner._bind_lookups`` calls as often as the kernel needs).
+        (``PipelineRunner._bind_lookups`` calls as often as the kernel needs). Results that are strings are
+        interned at once (a million new strings, a concatenation's or a cast's, in one call).
 
         Codes appended uninterned get no result: no function is ever applied to them
         (``darwin.plan.inspected``), so computing one per row would be wasted.
         """
-        if len(self.values) < len(pool):
-            start, end = len(self.values), len(pool)
-            interned = np.flatnonzero(pool.interned(start, end)) + start
-            strings = pool.decode(interned, None).to_pylist()
-            results: list[Any] = [None] * (end - start)
-            for code, value in zip(interned, strings):
-                results[code - start] = apply(self.func, self.args, value)
+        if len(self.values) >= len(pool):
+            return
+        start, end = len(self.values), len(pool)
+        interned = np.flatnonzero(pool.interned(start, end))
+        values = np.zeros(end - start, dtype=self.result.numpy)
+        valid = np.zeros(end - start, dtype=np.bool_)
+        strings = pool.decode(interned + start, None)
+        if self.func in VECTORIZED:  # never NULL
+            values[interned] = apply_arrow(self.func, self.args, strings).to_numpy(zero_copy_only=False)
+            valid[interned] = True
+        else:
+            results = apply_all(self.func, self.args, strings.to_pylist())
             if self.result is DType.STRING:
-                fresh = [0 if r is None else pool.code(r) for r in results]
+                made = pa.array(results, pa.large_string())
+                values[interned] = pool.encode(made)
+                valid[interned] = made.is_valid().to_numpy(zero_copy_only=False)
             else:
-                fresh = [0 if r is None else r for r in results]
-            self.values = np.concatenate([self.values, np.array(fresh, dtype=self.result.numpy)])
-            self.valid = np.concatenate([self.valid, np.array([r is not None for r in results], dtype=np.bool_)])
+                values[interned] = [0 if r is None else r for r in results]
+                valid[interned] = [r is not None for r in results]
+        self.values = np.concatenate([self.values, values])
+        self.valid = np.concatenate([self.valid, valid])
 
 
 FORMAT_AHEAD = 64  # time units formatted per miss below a day: the next rows' units are likely the next ones

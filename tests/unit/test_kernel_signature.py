@@ -13,7 +13,7 @@ from darwin.codegen.signature import Buffer, ColumnArg, ControlArg, Part, StateA
 from darwin.errors import DarwinError
 from darwin.graph.translate import translate
 from darwin.plan.rules import optimize
-from darwin.runtime.encoding import StringPool
+from darwin.runtime.encoding import StringPool, decode, encode
 from darwin.runtime.pipeline import PipelineRunner
 from darwin.state.memory import MemoryBackend
 
@@ -64,7 +64,6 @@ def test_a_batch_of_numbers_gets_its_texts_in_a_few_kernel_calls():
     return to Python, ~30 us) made 200,000 distinct integers take 6 s; now the kernel runs on once as a scout
     (``ctl.SCOUT``) that records every missing value, and their texts are made at once."""
     from darwin.plan.casts import to_text
-    from darwin.runtime.encoding import decode, encode
     from darwin.types import DType
 
     n = 3_000
@@ -84,3 +83,25 @@ def test_a_batch_of_numbers_gets_its_texts_in_a_few_kernel_calls():
     assert rows["i"] == [to_text(DType.INT64, v) for v in ints]
     assert rows["f"] == [to_text(DType.FLOAT64, v) for v in floats]
     assert rows["t"] == [to_text(DType.TIMESTAMP, v * 1_000_003) for v in ints]
+
+
+def test_a_string_function_of_new_strings_interns_its_results_at_once():
+    """A string function's lookup table covers the strings the pool gains (a cast's texts, a concatenation's).
+    Its results were interned one pool call each (~14 us): upper() of 20,000 new texts took 0.26 s against
+    0.006 s for the cast alone; they are interned in one call now."""
+    n = 3_000
+    table = pa.table({"i": pa.array([i * 7919 for i in range(n)], pa.int64())})
+    padded = col("i").cast("string").str.lpad(9, "é")
+    q = dw.from_arrow(table).select(p=padded, up=padded.str.upper(), n=padded.str.upper().str.length())
+    (p,) = translate(optimize(q.plan), dw.Config()).pipelines
+    pool = StringPool()
+    runner = PipelineRunner(p, dw.Config(), pool, MemoryBackend())
+    intern, interned = pool.encode, []
+    pool.encode = lambda arr: (interned.append(len(arr)), intern(arr))[1]
+    out, _, _ = runner.process(encode(table.to_batches()[0], p.input_schema, pool, "t"))
+    assert len(interned) < 20  # the texts, then each table's results over the strings the pool gained
+    rows = decode(out, p.output_schema, pool).to_pydict()
+    assert rows["p"] == [str(i * 7919).rjust(9, "é") for i in range(n)]
+    assert rows["up"] == [str(i * 7919).rjust(9, "É") for i in range(n)]
+    assert rows["n"] == [9] * n
+
