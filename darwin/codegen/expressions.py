@@ -42,8 +42,9 @@ class Params:
     # strings made as kernels ask (NEEDS_PAIR), by a pair of codes: ("join", separator) joins the two;
     # ("call", function, arguments) applies a string function that expands strings to the first
     pairs: list[tuple[Any, ...]] = field(default_factory=list)
-    # the kernel casts numbers to text ("text" pairs): it can run as a scout (``ctl.SCOUT``), which records the
-    # values those tables lack in ``ptm`` (site, value pairs) so that the runtime makes all their texts at once
+    # the kernel makes strings by pair tables (numbers' texts, concatenations, expanding functions): it can run
+    # as a scout (``ctl.SCOUT``), which records the pairs those tables lack in ``ptm`` (site and two keys each),
+    # so that the runtime makes all their strings at once
     scouting: bool = False
 
     def string(self, value: str) -> str:
@@ -91,9 +92,10 @@ class Params:
                 + [name for i in range(len(self.pairs)) for name in (f"pqa{i}", f"pqb{i}", f"pqc{i}")]
                 + (["ptm"] if self.scouting else []))
 
-    def makes_text(self, site: int) -> bool:
-        """Whether pair table ``site`` holds numbers' texts (keyed by the value, a float by its bits)."""
-        return bool(self.pairs[site][0] == "text")
+    def keyed_by_codes(self, site: int) -> bool:
+        """Whether pair table ``site`` is keyed by string codes (a concatenation's, a function's), not by a
+        number (a text table's: the value, a float's bits)."""
+        return bool(self.pairs[site][0] != "text")
 
 
 def _call_depth(e: ex.ExprNode) -> int:

@@ -189,6 +189,15 @@ def pair_insert_all(left: np.ndarray, right: np.ndarray, codes: np.ndarray, a: n
 
 
 @njit(cache=True, nogil=True)
+def pairs_lacking(left: np.ndarray, right: np.ndarray, codes: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per pair (``a[j]``, ``b[j]``): whether the table lacks it."""
+    lacking = np.empty(a.shape[0], dtype=np.bool_)
+    for j in range(a.shape[0]):
+        lacking[j] = pair_code(left, right, codes, a[j], b[j]) < 0
+    return lacking
+
+
+@njit(cache=True, nogil=True)
 def sorted_contains(values: np.ndarray, x: float) -> bool:
     """Membership in a sorted array: ``isin`` with many values."""
     i = np.searchsorted(values, x)

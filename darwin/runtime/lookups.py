@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from darwin.codegen.functions import format_code, format_insert, pair_insert, pair_insert_all
-from darwin.plan.casts import to_text
-from darwin.plan.strings import FUNCTIONS, VECTORIZED, apply, apply_all, apply_arrow
+from darwin.codegen.functions import format_code, format_insert, pair_insert_all, pairs_lacking
+from darwin.plan.strings import FUNCTIONS, VECTORIZED, apply_all, apply_arrow
 from darwin.plan.timeformat import DAY_MS, strftime, unit_ms
 from darwin.runtime.encoding import StringPool
 from darwin.runtime.number_texts import number_texts
@@ -95,9 +95,10 @@ class PairTable:
     CONCAT_WS; ``spec`` ("join", separator)), or a string function that expands strings applied to the first
     (``spec`` ("call", function, arguments); the second is 0), or a number's text (``spec`` ("text", type); the
     first is the value, a float's bits, the second 0). An open-addressing table kernels read (``pair_code``); a
-    kernel that meets a pair the table lacks stops (``NEEDS_PAIR``) and the runtime makes and interns its string
-    (``add``): once per distinct pair in a run. A text table is filled many values at once (``add_texts``): the
-    runtime finds the values a batch's rows lack before it goes on (``PipelineRunner._make_texts``)."""
+    kernel that meets a pair the table lacks stops (``NEEDS_PAIR``) and the runtime makes and interns its string:
+    once per distinct pair in a run. Many pairs are made at once (``add``): the runtime finds the pairs a batch's
+    rows lack before it goes on (``PipelineRunner._make_strings``), so a stream of distinct values does not stop
+    the kernel once a value."""
 
     def __init__(self, spec: tuple[Any, ...]) -> None:
         self.spec = spec
@@ -106,31 +107,30 @@ class PairTable:
         self.right = np.zeros(64, dtype=np.int64)
         self.codes = np.full(64, -1, dtype=np.int64)
 
-    def add(self, a: int, b: int, pool: StringPool) -> None:
-        if 2 * (self.count + 1) > len(self.codes):
-            self._grow(self.count + 1)
-        code = pool.code(self._made(a, b, pool))
-        pair_insert(self.left, self.right, self.codes, np.int64(a), np.int64(b), np.int64(code))
-        self.count += 1
+    def add(self, a: np.ndarray, b: np.ndarray, pool: StringPool) -> None:
+        """Entries for the pairs (``a[j]``, ``b[j]``) (int64) the table lacks, their strings made and interned
+        at once; pairs it holds already, or twice here, are made once."""
+        a, b = _distinct_pairs(a, b)
+        lacking = pairs_lacking(self.left, self.right, self.codes, a, b)
+        a, b = a[lacking], b[lacking]
+        if not len(a):
+            return
+        if 2 * (self.count + len(a)) > len(self.codes):
+            self._grow(self.count + len(a))
+        codes = pool.encode(self._made(a, b, pool))
+        self.count += pair_insert_all(self.left, self.right, self.codes, a, b, codes)
 
-    def add_texts(self, values: np.ndarray, pool: StringPool) -> None:
-        """A text table's (``spec`` ("text", type)) entries for ``values`` (int64: a float's bits), their texts
-        made and interned at once; values it holds already are left as they are."""
-        values = np.unique(values)
-        if 2 * (self.count + len(values)) > len(self.codes):
-            self._grow(self.count + len(values))
-        dtype = DType(self.spec[1])
-        codes = pool.encode(number_texts(dtype, values.view(np.float64) if dtype is DType.FLOAT64 else values))
-        self.count += pair_insert_all(self.left, self.right, self.codes, values, np.zeros_like(values), codes)
-
-    def _made(self, a: int, b: int, pool: StringPool) -> str:
+    def _made(self, a: np.ndarray, b: np.ndarray, pool: StringPool) -> pa.Array:
+        """The strings of the pairs, by the table's kind."""
         kind = self.spec[0]
         if kind == "text":  # a value's text: the value itself (a float's bits) is the key
             dtype = DType(self.spec[1])
-            value = np.int64(a).view(np.float64) if dtype is DType.FLOAT64 else a
-            return to_text(dtype, value)
-        left, right = pool.decode(np.array([a, b], dtype=np.int64), None).to_pylist()
-        return left + self.spec[1] + right if kind == "join" else apply(self.spec[1], self.spec[2], left)
+            return number_texts(dtype, a.view(np.float64) if dtype is DType.FLOAT64 else a)
+        left = pool.decode(a, None).cast(pa.large_string())
+        if kind == "join":
+            right = pool.decode(b, None).cast(pa.large_string())
+            return pc.binary_join_element_wise(left, right, pa.scalar(self.spec[1], pa.large_string()))
+        return pa.array(apply_all(self.spec[1], self.spec[2], left.to_pylist()), pa.large_string())
 
     def _grow(self, entries: int) -> None:
         """Room for ``entries`` pairs, the table at most half full."""
@@ -142,3 +142,12 @@ class PairTable:
         self.left, self.right = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
         self.codes = np.full(size, -1, dtype=np.int64)
         pair_insert_all(self.left, self.right, self.codes, left, right, codes)
+
+
+def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each pair (``a[j]``, ``b[j]``) once, sorted (a scout records a pair at every row that lacks it)."""
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    first = np.ones(len(a), dtype=np.bool_)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    return a[first], b[first]

@@ -43,7 +43,7 @@ from darwin.types import Schema
 INT64_MAX = np.iinfo(np.int64).max
 FIRST_SEEN = "__darwin_first_seen"  # a keyed-parallel worker's fired rows: the serial of the row that made each
 OUT_BUFFER_ROWS = 1 << 20  # rows of output buffers a kernel call may fill
-SCOUTED_MISSES = 1 << 16  # values without a text a scouting kernel records before it stops (ptm holds pairs)
+SCOUTED_MISSES = 1 << 16  # pairs without a string a scouting kernel records before it stops (ptm: triples)
 
 
 class PipelineRunner:
@@ -71,7 +71,7 @@ class PipelineRunner:
         self.formats = [FormatTable(f) for f in self.ks.params.formats] if self.ks else []
         self.pairs = [PairTable(spec) for spec in self.ks.params.pairs] if self.ks else []
         if self.ks and self.ks.params.scouting:
-            self.params["ptm"] = np.zeros(2 * SCOUTED_MISSES, dtype=np.int64)
+            self.params["ptm"] = np.zeros(3 * SCOUTED_MISSES, dtype=np.int64)
         self._bind_formats()
         self.static = lookups
         # rows a lookup join may make of one input row: the most rows its table holds for one key
@@ -154,8 +154,8 @@ class PipelineRunner:
                 pos = self.kernel(pos, end, *self._args(batch, out, late))
                 if pos >= end:
                     break
-                if self._text_missing():
-                    self._make_texts(pos, end, batch, out, late)
+                if self._pair_missing():
+                    self._make_strings(pos, end, batch, out, late)
                 else:
                     self._resolve(int(self.ctl[ctl.STATUS]), fired)
             if out is not None:
@@ -193,35 +193,40 @@ class PipelineRunner:
             self.params[f"pqa{i}"], self.params[f"pqb{i}"], self.params[f"pqc{i}"] = \
                 pairs.left, pairs.right, pairs.codes
 
-    def _text_missing(self) -> bool:
-        """Whether the kernel stopped for a number's text (a text table lacks the value) and can scout."""
+    def _pair_missing(self) -> bool:
+        """Whether the kernel stopped for a pair table's string (a number's text, a concatenation, an expanding
+        function's result) and can scout."""
         assert self.ks is not None
-        return int(self.ctl[ctl.STATUS]) == ctl.NEEDS_PAIR and self.ks.params.scouting \
-            and self.ks.params.makes_text(int(self.ctl[ctl.FORMAT_SITE]))
+        return int(self.ctl[ctl.STATUS]) == ctl.NEEDS_PAIR and self.ks.params.scouting
 
-    def _make_texts(self, pos: int, end: int, batch: EncodedBatch, out: dict[str, Column] | None,
-                    late: dict[str, Column] | None) -> None:
-        """The texts of the value the kernel stopped for and of every value the rows after it lack, made at
+    def _make_strings(self, pos: int, end: int, batch: EncodedBatch, out: dict[str, Column] | None,
+                      late: dict[str, Column] | None) -> None:
+        """The string of the pair the kernel stopped for and of every pair the rows after it lack, made at
         once, not one kernel stop per value: the kernel runs on from ``pos`` as a scout (``ctl.SCOUT``),
-        which changes no state, writes no row and stops for nothing but recording the values its text
-        tables lack, up to ``SCOUTED_MISSES``; ``ctl`` is then as it was before the scout ran."""
+        which changes no state, writes no row and stops for nothing but recording the pairs its pair
+        tables lack, up to ``SCOUTED_MISSES``; ``ctl`` is then as it was before the scout ran. A pair of a
+        string the scout found missing itself (a concatenation of a number's text) waits for the next scout."""
         assert self.kernel is not None
         stopped = self.ctl.copy()
         stopped[ctl.STATUS] = ctl.OK
-        self.pairs[int(stopped[ctl.FORMAT_SITE])].add_texts(stopped[[ctl.FORMAT_KEY]], self.pool)
-        self._bind_formats()
-        self._bind_lookups()  # no table is empty now: a scout reads a missing text's code, -1, as the last
+        self._add_pairs(stopped[[ctl.FORMAT_SITE, ctl.FORMAT_KEY, ctl.PAIR_RIGHT]])
         self.ctl[ctl.STATUS] = ctl.OK
         self.ctl[ctl.SCOUT] = 1
         self.ctl[ctl.MISSES] = 0
         self.kernel(pos, end, *self._args(batch, out, late))
-        found = self.params["ptm"][:2 * int(self.ctl[ctl.MISSES])]  # type: ignore[index]
+        found = self.params["ptm"][:3 * int(self.ctl[ctl.MISSES])]  # type: ignore[index]
         self.ctl[:] = stopped
-        sites, values = found[0::2], found[1::2]
+        self._add_pairs(found)
+
+    def _add_pairs(self, found: np.ndarray) -> None:
+        """Make the strings of pairs recorded as (site, key, key) triples, and rebind the tables: the pair
+        tables, and the lookup tables over the new strings (no table is empty then: a scout reads a missing
+        string's code, -1, as the last)."""
+        sites, a, b = found[0::3], found[1::3], found[2::3]
         for site in np.unique(sites).tolist():
-            self.pairs[site].add_texts(values[sites == site], self.pool)
+            self.pairs[site].add(a[sites == site], b[sites == site], self.pool)
         self._bind_formats()
-        self._bind_lookups()  # string functions of the new strings
+        self._bind_lookups()
 
     def _resolve(self, status: int, fired: list[EncodedBatch]) -> None:
         """Fix what made the kernel stop, so it can go on from the same row."""
@@ -231,7 +236,7 @@ class PipelineRunner:
             if status == ctl.NEEDS_STRING:
                 self.formats[site].add(key, self.pool)
             else:
-                self.pairs[site].add(key, int(self.ctl[ctl.PAIR_RIGHT]), self.pool)
+                self.pairs[site].add(np.array([key]), self.ctl[[ctl.PAIR_RIGHT]], self.pool)
             self._bind_formats()
             self._bind_lookups()  # string functions of the new strings
         elif status == ctl.CAST_FAILED:
