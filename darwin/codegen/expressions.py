@@ -42,9 +42,9 @@ class Params:
     # strings made as kernels ask (NEEDS_PAIR), by a pair of codes: ("join", separator) joins the two;
     # ("call", function, arguments) applies a string function that expands strings to the first
     pairs: list[tuple[Any, ...]] = field(default_factory=list)
-    # the kernel makes strings by pair tables (numbers' texts, concatenations, expanding functions): it can run
-    # as a scout (``ctl.SCOUT``), which records the pairs those tables lack in ``ptm`` (site and two keys each),
-    # so that the runtime makes all their strings at once
+    # the kernel makes strings through formats' and pair tables (formatted timestamps, numbers' texts,
+    # concatenations, expanding functions): it can run as a scout (``ctl.SCOUT``), which records the strings
+    # those tables lack in ``ptm`` (a table and two keys each), so that the runtime makes them all at once
     scouting: bool = False
 
     def string(self, value: str) -> str:

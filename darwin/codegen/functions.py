@@ -143,6 +143,22 @@ def format_insert(keys: np.ndarray, codes: np.ndarray, key: np.int64, code: np.i
     codes[s] = code
 
 
+@njit(cache=True, nogil=True)
+def formats_lacking(keys: np.ndarray, codes: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """Per time unit: whether a strftime format's table lacks it."""
+    lacking = np.empty(units.shape[0], dtype=np.bool_)
+    for j in range(units.shape[0]):
+        lacking[j] = format_code(keys, codes, units[j]) < 0
+    return lacking
+
+
+@njit(cache=True, nogil=True)
+def format_insert_all(keys: np.ndarray, codes: np.ndarray, units: np.ndarray, code: np.ndarray) -> None:
+    """Add each time unit (the table has room for all and none of them) with its string code."""
+    for j in range(units.shape[0]):
+        format_insert(keys, codes, units[j], code[j])
+
+
 @njit(inline="always", cache=True, nogil=True)
 def _pair_slot(a: np.int64, b: np.int64, mask: int) -> np.int64:
     h = (np.uint64(a) * FORMAT_HASH) ^ (np.uint64(b) + np.uint64(0x632BE59BD9B4E019))

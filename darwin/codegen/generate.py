@@ -91,7 +91,7 @@ class _Generator:
         self.hashed = self.agg_sink is not None and self.agg_sink.ring is None
         self.panes = self.agg_sink is not None and self.agg_sink.panes  # rows fold into their pane only
         self.undo = self.hashed and self.agg.undo_log
-        self.params.scouting = _makes_pairs(p.operators, p.sink)
+        self.params.scouting = _formats(p.operators, p.sink)
 
     # an aggregating sink's parts: only the code generated for one asks for them (``ring``: for a ring's)
     @property
@@ -208,13 +208,17 @@ class _Generator:
     def _format_miss(self, status: int, site: int, keys: tuple[str, ...]) -> None:
         """Ask the runtime for the string of table ``site`` at ``keys`` (a format's time unit, or the two codes
         a concatenation joins), and start the row again (``_ask``). A kernel running as a scout (``ctl.SCOUT``)
-        stops for none: it records a pair table's missing pair and goes on, as past any other miss."""
+        stops for none: it records a format's missing time unit or a pair table's missing pair and goes on, as
+        past any other miss."""
         if not self.params.scouting:
             self._ask(status, site, keys)
             return
         with self.src.block("if scout:"):
-            if status == ctl.NEEDS_PAIR:
-                self._record_miss(site, keys)
+            if status == ctl.NEEDS_STRING:
+                self._record_miss(-1 - site, (keys[0], "np.int64(0)"), "True")
+            elif status == ctl.NEEDS_PAIR:  # a code a scout found missing itself (-1) is no string yet
+                known = " and ".join(f"{key} >= 0" for key in keys) if self.params.keyed_by_codes(site) else "True"
+                self._record_miss(site, keys, known)
             else:
                 self.src.line("pass")
         with self.src.block("else:"):
@@ -231,17 +235,16 @@ class _Generator:
             b.line("future_rows = row_future")
         self._stop(status)
 
-    def _record_miss(self, site: int, keys: tuple[str, ...]) -> None:
-        """A scout's miss: (pair table, first key, second key) into ``ptm``; when it is full the scout ends at
-        this row. A code a scout found missing itself (-1) is no string yet: its pair is left for a later scout."""
+    def _record_miss(self, table: int, keys: tuple[str, ...], known: str) -> None:
+        """A scout's miss where ``known`` holds: (table, first key, second key) into ``ptm``, the table a pair
+        table's number or ``-1 - i`` for format ``i``; when ``ptm`` is full the scout ends at this row."""
         b = self.src
-        known = " and ".join(f"{key} >= 0" for key in keys) if self.params.keyed_by_codes(site) else "True"
         with b.block(f"if {known}:"):
             missed = b.fresh("missed")
             b.line(f"{missed} = ctl[{ctl.MISSES}]")
             with b.block(f"if 3 * {missed} == ptm.shape[0]:"):
-                self._stop(ctl.PAIRS_MISSED)
-            b.line(f"ptm[3 * {missed}] = {number(site)}")
+                self._stop(ctl.STRINGS_MISSED)
+            b.line(f"ptm[3 * {missed}] = {number(table)}")
             b.line(f"ptm[3 * {missed} + 1] = {keys[0]}")
             b.line(f"ptm[3 * {missed} + 2] = {keys[1]}")
             b.line(f"ctl[{ctl.MISSES}] = {missed} + 1")
@@ -678,20 +681,8 @@ def _formats_in(e: ex.ExprNode) -> bool:
     return made or any(_formats_in(c) for c in ex.children(e))
 
 
-def _makes_pairs(ops: Sequence[op.StatelessOp], sink: op.Sink) -> bool:
-    """Whether the operators or the sink make strings through pair tables: a cast to a string (a number's
-    text), a concatenation or a string function that expands strings."""
-    return any(_pairs_in(e) for e in _expressions(ops, sink))
-
-
-def _pairs_in(e: ex.ExprNode) -> bool:
-    made = (isinstance(e, ex.Cast) and e.dtype is DType.STRING) or isinstance(e, ex.Concat) \
-        or (isinstance(e, ex.StringCall) and expands(e.func, e.args))
-    return made or any(_pairs_in(c) for c in ex.children(e))
-
-
 def _formats(ops: Sequence[op.StatelessOp], sink: op.Sink) -> bool:
-    """Whether the operators or the sink format a timestamp."""
+    """Whether the operators or the sink make strings a kernel may have no code for yet (``_formats_in``)."""
     return any(_formats_in(e) for e in _expressions(ops, sink))
 
 

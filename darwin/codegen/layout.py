@@ -17,8 +17,8 @@ ROOM_PER_ROW = 11  # entries one input row may add to a hash table: its windows 
 ROW_BASE = 12  # a keyed-parallel kernel: the serial number of the batch's first row (first-seen order)
 FIRED_THROUGH = 13  # panes: every window ending at or before this watermark has fired
 PAIR_RIGHT = 14  # NEEDS_PAIR: FORMAT_SITE is the concatenation's table, FORMAT_KEY and this the two codes
-SCOUT = 15  # set by the runtime: the kernel only records the pairs its pair tables lack (below), doing nothing else
-MISSES = 16  # ... how many (site, key, key) triples it recorded in ``ptm``
+SCOUT = 15  # set by the runtime: the kernel only records the strings its tables lack (below), doing nothing else
+MISSES = 16  # ... how many (table, key, key) triples it recorded in ``ptm`` (a format's table as -1 - its number)
 SIZE = 17  # new slots go last: a checkpoint's shorter ctl restores as a prefix
 
 OK = 0
@@ -28,5 +28,5 @@ OUT_OF_DOMAIN = 3  # a key outside the range the source's statistics promised
 NEEDS_STRING = 4  # a timestamp formatted into a string the kernel has no code for: format it
 NEEDS_PAIR = 6  # two strings concatenated that the kernel has no code for: join and intern them
 CAST_FAILED = 7  # a string CAST does not parse: FORMAT_SITE is its lookup table, FORMAT_KEY the string's code
-PAIRS_MISSED = 8  # a scouting kernel's record of pairs its pair tables lack (``ptm``) is full
+STRINGS_MISSED = 8  # a scouting kernel's record of strings its tables lack (``ptm``) is full
 WINDOWS_DUE = 5  # panes: a row late for some of its windows, which the watermark closed but have not fired

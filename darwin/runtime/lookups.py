@@ -9,9 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from darwin.codegen.functions import format_code, format_insert, pair_insert_all, pairs_lacking
+from darwin.codegen.functions import format_insert_all, formats_lacking, pair_insert_all, pairs_lacking
 from darwin.plan.strings import FUNCTIONS, VECTORIZED, apply_all, apply_arrow
-from darwin.plan.timeformat import DAY_MS, strftime, unit_ms
+from darwin.plan.timeformat import strftime, unit_ms
 from darwin.runtime.encoding import StringPool
 from darwin.runtime.number_texts import number_texts
 from darwin.types import DType
@@ -57,13 +57,11 @@ class LookupTable:
         self.valid = np.concatenate([self.valid, valid])
 
 
-FORMAT_AHEAD = 64  # time units formatted per miss below a day: the next rows' units are likely the next ones
-
-
 class FormatTable:
     """The dictionary codes of one strftime format's strings by time unit (``ms // unit_ms``), an
     open-addressing table kernels read (``format_code``). A kernel that meets a unit the table lacks
-    stops (``NEEDS_STRING``) and the runtime adds it (``add``), so each unit is formatted once per run."""
+    stops (``NEEDS_STRING``) and the runtime adds it (``add``), so each unit is formatted once per run;
+    many units are formatted at once, those a scout found a batch's rows lack (``PipelineRunner._make_strings``)."""
 
     def __init__(self, fmt: str) -> None:
         self.fmt, self.unit = fmt, unit_ms(fmt)
@@ -71,23 +69,23 @@ class FormatTable:
         self.keys = np.zeros(64, dtype=np.int64)
         self.codes = np.full(64, -1, dtype=np.int64)
 
-    def add(self, unit: int, pool: StringPool) -> None:
-        """The strings of time unit ``unit`` and, below a day, of the units after it, interned."""
-        ahead = 1 if self.unit == DAY_MS else FORMAT_AHEAD
-        units = [u for u in range(unit, unit + ahead) if format_code(self.keys, self.codes, np.int64(u)) < 0]
+    def add(self, units: np.ndarray, pool: StringPool) -> None:
+        """The strings of the time units ``units`` (int64) the table lacks, formatted and interned at once."""
+        units = np.unique(units)
+        units = units[formats_lacking(self.keys, self.codes, units)]
+        if not len(units):
+            return
         while 2 * (self.count + len(units)) > len(self.keys):
             self._grow()
-        codes = pool.encode(pa.array([strftime(self.fmt, u * self.unit) for u in units], type=pa.large_string()))
-        for u, code in zip(units, codes.tolist()):
-            format_insert(self.keys, self.codes, np.int64(u), np.int64(code))
+        texts = [strftime(self.fmt, u * self.unit) for u in units.tolist()]
+        format_insert_all(self.keys, self.codes, units, pool.encode(pa.array(texts, pa.large_string())))
         self.count += len(units)
 
     def _grow(self) -> None:
         keys, codes = self.keys[self.codes >= 0], self.codes[self.codes >= 0]
         self.keys = np.zeros(2 * len(self.keys), dtype=np.int64)
         self.codes = np.full(len(self.keys), -1, dtype=np.int64)
-        for u, code in zip(keys.tolist(), codes.tolist()):
-            format_insert(self.keys, self.codes, np.int64(u), np.int64(code))
+        format_insert_all(self.keys, self.codes, keys, codes)
 
 
 class PairTable:

@@ -43,7 +43,7 @@ from darwin.types import Schema
 INT64_MAX = np.iinfo(np.int64).max
 FIRST_SEEN = "__darwin_first_seen"  # a keyed-parallel worker's fired rows: the serial of the row that made each
 OUT_BUFFER_ROWS = 1 << 20  # rows of output buffers a kernel call may fill
-SCOUTED_MISSES = 1 << 16  # pairs without a string a scouting kernel records before it stops (ptm: triples)
+SCOUTED_MISSES = 1 << 16  # strings a scouting kernel records missing before it stops (ptm: triples)
 
 
 class PipelineRunner:
@@ -154,7 +154,7 @@ class PipelineRunner:
                 pos = self.kernel(pos, end, *self._args(batch, out, late))
                 if pos >= end:
                     break
-                if self._pair_missing():
+                if self._string_missing():
                     self._make_strings(pos, end, batch, out, late)
                 else:
                     self._resolve(int(self.ctl[ctl.STATUS]), fired)
@@ -193,38 +193,47 @@ class PipelineRunner:
             self.params[f"pqa{i}"], self.params[f"pqb{i}"], self.params[f"pqc{i}"] = \
                 pairs.left, pairs.right, pairs.codes
 
-    def _pair_missing(self) -> bool:
-        """Whether the kernel stopped for a pair table's string (a number's text, a concatenation, an expanding
-        function's result) and can scout."""
+    def _string_missing(self) -> bool:
+        """Whether the kernel stopped for a string a table lacks (a formatted timestamp, a number's text, a
+        concatenation, an expanding function's result) and can scout."""
         assert self.ks is not None
-        return int(self.ctl[ctl.STATUS]) == ctl.NEEDS_PAIR and self.ks.params.scouting
+        return int(self.ctl[ctl.STATUS]) in (ctl.NEEDS_STRING, ctl.NEEDS_PAIR) and self.ks.params.scouting
 
     def _make_strings(self, pos: int, end: int, batch: EncodedBatch, out: dict[str, Column] | None,
                       late: dict[str, Column] | None) -> None:
-        """The string of the pair the kernel stopped for and of every pair the rows after it lack, made at
-        once, not one kernel stop per value: the kernel runs on from ``pos`` as a scout (``ctl.SCOUT``),
-        which changes no state, writes no row and stops for nothing but recording the pairs its pair
-        tables lack, up to ``SCOUTED_MISSES``; ``ctl`` is then as it was before the scout ran. A pair of a
-        string the scout found missing itself (a concatenation of a number's text) waits for the next scout."""
+        """The string the kernel stopped for and every string the rows after it lack, made at once, not one
+        kernel stop per value: the kernel runs on from ``pos`` as a scout (``ctl.SCOUT``), which changes no
+        state, writes no row and stops for nothing but recording the time units and pairs its tables lack, up
+        to ``SCOUTED_MISSES``; ``ctl`` is then as it was before the scout ran. A pair of a string the scout
+        found missing itself (a concatenation of a number's text) waits for the next scout."""
         assert self.kernel is not None
         stopped = self.ctl.copy()
+        site, key = int(stopped[ctl.FORMAT_SITE]), int(stopped[ctl.FORMAT_KEY])
+        if stopped[ctl.STATUS] == ctl.NEEDS_STRING:
+            self._add_strings(np.array([-1 - site, key, 0], dtype=np.int64))
+        else:
+            self._add_strings(np.array([site, key, stopped[ctl.PAIR_RIGHT]], dtype=np.int64))
         stopped[ctl.STATUS] = ctl.OK
-        self._add_pairs(stopped[[ctl.FORMAT_SITE, ctl.FORMAT_KEY, ctl.PAIR_RIGHT]])
         self.ctl[ctl.STATUS] = ctl.OK
         self.ctl[ctl.SCOUT] = 1
         self.ctl[ctl.MISSES] = 0
         self.kernel(pos, end, *self._args(batch, out, late))
         found = self.params["ptm"][:3 * int(self.ctl[ctl.MISSES])]  # type: ignore[index]
         self.ctl[:] = stopped
-        self._add_pairs(found)
+        self._add_strings(found)
 
-    def _add_pairs(self, found: np.ndarray) -> None:
-        """Make the strings of pairs recorded as (site, key, key) triples, and rebind the tables: the pair
-        tables, and the lookup tables over the new strings (no table is empty then: a scout reads a missing
-        string's code, -1, as the last)."""
-        sites, a, b = found[0::3], found[1::3], found[2::3]
-        for site in np.unique(sites).tolist():
-            self.pairs[site].add(a[sites == site], b[sites == site], self.pool)
+    def _add_strings(self, found: np.ndarray) -> None:
+        """Make the strings recorded as (table, key, key) triples, the table a pair table's number or ``-1 - i``
+        for format ``i`` (whose key is a time unit), and rebind the tables: the formats' and pair tables, and
+        the lookup tables over the new strings (no table is empty then: a scout reads a missing string's code,
+        -1, as the last)."""
+        tables, a, b = found[0::3], found[1::3], found[2::3]
+        for table in np.unique(tables).tolist():
+            mine = tables == table
+            if table < 0:
+                self.formats[-1 - table].add(a[mine], self.pool)
+            else:
+                self.pairs[table].add(a[mine], b[mine], self.pool)
         self._bind_formats()
         self._bind_lookups()
 
@@ -234,7 +243,7 @@ class PipelineRunner:
         if status in (ctl.NEEDS_STRING, ctl.NEEDS_PAIR):
             site, key = int(self.ctl[ctl.FORMAT_SITE]), int(self.ctl[ctl.FORMAT_KEY])
             if status == ctl.NEEDS_STRING:
-                self.formats[site].add(key, self.pool)
+                self.formats[site].add(np.array([key]), self.pool)
             else:
                 self.pairs[site].add(np.array([key]), self.ctl[[ctl.PAIR_RIGHT]], self.pool)
             self._bind_formats()

@@ -138,3 +138,26 @@ def test_a_batch_of_new_strings_is_made_in_a_few_kernel_calls():
     assert rows["up"] == [(v + "x").upper() for v in strings]
     assert rows["r"] == [apply("replace", ("é", "ée"), v) for v in strings]
     assert rows["t"] == [str(i) for i in range(n)]
+
+
+def test_a_batch_of_timestamps_is_formatted_in_a_few_kernel_calls():
+    """strftime's strings are made by time unit, as kernels meet units. One kernel stop per unit (formatting
+    it and the 63 after it) made 20,000 random timestamps formatted to the second take 11 s, 200,000 83 s;
+    a scout now records every unit a batch lacks and they are formatted at once."""
+    from darwin.plan.timeformat import strftime
+
+    n = 3_000
+    times = [(i * 7_919_993_917) % (400 * 86_400_000) - 10**9 for i in range(n)]
+    table = pa.table({"t": pa.array(times, pa.timestamp("ms"))})
+    q = dw.from_arrow(table).select(s=col("t").dt.strftime("%F %T"), h=col("t").dt.strftime("at %H:%M"),
+                                    d=col("t").dt.strftime("%j"))
+    (p,) = translate(optimize(q.plan), dw.Config()).pipelines
+    runner = PipelineRunner(p, dw.Config(), pool := StringPool(), MemoryBackend())
+    kernel, calls = runner.kernel, []
+    runner.kernel = lambda *args: (calls.append(args[0]), kernel(*args))[1]
+    out, _, _ = runner.process(encode(table.to_batches()[0], p.input_schema, pool, "t"))
+    assert len(calls) == 3  # the first row's miss, the scout from it, the rest of the batch
+    rows = decode(out, p.output_schema, pool).to_pydict()
+    assert rows["s"] == [strftime("%F %T", t) for t in times]
+    assert rows["h"] == [strftime("at %H:%M", t) for t in times]
+    assert rows["d"] == [strftime("%j", t) for t in times]
