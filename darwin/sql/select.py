@@ -382,10 +382,25 @@ class SelectPlanner(GroupByClause):
         order_by = [desc(self._column_name(o.this, translate)) if self._descending(o)
                     else self._column_name(o.this, translate) for o in (order.expressions if order else [])]
         spec = window.args.get("spec")
+        end = None if spec is None else spec.args.get("end")  # None: ROWS n PRECEDING, Calcite's shorthand
         if spec is None or str(spec.args.get("kind", "")).upper() != "ROWS" \
-                or str(spec.args.get("end", "")).upper() != "CURRENT ROW":
+                or end is not None and str(end).upper() != "CURRENT ROW":
             raise self.error(window, "OVER needs ROWS BETWEEN n PRECEDING AND CURRENT ROW")
+        preceding = self._frame_start(window, spec)
+        exclude = spec.args.get("exclude")
+        if exclude is not None and exclude.name.upper() != "NO OTHERS":  # NO OTHERS: the frame as it is
+            raise self.error(window, f"OVER: EXCLUDE {exclude.name} is not supported; a frame holds its "
+                                     "rows from n PRECEDING to the CURRENT ROW")
+        self._same_window(window, (tuple(by), tuple(map(str, order_by)), preceding))
+        return self.planner._located(window, lambda: agg.over(partition_by=by, order_by=order_by,
+                                                              rows=(preceding, 0)))
+
+    def _frame_start(self, window: exp.Window, spec: exp.WindowSpec) -> int:
+        """How many rows before the current one a ROWS frame starts: ``n PRECEDING``, or 0 for
+        ``CURRENT ROW`` (the row alone)."""
         start = spec.args.get("start")
+        if isinstance(start, str) and start.upper() == "CURRENT ROW":
+            return 0
         if str(spec.args.get("start_side", "")).upper() != "PRECEDING":
             raise self.error(window, "OVER: the frame starts n PRECEDING rows before the current row "
                                      "(ROWS BETWEEN n PRECEDING AND CURRENT ROW)")
@@ -394,13 +409,7 @@ class SelectPlanner(GroupByClause):
         if start.is_string or not str(start.this).isdigit():
             raise self.error(start, f"OVER: {start.sql(dialect=Flink)} PRECEDING: the frame's start is a whole "
                                     "number of rows, e.g. ROWS BETWEEN 2 PRECEDING AND CURRENT ROW")
-        exclude = spec.args.get("exclude")
-        if exclude is not None and exclude.name.upper() != "NO OTHERS":  # NO OTHERS: the frame as it is
-            raise self.error(window, f"OVER: EXCLUDE {exclude.name} is not supported; a frame holds its "
-                                     "rows from n PRECEDING to the CURRENT ROW")
-        self._same_window(window, (tuple(by), tuple(map(str, order_by)), int(start.this)))
-        return self.planner._located(window, lambda: agg.over(partition_by=by, order_by=order_by,
-                                                              rows=(int(start.this), 0)))
+        return int(start.this)
 
     def _same_window(self, window: exp.Window, key: tuple) -> None:
         """Every OVER aggregate of a SELECT is computed on one window, as Flink requires of a streaming

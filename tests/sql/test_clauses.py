@@ -175,6 +175,18 @@ def test_the_over_aggregates_of_a_select_share_one_window():
     assert got[0] == got[1] == [(1, 1, 1, 1), (10, 10, 10, 1), (100, 101, 100, 2)]
 
 
+@pytest.mark.parametrize("config", MODES)
+def test_over_frames_written_short_and_of_the_current_row_alone(bids, config):
+    """ROWS 1 PRECEDING (Calcite's shorthand for ... AND CURRENT ROW) and ROWS BETWEEN CURRENT ROW AND
+    CURRENT ROW, which Flink takes, were refused as 'OVER needs ROWS BETWEEN n PRECEDING AND CURRENT ROW'."""
+    order = "PARTITION BY k ORDER BY ts"
+    full = rows(f"SELECT ts, sum(v) OVER ({order} ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM t", bids, config)
+    assert rows(f"SELECT ts, sum(v) OVER ({order} ROWS 1 PRECEDING) AS s FROM t", bids, config) == full
+    alone = rows(f"SELECT ts, v, sum(v) OVER ({order} ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS s FROM t",
+                 bids, config)
+    assert [(v, s) for _, v, s in alone] == [(10, 10), (30, 30), (20, 20), (5, 5), (40, 40), (None, None)]
+
+
 @pytest.mark.parametrize("start", ["'1'", "1.5"])
 def test_over_frames_start_a_whole_number_of_rows_back(bids, start):
     with pytest.raises(SqlError, match=f"OVER: {start} PRECEDING: the frame's start is a whole number of rows"):
