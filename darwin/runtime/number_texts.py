@@ -8,6 +8,8 @@ Java's ``Double.toString`` lays them out (``darwin.io.java_floats.java_double``)
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 from numba import njit
@@ -36,11 +38,11 @@ def number_texts(dtype: DType, values: np.ndarray) -> pa.Array:
     raise TypeError(f"no text of {dtype.value} values here")  # a boolean's text is a constant of the kernel
 
 
-def _built(n: int, most: int, fill: object) -> pa.Array:
+def _built(n: int, most: int, fill: Callable[[np.ndarray, np.ndarray], object]) -> pa.Array:
     """A string array of ``n`` texts of at most ``most`` bytes each, which ``fill(offsets, bytes)`` writes."""
     offsets = np.zeros(n + 1, dtype=np.int64)
     data = np.empty(n * most, dtype=np.uint8)
-    fill(offsets, data)  # type: ignore[operator]
+    fill(offsets, data)
     used = data[:offsets[-1]]
     return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(used)).cast(pa.string())
 
