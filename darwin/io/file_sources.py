@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from darwin.errors import SourceError
+from darwin.errors import CheckpointError, SourceError
 from darwin.io.source import Source, Split, SplitSource, read_from, skip_rows
 from darwin.types import Field, Schema
 
@@ -321,6 +321,7 @@ class FilesSource:
 
     def __init__(self, parts: Sequence[Path], open_part: Callable[[Path], Source], name: str) -> None:
         self.name = name
+        self.paths = [Path(p) for p in parts]
         self.parts = [open_part(p) for p in parts]
         first = self.parts[0].schema
         nullable = {f.name for f in first.fields if f.nullable}
@@ -375,6 +376,31 @@ class FilesSource:
         start = self._starts()[i]  # type: ignore[index]
         return part.read_split(Split(split.start - start, split.rows, split.where[1:], split.continues), columns,
                                batch_size)
+
+    # -- checkpoints: a resume counts rows from the first file, so the files read must be as they were
+    def position_at(self, offset: int) -> dict[str, Any]:
+        """The files the first ``offset`` rows came from (all listed, where files do not know their
+        sizes), by name and size in bytes, for ``resume`` to check."""
+        starts = self._starts()
+        read = self.paths if starts is None else [p for p, first in zip(self.paths, starts) if first < offset]
+        return {"files": [[p.name, p.stat().st_size] for p in read]}
+
+    def resume(self, position: dict[str, Any], offset: int) -> None:
+        """Refuse to resume where the files the checkpoint read from are gone, changed in size, or have
+        others sorting among them: the offset would then count other rows, reading some twice and
+        losing others, as Flink's file source, which keeps the files it read, never does."""
+        read = [(str(name), int(size)) for name, size in position.get("files", [])]
+        now = [(p.name, p.stat().st_size) for p in self.paths[:len(read)]]
+        for (name, size), (name_now, size_now) in zip(read, now + [("", -1)] * (len(read) - len(now))):
+            if (name, size) == (name_now, size_now):
+                continue
+            what = (f"{name!r} is gone" if name_now == "" else f"{name_now!r} now comes where {name!r} was"
+                    if name_now != name else f"{name!r} changed ({size} -> {size_now} bytes)")
+            raise CheckpointError(
+                f"source {self.name!r}: the checkpoint read its first {offset} rows from {len(read)} file(s), and "
+                f"they changed since: {what}. Resuming would count rows twice or lose them. Add new files under "
+                "names that sort after the files read, or start the job afresh (darwin reset, or a new "
+                "checkpoint directory)")
 
     def __repr__(self) -> str:
         return f"FilesSource({self.name!r}, {len(self.parts)} files)"

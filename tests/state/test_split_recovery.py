@@ -87,3 +87,35 @@ def test_an_updating_result_over_parquet_resumes_to_the_uninterrupted_changelog(
     written = pq.read_table(tmp_path / "out")
     assert written.num_rows == expected.num_rows > 97
     assert pa.Table.from_pylist(written.to_pylist(), expected.schema).equals(expected)
+
+
+def test_a_resume_refuses_files_that_changed_before_its_offset(tmp_path, monkeypatch):
+    """A directory resumes by a row offset into its sorted files. A file added that sorts before the ones
+    read (or one of them rewritten or removed) moved the offset: b's first rows were counted twice and
+    a's never, silently. The resume is refused now, naming the file; a file sorting after is read."""
+    from crashes import Crash, crash_after, stop_crashing
+
+    from darwin.errors import CheckpointError
+
+    t = bids(300)
+    d = tmp_path / "in"
+    d.mkdir()
+    pq.write_table(t.slice(0, 100), d / "b.parquet")
+    pq.write_table(t.slice(100, 100), d / "c.parquet")
+    config = dw.Config(batch_size=30, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="1 batches")
+
+    def run(out: str):
+        query = dw.read_parquet(d).group_by("k").agg(n=dw.count())
+        return query.sink(dw.sinks.Parquet(str(tmp_path / out), mode="upsert", key=["k"])).run(config)
+
+    crash_after(monkeypatch, 2)
+    with pytest.raises(Crash):
+        run("out")
+    stop_crashing(monkeypatch)
+    pq.write_table(t.slice(200, 100), d / "a.parquet")
+    with pytest.raises(CheckpointError, match=r"'a.parquet' now comes where 'b.parquet' was"):
+        run("out")
+    (d / "a.parquet").rename(d / "d.parquet")  # after the files read: taken
+    run("out")
+    final = pq.read_table(tmp_path / "out").to_pylist()
+    assert sum(r["n"] for r in final) == 300
