@@ -346,7 +346,7 @@ class _Generator:
             w = first.window
             t = self._time_value(env, w.on)
             windowed = pn.windowed_schema(schema)
-            drops_late = first.drops_late and self._drops_late
+            drops_late = first.drops_late and self.p.source_timed
             if drops_late:
                 b.line(self._watermark())
 

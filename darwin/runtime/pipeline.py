@@ -208,11 +208,7 @@ class PipelineRunner:
         found missing itself (a concatenation of a number's text) waits for the next scout."""
         assert self.kernel is not None
         stopped = self.ctl.copy()
-        site, key = int(stopped[ctl.FORMAT_SITE]), int(stopped[ctl.FORMAT_KEY])
-        if stopped[ctl.STATUS] == ctl.NEEDS_STRING:
-            self._add_strings(np.array([-1 - site, key, 0], dtype=np.int64))
-        else:
-            self._add_strings(np.array([site, key, stopped[ctl.PAIR_RIGHT]], dtype=np.int64))
+        self._add_strings(_missed(stopped, int(stopped[ctl.STATUS])))
         stopped[ctl.STATUS] = ctl.OK
         self.ctl[ctl.STATUS] = ctl.OK
         self.ctl[ctl.SCOUT] = 1
@@ -241,13 +237,7 @@ class PipelineRunner:
         """Fix what made the kernel stop, so it can go on from the same row."""
         self.ctl[ctl.STATUS] = ctl.OK
         if status in (ctl.NEEDS_STRING, ctl.NEEDS_PAIR):
-            site, key = int(self.ctl[ctl.FORMAT_SITE]), int(self.ctl[ctl.FORMAT_KEY])
-            if status == ctl.NEEDS_STRING:
-                self.formats[site].add(np.array([key]), self.pool)
-            else:
-                self.pairs[site].add(np.array([key]), self.ctl[[ctl.PAIR_RIGHT]], self.pool)
-            self._bind_formats()
-            self._bind_lookups()  # string functions of the new strings
+            self._add_strings(_missed(self.ctl, status))  # and string functions of the new strings
         elif status == ctl.CAST_FAILED:
             self._cast_failed(int(self.ctl[ctl.FORMAT_SITE]), int(self.ctl[ctl.FORMAT_KEY]))
         elif status == ctl.NEEDS_ROOM:
@@ -456,6 +446,15 @@ def concatenated(batches: list[EncodedBatch], schema: Schema) -> EncodedBatch:
         valid = np.concatenate([c.valid for c in parts]) if f.nullable else None
         columns[f.name] = Column(np.concatenate([c.values for c in parts]), valid)
     return EncodedBatch(columns, sum(b.length for b in batches))
+
+
+def _missed(control: np.ndarray, status: int) -> np.ndarray:
+    """The string a kernel stopped for (``status`` NEEDS_STRING or NEEDS_PAIR) as the (table, key, key)
+    triple ``_add_strings`` takes: a format's is table ``-1 - site`` at a time unit, a pair table's its two keys."""
+    site, key = int(control[ctl.FORMAT_SITE]), int(control[ctl.FORMAT_KEY])
+    if status == ctl.NEEDS_STRING:
+        return np.array([-1 - site, key, 0], dtype=np.int64)
+    return np.array([site, key, int(control[ctl.PAIR_RIGHT])], dtype=np.int64)
 
 
 def _sliced(cols: dict[str, Column], rows: int) -> EncodedBatch:
