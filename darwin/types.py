@@ -45,6 +45,11 @@ _TO_ARROW = {
 }
 
 
+# The type of a column Arrow types ``null`` (every value NULL, so no type was inferred): string, as
+# Spark infers such a CSV column; a column cast or a query reads it as any other string column.
+NULL_COLUMN = DType.STRING
+
+
 def dtype_from_arrow(t: pa.DataType, where: str) -> DType:
     """Map an Arrow type onto a Darwin type; ``where`` names the column for errors."""
     dtype = _dtype_of(t)
@@ -54,6 +59,8 @@ def dtype_from_arrow(t: pa.DataType, where: str) -> DType:
 
 
 def _dtype_of(t: pa.DataType) -> DType | None:
+    if pa.types.is_null(t):  # a column of only NULLs, as pandas and Arrow type it: see NULL_COLUMN
+        return NULL_COLUMN
     if pa.types.is_dictionary(t):
         t = t.value_type
     if pa.types.is_integer(t):

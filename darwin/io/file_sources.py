@@ -323,12 +323,13 @@ class FilesSource:
         self.name = name
         self.paths = [Path(p) for p in parts]
         self.parts = [open_part(p) for p in parts]
-        first = self.parts[0].schema
+        first = _typed_by_others(self.parts)
         nullable = {f.name for f in first.fields if f.nullable}
         for part, path in zip(self.parts[1:], parts[1:]):
-            if [(f.name, f.dtype) for f in part.schema.fields] != [(f.name, f.dtype) for f in first.fields]:
+            own = _typed_as(part, first)
+            if [(f.name, f.dtype) for f in own.fields] != [(f.name, f.dtype) for f in first.fields]:
                 raise SourceError(f"file {str(path)!r} does not have the columns of {str(parts[0])!r}: "
-                                  f"{_difference(first, part.schema)}")
+                                  f"{_difference(first, own)}")
             nullable |= {f.name for f in part.schema.fields if f.nullable}
         self.schema = Schema(tuple(Field(f.name, f.dtype, f.name in nullable) for f in first.fields),
                              first.unsupported)
@@ -404,6 +405,33 @@ class FilesSource:
 
     def __repr__(self) -> str:
         return f"FilesSource({self.name!r}, {len(self.parts)} files)"
+
+
+def _untyped(part: Source) -> set[str]:
+    """The columns of a file Arrow types null: they hold only NULLs, so no type was stored."""
+    arrow_schema = getattr(part, "arrow_schema", None)
+    return set() if arrow_schema is None else {f.name for f in arrow_schema if pa.types.is_null(f.type)}
+
+
+def _typed_by_others(parts: Sequence[Source]) -> Schema:
+    """The first part's schema, where each column of only NULLs has the type the first later part
+    that types it gives it (as a directory's column empty in one file is read with the others' type)."""
+    first = parts[0].schema
+    untyped = _untyped(parts[0])
+    fields = []
+    for f in first.fields:
+        typed = (g for part in parts[1:] if f.name not in _untyped(part)
+                 for g in part.schema.fields if g.name == f.name)
+        fields.append(Field(f.name, next(typed, f).dtype, f.nullable) if f.name in untyped else f)
+    return Schema(tuple(fields), first.unsupported)
+
+
+def _typed_as(part: Source, unified: Schema) -> Schema:
+    """A part's schema, its columns of only NULLs given the directory's type for them."""
+    types = {f.name: f.dtype for f in unified.fields}
+    untyped = _untyped(part)
+    return Schema(tuple(Field(f.name, types.get(f.name, f.dtype), f.nullable) if f.name in untyped else f
+                        for f in part.schema.fields), part.schema.unsupported)
 
 
 def _difference(want: Schema, got: Schema) -> str:

@@ -85,6 +85,7 @@ class ParquetSource:
         except (OSError, pa.ArrowInvalid) as e:
             raise SourceError(f"cannot read Parquet file {str(self.path)!r}: {e}") from None
         self._meta = meta
+        self.arrow_schema = arrow_schema
         self._leaves = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
         self.schema = Schema.from_arrow(arrow_schema, frozenset(
             f.name for f in arrow_schema if not f.nullable or self._proves(f.name, _no_nulls)))

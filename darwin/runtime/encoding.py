@@ -348,7 +348,7 @@ def encode(batch: pa.RecordBatch, schema: Schema, pool: StringPool, source: str,
 
 
 def _check_column(arr: pa.Array, f: Field, source: str) -> None:
-    got = dtype_from_arrow(arr.type, f.name)
+    got = f.dtype if pa.types.is_null(arr.type) else dtype_from_arrow(arr.type, f.name)
     if got is not f.dtype:
         raise SchemaError(f"source {source!r}: column {f.name!r} has type {arr.type} in this batch, "
                           f"but the query was built for {f.dtype.value}")
@@ -359,6 +359,8 @@ def _check_column(arr: pa.Array, f: Field, source: str) -> None:
 
 def _encode_column(arr: pa.Array, f: Field, pool: StringPool, source: str, uninterned: bool = False) -> Column:
     _check_column(arr, f, source)
+    if pa.types.is_null(arr.type):  # only NULLs: a column of any type holds them
+        arr = arr.cast(f.dtype.arrow)
     has_nulls = arr.null_count > 0
     valid = arr.is_valid().to_numpy(zero_copy_only=False) if f.nullable else None
     if f.dtype is DType.STRING:

@@ -3,6 +3,7 @@
 from decimal import Decimal
 
 import pyarrow as pa
+import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
 
@@ -86,3 +87,54 @@ def test_unknown_columns_are_still_unknown(tmp_path):
     with pytest.raises(dw.errors.PlanError, match="unknown column 'nope'") as info:
         t.window(dw.Tumble("1s", on="ts")).group_by("nope")
     assert not isinstance(info.value, SchemaError)
+
+
+ALL_NULL = pa.table({"k": [1, 2, 1], "n": pa.array([None, None, None])})  # n: Arrow type null, as pandas gives
+
+
+def all_null_sources(tmp_path) -> dict[str, dw.Table]:
+    pq.write_table(ALL_NULL, tmp_path / "n.parquet")
+    feather.write_feather(ALL_NULL, tmp_path / "n.arrow")
+    return {"arrow": dw.from_arrow(ALL_NULL), "parquet": dw.read_parquet(tmp_path / "n.parquet"),
+            "ipc": dw.read_ipc(tmp_path / "n.arrow"),
+            "batches": dw.from_batches(ALL_NULL.schema, lambda: ALL_NULL.to_batches())}
+
+
+@pytest.mark.parametrize("kind", ["arrow", "parquet", "ipc", "batches"])
+def test_a_column_of_only_nulls_is_a_string_column(tmp_path, kind):
+    """A column Arrow types null (all NULL, as pandas and pyarrow type it) was left out of the table
+    without a word, and reading it refused. Spark keeps it (NullType); Darwin reads it as string, as
+    a CSV column without values, and a cast gives it any other type."""
+    t = all_null_sources(tmp_path)[kind]
+    assert t.columns == ["k", "n"]
+    assert t.schema.field("n").type == pa.string()
+    q = (t.with_columns(m=col("n").cast("int64"), missing=col("n").is_null().cast("int64"))
+         .group_by("k").agg(c=dw.count("n"), s=dw.sum("m"), missing=dw.sum("missing"), first=dw.max("n")))
+    got = assert_engines_agree(q).table
+    assert got.to_pylist() == [{"k": 1, "c": 0, "s": None, "missing": 2, "first": None},
+                               {"k": 2, "c": 0, "s": None, "missing": 1, "first": None}]
+    assert_engines_agree(t.select("n", "k"))
+
+
+def test_a_batch_of_only_nulls_in_a_typed_column_is_read_as_nulls_of_its_type():
+    schema = pa.schema([("k", pa.int64()), ("n", pa.float64())])
+    typed = pa.record_batch({"k": [3], "n": [1.5]}, schema=schema)
+    t = dw.from_batches(schema, lambda: [typed, *ALL_NULL.to_batches()])
+    got = assert_engines_agree(t.group_by("k").agg(s=dw.sum("n"), c=dw.count())).table
+    assert got.to_pylist() == [{"k": 3, "s": 1.5, "c": 1}, {"k": 1, "s": None, "c": 2}, {"k": 2, "s": None, "c": 1}]
+
+
+def test_a_file_of_a_directory_with_a_column_of_only_nulls_reads_it_with_the_others_type(tmp_path):
+    """Parquet stores a column of only NULLs as type null; the directory's other files type it, as a
+    CSV column empty in one file takes the others' type. It was refused as of another type."""
+    (tmp_path / "d").mkdir()
+    pq.write_table(ALL_NULL, tmp_path / "d" / "1.parquet")
+    pq.write_table(pa.table({"k": [3], "n": [7]}), tmp_path / "d" / "2.parquet")
+    pq.write_table(ALL_NULL, tmp_path / "d" / "3.parquet")
+    t = dw.read_parquet(tmp_path / "d")
+    assert t.schema.field("n").type == pa.int64()
+    got = assert_engines_agree(t.group_by("k").agg(s=dw.sum("n"), c=dw.count("n"))).table
+    assert got.to_pylist() == [{"k": 1, "s": None, "c": 0}, {"k": 2, "s": None, "c": 0}, {"k": 3, "s": 7, "c": 1}]
+    pq.write_table(pa.table({"k": [4], "n": ["x"]}), tmp_path / "d" / "4.parquet")
+    with pytest.raises(dw.errors.SourceError, match=r"4\.parquet' .*column 'n' is string there, int64 in the first"):
+        dw.read_parquet(tmp_path / "d")
