@@ -150,6 +150,19 @@ class DateTimeNamespace:
         """ISO day of the week: 1 is Monday, 7 is Sunday."""
         return self._part("day_of_week")
 
+    def day_of_year(self) -> Expr:
+        """The day of the year: 1 is January 1st."""
+        return self._part("day_of_year")
+
+    def week(self) -> Expr:
+        """ISO 8601 week of the year, 1 to 53: weeks start on Monday, and week 1 holds the year's first
+        Thursday (so January 1st can be in week 52 or 53 of the year before, December 31st in week 1)."""
+        return self._part("week")
+
+    def quarter(self) -> Expr:
+        """The quarter of the year, 1 to 4."""
+        return (self.month() + 2) // 3
+
     def strftime(self, fmt: str) -> Expr:
         """The timestamp as a string in UTC: ``%Y %y %m %d %j %H %M %S %F %T %%`` and literal text,
         e.g. ``"%Y-%m-%d"`` (Flink's ``DATE_FORMAT(ts, 'yyyy-MM-dd')``); see ``darwin.plan.timeformat``.

@@ -110,6 +110,28 @@ def dt_day_of_week(ms: np.int64) -> np.int64:
     return (_floor_div(ms, 86_400_000) + 3) % 7 + 1
 
 
+@njit(inline="always", cache=True, nogil=True)
+def _january_first(year: np.int64) -> np.int64:
+    """Days from 1970-01-01 to January 1st of ``year`` (H. Hinnant's days_from_civil, March-based years)."""
+    y = year - 1
+    era = _floor_div(y, 400)
+    yoe = y - era * 400
+    return era * 146_097 + yoe * 365 + yoe // 4 - yoe // 100 + 306 - 719_468
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_day_of_year(ms: np.int64) -> np.int64:
+    return _floor_div(ms, 86_400_000) - _january_first(np.int64(_civil(ms)[0])) + 1
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_week(ms: np.int64) -> np.int64:
+    """ISO 8601 week of the year (1 to 53): the week, Monday to Sunday, counted in the year its Thursday is in."""
+    days = _floor_div(ms, 86_400_000)
+    thursday = days - (days + 3) % 7 + 3
+    return (thursday - _january_first(np.int64(_civil(thursday * 86_400_000)[0]))) // 7 + 1
+
+
 FORMAT_HASH = np.uint64(0x9E3779B97F4A7C15)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from darwin.errors import CastError
 from darwin.plan import exprs as ex
-from darwin.plan.casts import failure, from_text, to_text
+from darwin.plan.casts import days_from_civil, failure, from_text, to_text
 from darwin.plan.strings import apply
 from darwin.plan.timeformat import strftime
 from darwin.timestamps import civil
@@ -214,5 +214,10 @@ def date_part(part: str, ms: int) -> int:
         return ms_of_day % 1000
     if part == "day_of_week":
         return (days + 3) % 7 + 1
+    if part == "week":  # ISO 8601: the week, Monday to Sunday, counted in the year its Thursday is in
+        thursday = days - (days + 3) % 7 + 3
+        return (thursday - days_from_civil(civil(thursday)[0], 1, 1)) // 7 + 1
     year, month, day = civil(days)
+    if part == "day_of_year":
+        return days - days_from_civil(year, 1, 1) + 1
     return {"year": year, "month": month, "day": day}[part]

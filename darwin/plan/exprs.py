@@ -19,7 +19,8 @@ ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod")
 COMPARISON = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL = ("and", "or")
 UNARY = ("neg", "not", "abs", "is_null", "is_not_null")
-DATE_PARTS = ("year", "month", "day", "hour", "minute", "second", "millisecond", "day_of_week")
+DATE_PARTS = ("year", "month", "day", "hour", "minute", "second", "millisecond", "day_of_week", "day_of_year",
+              "week")
 SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
            "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
            "and": "&", "or": "|"}

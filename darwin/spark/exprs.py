@@ -215,7 +215,9 @@ def date_part(part: str, ms: Column) -> Column:
         days = _div(ms - of_day, DAY_MS)
         return F.pmod(days + 3, F.lit(7)) + 1
     ts = F.timestamp_millis(ms)
-    return {"year": F.year, "month": F.month, "day": F.dayofmonth}[part](ts).cast("bigint")
+    parts = {"year": F.year, "month": F.month, "day": F.dayofmonth, "day_of_year": F.dayofyear,
+             "week": F.weekofyear}  # Spark's week of the year is ISO 8601's, as Flink's
+    return parts[part](ts).cast("bigint")
 
 
 def _div(a: Column, n: int) -> Column:

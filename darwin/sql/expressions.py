@@ -483,6 +483,15 @@ class ExpressionTranslator:
     def visit_Hour(self, n: exp.Hour) -> Expr: return self._part(n, "hour")
     def visit_Minute(self, n: exp.Minute) -> Expr: return self._part(n, "minute")
     def visit_Second(self, n: exp.Second) -> Expr: return self._part(n, "second")
+    def visit_DayOfMonth(self, n: exp.DayOfMonth) -> Expr: return self._part(n, "day")
+    def visit_DayOfYear(self, n: exp.DayOfYear) -> Expr: return self._part(n, "day_of_year")
+    def visit_Quarter(self, n: exp.Quarter) -> Expr: return self._part(n, "quarter")
+
+    def visit_Week(self, node: exp.Week) -> Expr:
+        """WEEK(ts): the ISO 8601 week, as Flink's (EXTRACT(WEEK FROM ts)); it takes no mode."""
+        if node.args.get("mode") is not None:
+            raise self.where.error(node.args["mode"], "WEEK takes one argument, a TIMESTAMP, as in Flink")
+        return self._part(node, "week")
     def visit_Lower(self, n: exp.Lower) -> Expr: return self(n.this).str.lower()
     def visit_Upper(self, n: exp.Upper) -> Expr: return self(n.this).str.upper()
     def visit_Length(self, n: exp.Length) -> Expr: return self(n.this).str.length()
@@ -492,14 +501,16 @@ class ExpressionTranslator:
 
     def visit_Extract(self, node: exp.Extract) -> Expr:
         part = str(node.this.this if isinstance(node.this, exp.Var) else node.this).lower()
-        parts = ("year", "month", "day", "hour", "minute", "second", "millisecond")
+        parts = ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond")
         if part == "dow":
             return self._day_of_week(self(node.expression))
         if part == "isodow":
             return self(node.expression).dt.day_of_week()
+        if part == "doy":
+            return self(node.expression).dt.day_of_year()
         if part not in parts:
             raise self.where.error(node, f"EXTRACT({part.upper()} ...): one of "
-                                         f"{', '.join(p.upper() for p in parts)}, DOW, ISODOW")
+                                         f"{', '.join(p.upper() for p in parts)}, DOY, DOW, ISODOW")
         return getattr(self(node.expression).dt, part)()
 
     def visit_DayOfWeek(self, node: exp.DayOfWeek) -> Expr:

@@ -428,3 +428,19 @@ def test_a_union_of_updating_results_is_the_union_of_their_final_tables_on_spark
     q = totals.union(tops, t.select("k", x="v"))
     assert_three_engines_agree(q, batch_size=1)
     assert_three_engines_agree(q.group_by("k").agg(n=dw.count(), high=dw.max("x")), batch_size=1)
+
+
+def test_iso_weeks_days_of_the_year_and_quarters_on_spark(spark):
+    """DAYOFYEAR, QUARTER, WEEK (ISO 8601) and DAYOFMONTH give on Spark what the other engines give, years before
+    1970 and around new year included."""
+    from engines import assert_three_engines_agree
+
+    ms = [1_609_459_200_000, 1_609_718_399_999, 1_735_516_800_000, -1, -62_135_596_800_000, 1_456_704_000_000, None]
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(ms)), pa.timestamp("ms")),
+                                "t": pa.array(ms, pa.timestamp("ms"))}), time="ts", name="t")
+    query = dw.sql("SELECT ts, DAYOFYEAR(t) AS doy, QUARTER(t) AS q, WEEK(t) AS w, DAYOFMONTH(t) AS d FROM t",
+                   tables={"t": t})
+    on_spark = assert_three_engines_agree(query).table
+    got = [tuple(r.values())[1:] for r in sorted(on_spark.to_pylist(), key=lambda r: r["ts"])]
+    assert got == [(1, 1, 53, 1), (3, 1, 53, 3), (365, 4, 1, 30), (365, 4, 1, 31), (1, 1, 1, 1), (60, 1, 9, 29),
+                   (None, None, None, None)]

@@ -563,3 +563,51 @@ def test_a_cast_of_text_that_does_not_parse_fails_naming_the_text_and_the_type(c
 def test_a_cast_to_a_varchar_of_length_0_is_refused_at_its_position():
     with pytest.raises(SqlError, match="line 1, column 17: VARCHAR\\(0\\)"):
         dw.sql("SELECT ts, CAST(s AS VARCHAR(0)) FROM t", tables={"t": table(s=pa.array(["a"]))})
+
+
+# -- date parts: DAYOFMONTH, DAYOFYEAR, QUARTER, WEEK and EXTRACT of QUARTER, WEEK, DOY --------------------
+
+def date_parts(ms):
+    """Flink's (Calcite's) day of the month, day of the year, quarter and ISO 8601 week of a UTC timestamp."""
+    moment = datetime(1970, 1, 1) + timedelta(milliseconds=ms)
+    return (moment.day, moment.timetuple().tm_yday, (moment.month + 2) // 3, moment.isocalendar()[1])
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_day_of_year_quarter_and_iso_week_are_flinks(config):
+    """They were refused as not supported ('DayOfYear (DAY_OF_YEAR(ts)) is not supported'); the ISO week of
+    January 1st can be the year before's 52 or 53, of December 31st the next year's 1."""
+    days = ["2020-12-31", "2021-01-01", "2021-01-03", "2021-01-04", "2024-12-30", "2016-02-29", "1969-12-31",
+            "2026-12-31", "2027-01-01", "2015-07-15", "1900-03-01", "2000-12-31"]
+    stamps = [int((datetime.fromisoformat(d) - datetime(1970, 1, 1)) / timedelta(milliseconds=1)) + 3_600_000 * 23
+              for d in days]
+    t = dw.from_arrow(pa.table({"ts": pa.array(sorted(stamps), pa.timestamp("ms"))}), time="ts", name="t")
+    got = rows("SELECT ts, DAYOFMONTH(ts), DAYOFYEAR(ts), QUARTER(ts), WEEK(ts) FROM t", t, config)
+    extracted = rows("SELECT ts, EXTRACT(DAY FROM ts), EXTRACT(DOY FROM ts), EXTRACT(QUARTER FROM ts), "
+                     "EXTRACT(WEEK FROM ts) FROM t", t, config)
+    expected = [date_parts(ms) for ms in sorted(stamps)]
+    assert got == extracted == expected
+    by_day = dict(zip(sorted(stamps), expected, strict=True))
+    first = stamps[days.index("2021-01-01")]
+    assert by_day[first] == (1, 1, 1, 53)  # a Friday: the week of 2020's Thursday, Dec 31st
+    assert by_day[stamps[days.index("2024-12-30")]] == (30, 365, 4, 1)  # a Monday: 2025's week 1
+    assert by_day[stamps[days.index("2016-02-29")]] == (29, 60, 1, 9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(stamps=st.lists(st.one_of(st.integers(-62135596800000, 253402300799999),
+                                 st.integers(-(2**62) // 10, 2**62 // 10)), min_size=1, max_size=30))
+def test_date_parts_agree_on_both_engines_for_any_timestamp(stamps):
+    """Far from the epoch too, where Python's datetime stops (years past 9999 and before 1)."""
+    t = dw.from_arrow(pa.table({"ts": pa.array(sorted(stamps), pa.timestamp("ms"))}), time="ts", name="t")
+    query = dw.sql("SELECT DAYOFYEAR(ts) AS doy, QUARTER(ts) AS q, WEEK(ts) AS w FROM t", tables={"t": t})
+    compiled, interpreted = ([tuple(r.values()) for r in query.collect(config).to_pylist()] for config in MODES)
+    assert compiled == interpreted
+    for ms, got in zip(sorted(stamps), compiled, strict=True):
+        if -62135596800000 <= ms < 253402300800000:  # datetime's years 1 to 9999
+            assert got == date_parts(ms)[1:]
+
+
+def test_week_with_a_mode_is_refused_at_its_position():
+    with pytest.raises(SqlError, match=r"line 1, column 17: WEEK takes one argument"):
+        dw.sql("SELECT WEEK(ts, 1) FROM t", tables={"t": table(a=[1])})
