@@ -41,7 +41,7 @@ from darwin.plan.evaluate import wrap64
 from darwin.types import DType, Schema
 
 NUMERIC = (DType.INT64, DType.FLOAT64)
-ORDERED = (DType.INT64, DType.FLOAT64, DType.TIMESTAMP, DType.STRING)
+ORDERED = (DType.INT64, DType.FLOAT64, DType.TIMESTAMP, DType.STRING, DType.BOOL)
 # what generated code compares strings with (``text_less``): the string pool's per-code arrays, bound
 # by these names where an aggregate ``compares_text``
 TEXT_ARRAYS = ("text_starts", "text_ends", "text_bases")
@@ -372,7 +372,8 @@ class Extreme(AggregateFunction):
     them: NaN above every number (so min skips NaN unless every value is one, max is NaN if any
     value is), -0.0 below 0.0. Strings by their UTF-8 bytes, unsigned, a prefix first (Flink's
     ``BinaryStringData.compareTo``, Spark's ``UTF8String``): the order of their code points, as
-    Python compares them. The result does not depend on the order of the values, so partial
+    Python compares them. Booleans FALSE before TRUE, as Flink and Spark order BOOLEAN (the slot
+    holds 0 or 1). The result does not depend on the order of the values, so partial
     states merge exactly (pre-aggregation, panes, merged rings, RocksDB's cache): ``merges_exactly``
     -- except a string's: its slot holds a code of the string pool, whose order is not the text's,
     and generated code compares codes by their bytes in the pool (``compares_text``), which

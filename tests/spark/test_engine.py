@@ -236,6 +236,32 @@ def test_string_extremes_order_by_utf8_bytes_on_spark(spark):
         sorted(over.collect().to_pylist(), key=key)
 
 
+def test_boolean_extremes_put_false_first_on_spark(spark):
+    """min/max of booleans, FALSE before TRUE, as Flink and Spark order BOOLEAN: windows, groups, an
+    updating input, sessions and OVER frames agree on every engine (refused before)."""
+    from engines import assert_three_engines_agree
+
+    values = [True, None, False, True, None, None, True, False, True]
+    n = len(values)
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(n), pa.timestamp("ms")), "k": [i % 3 for i in range(n)],
+                                "b": values}), time="ts", name="flags")
+    extremes = dict(lo=dw.min("b"), hi=dw.max("b"))
+    latest = t.with_columns(id=col("k") * 10 + col("ts").dt.millisecond() % 2).group_by("id") \
+        .agg(k=dw.max("k"), b=dw.min("b"))
+    for q in (t.window(dw.Tumble("1h", on="ts")).group_by("k").agg(**extremes).select("k", "lo", "hi"),
+              t.window(dw.Session("1h", on="ts")).group_by("k").agg(**extremes).select("k", "lo", "hi"),
+              latest.group_by("k").agg(**extremes)):
+        assert_three_engines_agree(q, batch_size=2)
+    on_spark = assert_three_engines_agree(t.group_by("k").agg(**extremes)).table
+    assert {r["k"]: (r["lo"], r["hi"]) for r in on_spark.to_pylist()} == \
+        {0: (True, True), 1: (False, False), 2: (False, True)}
+    over = t.with_columns(lo=dw.min("b").over(partition_by="k", order_by="ts", rows=(1, 0)),
+                          hi=dw.max("b").over(partition_by="k", order_by="ts", rows=(1, 0)))
+    key = lambda r: r["ts"]  # noqa: E731
+    assert sorted(over.collect(dw.Config(engine="spark")).to_pylist(), key=key) == \
+        sorted(over.collect().to_pylist(), key=key)
+
+
 def test_an_integer_key_joins_a_float_key_as_a_double_on_spark(spark):
     """BIGINT = DOUBLE join keys compare as DOUBLE on every engine (2**53 + 1 meets 2**53.0, 0 meets -0.0,
     NaN meets nothing), regular and window joins, inner and outer."""

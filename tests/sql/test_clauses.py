@@ -333,6 +333,25 @@ def test_min_and_max_of_strings_order_by_their_bytes(config):
                                          (2, seconds(10_000), "Z", "\U0001F600")]
 
 
+@pytest.mark.parametrize("config", MODES)
+def test_min_and_max_of_booleans_put_false_first(config):
+    """MIN/MAX of a BOOLEAN, grouped, windowed, with FILTER and OVER, as Flink orders BOOLEAN (FALSE
+    before TRUE). Refused before ('min needs int64 or float64 or timestamp or string, got bool')."""
+    t = dw.from_arrow(pa.table({
+        "ts": pa.array([0, 1_000, 2_000, 3_000, 11_000, 12_000], pa.timestamp("ms")),
+        "k": [1, 1, 2, 1, 2, 2],
+        "b": [True, None, None, False, True, True],
+    }), time="ts", name="t")
+    assert rows("SELECT k, MIN(b), MAX(b), MIN(b) FILTER (WHERE k + 0 = 1 AND b) FROM t GROUP BY k", t, config) == \
+        [(1, False, True, True), (2, True, True, None)]
+    windowed = "SELECT k, window_start, MIN(b) AS lo, MAX(b) AS hi FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), " \
+        "INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end"
+    assert rows(windowed, t, config) == [(1, seconds(0), False, True), (2, seconds(0), None, None),
+                                         (2, seconds(10_000), True, True)]
+    over = "SELECT ts, MIN(b) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t"
+    assert [m for _, m in rows(over, t, config)] == [True, True, None, False, True, True]
+
+
 def test_an_aggregate_refused_for_its_argument_is_named_as_written_at_its_position(bids):
     """SUM of a VARCHAR is refused at the call, named as the query writes it, not by the internal
     name the aggregate's column has ('agg $agg1=sum(col('s'))')."""
