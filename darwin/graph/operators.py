@@ -17,6 +17,10 @@ from darwin.plan.temporal import JoinTiming
 from darwin.plan.window import Window
 from darwin.types import Schema
 
+# the largest event time of a source up to each row: a column of a keyed-parallel kernel's input, and
+# of the rows a union of one source's branches passes on (``Pipeline.reads_progress``)
+PROGRESS_COLUMN = "__darwin_progress"
+
 
 @dataclass(frozen=True)
 class SourcePort:
@@ -52,12 +56,17 @@ class JoinPort:
 
 @dataclass(frozen=True)
 class UnionPort:
-    """Rows the pipelines ``producers`` emit, as they come (UNION ALL)."""
+    """Rows the pipelines ``producers`` emit, as they come (UNION ALL). ``source``: the one timed
+    source every producer reads (``darwin.plan.temporal.union_source``), whose event-time progress a
+    reader judging rows one by one gets with each row (``Pipeline.reads_progress``)."""
 
     producers: tuple[int, ...]
+    source: SourcePort | None = None
 
     def describe(self) -> str:
-        return "rows of pipelines " + " + ".join(str(p) for p in self.producers)
+        rows = "rows of pipelines " + " + ".join(str(p) for p in self.producers)
+        return rows + (f" (each with the progress of source {self.source.scan.source.name})"
+                       if self.source is not None else "")
 
 
 @dataclass(frozen=True)
@@ -249,12 +258,28 @@ class Pipeline:
     # function, arguments, source column); the operators read the first name instead of the call
     computed_inputs: tuple[tuple[str, str, tuple, str], ...] = ()
     parallel: Parallel | None = None  # None: one thread runs it
+    # rows of a union of one source's branches, each with that source's event-time progress at it
+    # (column PROGRESS_COLUMN of the producers' output), which judges them as the source's reader would
+    reads_progress: bool = False
+    # a union producer whose reader reads the progress: its output carries the progress at each row
+    writes_progress: bool = False
+
+    @property
+    def timing(self) -> SourcePort | None:
+        """The source whose event-time progress judges this pipeline's rows one by one: the timed
+        source it reads, or the one a union's producers read (``reads_progress``)."""
+        if isinstance(self.input, SourcePort):
+            return self.input if self.input.scan.time_column is not None else None
+        if self.reads_progress:
+            assert isinstance(self.input, UnionPort)
+            return self.input.source
+        return None
 
     @property
     def source_timed(self) -> bool:
         """Whether its kernel judges lateness by the source's event-time progress (``max_time``), not
         by the watermark of the input it reads."""
-        return isinstance(self.input, SourcePort) and self.input.scan.time_column is not None
+        return self.timing is not None
 
     @property
     def keyed_parallel(self) -> bool:

@@ -15,7 +15,7 @@ from darwin.plan.inspected import inspected_columns
 from darwin.plan.keys import unique_on
 from darwin.plan.rules import map_children
 from darwin.plan.strings import VECTORIZED
-from darwin.plan.temporal import join_timing
+from darwin.plan.temporal import join_timing, union_source
 from darwin.plan.visitor import SharedNodeVisitor
 from darwin.types import DType
 
@@ -198,7 +198,12 @@ class _Translator(SharedNodeVisitor[_Chain]):
         self.unions.append(u)
         self.order.append(op.Stateful("union", u.id))
         schema = pn.with_change_kind(node.schema) if updating else node.schema
-        return _Chain(op.UnionPort(producers), schema, (), schema, updating)
+        source = None
+        if union_source(node) is not None:  # every producer reads that source: the first one's port
+            first = self.pipelines[producers[0]].input
+            assert isinstance(first, op.SourcePort)
+            source = first
+        return _Chain(op.UnionPort(producers, source), schema, (), schema, updating)
 
     def _union_part(self, part: pn.PlanNode, updating: bool) -> _Chain:
         """A part of a union; in an updating one every part's rows carry a change kind (an appending
@@ -214,6 +219,10 @@ class _Translator(SharedNodeVisitor[_Chain]):
         port = chain.port
         if isinstance(port, op.SourcePort):
             ops, computed, input_schema = _vectorize_string_calls(ops, input_schema)
+        reads_progress = isinstance(port, op.UnionPort) and port.source is not None and _judges_rows(ops, sink)
+        if reads_progress:
+            assert isinstance(port, op.UnionPort)
+            self._write_progress(port.producers)
         parallel = _parallel(self.config.workers, port, ops, sink, self.config.pre_aggregate)
         # on several workers a ring needs every aggregate to merge exactly (pre_aggregate): each worker
         # keeps one over all keys and the rings' entries merge as windows fire
@@ -224,8 +233,10 @@ class _Translator(SharedNodeVisitor[_Chain]):
                 sink = dataclasses.replace(sink, state=op.StateSpec(ring=ring))
                 if parallel is not None:
                     parallel = dataclasses.replace(parallel, pre_aggregate=False, merged_rings=True)
+        # panes fire windows within a batch, as the watermark moves; rows carrying their progress come
+        # out of order (one producer's after another's), so a later one may belong to a window fired
         if isinstance(sink, op.WindowAggregateSink) and self.config.panes and self.config.state_traits.in_memory \
-                and _in_panes(sink.aggregate):
+                and _in_panes(sink.aggregate) and not reads_progress:
             sink = dataclasses.replace(sink, state=dataclasses.replace(sink.state, panes=True))
             if parallel is not None and not parallel.merged_rings:  # a slice's partial panes cannot fire mid-batch
                 parallel = dataclasses.replace(parallel, pre_aggregate=False)
@@ -233,8 +244,24 @@ class _Translator(SharedNodeVisitor[_Chain]):
         moved = _moved_strings(input_schema, ops, output_schema) \
             if root_output and isinstance(port, op.SourcePort) else ()
         self.pipelines.append(op.Pipeline(len(self.pipelines), port, input_schema, tuple(ops), sink, output_schema,
-                                          moved, computed, parallel))
+                                          moved, computed, parallel, reads_progress))
         return len(self.pipelines) - 1
+
+    def _write_progress(self, producers: tuple[int, ...]) -> None:
+        """A union's producers pass each row on with their source's event-time progress at it, on one
+        thread (a slice would need the progress of the slices before it)."""
+        for i in producers:
+            p = self.pipelines[i]
+            if not p.writes_progress:
+                out = pn.Schema(p.output_schema.fields + (pn.Field(op.PROGRESS_COLUMN, DType.INT64, False),))
+                self.pipelines[i] = dataclasses.replace(p, output_schema=out, writes_progress=True, parallel=None)
+
+
+def _judges_rows(ops: list[op.StatelessOp], sink: op.Sink) -> bool:
+    """Whether a pipeline judges its rows late one by one: a windowed aggregation, or a window top-N's
+    window-assign dropping late windows."""
+    return isinstance(sink, op.WindowAggregateSink) or any(
+        isinstance(o, op.WindowAssignOp) and o.drops_late for o in ops)
 
 
 def _inserting(chain: _Chain) -> _Chain:
@@ -325,8 +352,8 @@ def _parallel(workers: int, port: op.Port, chain: list[op.StatelessOp], sink: op
     if workers == 1 or (isinstance(port, op.SourcePort) and port.scan.max_future_ms is not None):
         return None
     if isinstance(sink, op.EmitRows):
-        judges_lateness = any(isinstance(o, op.WindowAssignOp) and o.drops_late for o in chain)
-        return op.Parallel(workers) if isinstance(port, op.SourcePort) and chain and not judges_lateness else None
+        return op.Parallel(workers) if isinstance(port, op.SourcePort) and chain and not _judges_rows(chain, sink) \
+            else None
     if sink.late_output or not sink.aggregate.keys or any(isinstance(o, op.LookupJoinOp) for o in chain):
         return None
     keys = tuple(_source_column(k, chain) for k in sink.aggregate.keys)

@@ -189,9 +189,22 @@ def _lag_of(e: ex.ExprNode, lags: dict[str, TimeLag]) -> TimeLag | None:
 
 def judged_by_source(node: pn.PlanNode) -> bool:
     """Whether a window over ``node``'s rows judges lateness row by row from its source's own
-    event-time progress (a source's rows, through filters, projections and lookups), so that any
-    timestamp column of them is judged alike whatever the batches."""
-    return isinstance(producer(node), pn.Scan)
+    event-time progress (a source's rows, through filters, projections and lookups, or a union of
+    such branches of one source), so that any timestamp column of them is judged alike whatever
+    the batches."""
+    first = producer(node)
+    return isinstance(first, pn.Scan) or (isinstance(first, pn.Union) and union_source(first) is not None)
+
+
+def union_source(node: pn.Union) -> pn.Scan | None:
+    """The one timed source every part of ``node`` passes on row by row, if there is one: its rows
+    then carry that source's event-time progress through the union (``t.filter(a).union(t.filter(b))``
+    is judged as ``t.filter(a | b)`` would be), not the union's watermark before their batch."""
+    scans = {id(s): s for s in (producer(p) for p in node.parts)}
+    if len(scans) != 1:
+        return None
+    scan = next(iter(scans.values()))
+    return scan if isinstance(scan, pn.Scan) and scan.time_column is not None else None
 
 
 def producer(node: pn.PlanNode) -> pn.PlanNode:

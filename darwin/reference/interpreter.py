@@ -33,7 +33,7 @@ from darwin.plan.aggregates import Accumulator, function, order_key
 from darwin.plan.evaluate import Row, compile_expr
 from darwin.plan.exprs import Column
 from darwin.plan.ranking import Ranking, ranking_of
-from darwin.plan.temporal import join_timing, judged_by_source
+from darwin.plan.temporal import join_timing, judged_by_source, union_source
 from darwin.plan.visitor import SharedNodeVisitor
 from darwin.plan.window import BarrierWindow
 from darwin.runtime.encoding import to_int64
@@ -265,7 +265,7 @@ class _Builder(SharedNodeVisitor[_Operator]):
         return _Over(node, self.visit(node.input))
 
     def visit_Union(self, node: pn.Union) -> _Operator:
-        return _Union([self.visit(p) for p in node.parts], pn.updating(node))
+        return _Union([self.visit(p) for p in node.parts], pn.updating(node), union_source(node) is not None)
 
     def visit_Join(self, node: pn.Join) -> _Operator:
         return _Join(node, self.ctx, self.visit(node.left), self.visit(node.right))
@@ -277,17 +277,19 @@ class _Builder(SharedNodeVisitor[_Operator]):
 
 
 class _Union(_Operator):
-    """Rows of every input as they come, judged by the union's watermark: the minimum of its inputs'.
-    A union of changelogs is a changelog: an appending input's rows are inserts of it."""
+    """Rows of every input as they come, judged by the union's watermark: the minimum of its inputs'
+    (or, where every input passes on one source's rows, by that source's watermark just after each,
+    the mark it came with). A union of changelogs is a changelog: an appending input's rows are
+    inserts of it."""
 
-    def __init__(self, inputs: list[_Operator], updating: bool) -> None:
+    def __init__(self, inputs: list[_Operator], updating: bool, one_source: bool) -> None:
         super().__init__(inputs)
-        self.updating = updating
+        self.updating, self.one_source = updating, one_source
 
     def push(self, rows: Rows, marks: Marks, port: int) -> None:
         if self.updating:
             rows = [row if pn.CHANGE_KIND in row else {**row, pn.CHANGE_KIND: INSERT} for row in rows]
-        self.emit(rows, [self.wm] * len(rows))
+        self.emit(rows, marks if self.one_source else [self.wm] * len(rows))
 
     def watermark(self) -> int:
         return self.wm

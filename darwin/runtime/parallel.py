@@ -39,7 +39,6 @@ import numpy as np
 from numba import njit
 
 from darwin.codegen import layout as ctl
-from darwin.codegen.generate import PROGRESS_COLUMN
 from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
@@ -214,11 +213,11 @@ class KeyedRunner(_Shared):
         times = self._times(batch)
         if pre_aggregating:
             if times is not None:  # the slices fill in their own parts of it
-                batch = EncodedBatch({**batch.columns, PROGRESS_COLUMN: Column(np.empty(batch.length, np.int64), None)},
-                                     batch.length, batch.arrow)
+                progress = Column(np.empty(batch.length, np.int64), None)
+                batch = EncodedBatch({**batch.columns, op.PROGRESS_COLUMN: progress}, batch.length, batch.arrow)
             self._pre_aggregate(batch, input_watermark, times)
             if times is not None and batch.length:  # the column is whole now: the progress the next batch goes on from
-                self.max_time = int(batch.columns[PROGRESS_COLUMN].values[-1])
+                self.max_time = int(batch.columns[op.PROGRESS_COLUMN].values[-1])
             return
         self.routed_batches = max(0, self.routed_batches - 1)
         if len(self.owned[0][0]) < batch.length:  # each worker's buffers of row numbers and progress
@@ -469,7 +468,7 @@ def _owned(runner: PipelineRunner, batch: EncodedBatch, input_watermark: int, ke
         count, end = owned_rows(keys, owner, worker, _NO_TIMES, _NO_VALID, start, _NO_TIMES, rows)
         return runner.process(batch, input_watermark, None, rows[:count]), end
     count, end = owned_rows(keys, owner, worker, *times, start, progress, rows)
-    mine = EncodedBatch({**batch.columns, PROGRESS_COLUMN: Column(progress[:batch.length], None)}, batch.length,
+    mine = EncodedBatch({**batch.columns, op.PROGRESS_COLUMN: Column(progress[:batch.length], None)}, batch.length,
                         batch.arrow)
     return runner.process(mine, input_watermark, None, rows[:count]), end
 
@@ -484,7 +483,7 @@ def _partials(runner: PipelineRunner, batch: EncodedBatch, input_watermark: int,
     (found by this worker: no step of its own, nothing on the coordinating thread)."""
     if times is not None and len(rows):
         first, end = int(rows[0]), int(rows[-1]) + 1
-        _running_max_into(*times, batch.columns[PROGRESS_COLUMN].values, first, end,
+        _running_max_into(*times, batch.columns[op.PROGRESS_COLUMN].values, first, end,
                           _max_before(*times, first, progress))
     runner.process(batch, input_watermark, None, rows)
     state = runner.state

@@ -366,10 +366,10 @@ class PipelineRunner:
     def watermark(self) -> int:
         """The watermark a source-reading kernel has reached (per row, within the batch)."""
         t = int(self.ctl[ctl.MAX_TIME])
-        inp = self.p.input
-        if t == NO_WATERMARK or not isinstance(inp, op.SourcePort):
+        source = self.p.timing
+        if t == NO_WATERMARK or source is None:
             return NO_WATERMARK
-        return t - inp.delay_ms
+        return t - source.delay_ms
 
     def counters(self) -> dict[str, int]:
         return {"late_rows": int(self.ctl[ctl.LATE_ROWS]), "null_time_rows": int(self.ctl[ctl.NULL_TIME_ROWS]),

@@ -49,3 +49,40 @@ def test_every_cascade_the_plan_takes_is_judged_alike_whatever_the_batches(data:
         return
     results = [sorted(query.collect(dw.Config(batch_size=b)).to_pylist(), key=str) for b in (1, 2, 5, 1000)]
     assert all(r == results[0] for r in results)
+
+
+
+WINDOWED = {
+    "tumble": lambda t: t.window(dw.Tumble(10, on="ts")).group_by("k").agg(n=dw.count(), s=dw.sum("v")),
+    "slide": lambda t: t.window(dw.Slide(20, every=5, on="ts")).group_by("k").agg(n=dw.count(), s=dw.sum("v")),
+    "global": lambda t: t.window(dw.Tumble(10, on="ts")).agg(n=dw.count()),
+    "top-n": lambda t: t.window(dw.Tumble(10, on="ts")).top_n(2, by="k", order=[dw.desc("v")]),
+}
+
+
+@st.composite
+def union_windows(draw: st.DrawFn) -> tuple[dw.Table, dw.Table]:
+    """A window over the union of two disjoint branches of one out-of-order source (a projection in
+    one), and the same window over the one filter that keeps both branches' rows."""
+    jitter = draw(st.lists(st.integers(-15, 15), min_size=50, max_size=50))
+    keys = draw(st.lists(st.integers(0, 3), min_size=50, max_size=50))
+    source = dw.from_arrow(pa.table({"k": keys, "v": list(range(50)),
+                                     "ts": pa.array([3 * i + j for i, j in enumerate(jitter)], pa.timestamp("ms"))}),
+                           time="ts", max_delay=draw(st.sampled_from([0, 5])), name="events")
+    cut = draw(st.integers(0, 3))
+    first, second = col("k") < cut, col("k") >= cut
+    windowed = WINDOWED[draw(st.sampled_from(sorted(WINDOWED)))]
+    both = source.filter(first).union(source.filter(second).select("k", v=col("v") + 0, ts=col("ts")))
+    return windowed(both), windowed(source.filter(first | second))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_window_over_a_union_of_one_sources_branches_judges_rows_as_the_source_would(data: st.DataObject) -> None:
+    union, one_filter = data.draw(union_windows())
+    expected = one_filter.execute(dw.Config(batch_size=7))
+    for batch, mode, workers in ((1, "compiled", 1), (3, "interpreted", 1), (5, "compiled", 2),
+                                 (1000, "compiled", 1), (1000, "interpreted", 1)):
+        run = union.execute(dw.Config(batch_size=batch, mode=mode, parallelism=workers))
+        assert sorted(run.table.to_pylist(), key=str) == sorted(expected.table.to_pylist(), key=str)
+        assert run.metrics["late_rows"] == expected.metrics["late_rows"]

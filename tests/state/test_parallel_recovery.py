@@ -38,7 +38,13 @@ def distinct(t):  # count_distinct in a sliding window: two keyed aggregations, 
         .group_by("k").agg(d=dw.count_distinct("v"), big=dw.count_distinct("v", filter=col("v") > 6), n=dw.count())
 
 
-@pytest.mark.parametrize("query", [ring, hashed, distinct])
+def branches(t):  # a union of one source's branches, each row judged by the source's progress at it
+    source = dw.from_arrow(t, time="ts", max_delay="5s")
+    both = source.filter(col("k") < 40).union(source.filter(col("k") >= 40))
+    return both.window(dw.Tumble("2s", on="ts")).group_by("k").agg(n=dw.count(), s=dw.sum("v"))
+
+
+@pytest.mark.parametrize("query", [ring, hashed, distinct, branches])
 def test_resuming_at_another_parallelism_commits_the_one_thread_output(query, tmp_path, monkeypatch):
     t = bids(6000)
     plan = query(t)
