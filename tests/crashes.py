@@ -28,6 +28,19 @@ def crash_after(monkeypatch, batches):
     monkeypatch.setattr(compiled, "read_from", failing)
 
 
+def stop_after(monkeypatch, control, batches):
+    """Make the next run ask ``control`` to stop (a stop-with-savepoint) when it reads input batch
+    ``batches`` (counted from where it resumed)."""
+    original = compiled.read_from
+
+    def stopping(*args, **kwargs):
+        for i, batch in enumerate(original(*args, **kwargs)):
+            if i == batches:
+                control.stop()
+            yield batch
+    monkeypatch.setattr(compiled, "read_from", stopping)
+
+
 def stop_crashing(monkeypatch):
     monkeypatch.setattr(compiled, "read_from", ORIGINAL_READ_FROM)
 

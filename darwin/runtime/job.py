@@ -220,6 +220,10 @@ class Driver:
                                  "outputs": [str(d.resolve()) for d in sink.directories()]})
             epoch = 1 if latest is None else latest.id + 1
             due = _Interval(self.every) if self.every is not None else None
+            if latest is not None:  # a stop's checkpoint keeps what is held and where the interval stood
+                self.held.restore(latest.path, latest.body.get("held"))
+                if due is not None:
+                    due.batches = int(latest.body.get("batches_since_checkpoint", 0))
 
             def checkpoint(finished: bool) -> None:
                 nonlocal epoch
@@ -228,8 +232,11 @@ class Driver:
                 prepared = sink.prepare(epoch)
                 directory = store.directory(epoch)
                 body, files = engine.snapshot(directory)
+                held = self.held.save(directory)
                 store.commit(epoch, {**identity, "job": engine.job, "finished": finished, "engine": body,
-                                     "sink": prepared, "output_rows": metrics.values["output_rows"]}, files)
+                                     "sink": prepared, "output_rows": metrics.values["output_rows"], "held": held,
+                                     "batches_since_checkpoint": 0 if due is None else due.batches},
+                             files + ([] if held is None else [held]))
                 engine.after_checkpoint(epoch)
                 sink.commit(prepared)
                 took = time.perf_counter() - t
@@ -246,6 +253,8 @@ class Driver:
                     _write(sink, out, metrics, self.latency)
                     yield out
 
+            if not self.held.active:  # held by a run with emit="on_close" before a stop: it leaves now
+                yield from written(self.held.release())
             for out in engine.outputs():
                 if out.kind != "barrier":
                     if not self.held.keeps(out):
@@ -254,11 +263,14 @@ class Driver:
                 if self._stop_asked() and engine.stopping is None:
                     assert self.control is not None
                     engine.stop(drain=self.control.drain)  # it ends at its next step
+                    if due is not None and due.tick():  # the checkpoint the run would take here releases
+                        yield from written(self.held.release())
                 elif due is not None and due.tick():
                     yield from written(self.held.release())  # what is held leaves with the checkpoint
                     checkpoint(finished=False)
             self.stopped = engine.suspended
-            yield from written(self.held.release())
+            if not (self.stopped and store is not None):  # a stop's checkpoint keeps it, released as never stopped
+                yield from written(self.held.release())
             if store is not None:
                 checkpoint(finished=not self.stopped)  # a stopped job's checkpoint is resumed over more input
             else:
@@ -283,6 +295,26 @@ class _Held:
         if out.ingested is not None:
             self.ingested = out.ingested if self.ingested is None else max(self.ingested, out.ingested)
         return True
+
+    HELD_FILE = "held.arrows"
+
+    def save(self, directory: Path) -> str | None:
+        """Write the changes held into a checkpoint's ``directory`` (a stop's: a checkpoint the run
+        takes on its interval has just released them), so a resumed run adds them up with the rest
+        and releases at the checkpoints an uninterrupted run releases at; the file's name, or None."""
+        if not self.batches:
+            return None
+        with pa.OSFile(str(directory / self.HELD_FILE), "wb") as f, \
+                pa.ipc.new_stream(f, self.batches[0].schema) as writer:
+            for batch in self.batches:
+                writer.write_batch(batch)
+        return self.HELD_FILE
+
+    def restore(self, directory: Path, name: str | None) -> None:
+        """The changes a checkpoint's ``save`` wrote, held again."""
+        if name is not None:
+            with pa.OSFile(str(directory / name), "rb") as f:
+                self.batches = list(pa.ipc.open_stream(f))
 
     def release(self) -> Iterator[Output]:
         if not self.batches:

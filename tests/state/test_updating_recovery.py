@@ -4,7 +4,7 @@ uninterrupted run's, on every backend (its groups are restored from the checkpoi
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from crashes import bids, run_until_done
+from crashes import Crash, bids, run_until_done
 
 import darwin as dw
 from darwin import col
@@ -96,6 +96,43 @@ def test_emitting_on_close_releases_at_checkpoints_exactly_once(configure, tmp_p
     assert 97 < written.num_rows < every_batch.num_rows
     assert set(written["op"].to_pylist()) == {"+I", "-U", "+U"}
     assert sorted(final_table(written).to_pylist(), key=str) == sorted(q.collect().to_pylist(), key=str)
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_emitting_on_close_across_stops_commits_the_uninterrupted_changelog(configure, tmp_path, monkeypatch,
+                                                                              parallelism):
+    """A stop takes a checkpoint between two of the interval's. It released what was held, so the
+    resumed run's releases fell at other batches and the committed changelog was another (the same
+    final table): the stop's checkpoint keeps what is held and where the interval stood, and the runs
+    stopped anywhere (at an interval's checkpoint too), crashed and resumed commit the changelog of
+    the run never interrupted."""
+    from crashes import crash_after, stop_after, stop_crashing
+
+    from darwin.runtime.control import JobControl
+
+    t = dw.from_arrow(bids(), time="ts")
+    q = t.group_by("k").agg(n=dw.count(), total=dw.sum("v"))
+    settings = dict(batch_size=100, checkpoint_interval="4 batches", emit="on_close", parallelism=parallelism)
+    q.sink(dw.sinks.Parquet(tmp_path / "want", mode="changelog")).run(
+        configure(checkpoint_dir=str(tmp_path / "chk-want"), state_path=str(tmp_path / "state-want"), **settings))
+    want = pq.read_table(tmp_path / "want")
+    config = configure(checkpoint_dir=str(tmp_path / "chk"), **settings)
+    out = tmp_path / "out"
+    for stop, crash in [(5, None), (2, None), (None, 1), (3, None), (None, 4), (0, None), (None, None)]:
+        control = JobControl()
+        if stop is not None:
+            stop_after(monkeypatch, control, stop)
+        if crash is not None:
+            crash_after(monkeypatch, crash)
+        try:
+            result = q.sink(dw.sinks.Parquet(out, mode="changelog")).run(config, control)
+            assert result.stopped == (stop is not None)
+        except Crash:
+            pass
+        finally:
+            stop_crashing(monkeypatch)
+    assert result.resumed_from is not None and not result.stopped
+    assert 97 < want.num_rows and pq.read_table(out).to_pylist() == want.to_pylist()
 
 
 def test_kept_extremes_resume_with_their_signed_zeros_and_nans(configure, tmp_path, monkeypatch):
