@@ -249,15 +249,31 @@ class StringNamespace:
         infix or exact text is computed as ``starts_with``, ``ends_with``, ``contains`` or ``==``."""
         from darwin.plan.strings import like_tokens
 
-        if escape is not None and (not isinstance(escape, str) or len(escape) != 1):
-            raise DarwinTypeError(f"LIKE's escape is one character, got {escape!r}")
-        general = self._call("like", pattern, escape or "")  # checks the pattern
+        general = self._call("like", pattern, _escape_char(escape, "LIKE"))  # checks the pattern
         simple = _simple_like(self._expr, like_tokens(pattern, escape or ""))
         return general if simple is None else simple
+
+    def ilike(self, pattern: str, escape: str | None = None) -> Expr:
+        """``like`` without regard to case: LIKE of the value and the pattern in lower case, as Spark's and
+        PostgreSQL's ILIKE (Flink's SQL has none)."""
+        return self._call("ilike", pattern, _escape_char(escape, "ILIKE"))
+
+    def similar_to(self, pattern: str, escape: str | None = None) -> Expr:
+        """SQL's SIMILAR TO, as Flink's: a SQL regular expression (``_`` one character, ``%`` any run, ``|``,
+        ``*``, ``+``, ``?``, ``{m,n}``, ``(...)``, ``[...]``) that must match the whole value; ``escape`` makes the
+        next special character literal. See ``darwin.plan.similar``."""
+        return self._call("similar_to", pattern, _escape_char(escape, "SIMILAR TO"))
 
     def concat(self, *others: IntoExpr) -> Expr:
         """The value followed by ``others`` (strings or string columns): ``dw.concat(self, *others)``."""
         return concat(self._expr, *others)
+
+
+def _escape_char(escape: str | None, what: str) -> str:
+    """A pattern's ESCAPE as the registry takes it: one character, or '' for none."""
+    if escape is not None and (not isinstance(escape, str) or len(escape) != 1):
+        raise DarwinTypeError(f"{what}'s escape is one character, got {escape!r}")
+    return escape or ""
 
 
 def _simple_like(value: Expr, tokens: list[tuple[str, str]]) -> Expr | None:

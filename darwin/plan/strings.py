@@ -15,6 +15,7 @@ from typing import Any
 
 from darwin.errors import DarwinTypeError
 from darwin.plan.casts import parse_bool, parse_float, parse_integer, parse_timestamp
+from darwin.plan.similar import similar_regex
 from darwin.types import DType
 
 JAVA_INT_MAX = 2**31 - 1  # Flink's lengths and positions are INT
@@ -149,6 +150,34 @@ def _like(s: str, pattern: str, escape: str) -> bool:
     return _like_regex(pattern, escape).fullmatch(s) is not None
 
 
+def ilike_tokens(pattern: str, escape: str) -> list[tuple[str, str]]:
+    """``like_tokens`` with the text in lower case: ILIKE is LIKE of the lower-case value and pattern, as in
+    Spark and PostgreSQL (the escape is read before the case changes, so an escape 'A' stays one)."""
+    return [(kind, c.lower() if kind == "text" else c) for kind, c in like_tokens(pattern, escape)]
+
+
+@lru_cache(maxsize=256)
+def _ilike_regex(pattern: str, escape: str) -> re.Pattern[str]:
+    body = "".join(".*" if kind == "any" else "." if kind == "one" else re.escape(c)
+                   for kind, c in ilike_tokens(pattern, escape))
+    return re.compile(body, re.DOTALL)
+
+
+def _ilike(s: str, pattern: str, escape: str) -> bool:
+    """ILIKE: LIKE of the value and the pattern in lower case (Python's str.lower, Java's toLowerCase)."""
+    return _ilike_regex(pattern, escape).fullmatch(s.lower()) is not None
+
+
+@lru_cache(maxsize=256)
+def _similar_regex(pattern: str, escape: str) -> re.Pattern[str]:
+    return re.compile(similar_regex(pattern, escape))
+
+
+def _similar_to(s: str, pattern: str, escape: str) -> bool:
+    """SQL's SIMILAR TO as Flink's: the pattern's regular expression matches the whole value."""
+    return _similar_regex(pattern, escape).fullmatch(s) is not None
+
+
 FUNCTIONS: dict[str, StringFunction] = {
     "lower": StringFunction(DType.STRING, False, (), str.lower),
     "upper": StringFunction(DType.STRING, False, (), str.upper),
@@ -173,6 +202,8 @@ FUNCTIONS: dict[str, StringFunction] = {
     "locate": StringFunction(DType.INT64, False, (str, int), _locate),
     "initcap": StringFunction(DType.STRING, False, (), _initcap),
     "like": StringFunction(DType.BOOL, False, (str, str), _like),
+    "ilike": StringFunction(DType.BOOL, False, (str, str), _ilike),
+    "similar_to": StringFunction(DType.BOOL, False, (str, str), _similar_to),
     # a string's CAST (``darwin.plan.casts``, never a str method): NULL where the text does not parse
     "parse_integer": StringFunction(DType.INT64, True, (int,), parse_integer),
     "parse_float": StringFunction(DType.FLOAT64, True, (), parse_float),
@@ -229,11 +260,15 @@ def check_args(name: str, args: tuple[Any, ...]) -> None:
         raise DarwinTypeError(f"str.{name}() takes ({want}), got {args!r}")
     if name in ("lpad", "rpad") and args[0] > JAVA_INT_MAX:  # a string that long would not fit in memory
         raise DarwinTypeError(f"str.{name}(): a length of at most {JAVA_INT_MAX} (Flink's INT), got {args[0]}")
-    if name == "like":
+    if name in ("like", "ilike", "similar_to"):
         pattern, escape = args
+        what = name.upper().replace("_", " ")
         if len(escape) > 1:
-            raise DarwinTypeError(f"LIKE's escape is one character, got {escape!r}")
-        like_tokens(pattern, escape)
+            raise DarwinTypeError(f"{what}'s escape is one character, got {escape!r}")
+        if name == "similar_to":
+            _similar_regex(pattern, escape)
+        else:
+            like_tokens(pattern, escape)
     if name == "regexp_extract":
         try:
             _regex(args[0])

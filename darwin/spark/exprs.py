@@ -358,9 +358,32 @@ def _like(s: Column, pattern: str, escape: str) -> Column:
 
     from darwin.plan.strings import like_tokens
 
-    body = "".join(".*" if kind == "any" else "." if kind == "one" else _literal_regex(c)
-                   for kind, c in like_tokens(pattern, escape))
-    return F.regexp_like(s, F.lit("(?s)\\A" + body + "\\z"))
+    return F.regexp_like(s, F.lit(_like_regex(like_tokens(pattern, escape))))
+
+
+def _ilike(s: Column, pattern: str, escape: str) -> Column:
+    """ILIKE as Spark's own: LIKE of the value and the pattern in lower case (the pattern's text lowered after
+    its escapes are read, as on Darwin's engines)."""
+    from pyspark.sql import functions as F
+
+    from darwin.plan.strings import ilike_tokens
+
+    return F.regexp_like(F.lower(s), F.lit(_like_regex(ilike_tokens(pattern, escape))))
+
+
+def _like_regex(tokens: list[tuple[str, str]]) -> str:
+    body = "".join(".*" if kind == "any" else "." if kind == "one" else _literal_regex(c) for kind, c in tokens)
+    return "(?s)\\A" + body + "\\z"
+
+
+def _similar_to(s: Column, pattern: str, escape: str) -> Column:
+    """Flink's SIMILAR TO (Spark has none): the regular expression ``similar_regex`` makes, which Java reads as
+    Python does, over the whole value."""
+    from pyspark.sql import functions as F
+
+    from darwin.plan.similar import similar_regex
+
+    return F.regexp_like(s, F.lit("\\A(?:" + similar_regex(pattern, escape) + ")\\z"))
 
 
 def _locate(s: Column, sub: str, start: int) -> Column:
@@ -386,6 +409,8 @@ def _flink_string_functions() -> dict[str, Callable[..., Column]]:
         "locate": _locate,
         "initcap": _initcap,
         "like": _like,
+        "ilike": _ilike,
+        "similar_to": _similar_to,
     }
 
 

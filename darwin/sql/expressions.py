@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
+from typing import ClassVar
 
 from sqlglot import exp
 
@@ -543,19 +544,40 @@ class ExpressionTranslator:
                                          f"({self._dtype(self(node.expression))})") from None
         return when(equal.is_null() | ~equal, value).end()
 
-    def visit_Like(self, node: exp.Like, escape: exp.Expr | None = None) -> Expr:
-        """LIKE with a literal pattern, case-sensitive, as in Flink: % any run of characters, _ one; without
-        ESCAPE a backslash is an ordinary character (Flink has no default escape)."""
-        pattern = self._text(node.expression, "LIKE's pattern")
-        escape_char = None if escape is None else self._text(escape, "LIKE's ESCAPE")
-        value = self(node.this)
+    # LIKE, ILIKE and SIMILAR TO: the fluent method and the name each is written with in SQL
+    PATTERN_MATCHES: ClassVar[dict[type, tuple[str, str]]] = {
+        exp.Like: ("like", "LIKE"), exp.ILike: ("ilike", "ILIKE"), exp.SimilarTo: ("similar_to", "SIMILAR TO")}
+
+    def visit_Like(self, node: exp.Like | exp.ILike | exp.SimilarTo, escape: exp.Expr | None = None) -> Expr:
+        """LIKE, ILIKE and SIMILAR TO with a literal pattern (and ESCAPE), as in Flink: LIKE is case-sensitive,
+        % any run of characters, _ one, and without ESCAPE a backslash is an ordinary character (Flink has no
+        default escape); ILIKE is LIKE in lower case (Spark's, as Flink has none); SIMILAR TO is Flink's
+        (``darwin.plan.similar``). A NULL pattern or escape gives NULL."""
+        method, name = self.PATTERN_MATCHES[type(node)]
+        value = self._string(node.this, name)
+        if isinstance(node.expression, exp.Null) or isinstance(escape, exp.Null):
+            return lit(None, DType.BOOL)
+        pattern = self._pattern(node.expression, name)
+        escape_char = None if escape is None else self._text(escape, f"{name}'s ESCAPE")
         at = escape if escape is not None and len(str(escape_char)) != 1 else node.expression
-        result = self._checked(at, lambda: value.str.like(pattern, escape_char))
+        result = self._checked(at, lambda: getattr(value.str, method)(pattern, escape_char))
         return ~result if node.args.get("negate") else result
 
+    visit_ILike = visit_Like
+    visit_SimilarTo = visit_Like
+
+    def _pattern(self, node: exp.Expr, name: str) -> str:
+        """A pattern's text; a pattern computed per row (a column), which Flink takes, is refused naming why."""
+        if isinstance(node, exp.Literal) and node.is_string:
+            return str(node.this)
+        raise self.where.error(node, f"{name}'s pattern must be a string literal: Darwin matches each distinct "
+                                     f"string against one pattern known when the query is built, so a pattern "
+                                     f"from a column or an expression ({node.sql(dialect=Flink)}) is not supported")
+
     def visit_Escape(self, node: exp.Escape) -> Expr:
-        if not isinstance(node.this, exp.Like):
-            raise self.where.error(node, f"ESCAPE is only supported after LIKE: {node.sql(dialect=Flink)}")
+        if type(node.this) not in self.PATTERN_MATCHES:
+            raise self.where.error(node, "ESCAPE is only supported after LIKE, ILIKE and SIMILAR TO: "
+                                         f"{node.sql(dialect=Flink)}")
         return self.visit_Like(node.this, node.expression)
 
     def _checked(self, at: exp.Expr, build: Callable[[], Expr]) -> Expr:

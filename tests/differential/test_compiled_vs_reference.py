@@ -87,13 +87,15 @@ def test_moved_strings(shape, data):
 TEXT = st.text(alphabet="ab A_%\\é😀\n0z", max_size=6)
 
 
-def q_flink_string_functions(t, start, length, pattern):
+def q_flink_string_functions(t, start, length, pattern, similar="%"):
     s, u = col("s"), col("u")
     return t.select(
         "s", sub=s.str.substring(start, length), tail=s.str.substring(start), trim=s.str.trim(),
         lt=s.str.ltrim("a "), rt=s.str.rtrim("\\z"), rep=s.str.replace("a", "ba").str.replace("a", "ba"),
         shrink=s.str.replace("a", ""), lp=s.str.lpad(length, "é😀"), rp=s.str.rpad(length, ""),
         loc=s.str.locate("a", start), cap=s.str.initcap(), like=s.str.like(pattern, "\\"), raw=s.str.like(pattern),
+        ilike=s.str.ilike(pattern, "\\"), sim=s.str.similar_to(similar, "!"),
+        sim_up=s.str.upper().str.similar_to(similar),
         cat=dw.concat("<", s, "|", u, ">"), twice=dw.concat(s, s).str.upper(), ws=dw.concat_ws("-", s, "x", u),
         lit_ws=dw.concat_ws(",", s), pipe=s.str.concat(u).str.substring(2, 3))
 
@@ -101,12 +103,13 @@ def q_flink_string_functions(t, start, length, pattern):
 @settings(max_examples=30, deadline=None)
 @given(rows=st.lists(st.tuples(st.one_of(st.none(), TEXT), st.one_of(st.none(), TEXT)), min_size=1, max_size=12),
        start=st.integers(-8, 8), length=st.integers(-2, 8), batch_size=st.integers(1, 5),
-       pattern=st.text(alphabet="a%_\\é😀\n", max_size=5), recorded=st.sampled_from([1, 2, 3, 1 << 16]))
-def test_flink_string_functions(rows, start, length, pattern, batch_size, recorded):
-    """SUBSTRING, TRIM, REPLACE, LPAD/RPAD, LOCATE, INITCAP, LIKE, CONCAT and CONCAT_WS over any text (empty,
-    non-ASCII, outside the BMP, line ends) agree with the interpreter, nested and over new strings. The compiled
-    engine makes the strings a batch lacks at once, those a scout records (``recorded`` at most before it stops)
-    and, nested, those of strings the scout found missing at its next stop."""
+       pattern=st.text(alphabet="a%_\\é😀\n", max_size=5), recorded=st.sampled_from([1, 2, 3, 1 << 16]),
+       similar=st.text(alphabet="aA_%.|()*+?[]^-{}2,!é😀\n", max_size=7))
+def test_flink_string_functions(rows, start, length, pattern, batch_size, recorded, similar):
+    """SUBSTRING, TRIM, REPLACE, LPAD/RPAD, LOCATE, INITCAP, LIKE, ILIKE, SIMILAR TO, CONCAT and CONCAT_WS over any
+    text (empty, non-ASCII, outside the BMP, line ends) agree with the interpreter, nested and over new strings. The
+    compiled engine makes the strings a batch lacks at once, those a scout records (``recorded`` at most before it
+    stops) and, nested, those of strings the scout found missing at its next stop."""
     from unittest import mock
 
     import pyarrow as pa
@@ -117,10 +120,16 @@ def test_flink_string_functions(rows, start, length, pattern, batch_size, record
         col("s").str.like(pattern, "\\")
     except DarwinTypeError:
         pattern = pattern.replace("\\", "\\\\")  # an escape before anything but % _ \ is refused
+    try:
+        col("s").str.similar_to(similar, "!")
+        col("s").str.similar_to(similar)
+    except DarwinTypeError:
+        similar = "(a|%é)_%"  # a pattern Flink (or Darwin) refuses
     t = dw.from_arrow(pa.table({"s": pa.array([r[0] for r in rows], pa.string()),
                                 "u": pa.array([r[1] for r in rows], pa.string())}), name="t")
     with mock.patch("darwin.runtime.pipeline.SCOUTED_MISSES", recorded):
-        assert_engines_agree(q_flink_string_functions(t, start, length, pattern), dw.Config(batch_size=batch_size))
+        assert_engines_agree(q_flink_string_functions(t, start, length, pattern, similar),
+                             dw.Config(batch_size=batch_size))
 
 
 def test_a_string_function_applied_again_to_anothers_new_strings():

@@ -430,6 +430,26 @@ def test_flink_string_functions_on_spark(spark):
     assert got["a\\%b"]["like"] and got["a\nb"]["any"] and got[None]["ws"] == "w" and got[""]["cat"] is None
 
 
+def test_ilike_and_similar_to_on_spark(spark):
+    """Spark has no SIMILAR TO: its translation runs the regular expression Darwin makes of Flink's pattern, which
+    Java reads as Python does (_ and . no line end, % any run, [:DIGIT:] ASCII, $ and \\ characters, ESCAPE).
+    ILIKE is Spark's (LIKE in lower case), its escape read before the case changes."""
+    from engines import assert_three_engines_agree
+
+    s = col("s")
+    t = dw.from_arrow(pa.table({"s": ["abab", "ab", "a\nb", "A.b", "12\u0663", "123", "a$\\", "a%", "ÉTÉ", "", None]}),
+                      name="t")
+    q = t.select("s", two=s.str.similar_to("(ab){2}|[[:DIGIT:]]{3}"), dot=s.str.similar_to("a.b|a_b"),
+                 any=s.str.similar_to("a%"), sym=s.str.similar_to("a$\\"), esc=s.str.similar_to("a!%", "!"),
+                 alt=s.str.similar_to("[^0-9]+|"), ci=s.str.ilike("é%"), ci_esc=s.str.ilike("aA%", "A"))
+    got = {r["s"]: r for r in assert_three_engines_agree(q).table.to_pylist()}
+    assert [k for k in got if got[k]["two"]] == ["abab", "123"]
+    assert not got["a\nb"]["dot"] and got["A.b"]["any"] is False and got["a$\\"]["sym"] and got["a%"]["esc"]
+    assert got[""]["alt"] and not got["12\u0663"]["alt"] and got["ÉTÉ"]["ci"]
+    assert got["a%"]["ci_esc"] and not got["abab"]["ci_esc"]
+    assert got[None]["two"] is None
+
+
 @pytest.mark.parametrize("how", ["inner", "left", "right", "full"])
 def test_a_join_of_updating_results_is_the_join_of_their_final_tables_on_spark(spark, how):
     """A regular join over aggregations (and a top-N): Spark's batch job joins their final tables,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import darwin as dw
 from darwin import col
-from darwin.errors import SqlError
+from darwin.errors import DarwinTypeError, SqlError
 from darwin.testing import assert_table_equal
 
 MODES = [dw.Config(), dw.Config(mode="interpreted")]
@@ -482,7 +482,22 @@ FLINK_STRINGS = [
     ("s LIKE 'a%c%e'", "abdec", False), ("s LIKE 'A%'", "abc", False), ("s LIKE 'a\\%'", "a\\bc", True),
     ("s LIKE 'a\\%' ESCAPE '\\'", "a%", True), ("s LIKE 'a\\%' ESCAPE '\\'", "ab", False),
     ("s LIKE 'a!_!!' ESCAPE '!'", "a_!", True), ("s NOT LIKE 'a!_%' ESCAPE '!'", "abc", True),
-    ("s LIKE '%'", "a\nb", True),
+    ("s LIKE '%'", "a\nb", True), ("s LIKE ''", "", True), ("s LIKE ''", "a", False),
+    # ILIKE: Flink's SQL has none; Spark's (and PostgreSQL's), LIKE of both in lower case
+    ("s ILIKE 'a%'", "ABC", True), ("s ILIKE '_b_'", "ABC", True), ("s ILIKE 'é%'", "ÉTÉ", True),
+    ("s NOT ILIKE 'x%'", "ABC", True), ("s ILIKE 'a!%' ESCAPE '!'", "A%", True),
+    ("s ILIKE 'a!%' ESCAPE '!'", "Ab", False), ("s ILIKE ''", "", True), ("s ILIKE 'A'", "b", False),
+    # SIMILAR TO, Flink's (SqlLikeUtils.sqlToRegexSimilar: a Java regular expression over the whole value)
+    ("s SIMILAR TO 'a(b|c)%'", "acd", True), ("s SIMILAR TO 'a(b|c)%'", "ad", False),
+    ("s SIMILAR TO '[a-c]+x?'", "abcx", True), ("s SIMILAR TO '(ab){2}'", "abab", True),
+    ("s SIMILAR TO '(ab){2}'", "ab", False), ("s SIMILAR TO '[[:DIGIT:]]{3}'", "123", True),
+    ("s SIMILAR TO '[[:DIGIT:]]{3}'", "12\u0663", False), ("s SIMILAR TO 'a.c'", "abc", True),
+    ("s SIMILAR TO 'a_c'", "a\nc", False), ("s SIMILAR TO '%'", "a\nb", True), ("s SIMILAR TO 'a$'", "a$", True),
+    ("s SIMILAR TO 'a\\b'", "a\\b", True), ("s SIMILAR TO 'a!%' ESCAPE '!'", "a%", True),
+    ("s SIMILAR TO 'a!%' ESCAPE '!'", "ab", False), ("s NOT SIMILAR TO 'a%'", "ba", True),
+    ("s SIMILAR TO ''", "", True), ("s SIMILAR TO 'A%'", "abc", False), ("s SIMILAR TO '[^a]_'", "bé", True),
+    ("s SIMILAR TO 'é|😀'", "😀", True), ("s SIMILAR TO '[[:alpha:] ]+'", "ab Cé", False),
+    ("s NOT SIMILAR TO '[a-c]+x?' ESCAPE '!'", "abx", False),
 ]
 
 
@@ -504,10 +519,46 @@ def test_string_functions_give_flinks_results(config):
     ("SELECT s || n FROM t", r"column 13: \|\| takes strings; n is int64"),
     ("SELECT INITCAP(s, 'x') FROM t", r"column 19: INITCAP takes one argument"),
     ("SELECT REPLACE(s, s, 'x') FROM t", r"column 19: REPLACE's search string must be a string literal"),
+    ("SELECT s SIMILAR TO 'a(b' FROM t", r"column 21: SIMILAR TO pattern 'a\(b': a '\(' is left open at position 4"),
+    ("SELECT s SIMILAR TO '*a' FROM t", r"column 21: .*'\*' follows nothing it could repeat"),
+    ("SELECT s SIMILAR TO 'a[_]' FROM t", r"column 21: .*'_' inside brackets \(Flink refuses it\)"),
+    ("SELECT s SIMILAR TO 'a{,2}' FROM t", r"column 21: .*'{' must start a count"),
+    ("SELECT s SIMILAR TO 'a+?' FROM t", r"column 21: .*right after a quantifier"),
+    ("SELECT s NOT SIMILAR TO 'a!b' ESCAPE '!' FROM t", r"column 25: .*the escape '!' must be followed by"),
+    ("SELECT s ILIKE 'a' ESCAPE 'xy' FROM t", r"column 27: ILIKE's escape is one character, got 'xy'"),
+    ("SELECT s LIKE u FROM t", r"column 15: LIKE's pattern must be a string literal: .* a pattern from a column "
+                               r"or an expression \(u\) is not supported"),
+    ("SELECT s SIMILAR TO s || 'x' FROM t", r"column 21: SIMILAR TO's pattern must be a string literal"),
+    ("SELECT n LIKE '1' FROM t", r"column 8: LIKE takes strings; n is int64"),
+    ("SELECT n NOT ILIKE '1' FROM t", r"column 8: ILIKE takes strings; n is int64"),
 ])
 def test_string_functions_refuse_bad_arguments_at_their_position(text, problem):
     with pytest.raises(SqlError, match=problem):
-        dw.sql(text, tables={"t": table(s=["x"], n=[1])})
+        dw.sql(text, tables={"t": table(s=["x"], n=[1], u=["y"])})
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_pattern_matches_with_a_null_operand_are_null(config):
+    """A NULL value, pattern or escape makes LIKE, ILIKE and SIMILAR TO (and their NOT forms) NULL, as in Flink;
+    a NULL pattern or escape was refused as 'must be a string literal'."""
+    got = rows("SELECT ts, s LIKE NULL, s NOT ILIKE NULL, s SIMILAR TO NULL, s LIKE 'a' ESCAPE NULL, "
+               "s NOT SIMILAR TO 'a' ESCAPE NULL, NULL LIKE 'a', s SIMILAR TO 'a' FROM t", table(s=["a", None]),
+               config)
+    assert got == [(None, None, None, None, None, None, True), (None, None, None, None, None, None, None)]
+
+
+def test_ilike_and_similar_to_in_the_fluent_api():
+    """str.ilike and str.similar_to are the fluent ILIKE and SIMILAR TO; a pattern is checked when it is built."""
+    t = table(s=["Apple", "apricot", "banana", None])
+    q = t.select("ts", i=col("s").str.ilike("ap%"), m=col("s").str.similar_to("(a|b)[a-z]+"),
+                 e=col("s").str.similar_to("%!%%", "!"))
+    want = [(True, False, False), (True, True, False), (False, True, False), (None, None, None)]
+    for config in MODES:
+        assert [(r["i"], r["m"], r["e"]) for r in q.collect(config).to_pylist()] == want
+    with pytest.raises(DarwinTypeError, match=r"SIMILAR TO pattern '\[a': a '\[' is left open at position 1"):
+        col("s").str.similar_to("[a")
+    with pytest.raises(DarwinTypeError, match="ILIKE's escape is one character"):
+        col("s").str.ilike("a", "")
 
 
 @pytest.mark.parametrize("config", MODES)
