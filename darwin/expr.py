@@ -264,6 +264,17 @@ class StringNamespace:
         next special character literal. See ``darwin.plan.similar``."""
         return self._call("similar_to", pattern, _escape_char(escape, "SIMILAR TO"))
 
+    def to_timestamp(self, pattern: str) -> Expr:
+        """The text as a timestamp, read with a Java pattern (``"yyyy-MM-dd HH:mm:ss"``, ``"dd/MM/yyyy"``) as
+        Flink's TO_TIMESTAMP reads it; NULL where it does not parse (see ``darwin.plan.javatime``). Without a
+        pattern, Flink's TO_TIMESTAMP is ``try_cast("timestamp")``."""
+        return self._call("to_timestamp", pattern)
+
+    def unix_timestamp(self, pattern: str = "yyyy-MM-dd HH:mm:ss") -> Expr:
+        """Seconds since the epoch of the text read with a Java pattern, as Flink's UNIX_TIMESTAMP (a lenient
+        SimpleDateFormat); -9223372036854775808 (Long.MIN_VALUE) where it does not parse, as in Flink."""
+        return self._call("unix_timestamp", pattern)
+
     def concat(self, *others: IntoExpr) -> Expr:
         """The value followed by ``others`` (strings or string columns): ``dw.concat(self, *others)``."""
         return concat(self._expr, *others)

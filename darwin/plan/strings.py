@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from darwin.errors import DarwinTypeError
+from darwin.plan import javatime
 from darwin.plan.casts import parse_bool, parse_float, parse_integer, parse_timestamp
 from darwin.plan.similar import similar_regex
 from darwin.types import DType
@@ -209,6 +210,9 @@ FUNCTIONS: dict[str, StringFunction] = {
     "parse_float": StringFunction(DType.FLOAT64, True, (), parse_float),
     "parse_bool": StringFunction(DType.BOOL, True, (), parse_bool),
     "parse_timestamp": StringFunction(DType.TIMESTAMP, True, (), parse_timestamp),
+    # Flink's TO_TIMESTAMP and UNIX_TIMESTAMP with a Java pattern (``darwin.plan.javatime``)
+    "to_timestamp": StringFunction(DType.TIMESTAMP, True, (str,), javatime.to_timestamp),
+    "unix_timestamp": StringFunction(DType.INT64, False, (str,), javatime.unix_timestamp),
 }
 PARSERS = {DType.INT64: "parse_integer", DType.FLOAT64: "parse_float", DType.BOOL: "parse_bool",
            DType.TIMESTAMP: "parse_timestamp"}  # the function of a string's CAST to each type
@@ -279,6 +283,8 @@ def check_args(name: str, args: tuple[Any, ...]) -> None:
         raise DarwinTypeError("str.map() takes a dict from strings to strings")
     if name == "split_index" and not args[0]:  # Python's split refused it per row; Spark gave the whole value
         raise DarwinTypeError("str.split_index() takes a separator of at least one character, got ''")
+    if name in ("to_timestamp", "unix_timestamp"):
+        javatime.compile_pattern(args[0], name == "unix_timestamp", name.upper())
     if name == "count_char" and len(args[0]) != 1:
         raise DarwinTypeError(f"str.count_char() counts one character, got {args[0]!r}")
 

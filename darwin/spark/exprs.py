@@ -294,6 +294,10 @@ def _string(e: ex.StringCall, s: Column) -> Column:
             return F.lit(None).cast("string")
         parts = F.split(s, _literal_regex(sep), -1)
         return F.when(s != "", F.get(parts, index))  # '' has no pieces, as in Flink (Spark's split gives [''])
+    if name in ("to_timestamp", "unix_timestamp"):  # Flink's, with a Java pattern
+        from darwin.spark import timeparse
+
+        return timeparse.to_timestamp(s, args[0]) if name == "to_timestamp" else timeparse.unix_timestamp(s, args[0])
     spelled = _flink_string_functions()
     if name in spelled:
         return spelled[name](s, *args)

@@ -25,6 +25,7 @@ from darwin.plan.exprs import type_of
 from darwin.plan.rules import fold_expr
 from darwin.sql.dialect import Flink
 from darwin.sql.errors import Located
+from darwin.sql.timefunctions import TIME_FUNCTIONS
 from darwin.types import DType, Schema
 
 TYPES = {  # SQL type -> Darwin type
@@ -155,7 +156,7 @@ def timestamp_ms(node: exp.Literal, where: Located) -> int:
     return (moment - EPOCH) // timedelta(milliseconds=1)
 
 
-def java_time_format(pattern: str, node: exp.Expr, where: Located) -> str:
+def java_time_format(pattern: str, node: exp.Expr, where: Located, function: str = "DATE_FORMAT") -> str:
     """Flink's DATE_FORMAT pattern (Java's DateTimeFormatter, ``yyyy-MM-dd HH:mm:ss``) as a strftime format.
     As in Java, text in single quotes is literal and ``''`` is one quote, inside quotes or out. A quote left
     open is refused, as Java refuses it; so are ``[ ] { } #`` outside quotes, which Java does not print
@@ -166,15 +167,15 @@ def java_time_format(pattern: str, node: exp.Expr, where: Located) -> str:
         if quoted is not None:
             out.append((quoted.replace("''", "'") or "'").replace("%", "%%"))
         elif text == "'":
-            raise where.error(node, f"DATE_FORMAT: the quote at position {run.start() + 1} of {pattern!r} is not "
+            raise where.error(node, f"{function}: the quote at position {run.start() + 1} of {pattern!r} is not "
                                     "closed; text in quotes is literal, and '' is a quote")
         elif text[0].isalpha():
             if text not in JAVA_TIME:
-                raise where.error(node, f"DATE_FORMAT: pattern letter {text!r} is not supported; use "
+                raise where.error(node, f"{function}: pattern letter {text!r} is not supported; use "
                                         f"{', '.join(JAVA_TIME)}")
             out.append(JAVA_TIME[text])
         elif reserved := sorted(set(text) & set(JAVA_RESERVED)):
-            raise where.error(node, f"DATE_FORMAT: {' '.join(reserved)} in {pattern!r}: Java's patterns do not "
+            raise where.error(node, f"{function}: {' '.join(reserved)} in {pattern!r}: Java's patterns do not "
                                     "print [ ] { } #; put them in quotes to print them")
         else:
             out.append(text.replace("%", "%%"))
@@ -671,6 +672,8 @@ class ExpressionTranslator:
     def visit_Anonymous(self, node: exp.Anonymous) -> Expr:
         name = str(node.this).upper()
         args = node.expressions
+        if name in TIME_FUNCTIONS:
+            return TIME_FUNCTIONS[name](self, node)
         if name == "DATE_FORMAT" and len(args) == 2:
             fmt = java_time_format(self._text(args[1], "DATE_FORMAT's format"), args[1], self.where)
             return self(args[0]).dt.strftime(fmt)

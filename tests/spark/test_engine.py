@@ -1,5 +1,7 @@
 """Config(engine='spark'): its settings, what it refuses, and every way of running a query."""
 
+from datetime import datetime
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -490,3 +492,36 @@ def test_iso_weeks_days_of_the_year_and_quarters_on_spark(spark):
     got = [tuple(r.values())[1:] for r in sorted(on_spark.to_pylist(), key=lambda r: r["ts"])]
     assert got == [(1, 1, 53, 1), (3, 1, 53, 3), (365, 4, 1, 30), (365, 4, 1, 31), (1, 1, 1, 1), (60, 1, 9, 29),
                    (None, None, None, None)]
+
+def test_to_timestamp_unix_timestamp_and_to_timestamp_ltz_follow_flink_on_spark(spark):
+    """Spark's own to_timestamp/unix_timestamp read other patterns, have no Timestamp.valueOf fallback, do not roll
+    fields over and give NULL where Flink's UNIX_TIMESTAMP gives Long.MIN_VALUE: the translation reads the fields
+    with the other engines' regular expressions and spells the arithmetic out."""
+    import math
+
+    from engines import assert_three_engines_agree
+
+    texts = ["2020-01-02 03:04:05", "2020-1-2", "02/01/2020 7:8:9.500", "2020-02-30 00:00:00", " 2020-01-02 ", "bad",
+             None, "2020-01-02 24:00:00", "2020-13-45 25:61:61 and more", "1969-12-31 23:59:59", "20200102",
+             "15-12-31T24", "0001-01-01 00:00:00", "123456789-01-01 00:00:00"]
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(texts)), pa.timestamp("ms")), "s": texts,
+                                "n": [1_600_000_000, -62_167_219_201, None, 253_402_300_799, 0, -1] * 2 + [1, 2],
+                                "f": [1.5e12, math.nan, None, -0.5, math.inf, 1.6e9] * 2 + [-1.5, 2.5]}),
+                      time="ts", name="t")
+    query = dw.sql("SELECT ts, TO_TIMESTAMP(s) AS a, TO_TIMESTAMP(s, 'dd/MM/yyyy H:m:s.SSS') AS b, "
+                   "TO_TIMESTAMP(s, 'yyyy-MM-dd HH:mm:ss') AS c, TO_TIMESTAMP(s, 'yy-MM-dd''T''HH') AS d, "
+                   "UNIX_TIMESTAMP(s) AS e, UNIX_TIMESTAMP(s, 'yyyyMMdd') AS f, FROM_UNIXTIME(n, 'yyyy/MM/dd') AS g, "
+                   "TO_TIMESTAMP_LTZ(n, 0) AS h, TO_TIMESTAMP_LTZ(f, 3) AS i, TO_TIMESTAMP_LTZ(f, 0) AS j FROM t",
+                   tables={"t": t})
+    on_spark = assert_three_engines_agree(query).table
+    millis = pa.table([c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c for c in on_spark.columns],
+                      names=on_spark.column_names)  # year 0 is past Python's datetime
+    got = {r["ts"]: r for r in millis.to_pylist()}
+
+    def ms(*fields):
+        return int((datetime(*fields) - datetime(1970, 1, 1)).total_seconds() * 1000)
+
+    assert got[2]["b"] == ms(2020, 1, 2, 7, 8, 9, 500_000) and got[3]["c"] == ms(2020, 2, 29)
+    assert got[8]["e"] == 1613354521 and got[5]["e"] == -(2**63) and got[10]["f"] == 1577923200
+    assert got[11]["d"] == ms(2016, 1, 1) and got[7]["c"] == ms(2020, 1, 3) and got[12]["c"] == -62135596800000
+    assert got[1]["i"] == 0 and got[1]["j"] is None and got[7]["h"] is None

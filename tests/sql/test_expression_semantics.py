@@ -662,3 +662,119 @@ def test_date_parts_agree_on_both_engines_for_any_timestamp(stamps):
 def test_week_with_a_mode_is_refused_at_its_position():
     with pytest.raises(SqlError, match=r"line 1, column 17: WEEK takes one argument"):
         dw.sql("SELECT WEEK(ts, 1) FROM t", tables={"t": table(a=[1])})
+
+# -- TO_TIMESTAMP, UNIX_TIMESTAMP, FROM_UNIXTIME, TO_TIMESTAMP_LTZ ---------------------------------------
+
+def at(text):
+    """A UTC datetime written 'yyyy-MM-dd HH:mm:ss[.fff]'."""
+    return datetime.fromisoformat(text)
+
+
+TEXTS = ["2020-01-02 03:04:05", "2020-1-2", "02/01/2020", "2020-02-30 00:00:00", " 2020-01-02 ", "bad", None,
+         "2020-01-02 24:00:01", "2020-13-45 25:61:61 and more", "1969-12-31 23:59:59", "20200102"]
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_to_timestamp_reads_the_default_format_a_java_pattern_and_then_timestamp_value_of(config):
+    """Flink's TO_TIMESTAMP: without a pattern the text as CAST reads it, NULL where it does not parse; with one,
+    DateTimeFormatter's reading (whole text, SMART: Feb 30th is the 29th), then Timestamp.valueOf/Date.valueOf
+    of the trimmed text (which roll Feb 30th over to March 1st, 24:00:01 to the next day). They were
+    refused: 'function TO_TIMESTAMP(1 arguments) is not supported'."""
+    got = rows("SELECT ts, TO_TIMESTAMP(s), TO_TIMESTAMP(s, 'dd/MM/yyyy'), TO_TIMESTAMP(s, 'yyyy-MM-dd HH:mm:ss'), "
+               "TO_TIMESTAMP(s, 'yyyyMMdd') FROM t", table(s=TEXTS), config)
+    assert got == [
+        (at("2020-01-02 03:04:05"),) * 4,
+        (at("2020-01-02"), at("2020-01-02"), at("2020-01-02"), at("2020-01-02")),  # Date.valueOf after the pattern
+        (None, at("2020-01-02"), None, None),
+        (at("2020-02-29"), at("2020-03-01"), at("2020-02-29"), at("2020-03-01")),
+        (None, at("2020-01-02"), at("2020-01-02"), at("2020-01-02")),  # trimmed by the fallback only
+        (None,) * 4, (None,) * 4,
+        (None, at("2020-01-03 00:00:01"), at("2020-01-03 00:00:01"), at("2020-01-03 00:00:01")),
+        (None,) * 4,
+        (at("1969-12-31 23:59:59"),) * 4,
+        (None, None, None, at("2020-01-02")),
+    ]
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_to_timestamp_patterns_take_fractions_quotes_and_two_digit_years(config):
+    """A field the pattern lacks is 1970-01-01 00:00:00's; 24:00 is the next day's midnight (SMART), where the
+    pattern has a date."""
+    got = rows("SELECT ts, TO_TIMESTAMP(s, 'yyyy-MM-dd''T''HH:mm:ss.SSSSSS'), TO_TIMESTAMP(s, 'yy-M-d H:m'), "
+               "TO_TIMESTAMP(s, 'HH:mm') FROM t",
+               table(s=["2015-07-15T10:11:12.123999", "15-7-5 1:2", "12:30", "2015-07-15T10:11:12.12", "15-12-31 24:0",
+                        "24:00"]), config)
+    assert got == [(at("2015-07-15 10:11:12.123"), None, None), (None, at("2015-07-05 01:02"), None),
+                   (None, None, at("1970-01-01 12:30")), (None, None, None), (None, at("2016-01-01"), None),
+                   (None, None, at("1970-01-01"))]
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_unix_timestamp_reads_leniently_and_gives_long_min_where_it_cannot(config):
+    """Flink's UNIX_TIMESTAMP (SimpleDateFormat, lenient, UTC): a prefix of the text, any count of digits, blanks
+    before numbers, every field rolled over; seconds toward zero; Long.MIN_VALUE where nothing parses."""
+    got = rows("SELECT ts, UNIX_TIMESTAMP(s), UNIX_TIMESTAMP(s, 'yyyyMMdd'), UNIX_TIMESTAMP(s, 'dd/MM/yyyy') FROM t",
+               table(s=TEXTS), config)
+    low = -(2**63)
+    assert got == [
+        (1577934245, low, low), (low, low, low), (low, low, 1577923200), (1583020800, low, low), (low, low, low),
+        (low, low, low), (None, None, None), (1578009601, low, low),
+        (1613354521, low, low),  # 2021-02-15 02:02:01
+        (-1, low, low), (low, 1577923200, low)]
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_from_unixtime_and_to_timestamp_ltz_count_seconds_or_milliseconds(config):
+    """FROM_UNIXTIME(n[, format]) and TO_TIMESTAMP_LTZ(n, 0 | 3) (3 by default) as Flink's: NULL outside the years
+    0000 to 9999; a DOUBLE truncated toward zero as Java's (long) cast, NaN milliseconds the epoch."""
+    n = [1_600_000_000, 0, None, -62_167_219_201, 253_402_300_799, -1]
+    f = [1.5e12, math.nan, None, -0.5, math.inf, 1_600_000_000.9]
+    got = rows("SELECT ts, FROM_UNIXTIME(n), FROM_UNIXTIME(n, 'dd.MM.yyyy HH''h'''), TO_TIMESTAMP_LTZ(n, 0), "
+               "TO_TIMESTAMP_LTZ(n), TO_TIMESTAMP_LTZ(f, 3), TO_TIMESTAMP_LTZ(f, 0) FROM t", table(n=n, f=f), config)
+    epoch = at("1970-01-01")
+    assert got == [
+        ("2020-09-13 12:26:40", "13.09.2020 12h", at("2020-09-13 12:26:40"), at("1970-01-19 12:26:40"),
+         at("2017-07-14 02:40:00"), None),
+        ("1970-01-01 00:00:00", "01.01.1970 00h", epoch, epoch, epoch, None),
+        (None,) * 6,
+        ("-0001-12-31 23:59:59", "31.12.-0001 23h", None, at("1968-01-12 11:19:40.799"), epoch,
+         at("1969-12-31 23:59:59.500")),
+        ("9999-12-31 23:59:59", "31.12.9999 23h", at("9999-12-31 23:59:59"), at("1978-01-11 21:31:40.799"), None,
+         None),
+        ("1969-12-31 23:59:59", "31.12.1969 23h", at("1969-12-31 23:59:59"), at("1969-12-31 23:59:59.999"),
+         at("1970-01-19 12:26:40"), at("2020-09-13 12:26:40.900"))]
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("SELECT UNIX_TIMESTAMP() FROM t", "column 8: UNIX_TIMESTAMP\\(\\) reads the clock"),
+    ("SELECT TO_DATE(s) FROM t", "column 8: TO_DATE: Darwin has no DATE type"),
+    ("SELECT TO_TIMESTAMP(s, 'yyyy-MM-dd hh:mm') FROM t", "column 24: TO_TIMESTAMP: pattern letters 'hh'"),
+    ("SELECT TO_TIMESTAMP(s, 'yyyy-MM-dd''T') FROM t", "column 24: TO_TIMESTAMP: the quote at position 11"),
+    ("SELECT TO_TIMESTAMP(s, s) FROM t", "column 24: TO_TIMESTAMP's format must be a string literal"),
+    ("SELECT TO_TIMESTAMP(a) FROM t", "column 21: TO_TIMESTAMP takes strings; a is int64"),
+    ("SELECT UNIX_TIMESTAMP(s, 'yy-MM-dd') FROM t", "column 26: UNIX_TIMESTAMP: pattern letters 'yy': "
+                                                   "SimpleDateFormat reads a two-digit year"),
+    ("SELECT TO_TIMESTAMP_LTZ(a, 6) FROM t", "column 28: TO_TIMESTAMP_LTZ's precision is 0 \\(seconds\\) or 3"),
+    ("SELECT TO_TIMESTAMP_LTZ(s, 3) FROM t", "column 25: TO_TIMESTAMP_LTZ takes a BIGINT or DOUBLE; s is string"),
+    ("SELECT FROM_UNIXTIME(a, 'yyyy-MM-dd x') FROM t", "column 25: FROM_UNIXTIME: pattern letter 'x'"),
+    ("SELECT TO_TIMESTAMP(s, 'yyyy', 'x') FROM t", "column 8: TO_TIMESTAMP takes a string and an optional format"),
+])
+def test_time_functions_refuse_the_clock_dates_and_bad_patterns_at_their_position(text, problem):
+    with pytest.raises(SqlError, match="line 1, " + problem):
+        dw.sql(text, tables={"t": table(s=["x"], a=[1])})
+
+
+PATTERNS = ["yyyy-MM-dd HH:mm:ss", "yyyyMMdd", "dd/MM/yyyy H:m:s.SSS", "yyyy-M-d", "yy-MM-dd'T'HH"]
+FIELD_TEXT = st.text(alphabet="0123456789-/: .T", max_size=22)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(st.one_of(st.none(), FIELD_TEXT, st.sampled_from(TEXTS[:-5])), min_size=1, max_size=25))
+def test_time_parsing_agrees_on_both_engines(texts):
+    """The compiled engine's per-distinct-string tables give the interpreter's values, for any text."""
+    quoted = [p.replace("'", "''") for p in PATTERNS]  # UNIX_TIMESTAMP refuses yy: it reads the clock
+    columns = ", ".join(f"TO_TIMESTAMP(s, '{p}') AS t{i}, UNIX_TIMESTAMP(s, '{'yy' * p.startswith('yy-') + p}') AS u{i}"
+                        for i, p in enumerate(quoted))
+    compiled, interpreted = (rows(f"SELECT ts, TO_TIMESTAMP(s) AS d, {columns} FROM t", table(s=texts), config)
+                             for config in MODES)
+    assert compiled == interpreted
