@@ -396,8 +396,35 @@ def _over_columns(plan: pn.PlanNode, named: dict[str, Any]) -> tuple[pn.PlanNode
             spec = (_names(value.partition_by), _order(value.order_by), value.preceding)
             windows.setdefault(spec, []).append((name, value.call))
     for (by, order, preceding), aggs in windows.items():
+        _refuse_ties_of_updates(plan, by, order, aggs)
         plan = pn.Over(plan, by, order, preceding, tuple(aggs))
     return plan, {n: (Expr(Column(n)) if isinstance(v, OverAgg) else v) for n, v in named.items()}
+
+
+def _refuse_ties_of_updates(plan: pn.PlanNode, by: tuple[str, ...], order: tuple[pn.SortKey, ...],
+                            aggs: list[tuple[str, Any]]) -> None:
+    """An OVER window over another's result (two windows in one ``with_columns``, or chained) reads
+    its changes: rows tied in its order rank by when their changes reached it, which depends on
+    where batches ended (an updated row is added again after its ties, partitions come one by one).
+    Refused unless its partition and order columns hold a unique key of the input, so no rows tie;
+    SQL refuses two windows in one SELECT the same way."""
+    from darwin.plan.keys import unique_key
+
+    below = plan
+    while isinstance(below, (pn.Filter, pn.Project)):
+        below = below.input
+    if not isinstance(below, pn.Over):
+        return
+    key = unique_key(plan)
+    if key is not None and set(key) <= set(by) | {k.column for k in order}:
+        return
+    names = ", ".join(name for name, _ in aggs)
+    ties = f"order_by={[k.column for k in order]}" + ("" if not by else f" within partition_by={list(by)}")
+    has = "has no unique key Darwin knows" if key is None else f"is keyed by {list(key)}"
+    raise PlanError(
+        f"over window of {names}: it reads another over window's result, whose rows tied in {ties} would rank by "
+        f"where batches ended; that result {has}. Compute the aggregates over one window, or add a unique key to "
+        "order_by (declare it with the source's primary_key=)")
 
 
 def _key_names(plan: pn.PlanNode, keys: tuple[str | Expr, ...]) -> tuple[str, ...]:

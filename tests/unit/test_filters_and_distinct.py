@@ -134,11 +134,11 @@ def test_filters_in_session_windows_and_over_windows():
     rows = assert_engines_agree(sessions).table.to_pylist()
     assert sorted((r["k"], r["n"], r["big"], r["s"]) for r in rows) == [
         (1, 1, 0, None), (1, 1, 0, None), (1, 1, 1, 7), (1, 2, 2, 15), (2, 1, 0, None), (2, 1, 1, 6)]
-    over = t.with_columns(hi=dw.max("v", filter=col("s") == "a").over(partition_by="k", order_by="ts", rows=(1, 0)),
+    over = t.with_columns(hi=dw.max("v", filter=col("s") == "a").over(partition_by="k", order_by="ts", rows=(2, 0)),
                           n=dw.count(filter=col("v") > 5).over(partition_by="k", order_by="ts", rows=(2, 0)))
     out = assert_engines_agree(over).table.to_pylist()
     assert [(r["k"], r["v"], r["hi"], r["n"]) for r in sorted(out, key=lambda r: r["ts"])] == [
-        (1, 5, 5, 0), (1, 5, 5, 0), (2, 6, None, 1), (1, 7, 5, 1), (2, None, None, 1), (1, 7, None, 2),
+        (1, 5, 5, 0), (1, 5, 5, 0), (2, 6, None, 1), (1, 7, 5, 1), (2, None, None, 1), (1, 7, 5, 2),
         (1, 8, None, 3)]
 
 
