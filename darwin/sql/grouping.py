@@ -4,12 +4,13 @@ cascading windows), session and updating aggregations, and what the clauses afte
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 import darwin.expr as dx
-from darwin.api import Table, WindowedTable
+from darwin.api import SessionWindowedTable, Table, WindowedTable
 from darwin.errors import SqlError
 from darwin.expr import Expr, col
 from darwin.plan import exprs as ex
@@ -148,10 +149,7 @@ class GroupByClause:
                  aggs: dict[str, dx.Agg], bounds: bool, group_window: tuple[WindowFunction, Any] | None) -> Table:
         def build() -> Table:
             if group_window is not None:
-                windowed = group_window[1]
-                if computed:
-                    raise self.error(group_window[0], "computed group keys with a group window are not supported")
-                return windowed.group_by(*plain).agg(**aggs)
+                return _keyed_below(group_window[1], computed).group_by(*plain, *computed).agg(**aggs)
             if rel.session is not None:
                 source, window, keys = rel.session
                 if not bounds or set(plain) != set(keys):
@@ -159,10 +157,7 @@ class GroupByClause:
                                            f"{list(keys)} and window_start, window_end")
                 return source.window(window).group_by(*plain).agg(**aggs)
             if bounds and rel.windowed is not None:
-                if computed:
-                    raise self.error(node, "computed group keys in a windowed aggregation are not supported; "
-                                           "compute them in a view below the TUMBLE/HOP")
-                return rel.windowed.group_by(*plain).agg(**aggs)
+                return _keyed_below(rel.windowed, computed).group_by(*plain, *computed).agg(**aggs)
             return rel.table.group_by(*plain, **computed).agg(**aggs)
         result: Table = self.planner._located(node, build)
         return result
@@ -247,6 +242,18 @@ class GroupByClause:
         schema = rel.table.plan.schema  # refused here, at the call, naming it as written (not its internal name)
         self.planner._located(call, lambda: call_type(agg.call, schema, call.sql(dialect=Flink)))
         return agg
+
+
+def _keyed_below(windowed: Any, computed: dict[str, Expr]) -> Any:
+    """The window (a ``WindowedTable`` or a ``SessionWindowedTable``) over its input with the computed group
+    keys added (``LOWER(name)`` of ``GROUP BY TUMBLE(...), LOWER(name)``): computed in a projection below the
+    window, as Flink's planner does, so the windowed aggregation groups by columns."""
+    if not computed:
+        return windowed
+    if isinstance(windowed, WindowedTable):
+        keyed = Table(windowed.plan.input).with_columns(**computed)
+        return WindowedTable(replace(windowed.plan, input=keyed.plan))
+    return SessionWindowedTable(Table(windowed.plan).with_columns(**computed).plan, windowed.window)
 
 
 def _group_window_spec(kind: str, intervals: list[int], on: str) -> Window | SessionWindow:

@@ -358,3 +358,35 @@ def test_an_aggregate_refused_for_its_argument_is_named_as_written_at_its_positi
     t = dw.from_arrow(pa.table({"k": [1], "s": ["a"]}), name="t")
     with pytest.raises(SqlError, match=r"^line 1, column 15: SUM\(s\): sum needs int64 or float64, got string$"):
         dw.sql("SELECT k, 1 + SUM(s) FROM t GROUP BY k", tables={"t": t})
+
+
+@pytest.mark.parametrize("config", MODES)
+@pytest.mark.parametrize("query", [
+    "SELECT window_start, k % 2 + v AS key, count(*) AS n, sum(v) AS s FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), "
+    "INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k % 2 + v",
+    "SELECT TUMBLE_START(ts, INTERVAL '10' SECOND) AS w, k % 2 + v AS key, count(*) AS n, sum(v) AS s FROM t "
+    "GROUP BY TUMBLE(ts, INTERVAL '10' SECOND), k % 2 + v"])
+def test_computed_group_keys_in_a_windowed_aggregation_are_computed_below_the_window(bids, config, query):
+    """GROUP BY TUMBLE(...) (or a window table function's bounds) beside an expression, as Flink takes it; it was
+    refused with 'computed group keys in a windowed aggregation are not supported'. A NULL key is a group."""
+    want: dict[tuple, list] = {}
+    for ts, k, v in ROWS:
+        want.setdefault((ts // 10_000 * 10_000, None if v is None else k % 2 + v), []).append(v)
+    expected = sorted(((seconds(w), key, len(vs), sum(x for x in vs if x is not None) if any(
+        x is not None for x in vs) else None) for (w, key), vs in want.items()), key=str)
+    got = [tuple(r.values()) for r in dw.sql(query, tables={"t": bids}).collect(config).to_pylist()]
+    assert sorted(got, key=str) == expected
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_computed_group_keys_beside_hop_and_session_windows(bids, config):
+    hop = rows("SELECT window_end, v > 15 AS big, sum(v) AS s FROM TABLE(HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '5' "
+               "SECOND, INTERVAL '10' SECOND)) WHERE v IS NOT NULL GROUP BY window_start, window_end, v > 15",
+               bids, config)
+    assert hop == [(seconds(5_000), False, 10), (seconds(5_000), True, 50), (seconds(10_000), False, 10),
+                   (seconds(10_000), True, 50), (seconds(15_000), False, 5), (seconds(15_000), True, 40),
+                   (seconds(20_000), False, 5), (seconds(20_000), True, 40)]
+    session = rows("SELECT SESSION_START(ts, INTERVAL '5' SECOND) AS w, k * 10 AS key, count(*) AS n FROM t "
+                   "GROUP BY SESSION(ts, INTERVAL '5' SECOND), k * 10", bids, config)
+    assert session == [(seconds(0), 10, 2), (seconds(2_000), 20, 1), (seconds(11_000), 10, 2),
+                       (seconds(12_000), 20, 1)]
