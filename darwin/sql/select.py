@@ -4,6 +4,7 @@ by the query around it."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -269,6 +270,7 @@ class SelectPlanner(GroupByClause):
 
     # -- the select list ---------------------------------------------------------------------
     def select_list(self, rel: Relation, replaced: Replaced, rank: RankRequest | None) -> Table:
+        self._over_columns(rel, replaced)
         translate = self.translator(rel, replaced)
         named: dict[str, Any] = {}
         numbered: tuple[str, exp.Window] | None = None
@@ -305,7 +307,7 @@ class SelectPlanner(GroupByClause):
             if isinstance(value, exp.Anonymous) and str(value.this).upper() == "PROCTIME" and not value.expressions:
                 proctime.add(name)  # not a column: Darwin has no processing time (see record_proctime)
                 continue
-            if isinstance(value, exp.Window):
+            if isinstance(value, exp.Window) and replaced.get(value) is None:
                 add(name, self._over(value, rel, translate))
                 continue
             add(name, translate(value))
@@ -363,6 +365,29 @@ class SelectPlanner(GroupByClause):
         start, end = names.get(WINDOW_START), names.get(WINDOW_END)
         if start is not None or end is not None:
             self.planner.record_bounds(table, Bounds(start, end, self.window))
+
+    def _over_columns(self, rel: Relation, replaced: Replaced) -> None:
+        """Aggregates OVER a window inside an expression (``v - AVG(v) OVER (...)``), as Flink takes them: when
+        the select list has one, each OVER aggregate of the SELECT (all on one window, ``_same_window``) is
+        computed into a hidden column of ``rel``'s table first, and the select list reads that column where
+        the aggregate was written (through ``replaced``), so the select drops it."""
+        values = [item.this if isinstance(item, exp.Alias) else item for item in self.node.expressions]
+        nested = [w for v in values if not isinstance(v, exp.Window) for w in v.find_all(exp.Window, bfs=False)
+                  if w.find_ancestor(exp.Window) is None]  # in the order they are written
+        if not nested:
+            return
+        windows = [v for v in values if isinstance(v, exp.Window) and row_number(v) is None] + nested
+        translate = self.translator(rel, replaced)
+        hidden: dict[str, Any] = {}
+        for window in windows:
+            if replaced.get(window) is not None:  # the same aggregate again
+                continue
+            name = next(n for i in itertools.count() if (n := f"$over{i}") not in rel.table.columns
+                        and n not in hidden)
+            hidden[name] = self._over(window, rel, translate)
+            replaced[window] = col(name)
+        table = rel.table
+        rel.table = self.planner._located(self.node, lambda: table.with_columns(**hidden))
 
     def _over(self, window: exp.Window, rel: Relation, translate: ExpressionTranslator) -> Any:
         """``agg(x) OVER (PARTITION BY ... ORDER BY ... ROWS BETWEEN n PRECEDING AND CURRENT ROW)``, or

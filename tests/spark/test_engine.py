@@ -432,6 +432,18 @@ def test_flink_string_functions_on_spark(spark):
     assert got["a\\%b"]["like"] and got["a\nb"]["any"] and got[None]["ws"] == "w" and got[""]["cat"] is None
 
 
+def test_over_aggregates_inside_expressions_on_spark(spark):
+    """SQL's v - AVG(v) OVER (...): the aggregates in hidden columns, then the expressions, on three engines."""
+    from engines import assert_three_engines_agree
+
+    t = dw.from_arrow(pa.table({"ts": pa.array([0, 1, 2, 3, 4], pa.timestamp("ms")), "k": [1, 1, 2, 1, 2],
+                                "v": [10, 30, 20, None, 40]}), time="ts", name="t")
+    q = dw.sql("SELECT ts, v - AVG(v) OVER w AS d, CASE WHEN SUM(v) OVER w > 25 THEN 'big' END AS b FROM t "
+               "WINDOW w AS (PARTITION BY k ORDER BY ts ROWS 1 PRECEDING)", tables={"t": t})
+    got = sorted((r["ts"], r["d"], r["b"]) for r in assert_three_engines_agree(q).table.to_pylist())
+    assert [(d, b) for _, d, b in got] == [(0.0, None), (10.0, "big"), (0.0, None), (None, "big"), (10.0, "big")]
+
+
 def test_ilike_and_similar_to_on_spark(spark):
     """Spark has no SIMILAR TO: its translation runs the regular expression Darwin makes of Flink's pattern, which
     Java reads as Python does (_ and . no line end, % any run, [:DIGIT:] ASCII, $ and \\ characters, ESCAPE).

@@ -175,6 +175,31 @@ def test_the_over_aggregates_of_a_select_share_one_window():
     assert got[0] == got[1] == [(1, 1, 1, 1), (10, 10, 10, 1), (100, 101, 100, 2)]
 
 
+@pytest.mark.parametrize("batch_size", [1, 3, 1000])
+@pytest.mark.parametrize("mode", ["compiled", "interpreted"])
+def test_over_aggregates_inside_expressions(bids, mode, batch_size):
+    """v - AVG(v) OVER (...), an OVER aggregate inside an expression, which Flink takes, was refused as 'Window
+    (...) is not supported in Darwin's SQL'. Each OVER aggregate of the SELECT is computed on its one window
+    into a hidden column, then the expressions: the same values as the aggregates selected on their own."""
+    config = dw.Config(mode=mode, batch_size=batch_size)
+    frame = "PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW"
+    alone = rows(f"SELECT ts, v, AVG(v) OVER w AS a, SUM(v) OVER w AS s FROM t WINDOW w AS ({frame})", bids, config)
+    assert [s for _, _, _, s in alone] == [10, 40, 20, 35, 60, 5]
+    got = rows(f"SELECT ts, v - AVG(v) OVER ({frame}) AS d, v * 2 + SUM(v) OVER w AS e, "
+               f"CASE WHEN COUNT(v) OVER w > 1 THEN 'many' ELSE 'one' END AS c, SUM(v) OVER w AS s "
+               f"FROM t WINDOW w AS ({frame})", bids, config)
+    assert got == [(ts, None if v is None else v - a, None if v is None else v * 2 + s, c, s)
+                   for (ts, v, a, s), c in zip(alone, ["one", "many", "one", "many", "many", "one"], strict=True)]
+    star = dw.sql(f"SELECT *, v - AVG(v) OVER ({frame}) AS d FROM t", tables={"t": bids})
+    assert star.columns == ["ts", "k", "v", "d"]  # the hidden column is not selected
+
+
+def test_over_aggregates_inside_expressions_share_the_selects_window(bids):
+    with pytest.raises(SqlError, match="line 1, column 72: this OVER window differs from the SELECT's first"):
+        dw.sql("SELECT v - AVG(v) OVER (PARTITION BY k ORDER BY ts ROWS 1 PRECEDING) + MAX(v) OVER (ORDER BY ts "
+               "ROWS 1 PRECEDING) AS d FROM t", tables={"t": bids})
+
+
 @pytest.mark.parametrize("config", MODES)
 def test_over_frames_written_short_and_of_the_current_row_alone(bids, config):
     """ROWS 1 PRECEDING (Calcite's shorthand for ... AND CURRENT ROW) and ROWS BETWEEN CURRENT ROW AND
