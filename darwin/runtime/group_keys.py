@@ -3,7 +3,8 @@
 The key columns of a batch become rows of int64 components (floats as normalised bit patterns,
 strings as dictionary codes, a NULL as a 0 plus a validity component); a compiled open-addressing
 index (``darwin.codegen.group_index``) maps each row to its group's id, adding new groups as they
-come. Ids are never reused: a group that empties keeps its id.
+come. A group that empties keeps its id, unless its owner knows it will never come back (a fired
+window's partitions) and ``retain``s the others, which renumbers them in their order.
 """
 
 from __future__ import annotations
@@ -62,6 +63,14 @@ class GroupKeys:
         ids = np.empty(n, dtype=np.int64)
         self.count = gi.assign(self.index, self.keys, self.count, rows, gi.hash_keys(rows), ids)
         return ids
+
+    def retain(self, groups: np.ndarray) -> None:
+        """Keep only ``groups`` (ascending ids), numbered 0, 1, ... in that order: groups whose keys
+        will never arrive again are forgotten, so the ids stay as many as the groups still in use."""
+        self.keys[:len(groups)] = self.keys[groups]
+        self.count = len(groups)
+        self.index[:] = gi.EMPTY
+        gi.rehash(self.index, self.keys, self.count)
 
     def columns(self, groups: np.ndarray) -> dict[str, Column]:
         """The key columns of ``groups``, decoded from their components."""

@@ -203,7 +203,27 @@ class RankRunner:
         present = slots[self.seq[slots] >= 0]
         self.seq[slots] = -1
         self.live[fired] = False
-        return self._emit(self.rows, present, None, present % n + 1)
+        out = self._emit(self.rows, present, None, present % n + 1)
+        self._forget_fired()
+        return out
+
+    def _forget_fired(self) -> None:
+        """Drop the partitions of fired windows once they are a quarter of the slots, moving the open
+        windows' partitions to the front in their order (which orders firing): no row of a fired
+        window is taken again (``push`` drops it as late), and kept, each window's partitions held
+        ``n`` slots of rows for ever, so a long stream's state grew with every window it saw."""
+        count, n = self.parts.count, self.r.n
+        open_parts = np.flatnonzero(self.live[:count])
+        if (count - len(open_parts)) * 4 < self.parts.capacity:
+            return
+        slots = (open_parts[:, None] * n + np.arange(n)).ravel()
+        at = np.arange(len(slots))
+        self.rows.put(at, self.rows.take(slots), at)
+        self.seq[:len(slots)] = self.seq[slots]
+        self.seq[len(slots):count * n] = -1
+        self.live[:count] = False
+        self.live[:len(open_parts)] = True
+        self.parts.retain(open_parts)
 
     def counters(self) -> dict[str, int]:
         return {"late_rows": self.late_rows}
