@@ -16,17 +16,18 @@ from sqlglot.errors import ParseError
 
 from darwin.api import Table
 from darwin.config import Config
-from darwin.errors import DarwinError, SqlError
+from darwin.errors import DarwinError, DarwinTypeError, SqlError
 from darwin.expr import Expr, col, lit
 from darwin.io.sinks import Sink
+from darwin.plan.exprs import type_of
 from darwin.runtime.job import JobResult
 from darwin.sql.connectors import TableSpec, connector
 from darwin.sql.dialect import Flink, Watermark
 from darwin.sql.errors import Located
-from darwin.sql.expressions import interval_ms, sql_type
+from darwin.sql.expressions import Entry, ExpressionTranslator, Scope, interval_ms, sql_type
 from darwin.sql.relations import Catalog
 from darwin.sql.translate import QueryPlanner
-from darwin.types import DType
+from darwin.types import DType, Field, Schema
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,15 @@ class Script:
     catalog: Catalog = field(default_factory=Catalog)
     inserts: list[Insert] = field(default_factory=list)
     query: Table | None = None  # the last statement, if it is a query
+    computed: dict[str, Computed] = field(default_factory=dict)  # by table: its computed columns
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A table's computed columns (``price2 AS price * 2``) and every column's name in declared order."""
+
+    columns: tuple[tuple[str, exp.Expr], ...]
+    order: tuple[str, ...]
 
 
 def parse(text: str) -> list[exp.Expr]:
@@ -86,6 +96,9 @@ def _plan(statements: list[exp.Expr], where: Located, tables: Mapping[str, Table
         if spec is None:
             return None
         table = connector(spec.options.get("connector", ""), name).source(spec)
+        if name in script.computed:
+            table = planner._located(script.computed[name].columns[0][1],
+                                     lambda: with_computed(table, spec, script.computed[name], where))
         if spec.proctime:
             planner.record_proctime(table, frozenset(spec.proctime))
         return table
@@ -99,6 +112,10 @@ def _plan(statements: list[exp.Expr], where: Located, tables: Mapping[str, Table
             if kind == "TABLE":
                 spec = table_spec(statement, where, paths)
                 script.specs[spec.name] = spec
+                script.computed.pop(spec.name, None)
+                computed = computed_columns(statement, spec, where)
+                if computed.columns:
+                    script.computed[spec.name] = computed
                 script.catalog.tables.pop(spec.name, None)
             elif kind == "VIEW":
                 planner.define(statement.this.name, statement.expression)
@@ -121,6 +138,7 @@ def table_spec(node: exp.Create, where: Located, paths: PathRule | None = None) 
     name = schema.this.name
     columns, time_column, delay = [], None, None
     proctime: list[str] = []
+    computed_names: list[str] = []  # `price2 AS price * 2`: computed_columns() plans them
     primary_key: tuple[str, ...] | None = None
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
@@ -133,8 +151,10 @@ def table_spec(node: exp.Create, where: Located, paths: PathRule | None = None) 
                         and str(computed.this.this).upper() == "PROCTIME":
                     proctime.append(item.name)
                     continue
-                raise where.error(item, f"column {item.name!r} needs a type (computed columns other than "
-                                        "PROCTIME() are not supported)")
+                if computed is None:
+                    raise where.error(item, f"column {item.name!r} needs a type, or AS an expression")
+                computed_names.append(item.name)
+                continue
             columns.append((item.name, sql_type(item.args["kind"], where)))
         elif isinstance(item, Watermark):
             time_column, delay = item.this.name, watermark_delay(item, where)
@@ -159,12 +179,51 @@ def table_spec(node: exp.Create, where: Located, paths: PathRule | None = None) 
             raise where.error(prop, f"{prop.sql(dialect=Flink)} is not supported in CREATE TABLE")
     if "connector" not in options:
         raise where.error(node, f"table {name}: say where it is with WITH ('connector' = '...')")
+    if time_column is not None and time_column in computed_names:
+        raise where.error(schema, f"WATERMARK FOR {time_column}: {time_column} is a computed column; Darwin's event "
+                                  "time is a TIMESTAMP column its source reads (the watermark is kept where rows are "
+                                  "read), so a watermark on a computed column is not supported yet: declare the "
+                                  "time column with its type in the source's data")
     if time_column is not None and time_column not in dict(columns):
         raise where.error(schema, f"WATERMARK FOR {time_column}: no such column in {name}")
     for column in primary_key or ():
         if column not in dict(columns):
             raise where.error(schema, f"PRIMARY KEY ({', '.join(primary_key or ())}): no column {column!r} in {name}")
     return TableSpec(name, tuple(columns), options, time_column, delay, partition, tuple(proctime), primary_key)
+
+
+def computed_columns(node: exp.Create, spec: TableSpec, where: Located) -> Computed:
+    """CREATE TABLE's computed columns (``price2 AS price * 2``, ``ts AS TO_TIMESTAMP(s)``), as Flink's: an
+    expression of the table's declared columns, computed as rows are read and never written by an INSERT. Each
+    is checked here, against the declared types, so a mistake is refused at the CREATE TABLE."""
+    columns, order = [], []
+    for item in node.this.expressions:
+        if not isinstance(item, exp.ColumnDef) or item.name in spec.proctime:
+            continue
+        order.append(item.name)
+        if item.args.get("kind") is None:
+            constraint = item.find(exp.ComputedColumnConstraint)
+            assert constraint is not None  # table_spec refused a column with neither
+            columns.append((item.name, constraint.this))
+    computed = Computed(tuple(columns), tuple(order))
+    declared = Schema(tuple(Field(n, t) for n, t in spec.columns))  # as the source's rows will have them
+    for name, expression in computed.columns:
+        value = ExpressionTranslator(_scope(spec), where, declared)(expression)
+        try:
+            type_of(value.node, declared, f"computed column {name}")
+        except DarwinTypeError as e:
+            raise where.error(expression, str(e)) from None
+    return computed
+
+
+def with_computed(table: Table, spec: TableSpec, computed: Computed, where: Located) -> Table:
+    """The source's table with its computed columns, every column in declared order."""
+    translate = ExpressionTranslator(_scope(spec), where, table.plan.schema)
+    return table.with_columns(**{n: translate(e) for n, e in computed.columns}).select(*computed.order)
+
+
+def _scope(spec: TableSpec) -> Scope:
+    return Scope([Entry(spec.name, n, n) for n in spec.names])
 
 
 def _primary_key(declared: tuple[str, ...] | None, columns: tuple[str, ...], node: exp.Expression,

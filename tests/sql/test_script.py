@@ -278,3 +278,42 @@ def test_a_path_rule_holds_sources_and_sinks_of_create_table(tmp_path, bids_parq
     assert seen == ["out"] and script.inserts[0].sink.path == tmp_path / "out"
     with pytest.raises(SqlError, match=r"^line 1, column 61: table o: the path leads outside$"):
         plan_script("CREATE TABLE o (a BIGINT) WITH ('connector' = 'filesystem', 'path' = '../o');", paths=rule)
+
+
+@pytest.mark.parametrize("mode", ["compiled", "interpreted"])
+def test_computed_columns_are_computed_as_rows_are_read(tmp_path, bids_parquet, mode):
+    """Flink's computed columns (`price2 AS price * 2`, `t AS TO_TIMESTAMP(...)`) were refused: 'column 'price2'
+    needs a type (computed columns other than PROCTIME() are not supported)'. They are an expression of the declared
+    columns, in declared order, read by windows like any column, and never written by an INSERT (Flink's rule)."""
+    out = tmp_path / "out"
+    script = f"""
+    CREATE TABLE bids (ts TIMESTAMP(3), auction BIGINT, doubled AS price * 2,
+        day AS TO_TIMESTAMP(DATE_FORMAT(ts, 'yyyy-MM-dd')), price BIGINT,
+        WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+    WITH ('connector' = 'filesystem', 'path' = '{bids_parquet}');
+    CREATE TABLE copy (ts TIMESTAMP(3), price BIGINT, twice AS price * 2)
+    WITH ('connector' = 'filesystem', 'path' = '{out}');
+    """
+    config = dw.Config(mode=mode)
+    everything = dw.sql(script + "SELECT * FROM bids").collect(config)
+    assert everything.column_names == ["ts", "auction", "doubled", "day", "price"]
+    assert everything["doubled"].to_pylist() == [2 * p for p in ROWS["price"]]
+    assert set(everything["day"].to_pylist()) == {datetime(1970, 1, 1)}
+    windowed = dw.sql(script + "SELECT window_start, SUM(doubled) AS s FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), "
+                               "INTERVAL '10' SECOND)) GROUP BY window_start, window_end").collect(config)
+    assert windowed["s"].to_pylist() == [120, 90, 30]
+    dw.sql_job(script + "INSERT INTO copy SELECT ts, price FROM bids WHERE price > 25", config=config)
+    assert read_parts(out).column_names == ["ts", "price"]  # the computed column is not written
+    assert dw.sql(script + "SELECT price, twice FROM copy").collect(config).to_pylist() == [
+        {"price": 30, "twice": 60}, {"price": 40, "twice": 80}]
+
+
+@pytest.mark.parametrize(("columns", "match"), [
+    ("s STRING, ts AS TO_TIMESTAMP(s), WATERMARK FOR ts AS ts", "line 1, column 14: WATERMARK FOR ts: ts is a "
+                                                               "computed column; Darwin's event time is a TIMESTAMP"),
+    ("s STRING, n AS s * 2", "line 1, column 32: computed column n: .* on string"),
+    ("s STRING, n AS q + 1", "line 1, column 32: unknown column q; columns here: s"),
+])
+def test_computed_columns_are_checked_where_they_are_declared(columns, match):
+    with pytest.raises(SqlError, match=match):
+        dw.sql(f"CREATE TABLE u ({columns}) WITH ('connector' = 'blackhole');\nSELECT 1 AS x")
