@@ -505,6 +505,7 @@ def test_iso_weeks_days_of_the_year_and_quarters_on_spark(spark):
     assert got == [(1, 1, 53, 1), (3, 1, 53, 3), (365, 4, 1, 30), (365, 4, 1, 31), (1, 1, 1, 1), (60, 1, 9, 29),
                    (None, None, None, None)]
 
+
 def test_to_timestamp_unix_timestamp_and_to_timestamp_ltz_follow_flink_on_spark(spark):
     """Spark's own to_timestamp/unix_timestamp read other patterns, have no Timestamp.valueOf fallback, do not roll
     fields over and give NULL where Flink's UNIX_TIMESTAMP gives Long.MIN_VALUE: the translation reads the fields

@@ -663,6 +663,7 @@ def test_week_with_a_mode_is_refused_at_its_position():
     with pytest.raises(SqlError, match=r"line 1, column 17: WEEK takes one argument"):
         dw.sql("SELECT WEEK(ts, 1) FROM t", tables={"t": table(a=[1])})
 
+
 # -- TO_TIMESTAMP, UNIX_TIMESTAMP, FROM_UNIXTIME, TO_TIMESTAMP_LTZ ---------------------------------------
 
 def at(text):
