@@ -369,6 +369,9 @@ class StreamOperator:
     node: StreamNode
     input: int
     args: tuple[str | None, ...] = ()
+    # the source whose event-time progress each input row comes with (``PROGRESS_COLUMN``): a session
+    # window over a source's rows judges them one by one, as a windowed aggregation does
+    timing: SourcePort | None = None
 
     def describe(self) -> str:
         from darwin.plan.explain import describe

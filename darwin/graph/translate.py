@@ -183,8 +183,13 @@ class _Translator(SharedNodeVisitor[_Chain]):
                                      args)
 
     def _stream_operator(self, node: op.StreamNode, chain: _Chain, args: tuple[str | None, ...] = ()) -> _Chain:
-        """A stream operator reading ``chain``'s rows, and the open chain of its output."""
-        o = op.StreamOperator(len(self.operators), node, self.close(chain, op.EmitRows()), args)
+        """A stream operator reading ``chain``'s rows, and the open chain of its output. A session
+        window over a source's rows judges them one by one: they come with the source's progress."""
+        port = chain.port
+        timing = port if isinstance(node, pn.SessionAggregate) and isinstance(port, op.SourcePort) \
+            and port.scan.time_column is not None else None
+        pipeline = self.close(chain, op.EmitRows(), writes_progress=timing is not None)
+        o = op.StreamOperator(len(self.operators), node, pipeline, args, timing)
         self.operators.append(o)
         self.order.append(op.Stateful("operator", o.id))
         updating = pn.updating(node)
@@ -212,8 +217,9 @@ class _Translator(SharedNodeVisitor[_Chain]):
         chain = self.visit(part)
         return _inserting(chain) if updating and not chain.updating else chain
 
-    def close(self, chain: _Chain, sink: op.Sink, root_output: bool = False) -> int:
-        """Make ``chain`` a pipeline ending in ``sink``; its id."""
+    def close(self, chain: _Chain, sink: op.Sink, root_output: bool = False, writes_progress: bool = False) -> int:
+        """Make ``chain`` a pipeline ending in ``sink``; its id. ``writes_progress``: its rows go on with
+        their source's event-time progress at each (``Pipeline.writes_progress``)."""
         ops, input_schema = list(chain.ops), chain.input_schema
         computed: tuple[tuple[str, str, tuple, str], ...] = ()
         port = chain.port
@@ -243,18 +249,23 @@ class _Translator(SharedNodeVisitor[_Chain]):
         output_schema = chain.schema if isinstance(sink, op.EmitRows) else sink.aggregate.input.input.schema
         moved = _moved_strings(input_schema, ops, output_schema) \
             if root_output and isinstance(port, op.SourcePort) else ()
-        self.pipelines.append(op.Pipeline(len(self.pipelines), port, input_schema, tuple(ops), sink, output_schema,
-                                          moved, computed, parallel, reads_progress))
+        pipeline = op.Pipeline(len(self.pipelines), port, input_schema, tuple(ops), sink, output_schema, moved,
+                               computed, parallel, reads_progress)
+        self.pipelines.append(_writing_progress(pipeline) if writes_progress else pipeline)
         return len(self.pipelines) - 1
 
     def _write_progress(self, producers: tuple[int, ...]) -> None:
-        """A union's producers pass each row on with their source's event-time progress at it, on one
-        thread (a slice would need the progress of the slices before it)."""
+        """A union's producers pass each row on with their source's event-time progress at it."""
         for i in producers:
-            p = self.pipelines[i]
-            if not p.writes_progress:
-                out = pn.Schema(p.output_schema.fields + (pn.Field(op.PROGRESS_COLUMN, DType.INT64, False),))
-                self.pipelines[i] = dataclasses.replace(p, output_schema=out, writes_progress=True, parallel=None)
+            if not self.pipelines[i].writes_progress:
+                self.pipelines[i] = _writing_progress(self.pipelines[i])
+
+
+def _writing_progress(p: op.Pipeline) -> op.Pipeline:
+    """``p`` passing each row on with its source's event-time progress at it, on one thread (a slice
+    would need the progress of the slices before it)."""
+    out = pn.Schema(p.output_schema.fields + (pn.Field(op.PROGRESS_COLUMN, DType.INT64, False),))
+    return dataclasses.replace(p, output_schema=out, writes_progress=True, parallel=None)
 
 
 def _judges_rows(ops: list[op.StatelessOp], sink: op.Sink) -> bool:

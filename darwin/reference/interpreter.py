@@ -33,7 +33,7 @@ from darwin.plan.aggregates import Accumulator, function, order_key
 from darwin.plan.evaluate import Row, compile_expr
 from darwin.plan.exprs import Column
 from darwin.plan.ranking import Ranking, ranking_of
-from darwin.plan.temporal import join_timing, judged_by_source, union_source
+from darwin.plan.temporal import join_timing, judged_by_source, producer, union_source
 from darwin.plan.visitor import SharedNodeVisitor
 from darwin.plan.window import BarrierWindow
 from darwin.runtime.encoding import to_int64
@@ -590,9 +590,12 @@ class _Session:
 class _SessionAggregate(_Operator):
     """Session windows (``pn.SessionAggregate``), merged as rows arrive: a row's window [t, t + gap]
     takes in every open session of its key it meets. A row meeting none whose window has ended by
-    the operator's watermark before the batch is late. When the watermark reaches a session's end
-    it is aggregated (its rows in arrival order) and emitted, ordered by start, then by the order
-    its key first arrived."""
+    its watermark is late. Over a source's rows that watermark is the source's just after the row,
+    and a session whose end it has reached fires there (it is closed for the row and every later
+    one), with the others it closed; otherwise it is the operator's watermark before the batch,
+    and sessions fire when the watermark reaches their end. A session is aggregated (its rows in
+    arrival order) and emitted, those firing at once ordered by start, then by the order its key
+    first arrived."""
 
     def __init__(self, node: pn.SessionAggregate, ctx: _Context, child: _Operator) -> None:
         super().__init__([child])
@@ -605,13 +608,19 @@ class _SessionAggregate(_Operator):
         self.sessions: dict[tuple, list[_Session]] = {}
         self.arrival: dict[tuple, int] = {}  # key -> the order it first arrived in
         self.seq = 0
+        self.by_row = isinstance(producer(node.input), pn.Scan)
+        self.names = [f.name for f in node.schema.fields]
 
     def watermark(self) -> int:
         return self.wm
 
     def push(self, rows: Rows, marks: Marks, port: int) -> None:
         on = self.node.window.on
-        for row in rows:
+        out: Rows = []
+        for row, mark in zip(rows, marks):
+            wm = max(self.wm, mark) if self.by_row else self.wm
+            if self.by_row:
+                out += self._fire(wm)
             t = row[on]
             key = tuple(_group_key(f(row)) for f in self.keys)
             self.arrival.setdefault(key, len(self.arrival))
@@ -620,22 +629,28 @@ class _SessionAggregate(_Operator):
                 continue
             sessions = self.sessions.setdefault(key, [])
             met = [s for s in sessions if s.start <= t + self.gap and t <= s.end]
-            if not met and t + self.gap <= self.wm:
+            if not met and t + self.gap <= wm:
                 self.ctx.metrics.add("late_rows", 1)
                 continue
             merged = _Session(min([t, *(s.start for s in met)]), max([t + self.gap, *(s.end for s in met)]),
                               sorted([(self.seq, row), *(r for s in met for r in s.rows)], key=lambda r: r[0]))
             self.seq += 1
             sessions[:] = [s for s in sessions if s not in met] + [merged]
+        self.emit(out, [self.wm] * len(out))
 
     def advance(self) -> None:
         old, self.wm = self.wm, self.inputs[0].watermark()
+        out = self._fire(self.wm)
+        self.emit(out, [old] * len(out))
+
+    def _fire(self, wm: int) -> Rows:
+        """The sessions whose end ``wm`` has reached, aggregated, ordered by start then by the order
+        their keys first arrived; they leave the state."""
         fired = []
         for key, sessions in self.sessions.items():
-            fired += [(s.start, self.arrival[key], key, s) for s in sessions if s.end <= self.wm]
-            sessions[:] = [s for s in sessions if s.end > self.wm]
+            fired += [(s.start, self.arrival[key], key, s) for s in sessions if s.end <= wm]
+            sessions[:] = [s for s in sessions if s.end > wm]
         fired.sort(key=lambda f: (f[0], f[1]))
-        names = [f.name for f in self.node.schema.fields]
         out = []
         for start, _, key, session in fired:
             accs = [agg.accumulator() for agg, _ in self.args]
@@ -645,9 +660,9 @@ class _SessionAggregate(_Operator):
                     if v is not None:
                         acc.add(v)
             keys = [float("nan") if k is _NAN else k for k in key]
-            out.append(dict(zip(names, [start, session.end, *keys, *(a.result() for a in accs)])))
+            out.append(dict(zip(self.names, [start, session.end, *keys, *(a.result() for a in accs)])))
         self.ctx.metrics.add("windows_fired", len(fired))
-        self.emit(out, [old] * len(out))
+        return out
 
 
 class _Barriers:

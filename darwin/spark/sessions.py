@@ -2,12 +2,13 @@
 
 Spark's ``session_window`` merges all of a key's rows at once; Darwin merges them as they arrive
 and fires a session once the watermark passes its end, so a row that arrives after its session
-fired opens a new one, or is late.
+fired opens a new one, or is late. Each row is judged by its source's watermark just after it
+(``JUDGED``: the greater of ``MARK`` and ``BEFORE``), as Darwin judges a source's rows.
 
 A key whose rows arrive in time order (each row's time at least every earlier row's, in arrival
 order ``SEQ``) has one open session at most, ending at the previous row's time + gap: a row opens
 a new session when it is past that end, or when that end is at or below the watermark it is judged
-by (``BEFORE``: the session fired), and is late when its own end is. That is window functions and an
+by (``JUDGED``: the session fired), and is late when its own end is. That is window functions and an
 aggregation, in the JVM. The other keys' rows (out of order) are replayed in Python in arrival
 order: the reference interpreter's rule, row by row, with the aggregate registry's accumulators.
 """
@@ -21,13 +22,14 @@ import pyarrow as pa
 from darwin.plan import nodes as pn
 from darwin.plan.aggregates import function
 from darwin.spark.exprs import column, to_spark
-from darwin.spark.sources import BEFORE, SEQ
+from darwin.spark.sources import BEFORE, MARK, SEQ
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 TIME = "__dw_time"
 DISORDER, SESSION = "__dw_disorder", "__dw_session"
+JUDGED = "__dw_judged"  # the watermark a row is judged by: its source's just after it
 
 
 def sessions(df: DataFrame, node: pn.SessionAggregate, aggs: list[Column], in_order: bool = False) -> DataFrame:
@@ -42,15 +44,16 @@ def sessions(df: DataFrame, node: pn.SessionAggregate, aggs: list[Column], in_or
     by_key = Window.partitionBy(*keys) if keys else Window.partitionBy()
     arrival = by_key.orderBy(column(SEQ))
     timed = df.filter(t.isNotNull())  # a row without a time is in no session (Darwin skips it)
+    timed = timed.withColumn(JUDGED, F.greatest(column(MARK), column(BEFORE)))
     if in_order:
-        ordered = timed.filter(t + gap > column(BEFORE))  # late rows dropped
+        ordered = timed.filter(t + gap > column(JUDGED))  # late rows dropped
     else:
         earlier = F.max(t).over(arrival.rowsBetween(Window.unboundedPreceding, -1))
         timed = timed.withColumn(DISORDER, F.coalesce((t < earlier).cast("int"), F.lit(0)))
         timed = timed.withColumn(DISORDER, F.max(column(DISORDER)).over(by_key))
-        ordered = timed.filter((column(DISORDER) == 0) & (t + gap > column(BEFORE)))
+        ordered = timed.filter((column(DISORDER) == 0) & (t + gap > column(JUDGED)))
     previous = F.lag(t).over(arrival)
-    opens = previous.isNull() | (t > previous + gap) | (previous + gap <= column(BEFORE))
+    opens = previous.isNull() | (t > previous + gap) | (previous + gap <= column(JUDGED))
     ordered = ordered.withColumn(SESSION, F.sum(opens.cast("bigint")).over(
         arrival.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
     native = ordered.groupBy(*keys, column(SESSION)).agg(
@@ -71,7 +74,7 @@ def _replayed(df: DataFrame, node: pn.SessionAggregate) -> DataFrame:
     inputs = [column(k) for k in node.keys] + [column(node.window.on).alias(TIME)]
     inputs += [(to_spark(call.input, schema) if call.input is not None else column(SEQ)).alias(name)
                for name, call in args]
-    rows = df.select(*inputs, column(SEQ), column(BEFORE))
+    rows = df.select(*inputs, column(SEQ), column(JUDGED))
     out_fields = [pa.field(f.name, pa.int64() if f.dtype.value == "timestamp" else f.dtype.arrow)
                   for f in node.schema.fields] + [pa.field(SEQ, pa.int64())]
     out = pa.schema(out_fields)
@@ -97,7 +100,7 @@ class _Replay:
         done: list[list[Any]] = []
         gap = self.gap
         for row in rows:
-            wm = row[BEFORE]
+            wm = row[JUDGED]
             fired = [s for s in open_ if s[1] <= wm]
             if fired:
                 done += fired

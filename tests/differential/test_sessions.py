@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_joins import SETTINGS, assert_agree, streams
 
@@ -83,3 +83,22 @@ def test_session_windows_only_aggregate():
         t.window(dw.Session("1s", on="t"), late_output=True)
     with pytest.raises(DarwinTypeError, match="timestamp"):
         t.window(dw.Session("1s", on="k")).agg(n=dw.count())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jitter=st.lists(st.integers(-20, 20), min_size=1, max_size=60), keys=st.lists(st.integers(0, 2), min_size=60,
+                                                                                       max_size=60),
+       gap=st.sampled_from([2, 5, 9]), delay=st.sampled_from([0, 4, 10]))
+def test_sessions_over_a_source_judge_each_row_by_its_watermark_whatever_the_batches(jitter, keys, gap, delay):
+    """A row is judged by the source's watermark just after it, and a session that watermark has
+    reached is closed for it (it fires there): which sessions form, which rows are late and the order
+    sessions are emitted in are the same at every batch size, on both engines (with the watermark
+    before the batch, a session the batch's own rows had closed still took a later row of the batch)."""
+    n = len(jitter)
+    t = dw.from_arrow(pa.table({"k": keys[:n], "v": list(range(n)),
+                                "ts": _ts([3 * i + j for i, j in enumerate(jitter)])}), time="ts", max_delay=delay)
+    q = t.window(dw.Session(gap, on="ts")).group_by("k").agg(n=dw.count(), s=dw.sum("v"))
+    runs = [q.execute(dw.Config(batch_size=b, mode=mode)) for b in (1, 2, 5, 1000)
+            for mode in ("compiled", "interpreted")]
+    assert all(r.table.to_pylist() == runs[0].table.to_pylist() for r in runs)
+    assert len({r.metrics["late_rows"] for r in runs}) == 1
