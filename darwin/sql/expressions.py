@@ -131,10 +131,11 @@ def interval_ms(node: exp.Expr, where: Located) -> int:
 TIMESTAMP_TEXT = re.compile(r"(\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.(\d+))?)?)?)\s*(\S.*)?")
 
 
-def timestamp_ms(node: exp.Literal, where: Located) -> int:
+def timestamp_ms(node: exp.Literal, where: Located, cut: bool = False) -> int:
     """A timestamp literal ('yyyy-MM-dd HH:mm:ss[.fff]', UTC) in ms since the epoch. A TIMESTAMP has
     no time zone (as in Flink), so an offset or zone is refused, not ignored; so are digits past the
-    millisecond that are not zero (Darwin's timestamps are ms)."""
+    millisecond that are not zero (Darwin's timestamps are ms; Flink's literal keeps them), unless ``cut``
+    (a CAST to TIMESTAMP(3), which cuts them in Flink too)."""
     text = str(node.this).strip()
     match = TIMESTAMP_TEXT.fullmatch(text)
     hint = "write 'yyyy-MM-dd HH:mm:ss[.fff]'"
@@ -144,9 +145,10 @@ def timestamp_ms(node: exp.Literal, where: Located) -> int:
     if rest is not None:
         raise where.error(node, f"TIMESTAMP '{node.this}': {rest!r} after the time is not accepted; a TIMESTAMP has "
                                 f"no time zone (as in Flink), so no offset or zone is applied: {hint} in UTC")
-    if fraction is not None and fraction[3:].strip("0"):
+    if fraction is not None and fraction[3:].strip("0") and not cut:
         raise where.error(node, f"TIMESTAMP '{node.this}': .{fraction} is finer than a millisecond, and Darwin's "
-                                "timestamps are whole milliseconds")
+                                f"timestamps are whole milliseconds (Flink's literal keeps the digits; CAST('{text}' "
+                                "AS TIMESTAMP(3)) cuts them to milliseconds, as Flink's cast does)")
     if fraction is not None:
         body = body[:len(body) - len(fraction)] + (fraction[:3] + "000")[:3]
     try:
@@ -412,8 +414,10 @@ class ExpressionTranslator:
 
     def visit_Cast(self, node: exp.Cast) -> Expr:
         target = sql_type(node.to, self.where)
+        precision = self._timestamp_precision(node) if target is DType.TIMESTAMP else None
         if target is DType.TIMESTAMP and isinstance(node.this, exp.Literal) and node.this.is_string:
-            return lit(timestamp_ms(node.this, self.where), "timestamp")  # TIMESTAMP '2015-07-15 00:00:00'
+            cut = precision == 3  # TIMESTAMP '2015-07-15 00:00:00' is a CAST without one
+            return lit(timestamp_ms(node.this, self.where, cut), "timestamp")
         value = self(node.this)
         self._check_time_cast(node, value, target)
         safe = isinstance(node, exp.TryCast)
@@ -424,6 +428,26 @@ class ExpressionTranslator:
             return self._sized(node, Expr(ex.Cast(value.node, target, safe)))
         cast = Expr(ex.Cast(value.node, target, safe))
         return cast if bits is None else self._narrowed(value, bits)
+
+    def _timestamp_precision(self, node: exp.Cast) -> int | None:
+        """The precision a CAST to TIMESTAMP(p) names (None without one). Below 3 it is refused: Flink cuts a
+        timestamp that is no time attribute to 10^-p seconds there (a time attribute it keeps whole), which
+        Darwin's milliseconds do not say; silently keeping the milliseconds would differ from Flink."""
+        params = node.to.expressions
+        if not params:
+            return None
+        value = params[0].this
+        if not isinstance(value, exp.Literal) or not value.is_int:
+            raise self.where.error(node, f"{node.to.sql(dialect=Flink)}: the precision is a whole number")
+        precision = int(value.this)
+        if precision < 3:
+            kind = "TIMESTAMP_LTZ" if node.to.this is exp.DataType.Type.TIMESTAMPLTZ else "TIMESTAMP"
+            raise self.where.error(node, f"CAST to {kind}({precision}) is not supported: Darwin's "
+                                         "timestamps are milliseconds, and Flink would cut the value to "
+                                         f"{10 ** (3 - precision)} ms (unless it is a time attribute); write "
+                                         "TIMESTAMP(3), or cut it with CAST(DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss') "
+                                         "AS TIMESTAMP)")
+        return precision
 
     def _sized(self, node: exp.Cast, text: Expr) -> Expr:
         """A cast to CHAR(n) or VARCHAR(n): the text cut to n code points, and a CHAR's padded with spaces to n,

@@ -111,12 +111,24 @@ def test_interval_and_timestamp_literals_are_exact_to_the_millisecond(config):
     literal = rows("SELECT ts, TIMESTAMP '2020-01-01 00:00:00.123000', TIMESTAMP '2020-01-01 00:00:00.1' FROM t",
                    t, config)[0]
     assert literal == (datetime(2020, 1, 1, 0, 0, 0, 123_000), datetime(2020, 1, 1, 0, 0, 0, 100_000))
+    # a CAST to TIMESTAMP(3) cuts finer digits, as Flink's cast does (the literal alone keeps them in Flink);
+    # TIMESTAMP(6) and (9) hold Darwin's milliseconds as they are
+    cut = rows("SELECT ts, CAST('2020-01-01 00:00:00.123999' AS TIMESTAMP(3)), CAST('1969-12-31 23:59:59.9999' AS "
+               "TIMESTAMP(3)), CAST(ts AS TIMESTAMP(6)) FROM t", t, config)[1]
+    assert cut == (datetime(2020, 1, 1, 0, 0, 0, 123_000), datetime(1969, 12, 31, 23, 59, 59, 999_000),
+                   datetime(1970, 1, 1, 0, 0, 1))
 
 
 @pytest.mark.parametrize("text, problem", [
     ("SELECT ts + INTERVAL '0.0005' SECOND FROM t", "line 1, column 22: .* is 0.5 ms: Darwin's timestamps are whole"),
     ("SELECT ts,\n  ts - INTERVAL '1.00001' MINUTE FROM t", "line 2, column 17: .* is 60000.6 ms"),
-    ("SELECT TIMESTAMP '2020-01-01 00:00:00.123456' FROM t", "line 1, column 18: .*finer than a millisecond"),
+    ("SELECT TIMESTAMP '2020-01-01 00:00:00.123456' FROM t", "line 1, column 18: .*finer than a millisecond.*"
+                                                            r"CAST\('2020-01-01 00:00:00.123456' AS TIMESTAMP\(3\)\)"),
+    ("SELECT CAST('2020-01-01 00:00:00.123456' AS TIMESTAMP(6)) FROM t", "column 13: .*finer than a millisecond"),
+    ("SELECT CAST(ts AS TIMESTAMP(0)) FROM t", r"line 1, column 13: CAST to TIMESTAMP\(0\) is not supported: .* "
+                                               "Flink would cut the value to 1000 ms"),
+    ("SELECT a,\n  CAST('2020-01-01 00:00:00.5' AS TIMESTAMP(2)) FROM t", r"line 2, column 8: CAST to TIMESTAMP\(2\)"),
+    ("SELECT TRY_CAST(ts AS TIMESTAMP_LTZ(1)) FROM t", r"column 17: CAST to TIMESTAMP_LTZ\(1\) is not supported"),
     ("SELECT TIMESTAMP '2020-01-01 00:00:00+02:00' FROM t", "line 1, column 18: .*'\\+02:00' .* no time zone"),
     ("SELECT TIMESTAMP '2020-01-01 00:00:00.500Z' FROM t", "line 1, column 18: .*'Z' .* no time zone"),
 ])
