@@ -30,7 +30,7 @@ def assert_table_equal(actual: pa.Table, expected: pa.Table, rel_tol: float = 1e
         raise AssertionError(f"row counts differ: actual {actual.num_rows}, expected {expected.num_rows}\n"
                              f"actual head: {actual.slice(0, 5).to_pylist()}\n"
                              f"expected head: {expected.slice(0, 5).to_pylist()}")
-    a_rows, e_rows = actual.to_pylist(), expected.to_pylist()
+    a_rows, e_rows = _rows(actual), _rows(expected)
     if sort:
         a_rows, e_rows = sorted(a_rows, key=_row_key), sorted(e_rows, key=_row_key)
     for i, (a, e) in enumerate(zip(a_rows, e_rows)):
@@ -38,6 +38,13 @@ def assert_table_equal(actual: pa.Table, expected: pa.Table, rel_tol: float = 1e
             if not _same(a[name], e[name], rel_tol):
                 raise AssertionError(f"row {i} differs in column {name!r}: actual {a[name]!r}, "
                                      f"expected {e[name]!r}\n  actual row:   {a}\n  expected row: {e}")
+
+
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    """The rows as Python values, a timestamp as its integer count of its unit since the epoch: Python's
+    datetime holds only the years 1 to 9999, and Darwin's timestamps go beyond (Flink's reach year 0)."""
+    columns = [c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c for c in table.columns]
+    return pa.table(columns, names=table.column_names).to_pylist()
 
 
 def _same(a: Any, b: Any, rel_tol: float) -> bool:
