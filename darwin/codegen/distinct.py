@@ -115,17 +115,33 @@ def fold_seen(table: np.ndarray, used: int, distinct: np.ndarray, ids: np.ndarra
     return ids.shape[0], used
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _live(table: np.ndarray, s: int) -> bool:
+    """Whether entry ``s`` is in use and some member still holds its pair."""
+    if table[s, 0] == FREE:
+        return False
+    for j in range(2, table.shape[1]):
+        if table[s, j] != 0:
+            return True
+    return False
+
+
 @njit(cache=True, nogil=True)
 def live_entries(table: np.ndarray) -> np.ndarray:
     """The entries in use whose pair some member still holds (dead ones are dropped on rebuilds)."""
     keep = np.zeros(table.shape[0], dtype=np.bool_)
     for s in range(table.shape[0]):
-        if table[s, 0] != FREE:
-            for j in range(2, table.shape[1]):
-                if table[s, j] != 0:
-                    keep[s] = True
-                    break
+        keep[s] = _live(table, s)
     return table[keep]
+
+
+@njit(cache=True, nogil=True)
+def count_live(table: np.ndarray) -> int:
+    """How many entries ``live_entries`` would give, without copying them."""
+    n = 0
+    for s in range(table.shape[0]):
+        n += _live(table, s)
+    return n
 
 
 @njit(cache=True, nogil=True)

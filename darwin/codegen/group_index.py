@@ -17,6 +17,8 @@ from darwin.codegen.prefetch import AHEAD, prefetch
 
 __all__ = ["EMPTY", "assign", "hash_keys", "key_bits", "rehash", "touched"]
 
+REHASH_CHUNK = 1 << 16  # keys hashed at a time when re-indexing
+
 
 @njit(cache=True, nogil=True)
 def assign(slots: np.ndarray, keys: np.ndarray, count: int, batch_keys: np.ndarray, hashes: np.ndarray,
@@ -54,14 +56,22 @@ def assign(slots: np.ndarray, keys: np.ndarray, count: int, batch_keys: np.ndarr
 
 @njit(cache=True, nogil=True)
 def rehash(slots: np.ndarray, keys: np.ndarray, count: int) -> None:
-    """Index groups 0..count-1 into the empty table ``slots``."""
+    """Index groups 0..count-1 into the empty table ``slots``. Keys are hashed a chunk at a time,
+    never all at once (the groups may exceed memory), each chunk in a loop of its own: hashing in
+    the insert loop ran twice as slow."""
+    for start in range(0, count, REHASH_CHUNK):
+        _insert_groups(slots, hash_keys(keys[start:min(count, start + REHASH_CHUNK)]), start)
+
+
+@njit(cache=True, nogil=True)
+def _insert_groups(slots: np.ndarray, hashes: np.ndarray, first: int) -> None:
+    """Put groups ``first``, ``first + 1``, ... with ``hashes`` into the free slots of ``slots``."""
     mask = slots.shape[0] - 1
-    hashes = hash_keys(keys[:count])
-    for g in range(count):
-        s = np.int64(hashes[g] & np.uint64(mask))
+    for j in range(hashes.shape[0]):
+        s = np.int64(hashes[j] & np.uint64(mask))
         while slots[s] != EMPTY:
             s = (s + 1) & mask
-        slots[s] = g
+        slots[s] = first + j
 
 
 @njit(cache=True, nogil=True)

@@ -232,7 +232,7 @@ class CompiledEngine:
         if graph.operators:
             from darwin.runtime.stream_operators import runner_for
 
-            self.operators = [runner_for(o, config, self.pool, self.workers) for o in graph.operators]
+            self.operators = [runner_for(o, config, self.pool, self.backend, self.workers) for o in graph.operators]
         self.readers = []
         self._positions: list[dict[str, Any] | None] = []  # the sources' positions in the last snapshot
         for i, scan in enumerate(graph.scans):

@@ -6,11 +6,17 @@ Groups get dense ids in a compiled index (``darwin.codegen.group_index``); a gen
 the batch into the aggregates' slots (``darwin.codegen.group_fold``); distinct counts keep exact sets of values
 (``darwin.runtime.distinct``), one per value their filters share. The row a group last emitted
 is its result before the batch, so it is computed, not kept.
+
+The per-group arrays, the key index and the distinct sets live where the state backend's
+``scratch`` placement puts them: DRAM on ``memory``, memory-mapped scratch files on ``mmap`` and
+``rocksdb``, so the groups may exceed memory. Checkpoints copy them, a chunk at a time. The values
+min/max keep per group over an updating input stay in memory (``kept``: Python dicts).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +46,10 @@ from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.folds import text_arrays
 from darwin.runtime.group_keys import INITIAL_GROUPS, GroupKeys
 from darwin.runtime.rows import same_values
+from darwin.runtime.state_ttl import Stamps
 from darwin.runtime.stream_operators import InputTime
+from darwin.state.placement import Placement, copy_rows
+from darwin.state.snapshot import load_arrays, save_arrays
 from darwin.timestamps import NO_WATERMARK
 from darwin.types import DType
 
@@ -48,12 +57,14 @@ ADDS = (pn.ChangeKind.INSERT, pn.ChangeKind.UPDATE_AFTER)
 
 
 class GroupAggregateRunner(InputTime):
-    def __init__(self, g: op.StreamOperator, config: Config, pool: StringPool) -> None:
+    def __init__(self, g: op.StreamOperator, config: Config, pool: StringPool, placement: Placement) -> None:
+        """``placement``: where the groups' arrays live (the backend's ``scratch``)."""
         assert isinstance(g.node, pn.GroupAggregate)
         self.g, self.node = g, g.node
         node = g.node
         schema = node.input.schema
-        self.groups = GroupKeys([schema.field(k) for k in node.keys])
+        self.placement = placement
+        self.groups = GroupKeys([schema.field(k) for k in node.keys], placement)
         self.retracting = pn.updating(node.input)
         self.slots: list[FoldSlot] = []
         self.special_slots: list[int] = []  # float sums over an updating input count NaN and infinities apart
@@ -76,10 +87,11 @@ class GroupAggregateRunner(InputTime):
             if function(call.func).distinct:
                 shared.setdefault(call.arg, []).append(i)
         self.distinct_members = list(shared.values())
-        self.distinct = [DistinctSets(len(members), INITIAL_GROUPS, self.retracting)
-                         for members in self.distinct_members]
+        self.distinct = [DistinctSets(len(members), INITIAL_GROUPS, self.retracting, placement, f"distinct{d}")
+                         for d, members in enumerate(self.distinct_members)]
         self.member_of = {i: (d, j) for d, members in enumerate(self.distinct_members) for j, i in enumerate(members)}
         self.wm = NO_WATERMARK
+        self.stamps = None if node.state_ttl_ms is None else Stamps(node.state_ttl_ms)
         self._allocate(self.groups.capacity)
         # values kept per group where a retraction needs them (min/max over an updating input)
         self.kept: dict[int, dict[int, dict[Any, int]]] = {i: {} for i, s in enumerate(self.slots) if not s.folds_value}
@@ -90,12 +102,14 @@ class GroupAggregateRunner(InputTime):
 
     def _allocate(self, capacity: int) -> None:
         """Per group: its rows (counting those taken back), each aggregate's value and count."""
-        self.rows = np.zeros(capacity, dtype=np.int64)
-        self.values = [np.zeros(capacity, dtype=s.value_dtype or np.int64) for s in self.slots]
-        self.counts = [np.zeros(capacity, dtype=np.int64) for _ in self.slots]
-        self.seen = np.zeros(capacity, dtype=np.bool_)
+        place, int64 = self.placement.allocate, np.dtype(np.int64)
+        self.rows = place("rows", (capacity,), int64)
+        self.values = [place(f"value{i}", (capacity,), np.dtype(s.value_dtype or np.int64))
+                       for i, s in enumerate(self.slots)]
+        self.counts = [place(f"count{i}", (capacity,), int64) for i in range(len(self.slots))]
+        self.seen = place("seen", (capacity,), np.dtype(np.bool_))
         # per group, of the aggregates that keep them apart: how many NaNs, +infs and -infs they hold
-        self.specials = {i: np.zeros((capacity, SPECIALS), dtype=np.int64) for i in self.special_slots}
+        self.specials = {i: place(f"specials{i}", (capacity, SPECIALS), int64) for i in self.special_slots}
 
     def _fit(self) -> None:
         """Per-group arrays as long as the group index is (it grows as groups arrive)."""
@@ -104,11 +118,10 @@ class GroupAggregateRunner(InputTime):
         rows, values, counts, specials = self.rows, self.values, self.counts, self.specials
         self._allocate(self.groups.capacity)
         n = len(rows)  # the groups before the batch (new ones start at zero)
-        self.rows[:n] = rows
-        for mine, old in zip(self.values + self.counts, values + counts):
-            mine[:n] = old
+        for mine, old in zip([self.rows, *self.values, *self.counts], [rows, *values, *counts]):
+            copy_rows(mine, old, n)
         for i, held in specials.items():
-            self.specials[i][:n] = held
+            copy_rows(self.specials[i], held, n)
 
     # -- a batch --------------------------------------------------------------------------------
     def push(self, batch: EncodedBatch) -> EncodedBatch | None:
@@ -142,6 +155,8 @@ class GroupAggregateRunner(InputTime):
                       [args[4 * i + 1] for i in members])
         new_rows = self.rows[touched]
         self._reset(touched[new_rows == 0])
+        if self.stamps is not None:  # every row writes its group's state
+            self.stamps.write(touched, self.wm)
         new = self._results(touched)
         return self._changes(touched, old_rows > 0, old, new_rows > 0, new)
 
@@ -224,41 +239,88 @@ class GroupAggregateRunner(InputTime):
         return EncodedBatch(columns, len(at))
 
     # -- event time and checkpoints -------------------------------------------------------------
+    def advance(self, input_wm: int) -> EncodedBatch | None:
+        """With a state_ttl: forget, silently, the groups whose time ran out (a key that comes again
+        starts from zero and is inserted again, as in Flink)."""
+        self.wm = input_wm
+        if self.stamps is None or input_wm == NO_WATERMARK:
+            return None
+        gone = self.stamps.expired(np.flatnonzero(self.rows[:self.count] > 0), input_wm)
+        if len(gone):
+            self.rows[gone] = 0
+            self._reset(gone)
+            held = np.flatnonzero(self.rows[:self.count] > 0)
+            if (self.count - len(held)) * 4 >= self.groups.capacity:
+                self._retain(held)
+        return None
+
+    def _retain(self, held: np.ndarray) -> None:
+        """Keep only the groups ``held`` (of an appending input: no distinct sets, no kept values),
+        renumbered in their order, so the ids stay as many as the keys still held."""
+        count, m = self.count, len(held)
+        for arr in [self.rows, *self.values, *self.counts, *self.specials.values()]:
+            arr[:m] = arr[held]
+            arr[m:count] = 0
+        assert self.stamps is not None and not self.distinct
+        self.stamps.retain(held, count)
+        self.groups.retain(held)
+
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
-        name = f"group{self.g.id}.npz"
-        n = self.count
-        arrays: dict[str, Any] = {**self.groups.saved(), "rows": self.rows[:n]}
+        """Each array a file of its own (``.npy``, written from the placed arrays as they are)."""
+        table, n = f"group{self.g.id}", self.count
+        arrays: dict[str, np.ndarray] = {**self.groups.saved(), "rows": self.rows[:n]}
         for i in range(len(self.slots)):
             arrays[f"v{i}"], arrays[f"c{i}"] = self.values[i][:n], self.counts[i][:n]
         for i, specials in self.specials.items():
             arrays[f"s{i}"] = specials[:n]
+        if self.stamps is not None:
+            arrays["stamp"] = self.stamps.at[:n]
+        files = save_arrays(directory, table, arrays)
         for d, sets in enumerate(self.distinct):
-            arrays.update({f"d{d}{part}": a for part, a in sets.arrays(n).items()})
-        np.savez(directory / name, **arrays)
+            files += sets.save(directory, table, f"d{d}", n)
         kept = {str(i): {str(g): [[_NAN_TEXT if k is NAN_KEY else -0.0 if k is NEG_ZERO_KEY else k, c]
                                   for k, c in values.items()]
                          for g, values in per_group.items()} for i, per_group in self.kept.items()}
-        return {"file": name, "count": n, "wm": self.wm, "kept": json.dumps(kept)}, [name]
+        parts = [name[len(table) + 1:-len(".npy")] for name in files]
+        return {"table": table, "parts": parts, "count": n, "wm": self.wm, "kept": json.dumps(kept)}, files
 
     def restore(self, directory: Path, body: dict[str, Any]) -> None:
         n = int(body["count"])
-        with np.load(directory / body["file"]) as saved:
-            self.groups.load(saved)
-            capacity = self.groups.capacity
-            self._allocate(capacity)
-            self.rows[:n] = saved["rows"]
-            for i in range(len(self.slots)):
-                self.values[i][:n], self.counts[i][:n] = saved[f"v{i}"], saved[f"c{i}"]
-            for i, specials in self.specials.items():
-                if f"s{i}" in saved:  # a checkpoint from before they were counted apart has none
-                    specials[:n] = saved[f"s{i}"]
-            for d, sets in enumerate(self.distinct):
-                sets.restore(saved, f"d{d}", n)
-                sets.ensure_groups(capacity)
+        saved = _saved_arrays(directory, body)
+        self.groups.load(saved)
+        capacity = self.groups.capacity
+        self._allocate(capacity)
+        copy_rows(self.rows, saved["rows"], n)
+        for i in range(len(self.slots)):
+            copy_rows(self.values[i], saved[f"v{i}"], n)
+            copy_rows(self.counts[i], saved[f"c{i}"], n)
+        for i, specials in self.specials.items():
+            if f"s{i}" in saved:  # a checkpoint from before they were counted apart has none
+                copy_rows(specials, saved[f"s{i}"], n)
+        for d, sets in enumerate(self.distinct):
+            sets.restore(saved, f"d{d}", n)
+            sets.ensure_groups(capacity)
+        if self.stamps is not None and "stamp" in saved:
+            self.stamps.load(saved["stamp"])
         self.wm = int(body["wm"])
         for i, per_group in json.loads(body["kept"]).items():
             self.kept[int(i)] = {int(g): {(NAN_KEY if k == _NAN_TEXT else extreme_key(k)): c for k, c in values}
                                  for g, values in per_group.items()}
+
+
+    def close(self) -> None:
+        """Scratch files go with the run (a checkpoint holds copies)."""
+        self.placement.close()
+
+
+def _saved_arrays(directory: Path, body: dict[str, Any]) -> Mapping[str, np.ndarray]:
+    """A checkpoint's arrays by part: mapped ``.npy`` files, or read from one ``.npz`` (the format
+    before the groups could exceed memory)."""
+    if "file" in body:
+        with np.load(directory / body["file"]) as saved:
+            return {part: saved[part] for part in saved.files}
+    parts = list(body["parts"])
+    return dict(zip(parts, load_arrays(directory, body["table"], parts, mmap=True)))
 
 
 def _valid(mask: np.ndarray | None, n: int) -> np.ndarray:

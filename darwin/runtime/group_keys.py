@@ -15,14 +15,17 @@ import numpy as np
 
 from darwin.codegen import group_index as gi
 from darwin.runtime.encoding import Column, EncodedBatch
+from darwin.state.placement import InMemory, Placement, copy_rows
 from darwin.types import DType, Field
 
 INITIAL_GROUPS = 1024
 
 
 class GroupKeys:
-    def __init__(self, fields: list[Field]) -> None:
+    def __init__(self, fields: list[Field], placement: Placement | None = None) -> None:
+        """``placement``: where the keys and the index live (DRAM unless an owner places them in files)."""
         self.fields = fields
+        self.placement = placement if placement is not None else InMemory()
         self.width = max(1, sum(1 + f.nullable for f in fields))
         self.count = 0
         self._allocate(INITIAL_GROUPS)
@@ -32,8 +35,9 @@ class GroupKeys:
         return len(self.keys)
 
     def _allocate(self, capacity: int) -> None:
-        self.keys = np.zeros((capacity, self.width), dtype=np.int64)
-        self.index = np.full(2 * capacity, gi.EMPTY, dtype=np.int64)
+        self.keys = self.placement.allocate("keys", (capacity, self.width), np.dtype(np.int64))
+        self.index = self.placement.allocate("index", (2 * capacity,), np.dtype(np.int64))
+        self.index[:] = gi.EMPTY
 
     def _grow(self, needed: int) -> None:
         """Room for ``needed`` groups (the index stays at most half full)."""
@@ -89,10 +93,11 @@ class GroupKeys:
         return {"keys": self.keys[:self.count]}
 
     def load(self, arrays: Any) -> None:
+        """The keys ``saved`` gave (a mapped file's may exceed memory: copied a chunk at a time)."""
         keys = arrays["keys"]
         self.count = 0
         self._grow(max(len(keys), 1))
         self.count = len(keys)
-        self.keys[:self.count] = keys
+        copy_rows(self.keys, keys, self.count)
         self.index[:] = gi.EMPTY
         gi.rehash(self.index, self.keys, self.count)

@@ -8,7 +8,7 @@ consistent, so ``snapshot`` can capture it. A node type without a runner fails l
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from darwin.config import Config
 from darwin.errors import UnsupportedError
@@ -16,6 +16,9 @@ from darwin.graph import operators as op
 from darwin.plan import nodes as pn
 from darwin.runtime.encoding import EncodedBatch, StringPool
 from darwin.runtime.workers import WorkerPool
+
+if TYPE_CHECKING:
+    from darwin.state.backend import StateBackend
 
 
 class StreamRunner(Protocol):
@@ -50,14 +53,14 @@ class InputTime:
         pass
 
 
-def runner_for(operator: op.StreamOperator, config: Config, pool: StringPool,
+def runner_for(operator: op.StreamOperator, config: Config, pool: StringPool, backend: StateBackend,
                workers: WorkerPool | None = None) -> StreamRunner:
     """The runner of ``operator``; its compiled parts load only when a query needs them."""
     node = operator.node
     if isinstance(node, pn.GroupAggregate):
         from darwin.runtime.group_aggregate import GroupAggregateRunner
 
-        return GroupAggregateRunner(operator, config, pool)
+        return GroupAggregateRunner(operator, config, pool, backend.scratch(f"group{operator.id}"))
     if isinstance(node, pn.SessionAggregate):
         from darwin.runtime.session import SessionAggregateRunner
 

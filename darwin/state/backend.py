@@ -11,6 +11,7 @@ import numpy as np
 from darwin.codegen.aggregates import AggLayout
 from darwin.config import Config
 from darwin.state.join_rows import JoinRows
+from darwin.state.placement import Placement
 from darwin.types import Schema
 
 
@@ -58,6 +59,10 @@ class StateBackend(Protocol):
 
     def join_rows(self, name: str, schema: Schema, key_width: int) -> JoinRows:
         """The rows one side of a join keeps (``name`` is unique in the job)."""
+
+    def scratch(self, name: str) -> Placement:
+        """Where an operator's arrays go that its checkpoints copy (``name`` is unique in the job):
+        DRAM, or scratch files under ``state_path`` emptied each run, so state may exceed memory."""
 
     def close(self) -> None: ...
 

@@ -18,13 +18,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from darwin.codegen import join_index as ji
-from darwin.state.placement import InMemory, Placement
+from darwin.state.placement import InMemory, Placement, copy_rows
 from darwin.state.snapshot import load_arrays, save_arrays
 from darwin.types import Schema
 
 PER_ROW = ("keys", "matches", "alive", "bound", "stamp")  # moved by compaction, saved by checkpoints
 OPTIONAL = ("matches", "bound", "stamp")  # kept only where the join needs them (``JoinRows.track``)
-LOAD_CHUNK = 1 << 20  # rows copied at a time from a checkpoint into placed arrays
 INT64_MAX = np.iinfo(np.int64).max
 
 
@@ -93,7 +92,7 @@ class ArrayColumns:
     def restore(self, directory: Path, table: str, count: int) -> None:
         parts = list(self.arrays)
         for part, saved in zip(parts, load_arrays(directory, table, [_file_part(p) for p in parts], mmap=True)):
-            _copy_rows(self.arrays[part], saved, count)
+            copy_rows(self.arrays[part], saved, count)
 
     def close(self) -> None:
         pass
@@ -107,13 +106,6 @@ def taken(array: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 def _file_part(part: str) -> str:
     return part.replace(":", "__")
-
-
-def _copy_rows(target: np.ndarray, saved: np.ndarray, count: int) -> None:
-    """Rows 0..count-1 of a saved array into a placed one, a chunk at a time (both may exceed memory)."""
-    for start in range(0, count, LOAD_CHUNK):
-        end = min(count, start + LOAD_CHUNK)
-        target[start:end] = saved[start:end]
 
 
 GROWTH = 4  # rows grow fourfold: a third of doubling's copying, and untouched room costs no memory
@@ -300,7 +292,7 @@ class JoinRows:
         self.count, self.dead = 0, 0
         self._grow(max(count, 1))
         for part, saved in zip(self.per_row, load_arrays(directory, self.name, list(self.per_row), mmap=True)):
-            _copy_rows(getattr(self, part), saved, count)
+            copy_rows(getattr(self, part), saved, count)
         self.columns.restore(directory, self.name, count)
         self.count, self.dead = count, int(meta["dead"])
         self._find_lowest_bound()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from darwin.codegen.aggregates import AggLayout
 from darwin.state.hash_table import HashTableState
 from darwin.state.join_rows import JoinRows
+from darwin.state.placement import InMemory
 from darwin.types import Schema
 
 
@@ -22,6 +23,9 @@ class MemoryBackend:
 
     def join_rows(self, name: str, schema: Schema, key_width: int) -> JoinRows:
         return JoinRows(name, schema, key_width)
+
+    def scratch(self, name: str) -> InMemory:
+        return InMemory()
 
     def close(self) -> None:
         pass

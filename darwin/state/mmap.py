@@ -76,6 +76,9 @@ class MmapBackend:
     def join_rows(self, name: str, schema: Schema, key_width: int) -> JoinRows:
         return JoinRows(name, schema, key_width, MappedFiles(self.owned.table(name)))
 
+    def scratch(self, name: str) -> MappedFiles:
+        return MappedFiles(self.owned.table(name, new=True))  # a restore copies the checkpoint back: start empty
+
     def close(self) -> None:
         self.owned.close()
 

@@ -1,4 +1,5 @@
-"""Where the arrays of a join's rows live: in DRAM, or in memory-mapped files the OS pages."""
+"""Where the arrays of an operator's state live (a join's rows, an updating aggregation's groups): in
+DRAM, or in memory-mapped files the OS pages."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+
+LOAD_CHUNK = 1 << 20  # rows copied at a time from a checkpoint into placed arrays
 
 
 class Placement(Protocol):
@@ -24,11 +27,11 @@ class InMemory:
 
 
 class MappedFiles:
-    """A join side's arrays as memory-mapped scratch files: the OS pages them, so they may exceed memory.
+    """An operator's arrays as memory-mapped scratch files: the OS pages them, so they may exceed memory.
 
     Each allocation is a new file (its predecessor is unlinked; a mapping of it stays valid until
-    dropped). Nothing here survives a crash on purpose: a join's checkpoint holds a copy of its
-    rows, and a restore maps new files and copies them back.
+    dropped). Nothing here survives a crash on purpose: the operator's checkpoint holds a copy of
+    its arrays, and a restore maps new files and copies them back.
     """
 
     def __init__(self, directory: Path) -> None:
@@ -52,3 +55,10 @@ class MappedFiles:
         for path in self.files.values():
             path.unlink(missing_ok=True)
         self.files.clear()
+
+
+def copy_rows(target: np.ndarray, saved: np.ndarray, count: int) -> None:
+    """Rows 0..count-1 of a saved array into a placed one, a chunk at a time (both may exceed memory)."""
+    for start in range(0, count, LOAD_CHUNK):
+        end = min(count, start + LOAD_CHUNK)
+        target[start:end] = saved[start:end]

@@ -66,6 +66,9 @@ class RocksBackend:
         return JoinRows(name, schema, key_width, MappedFiles(directory), BlockColumns(directory, schema,
                                                                                          self.delta_limit))
 
+    def scratch(self, name: str) -> MappedFiles:
+        return MappedFiles(self.owned.table(name, new=True))  # a restore copies the checkpoint back: start empty
+
     def close(self) -> None:
         self.owned.close()
 

@@ -32,6 +32,32 @@ def test_an_updating_aggregation_resumes_exactly_once(configure, tmp_path, monke
     _assert_resumes_exactly_once(q, config, tmp_path / "out", monkeypatch, [9, 6], 100)
 
 
+@pytest.mark.parametrize("backend", ["mmap", "rocksdb"])  # memory has no state_path
+def test_scratch_files_a_killed_run_left_do_not_trip_the_resume(backend, configure, tmp_path, monkeypatch):
+    """On mmap and rocksdb the groups live in scratch files under state_path, which a killed process
+    leaves (a crash raised in the process closes them): the resumed run starts them afresh, restores
+    the checkpoint's copy, and leaves none when it ends."""
+    from crashes import crash_after, stop_crashing
+
+    t = dw.from_arrow(bids(), time="ts")
+    q = t.group_by("k").agg(n=dw.count(), vals=dw.count_distinct("v")).group_by("n").agg(keys=dw.count())
+    config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="3 batches")
+    crash_after(monkeypatch, 8)
+    with pytest.raises(Crash):
+        q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+    stop_crashing(monkeypatch)
+    tables = sorted((tmp_path / "state").glob("group*"))
+    assert [d.name for d in tables] == ["group0", "group1"]
+    for d in tables:  # what a killed run leaves: its arrays, longer than the checkpoint's, full of garbage
+        (d / "rows.7.bin").write_bytes(b"\xff" * 65536)
+        (d / "keys.3.bin").write_bytes(b"\x01" * 4096)
+    result = q.sink(dw.sinks.Parquet(tmp_path / "out")).run(config)
+    assert result.resumed_from is not None
+    expected = q.changelog(dw.Config(batch_size=100))
+    assert pa.Table.from_pylist(pq.read_table(tmp_path / "out").to_pylist(), expected.schema).equals(expected)
+    assert not list((tmp_path / "state").rglob("*.bin"))
+
+
 def test_distinct_counts_resume_exactly_once(configure, tmp_path, monkeypatch):
     """The sets of count_distinct (pairs and multiplicities, shared by filters) and the strings a
     formatted time was given come back from the checkpoint; values retracted by the second level
