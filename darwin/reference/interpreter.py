@@ -93,7 +93,7 @@ def _drain(out: list[Row], schema: Schema, ctx: _Context, late_schema: Schema | 
         ctx.late_rows.clear()
 
 
-def _rows(batch: pa.RecordBatch, schema: Schema, source: str) -> list[Row]:
+def rows_of(batch: pa.RecordBatch, schema: Schema, source: str) -> list[Row]:
     """Rows of a batch; integers and timestamps go through the compiled engine's conversion, so both
     engines see the same milliseconds and refuse the same out-of-range values."""
     cols = {}
@@ -171,7 +171,7 @@ class _Scan(_Operator):
         if batch is None:
             self.finished = True
             return
-        rows = _rows(batch, self.node.schema, self.node.source.name)
+        rows = rows_of(batch, self.node.schema, self.node.source.name)
         self.ctx.metrics.add("input_rows", len(rows))
         time_col, marks = self.node.time_column, []
         for row in rows:

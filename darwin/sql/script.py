@@ -8,19 +8,21 @@ runs a script's INSERT INTO statements (Flink's ``executeSql``/statement set).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from darwin.api import Table
+from darwin.api import Table, from_source
 from darwin.config import Config
 from darwin.errors import DarwinError, DarwinTypeError, SqlError
 from darwin.expr import Expr, col, lit
 from darwin.io.sinks import Sink
+from darwin.plan import nodes as pn
 from darwin.plan.exprs import type_of
 from darwin.runtime.job import JobResult
+from darwin.sql.computed_time import ComputedTime
 from darwin.sql.connectors import TableSpec, connector
 from darwin.sql.dialect import Flink, Watermark
 from darwin.sql.errors import Located
@@ -57,6 +59,10 @@ class Computed:
 
     columns: tuple[tuple[str, exp.Expr], ...]
     order: tuple[str, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.columns)
 
 
 def parse(text: str) -> list[exp.Expr]:
@@ -95,10 +101,12 @@ def _plan(statements: list[exp.Expr], where: Located, tables: Mapping[str, Table
         spec = script.specs.get(name)
         if spec is None:
             return None
-        table = connector(spec.options.get("connector", ""), name).source(spec)
-        if name in script.computed:
-            table = planner._located(script.computed[name].columns[0][1],
-                                     lambda: with_computed(table, spec, script.computed[name], where))
+        computed = script.computed.get(name)
+        timed = computed is not None and spec.time_column in computed.names  # the time is computed: not read
+        read = replace(spec, time_column=None, max_delay_ms=None) if timed else spec
+        table = connector(spec.options.get("connector", ""), name).source(read)
+        if computed is not None:
+            table = planner._located(computed.columns[0][1], lambda: with_computed(table, spec, computed, where))
         if spec.proctime:
             planner.record_proctime(table, frozenset(spec.proctime))
         return table
@@ -179,12 +187,7 @@ def table_spec(node: exp.Create, where: Located, paths: PathRule | None = None) 
             raise where.error(prop, f"{prop.sql(dialect=Flink)} is not supported in CREATE TABLE")
     if "connector" not in options:
         raise where.error(node, f"table {name}: say where it is with WITH ('connector' = '...')")
-    if time_column is not None and time_column in computed_names:
-        raise where.error(schema, f"WATERMARK FOR {time_column}: {time_column} is a computed column; Darwin's event "
-                                  "time is a TIMESTAMP column its source reads (the watermark is kept where rows are "
-                                  "read), so a watermark on a computed column is not supported yet: declare the "
-                                  "time column with its type in the source's data")
-    if time_column is not None and time_column not in dict(columns):
+    if time_column is not None and time_column not in dict(columns) and time_column not in computed_names:
         raise where.error(schema, f"WATERMARK FOR {time_column}: no such column in {name}")
     for column in primary_key or ():
         if column not in dict(columns):
@@ -210,16 +213,29 @@ def computed_columns(node: exp.Create, spec: TableSpec, where: Located) -> Compu
     for name, expression in computed.columns:
         value = ExpressionTranslator(_scope(spec), where, declared)(expression)
         try:
-            type_of(value.node, declared, f"computed column {name}")
+            dtype = type_of(value.node, declared, f"computed column {name}").dtype
         except DarwinTypeError as e:
             raise where.error(expression, str(e)) from None
+        if name == spec.time_column and dtype is not DType.TIMESTAMP:
+            kind = "NULL" if dtype is None else dtype.value
+            raise where.error(expression, f"WATERMARK FOR {name}: event time is a TIMESTAMP; {name} is {kind} "
+                                          "(TO_TIMESTAMP, TO_TIMESTAMP_LTZ or CAST make one)")
     return computed
 
 
 def with_computed(table: Table, spec: TableSpec, computed: Computed, where: Located) -> Table:
-    """The source's table with its computed columns, every column in declared order."""
+    """The source's table with its computed columns, every column in declared order. The event time,
+    if computed, is computed as the source's rows are read (``ComputedTime``): its watermark is kept there."""
     translate = ExpressionTranslator(_scope(spec), where, table.plan.schema)
-    return table.with_columns(**{n: translate(e) for n, e in computed.columns}).select(*computed.order)
+    columns = dict(computed.columns)
+    if spec.time_column in columns:
+        scan = table.plan
+        while isinstance(scan, pn.Project):  # the connector's choice of the declared columns
+            scan = scan.input
+        assert isinstance(scan, pn.Scan)  # a connector's table is its scan's columns
+        source = ComputedTime(scan.source, spec.time_column, translate(columns.pop(spec.time_column)).node)
+        table = from_source(source, time=spec.time_column, max_delay=spec.max_delay_ms, primary_key=scan.primary_key)
+    return table.with_columns(**{n: translate(e) for n, e in columns.items()}).select(*computed.order)
 
 
 def _scope(spec: TableSpec) -> Scope:
