@@ -63,10 +63,8 @@ class UnionPort:
     producers: tuple[int, ...]
     source: SourcePort | None = None
 
-    def describe(self) -> str:
-        rows = "rows of pipelines " + " + ".join(str(p) for p in self.producers)
-        return rows + (f" (each with the progress of source {self.source.scan.source.name})"
-                       if self.source is not None else "")
+    def describe(self) -> str:  # the layout a checkpoint records: the same with or without ``source``
+        return "rows of pipelines " + " + ".join(str(p) for p in self.producers)
 
 
 @dataclass(frozen=True)
