@@ -163,6 +163,25 @@ class DateTimeNamespace:
         """The quarter of the year, 1 to 4."""
         return (self.month() + 2) // 3
 
+    def floor(self, unit: str) -> Expr:
+        """The start of the ``unit`` holding the timestamp, in UTC (Flink's ``FLOOR(ts TO unit)``): ``"second"``,
+        ``"minute"``, ``"hour"``, ``"day"``, ``"week"`` (from Sunday, as Flink's), ``"month"``, ``"quarter"`` or
+        ``"year"``. A time before 1970 floors too (Flink's MONTH, QUARTER, YEAR and WEEK cut it toward 1970)."""
+        return Expr(ex.TimeFloor(unit, self._expr.node))
+
+    def ceil(self, unit: str) -> Expr:
+        """The first start of a ``unit`` at or after the timestamp (Flink's ``CEIL(ts TO unit)``). For a week, month,
+        quarter or year, at or after the timestamp's day, as Flink reads the day only: the ceiling of
+        2018-03-01 21:00:01 to the month is 2018-03-01 00:00:00."""
+        if unit in ex.FIXED_UNITS_MS:
+            start = self.floor(unit)
+            return when(start == self._expr, start).otherwise(start + ex.FIXED_UNITS_MS[unit])
+        day = self.floor("day")
+        start = day.dt.floor(unit)
+        # a span past which the next week, month, quarter or year has begun, and the one after has not
+        span = {"week": 7, "month": 31, "quarter": 92, "year": 366}[unit] * ex.FIXED_UNITS_MS["day"]
+        return when(start == day, start).otherwise((start + span).dt.floor(unit))
+
     def strftime(self, fmt: str) -> Expr:
         """The timestamp as a string in UTC: ``%Y %y %m %d %j %H %M %S %F %T %%`` and literal text,
         e.g. ``"%Y-%m-%d"`` (Flink's ``DATE_FORMAT(ts, 'yyyy-MM-dd')``); see ``darwin.plan.timeformat``.

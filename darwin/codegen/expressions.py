@@ -169,6 +169,9 @@ class ExprEmitter:
         if isinstance(e, ex.DatePart):
             v, ok = self.emit(e.operand, env, schema)
             return f"dt_{e.part}({v})", ok
+        if isinstance(e, ex.TimeFloor):  # the unit is one of ex.FLOOR_UNITS (checked when the node was built)
+            v, ok = self.emit(e.operand, env, schema)
+            return f"dt_floor_{e.unit}({v})", ok
         if isinstance(e, ex.StringCall) and expands(e.func, e.args):
             return self._expanding(e, env, schema)
         if isinstance(e, ex.StringCall):

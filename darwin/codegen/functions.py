@@ -132,6 +132,59 @@ def dt_week(ms: np.int64) -> np.int64:
     return (thursday - _january_first(np.int64(_civil(thursday * 86_400_000)[0]))) // 7 + 1
 
 
+@njit(inline="always", cache=True, nogil=True)
+def _days_from_civil(year: np.int64, month: np.int64, day: np.int64) -> np.int64:
+    """Days from 1970-01-01 to a date (H. Hinnant's days_from_civil), as ``darwin.plan.casts.days_from_civil``."""
+    y = year - 1 if month <= 2 else year
+    era = _floor_div(y, 400)
+    yoe = y - era * 400
+    doy = (153 * (month - 3 if month > 2 else month + 9) + 2) // 5 + day - 1
+    return era * 146_097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719_468
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_floor_second(ms: np.int64) -> np.int64:
+    return _floor_div(ms, 1000) * 1000
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_floor_minute(ms: np.int64) -> np.int64:
+    return _floor_div(ms, 60_000) * 60_000
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_floor_hour(ms: np.int64) -> np.int64:
+    return _floor_div(ms, 3_600_000) * 3_600_000
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_floor_day(ms: np.int64) -> np.int64:
+    return _floor_div(ms, 86_400_000) * 86_400_000
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_floor_week(ms: np.int64) -> np.int64:
+    """Midnight of the week's Sunday, as Flink's FLOOR(ts TO WEEK): 1970-01-01 was a Thursday."""
+    days = _floor_div(ms, 86_400_000)
+    return (days - (days + 4) % 7) * 86_400_000
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_floor_month(ms: np.int64) -> np.int64:
+    return (_floor_div(ms, 86_400_000) - _civil(ms)[2] + 1) * 86_400_000
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_floor_quarter(ms: np.int64) -> np.int64:
+    year, month, _ = _civil(ms)
+    return _days_from_civil(np.int64(year), np.int64(month - (month - 1) % 3), np.int64(1)) * 86_400_000
+
+
+@njit(inline="always", cache=True, nogil=True)
+def dt_floor_year(ms: np.int64) -> np.int64:
+    return _january_first(np.int64(_civil(ms)[0])) * 86_400_000
+
+
 FORMAT_HASH = np.uint64(0x9E3779B97F4A7C15)
 
 

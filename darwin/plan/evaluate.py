@@ -77,6 +77,10 @@ def compile_expr(e: ex.ExprNode, schema: Schema) -> Callable[[Row], Any]:
         f = compile_expr(e.operand, schema)
         part = e.part
         return lambda row: None if (v := f(row)) is None else date_part(part, v)
+    if isinstance(e, ex.TimeFloor):
+        f = compile_expr(e.operand, schema)
+        unit = e.unit
+        return lambda row: None if (v := f(row)) is None else wrap64(time_floor(unit, v))
     if isinstance(e, ex.StringCall):
         f = compile_expr(e.operand, schema)
         func, args = e.func, e.args
@@ -221,3 +225,17 @@ def date_part(part: str, ms: int) -> int:
     if part == "day_of_year":
         return days - days_from_civil(year, 1, 1) + 1
     return {"year": year, "month": month, "day": day}[part]
+
+
+def time_floor(unit: str, ms: int) -> int:
+    """The start of the ``unit`` holding UTC timestamp ``ms``, in milliseconds (``ex.TimeFloor``): a multiple
+    of the unit's length for the units of one, else midnight of the week's Sunday, or of the first day of the
+    month, quarter or year, in the calendar of ``date_part``."""
+    if unit in ex.FIXED_UNITS_MS:
+        return ms - ms % ex.FIXED_UNITS_MS[unit]
+    days = ms // 86_400_000
+    if unit == "week":
+        return (days - (days + 4) % 7) * 86_400_000  # 1970-01-01 was a Thursday, 4 days after a Sunday
+    year, month, _ = civil(days)
+    first = {"month": month, "quarter": month - (month - 1) % 3, "year": 1}[unit]
+    return days_from_civil(year, first, 1) * 86_400_000

@@ -21,6 +21,9 @@ LOGICAL = ("and", "or")
 UNARY = ("neg", "not", "abs", "is_null", "is_not_null")
 DATE_PARTS = ("year", "month", "day", "hour", "minute", "second", "millisecond", "day_of_week", "day_of_year",
               "week")
+# the units a timestamp floors to: those of a fixed length, in milliseconds, then the calendar's
+FIXED_UNITS_MS = {"second": 1_000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
+FLOOR_UNITS = (*FIXED_UNITS_MS, "week", "month", "quarter", "year")
 SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
            "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
            "and": "&", "or": "|"}
@@ -147,6 +150,22 @@ class DatePart:
 
 
 @dataclass(frozen=True)
+class TimeFloor:
+    """A timestamp floored to the start of its ``unit`` in UTC (Flink's ``FLOOR(ts TO unit)``): a week starts on
+    Sunday, as Flink's (Calcite's) FLOOR TO WEEK has it; a time before 1970 floors, too."""
+
+    unit: str
+    operand: ExprNode
+
+    def __post_init__(self) -> None:
+        if self.unit not in FLOOR_UNITS:
+            raise DarwinTypeError(f"a timestamp floors to one of {', '.join(FLOOR_UNITS)}, not {self.unit!r}")
+
+    def __str__(self) -> str:
+        return f"{self.operand}.dt.floor({self.unit!r})"
+
+
+@dataclass(frozen=True)
 class StringCall:
     """A string function of ``darwin.plan.strings`` with constant arguments."""
 
@@ -187,7 +206,8 @@ class Concat:
         return f"concat({parts})" if self.separator is None else f"concat_ws({self.separator!r}, {parts})"
 
 
-ExprNode = Column | Literal | Binary | Unary | IsIn | Cast | Case | DatePart | StringCall | Strftime | Concat
+ExprNode = Column | Literal | Binary | Unary | IsIn | Cast | Case | DatePart | TimeFloor | StringCall | Strftime \
+    | Concat
 
 
 @dataclass(frozen=True)
@@ -220,7 +240,7 @@ AGG_FUNCS = ("count", "sum", "min", "max", "avg", "count_distinct")
 def children(e: ExprNode) -> tuple[ExprNode, ...]:
     if isinstance(e, Binary):
         return (e.left, e.right)
-    if isinstance(e, (Unary, IsIn, Cast, DatePart, StringCall, Strftime)):
+    if isinstance(e, (Unary, IsIn, Cast, DatePart, TimeFloor, StringCall, Strftime)):
         return (e.operand, *getattr(e, "values", ()))
     if isinstance(e, Case):
         return tuple(x for pair in e.whens for x in pair) + (e.otherwise,)
@@ -339,6 +359,10 @@ def type_of(e: ExprNode, schema: Schema, where: str = "expression") -> Typed:
         t = type_of(e.operand, schema, where)
         _expect(t, (DType.TIMESTAMP,), e, where)
         return Typed(DType.INT64, t.nullable)
+    if isinstance(e, TimeFloor):
+        t = type_of(e.operand, schema, where)
+        _expect(t, (DType.TIMESTAMP,), e, where)
+        return Typed(DType.TIMESTAMP, t.nullable)
     if isinstance(e, Strftime):
         t = type_of(e.operand, schema, where)
         _expect(t, (DType.TIMESTAMP,), e, where)

@@ -75,6 +75,8 @@ def map_children(e: ex.ExprNode, fn: Callable[[ex.ExprNode], ex.ExprNode]) -> ex
         return ex.Cast(fn(e.operand), e.dtype, e.safe, e.bits)
     if isinstance(e, ex.DatePart):
         return ex.DatePart(e.part, fn(e.operand))
+    if isinstance(e, ex.TimeFloor):
+        return ex.TimeFloor(e.unit, fn(e.operand))
     if isinstance(e, ex.Case):
         return ex.Case(tuple((fn(c), fn(v)) for c, v in e.whens), fn(e.otherwise))
     if isinstance(e, ex.StringCall):
@@ -184,7 +186,7 @@ def _and_all(parts: list[ex.ExprNode]) -> ex.ExprNode:
 def _cheap(e: ex.ExprNode) -> bool:
     """Substituting an expression into a predicate must not duplicate real work."""
     return isinstance(e, (ex.Column, ex.Literal)) or not any(
-        isinstance(c, (ex.Case, ex.DatePart, ex.StringCall, ex.Strftime, ex.Concat)) for c in _walk(e))
+        isinstance(c, (ex.Case, ex.DatePart, ex.TimeFloor, ex.StringCall, ex.Strftime, ex.Concat)) for c in _walk(e))
 
 
 def _walk(e: ex.ExprNode) -> list[ex.ExprNode]:

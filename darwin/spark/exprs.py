@@ -95,6 +95,8 @@ def to_spark(e: ex.ExprNode, schema: Schema) -> Column:
         return out.otherwise(to_spark(e.otherwise, schema).cast(target))
     if isinstance(e, ex.DatePart):
         return date_part(e.part, to_spark(e.operand, schema))
+    if isinstance(e, ex.TimeFloor):
+        return time_floor(e.unit, to_spark(e.operand, schema))
     if isinstance(e, ex.Strftime):
         return strftime(e.format, to_spark(e.operand, schema))
     if isinstance(e, ex.StringCall):
@@ -218,6 +220,19 @@ def date_part(part: str, ms: Column) -> Column:
     parts = {"year": F.year, "month": F.month, "day": F.dayofmonth, "day_of_year": F.dayofyear,
              "week": F.weekofyear}  # Spark's week of the year is ISO 8601's, as Flink's
     return parts[part](ts).cast("bigint")
+
+
+def time_floor(unit: str, ms: Column) -> Column:
+    """``ms`` floored to its ``unit`` in UTC, as ``darwin.plan.evaluate.time_floor``: Spark's date_trunc for the
+    month, quarter and year; the week spelled out, as Spark's starts on Monday and Flink's FLOOR on Sunday."""
+    from pyspark.sql import functions as F
+
+    if unit in ex.FIXED_UNITS_MS:
+        return ms - F.pmod(ms, F.lit(ex.FIXED_UNITS_MS[unit]))
+    day = ms - F.pmod(ms, F.lit(DAY_MS))
+    if unit == "week":  # 1970-01-01 was a Thursday, 4 days after a Sunday
+        return day - F.pmod(_div(day, DAY_MS) + 4, F.lit(7)) * DAY_MS
+    return F.unix_millis(F.date_trunc(unit, F.timestamp_millis(ms)))
 
 
 def _div(a: Column, n: int) -> Column:

@@ -518,6 +518,34 @@ class ExpressionTranslator:
         if node.args.get("mode") is not None:
             raise self.where.error(node.args["mode"], "WEEK takes one argument, a TIMESTAMP, as in Flink")
         return self._part(node, "week")
+
+    def visit_Floor(self, node: exp.Floor) -> Expr:
+        if node.args.get("to") is None:
+            raise self.where.error(node, f"{node.sql(dialect=Flink)}: FLOOR of a number is not supported yet")
+        return self._time_floor(node, "floor")
+
+    def visit_Ceil(self, node: exp.Ceil) -> Expr:
+        if node.args.get("to") is None:
+            raise self.where.error(node, f"{node.sql(dialect=Flink)}: CEIL of a number is not supported yet")
+        return self._time_floor(node, "ceil")
+
+    def _time_floor(self, node: exp.Floor | exp.Ceil, direction: str) -> Expr:
+        """FLOOR(ts TO unit) and CEIL(ts TO unit), as Flink's: MILLISECOND leaves Darwin's timestamps as they are;
+        a week starts on Sunday; CEIL to a week, month, quarter or year ceils the timestamp's day."""
+        name = direction.upper()
+        unit = str(node.args["to"].name).upper()
+        value = self(node.this)
+        dtype = type_of(value.node, self.schema).dtype
+        if dtype not in (None, DType.TIMESTAMP):
+            raise self.where.error(node.this, f"{name}(... TO {unit}) takes a TIMESTAMP; "
+                                              f"{node.this.sql(dialect=Flink)} is {dtype.value}")
+        if unit == "MILLISECOND":
+            return value
+        if unit.lower() not in ex.FLOOR_UNITS:
+            units = ", ".join(u.upper() for u in ("millisecond", *ex.FLOOR_UNITS))
+            raise self.where.error(node.args["to"], f"{name}(... TO {unit}): Darwin's {name} takes one of {units}")
+        return getattr(value.dt, direction)(unit.lower())
+
     def visit_Lower(self, n: exp.Lower) -> Expr: return self(n.this).str.lower()
     def visit_Upper(self, n: exp.Upper) -> Expr: return self(n.this).str.upper()
     def visit_Length(self, n: exp.Length) -> Expr: return self(n.this).str.length()

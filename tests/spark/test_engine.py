@@ -51,6 +51,15 @@ def test_a_window_over_a_union_is_refused_naming_the_node(spark):
         q.collect(dw.Config(engine="spark"))
 
 
+@pytest.mark.parametrize("shape", [lambda t: t.deduplicate(on="k", state_ttl="1s"),
+                                   lambda t: t.top_n(1, by="k", order="v", state_ttl="1s"),
+                                   lambda t: t.group_by("k").agg(n=dw.count(), state_ttl="1s")])
+def test_a_state_ttl_is_refused_naming_the_node(spark, shape):
+    """Which keys expired depends on when Darwin's watermark moved, which a batch job does not have."""
+    with pytest.raises(UnsupportedError, match="plan node .* with state_ttl"):
+        shape(bids()).collect(dw.Config(engine="spark"))
+
+
 def test_every_way_of_running_goes_through_spark(spark, tmp_path):
     q = bids().window(dw.Tumble("1s", on="ts")).group_by("k").agg(n=dw.count(), total=dw.sum("v"))
     expected = q.collect()
@@ -555,3 +564,19 @@ def test_computed_group_keys_of_windowed_aggregations_on_spark(spark):
         (0, "a", 2, 3), (0, "b", 1, 3), (10, "", 1, 5), (10, "a", 1, 4), (20, "a", 1, 6)]
     assert_three_engines_agree(dw.sql("SELECT TUMBLE_END(ts, INTERVAL '10' SECOND) AS w, v % 2 AS p, COUNT(*) AS n "
                                       "FROM t GROUP BY TUMBLE(ts, INTERVAL '10' SECOND), v % 2", tables))
+
+
+def test_floor_and_ceil_of_timestamps_to_units_on_spark(spark):
+    """FLOOR/CEIL(ts TO unit) give on Spark what the other engines give: the week from Sunday (Spark's date_trunc
+    starts it on Monday), the month, quarter and year by date_trunc, times before 1970 floored."""
+    from engines import assert_three_engines_agree
+
+    ms = [1_614_384_000_000, 1_519_938_001_000, -500, -26_000_000_000, 1_709_251_199_999, None]
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(ms)), pa.timestamp("ms")),
+                                "t": pa.array(ms, pa.timestamp("ms"))}), time="ts", name="t")
+    units = ["SECOND", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"]
+    calls = ", ".join(f"{f}(t TO {unit}) AS {f}_{unit}" for unit in units for f in ("FLOOR", "CEIL"))
+    query = dw.sql(f"SELECT ts, {calls} FROM t", tables={"t": t})
+    on_spark = assert_three_engines_agree(query).table
+    week = [r["FLOOR_WEEK"] for r in sorted(on_spark.to_pylist(), key=lambda r: r["ts"])]
+    assert week[:3] == [datetime(2021, 2, 21), datetime(2018, 2, 25), datetime(1969, 12, 28)]

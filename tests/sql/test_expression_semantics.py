@@ -676,6 +676,108 @@ def test_week_with_a_mode_is_refused_at_its_position():
         dw.sql("SELECT WEEK(ts, 1) FROM t", tables={"t": table(a=[1])})
 
 
+# -- FLOOR(ts TO unit) and CEIL(ts TO unit) -----------------------------------------------------------------
+
+TIME_UNITS = ["SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"]
+FIXED = {"SECOND": timedelta(seconds=1), "MINUTE": timedelta(minutes=1), "HOUR": timedelta(hours=1),
+         "DAY": timedelta(days=1)}
+
+
+def time_floor(moment, unit):
+    """Flink's FLOOR(ts TO unit) of a datetime: a week from its Sunday."""
+    if unit in FIXED:
+        return datetime(1970, 1, 1) + (moment - datetime(1970, 1, 1)) // FIXED[unit] * FIXED[unit]
+    day = datetime(moment.year, moment.month, moment.day)
+    if unit == "WEEK":
+        return day - timedelta(days=(day.weekday() + 1) % 7)
+    month = {"MONTH": day.month, "QUARTER": (day.month - 1) // 3 * 3 + 1, "YEAR": 1}[unit]
+    return datetime(day.year, month, 1)
+
+
+def time_ceil(moment, unit):
+    """Flink's CEIL(ts TO unit): the next start of a unit at or after the value; for a week, month, quarter or year
+    at or after the value's day (Flink's DateTimeUtils.timestampCeil reads the day only)."""
+    value = moment if unit in FIXED else time_floor(moment, "DAY")
+    start = time_floor(value, unit)
+    if start == value:
+        return start
+    if unit in FIXED or unit == "WEEK":
+        return start + (FIXED.get(unit) or timedelta(days=7))
+    months = start.month - 1 + {"MONTH": 1, "QUARTER": 3, "YEAR": 12}[unit]
+    return datetime(start.year + months // 12, months % 12 + 1, 1)
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_floor_and_ceil_of_a_timestamp_to_a_unit_are_flinks(config):
+    """They were refused ('Floor (FLOOR(ts TO SECOND)) is not supported'). Flink's own cases (FLOOR TO WEEK of
+    Saturday 2021-02-27 is Sunday the 21st; CEIL(2018-03-01 21:00:01 TO MONTH) is 2018-03-01 00:00, as Flink ceils
+    the day), and times before 1970, which floor (Flink's MONTH, QUARTER, YEAR and WEEK cut them toward 1970)."""
+    texts = ["2018-03-20 06:44:31", "2018-03-20 06:00:00", "2021-02-27 00:00:00", "2021-03-01 00:00:00",
+             "2018-03-01 21:00:01", "2018-12-02 00:00:00", "2018-01-01 21:00:01", "2018-01-02 21:00:01",
+             "2018-05-02 21:00:01", "1969-12-31 23:59:59.500", "1969-03-01 12:00:00", "1900-02-28 00:00:00.001",
+             "2024-02-29 23:59:59.999", "1970-01-01 00:00:00"]
+    moments = sorted(datetime.fromisoformat(text) for text in texts)
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(moments)), pa.timestamp("ms")),
+                                "t": pa.array(moments, pa.timestamp("ms"))}), time="ts", name="t")
+    calls = ", ".join(f"{f}(t TO {unit})" for unit in TIME_UNITS for f in ("FLOOR", "CEIL"))
+    got = rows(f"SELECT ts, {calls}, FLOOR(t TO MILLISECOND), CEIL(t TO MILLISECOND) FROM t", t, config)
+    assert got == [tuple(f(m, unit) for unit in TIME_UNITS for f in (time_floor, time_ceil)) + (m, m)
+                   for m in moments]
+    by_text = dict(zip(moments, got, strict=True))
+    column = {(f, unit): 2 * i + (f == "CEIL") for i, unit in enumerate(TIME_UNITS) for f in ("FLOOR", "CEIL")}
+    cases = [("FLOOR", "WEEK", "2021-02-27 00:00:00", "2021-02-21"), ("CEIL", "WEEK", "2021-03-01 00:00:00",
+             "2021-03-07"), ("CEIL", "MONTH", "2018-03-01 21:00:01", "2018-03-01"),
+             ("CEIL", "MONTH", "2018-12-02 00:00:00", "2019-01-01"), ("CEIL", "YEAR", "2018-01-01 21:00:01",
+             "2018-01-01"), ("CEIL", "YEAR", "2018-01-02 21:00:01", "2019-01-01"),
+             ("FLOOR", "QUARTER", "2018-05-02 21:00:01", "2018-04-01"), ("CEIL", "HOUR", "2018-03-20 06:00:00",
+             "2018-03-20 06:00:00"), ("FLOOR", "MONTH", "1969-12-31 23:59:59.500", "1969-12-01"),
+             ("FLOOR", "SECOND", "1969-12-31 23:59:59.500", "1969-12-31 23:59:59"),
+             ("CEIL", "DAY", "1900-02-28 00:00:00.001", "1900-03-01")]
+    for f, unit, value, expected in cases:
+        assert by_text[datetime.fromisoformat(value)][column[f, unit]] == datetime.fromisoformat(expected)
+
+
+@settings(max_examples=30, deadline=None)
+@given(stamps=st.lists(st.one_of(st.none(), st.integers(-62135596800000, 253402300799999),
+                                 st.integers(-(2**62) // 10, 2**62 // 10)), min_size=1, max_size=30))
+def test_floor_and_ceil_of_timestamps_agree_on_both_engines_for_any_timestamp(stamps):
+    """Far from the epoch too, where Python's datetime stops, and NULL, which stays NULL."""
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(stamps)), pa.timestamp("ms")),
+                                "t": pa.array(stamps, pa.timestamp("ms"))}), time="ts", name="t")
+    calls = ", ".join(f"{f}(t TO {unit})" for unit in TIME_UNITS for f in ("FLOOR", "CEIL"))
+    query = dw.sql(f"SELECT ts, {calls} FROM t", tables={"t": t})
+    tables = [query.collect(config).sort_by("ts").drop(["ts"]) for config in MODES]
+    ints = [[tuple(r.values()) for r in tb.cast(pa.schema([(c, pa.int64()) for c in tb.column_names])).to_pylist()]
+            for tb in tables]  # as integers: Python's datetime stops at the years 1 and 9999
+    assert ints[0] == ints[1]
+    epoch = datetime(1970, 1, 1)
+    for ms, got in zip(stamps, ints[0], strict=True):
+        if ms is None:
+            assert set(got) == {None}
+        elif -62135596800000 + 2 * 86_400_000 * 366 <= ms < 253402300800000 - 86_400_000 * 366:  # datetime's range
+            moment = epoch + timedelta(milliseconds=ms)
+            expected = [f(moment, unit) for unit in TIME_UNITS for f in (time_floor, time_ceil)]
+            assert got == tuple((e - epoch) // timedelta(milliseconds=1) for e in expected)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("SELECT FLOOR(ts TO DECADE) FROM t", r"column 14: FLOOR\(\.\.\. TO DECADE\): Darwin's FLOOR takes one of "
+                                          "MILLISECOND, SECOND"),
+    ("SELECT CEIL(a TO DAY) FROM t", r"column 13: CEIL\(\.\.\. TO DAY\) takes a TIMESTAMP; a is int64"),
+])
+def test_floor_and_ceil_to_a_unit_refuse_what_they_cannot_take_at_its_position(text, problem):
+    with pytest.raises(SqlError, match=problem):
+        dw.sql(text, tables={"t": table(a=[1])})
+
+
+def test_the_fluent_floor_and_ceil_of_timestamps():
+    t = table(a=[1])
+    got = t.select(f=col("ts").dt.floor("week"), c=col("ts").dt.ceil("hour")).collect().to_pylist()
+    assert got == [{"f": datetime(1969, 12, 28), "c": datetime(1970, 1, 1)}]
+    with pytest.raises(DarwinTypeError, match="floors to one of second, minute"):
+        col("ts").dt.floor("decade")
+
+
 # -- TO_TIMESTAMP, UNIX_TIMESTAMP, FROM_UNIXTIME, TO_TIMESTAMP_LTZ ---------------------------------------
 
 def at(text):
