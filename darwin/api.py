@@ -90,19 +90,25 @@ class Table:
                               + tuple(computed))
         return GroupedTable(plan, _key_names(plan, keys) + tuple(named))
 
-    def agg(self, /, **aggs: Agg) -> Table:
+    def agg(self, /, state_ttl: Any = None, **aggs: Agg) -> Table:
         """One updating row over all rows (a global aggregation without a window)."""
-        return GroupedTable(self.plan, ()).agg(**aggs)
+        return GroupedTable(self.plan, ()).agg(state_ttl, **aggs)
 
-    def top_n(self, n: int, by: str | Sequence[str] = (), order: OrderBy = (), rank: str | None = None) -> Table:
+    def top_n(self, n: int, by: str | Sequence[str] = (), order: OrderBy = (), rank: str | None = None,
+              state_ttl: Any = None) -> Table:
         """The first ``n`` rows per ``by`` in ``order`` (``ROW_NUMBER() ... <= n``), an updating table:
-        rows enter and leave the top as they arrive. ``rank`` adds each row's position (1..n)."""
-        return Table(pn.TopN(self.plan, n, _names(by), _order(order), rank))
+        rows enter and leave the top as they arrive. ``rank`` adds each row's position (1..n).
+        ``state_ttl`` forgets a partition, silently, once the watermark is that far past the
+        watermark at its top's last change (Flink's ``table.exec.state.ttl``, in event time)."""
+        return Table(pn.TopN(self.plan, n, _names(by), _order(order), rank, _state_ttl(state_ttl)))
 
-    def deduplicate(self, on: str | Sequence[str], keep: str = "first", order: str | None = None) -> Table:
+    def deduplicate(self, on: str | Sequence[str], keep: str = "first", order: str | None = None,
+                    state_ttl: Any = None) -> Table:
         """One row per distinct ``on``: the ``first`` or ``last`` by column ``order`` (default: arrival).
-        Keeping the first arrival appends; otherwise a later winner replaces the row (-U, +U)."""
-        return Table(pn.Deduplicate(self.plan, _names(on), keep, order))
+        Keeping the first arrival appends; otherwise a later winner replaces the row (-U, +U).
+        ``state_ttl`` forgets a key, silently, once the watermark is that far past the watermark at
+        its kept row's last change; a later row of it is then kept as the first again."""
+        return Table(pn.Deduplicate(self.plan, _names(on), keep, order, _state_ttl(state_ttl)))
 
     @overload
     def window(self, window: Window, late_output: bool = False) -> WindowedTable: ...
@@ -350,22 +356,33 @@ class GroupedTable:
                  barrier: BarrierWindow | None = None) -> None:
         self.plan, self.keys, self.session, self.barrier = plan, keys, session, barrier
 
-    def agg(self, /, **aggs: Agg) -> Table:
+    def agg(self, /, state_ttl: Any = None, **aggs: Agg) -> Table:
+        """``state_ttl`` (an aggregation without a window only) forgets a group, silently, once the
+        watermark is that far past the watermark at its last row; its key then starts from zero (+I)."""
+        if isinstance(state_ttl, Agg):
+            raise PlanError("agg: state_ttl= names the state's time to live; name the aggregate otherwise")
         calls = []
         for name, a in aggs.items():
             if not isinstance(a, Agg):
                 raise PlanError(f"agg: {name}= must be an aggregate such as dw.sum('x'), got {a!r}")
             calls.append((name, a.call))
+        if state_ttl is not None and (self.barrier is not None or self.session is not None
+                                      or isinstance(self.plan, pn.WindowAssign)):
+            raise PlanError("agg: a windowed aggregation forgets each window when it fires; it takes no state_ttl")
         if self.barrier is not None:
             return Table(pn.BarrierAggregate(self.plan, self.barrier, self.keys, tuple(calls)))
         if self.session is not None:
             return Table(pn.SessionAggregate(self.plan, self.session, self.keys, tuple(calls)))
         if isinstance(self.plan, pn.WindowAssign):
             return Table(pn.Aggregate(self.plan, self.keys, tuple(calls)))
-        return Table(pn.GroupAggregate(self.plan, self.keys, tuple(calls)))
+        return Table(pn.GroupAggregate(self.plan, self.keys, tuple(calls), _state_ttl(state_ttl)))
 
 
 OrderBy = str | pn.SortKey | Sequence[str | pn.SortKey]
+
+
+def _state_ttl(value: Any) -> int | None:
+    return None if value is None else to_millis(value, "state_ttl", PlanError)
 
 
 def asc(column: str) -> pn.SortKey:

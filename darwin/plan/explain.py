@@ -33,7 +33,8 @@ class _Describe(PlanVisitor[str]):
         step = " (count_distinct's second step)" if isinstance(node, pn.Aggregate) and node.second_step else ""
         return f"{type(node).__name__} keys=[{', '.join(node.keys)}] aggs=[{aggs}]{step}"
 
-    visit_GroupAggregate = visit_Aggregate
+    def visit_GroupAggregate(self, node: pn.GroupAggregate) -> str:
+        return self.visit_Aggregate(node) + _ttl(node.state_ttl_ms)
 
     def visit_SessionAggregate(self, node: pn.SessionAggregate | pn.BarrierAggregate) -> str:
         return f"{self.visit_Aggregate(node)} {node.window}"
@@ -47,7 +48,7 @@ class _Describe(PlanVisitor[str]):
     def visit_TopN(self, node: pn.TopN) -> str:
         rank = f" rank={node.rank}" if node.rank else ""
         return (f"TopN {node.n} by=[{', '.join(node.partition)}] order=[{', '.join(map(str, node.order))}]{rank}"
-                + (" (per window)" if node.windowed else ""))
+                + (" (per window)" if node.windowed else "") + _ttl(node.state_ttl_ms))
 
     def visit_Over(self, node: pn.Over) -> str:
         aggs = ", ".join(f"{n}={c}" for n, c in node.aggs)
@@ -56,21 +57,24 @@ class _Describe(PlanVisitor[str]):
 
     def visit_Deduplicate(self, node: pn.Deduplicate) -> str:
         order = "arrival" if node.order is None else node.order
-        return f"Deduplicate on=[{', '.join(node.on)}] keep={node.keep} by {order}"
+        return f"Deduplicate on=[{', '.join(node.on)}] keep={node.keep} by {order}" + _ttl(node.state_ttl_ms)
 
     def visit_Join(self, node: pn.Join) -> str:
         from darwin.plan.temporal import join_timing
 
         timing = join_timing(node)
         kind = "regular" if timing is None else timing.kind
-        ttl = f" state_ttl={node.state_ttl_ms}ms" if node.state_ttl_ms is not None else ""
-        return f"Join {node.how} {kind} on [{_pairs(node)}]" + _where(node) + ttl
+        return f"Join {node.how} {kind} on [{_pairs(node)}]" + _where(node) + _ttl(node.state_ttl_ms)
 
     def visit_LookupJoin(self, node: pn.LookupJoin) -> str:
         return f"LookupJoin {node.how} on [{_pairs(node)}]" + _where(node)
 
     def visit_Union(self, node: pn.Union) -> str:
         return f"Union of {len(node.parts)}"
+
+
+def _ttl(ms: int | None) -> str:
+    return "" if ms is None else f" state_ttl={ms}ms"
 
 
 def _pairs(node: pn.Join | pn.LookupJoin) -> str:

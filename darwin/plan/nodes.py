@@ -341,10 +341,15 @@ class GroupAggregate(_OneInput):
     input: PlanNode
     keys: tuple[str, ...]
     aggs: tuple[tuple[str, AggCall], ...]
+    state_ttl_ms: int | None = None  # a group leaves the state once the watermark is this far past its last row
 
     def __post_init__(self) -> None:
         _need_aggregates(self.aggs)
         _distinct_keys(self.keys)
+        _check_state_ttl("agg", self.state_ttl_ms, self.input)
+        if self.state_ttl_ms is not None and any(function(call.func).distinct for _, call in self.aggs):
+            raise UnsupportedError("agg: state_ttl with a distinct count is not supported yet (its value sets "
+                                   "cannot be dropped per group)")
         _ = self.schema
 
     @cached_property
@@ -356,6 +361,18 @@ class GroupAggregate(_OneInput):
                 raise PlanError(f"agg: {name}= is also a group key")
             fields.append(Field(name, *agg_type(call, inp, name)))
         return Schema(tuple(fields), inp.unsupported)
+
+
+def _check_state_ttl(what: str, ttl_ms: int | None, input: PlanNode) -> None:
+    """A state TTL is positive, and over an appending input: a retraction of a key whose state has
+    expired would need Flink's rule for it (dropped unless the key came back), not written yet."""
+    if ttl_ms is None:
+        return
+    if ttl_ms <= 0:
+        raise PlanError(f"{what}: state_ttl must be positive, got {ttl_ms}ms")
+    if updating(input):
+        raise UnsupportedError(f"{what}: state_ttl over {_UPDATING} is not supported yet; it is over an "
+                               "append-only input")
 
 
 @dataclass(frozen=True)
@@ -388,6 +405,7 @@ class TopN(_OneInput):
     by: tuple[str, ...]
     order: tuple[SortKey, ...]
     rank: str | None = None
+    state_ttl_ms: int | None = None  # a partition leaves the state once the watermark is this far past its last change
 
     def __post_init__(self) -> None:
         if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
@@ -396,6 +414,9 @@ class TopN(_OneInput):
             raise PlanError("top_n: give an order, e.g. order=[dw.desc('price')]")
         if self.windowed and updating(self.input):
             raise UnsupportedError(f"a window top-N over {_UPDATING} is not supported yet")
+        if self.windowed and self.state_ttl_ms is not None:
+            raise PlanError("top_n: a window top-N forgets each window when it fires; it takes no state_ttl")
+        _check_state_ttl("top_n", self.state_ttl_ms, self.input)
         _ = self.schema
 
     @property
@@ -428,10 +449,12 @@ class Deduplicate(_OneInput):
     on: tuple[str, ...]
     keep: str = "first"
     order: str | None = None
+    state_ttl_ms: int | None = None  # a key leaves the state once the watermark is this far past its last change
 
     def __post_init__(self) -> None:
         if self.keep not in RANK_ORDERS:
             raise PlanError(f"deduplicate: keep={self.keep!r}; use 'first' or 'last'")
+        _check_state_ttl("deduplicate", self.state_ttl_ms, self.input)
         if not self.on:
             raise PlanError("deduplicate: give the columns that identify a row, e.g. on=['bidder', 'auction']")
         if updating(self.input):

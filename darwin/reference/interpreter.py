@@ -61,7 +61,8 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
     root.consumers.append((out, 0))
     ops = [built.results[id(n)][1] for n in pn.walk(plan) if id(n) in built.results]  # a lookup table loads apart
     scans = [op for op in ops if isinstance(op, _Scan)]
-    stateful = [op for op in ops if isinstance(op, (_WindowAggregate, _SessionAggregate, _Join, _Union, _Rank))]
+    stateful = [op for op in ops if isinstance(op, (_WindowAggregate, _SessionAggregate, _Join, _Union, _Rank,
+                                                 _GroupAggregate))]
     late_schema = pn.late_output_schema(plan)
     late_warning = LateRowsWarning(", ".join(s.node.source.name for s in scans), late_schema is not None)
     schema = _output_schema(plan)
@@ -781,6 +782,7 @@ class _GroupAggregate(_Operator):
         self.retracting = pn.updating(node.input)
         self.groups: dict[tuple, _Group] = {}
         self.names = [f.name for f in node.schema.fields]
+        self.stamps: dict[tuple, int] = {}  # with a state_ttl: the watermark at each group's last row
 
     def push(self, rows: Rows, marks: Marks, port: int) -> None:
         touched: dict[tuple, None] = {}  # an ordered set
@@ -809,6 +811,9 @@ class _GroupAggregate(_Operator):
                                                                      *(a.result() for a in group.accs)]))
             if group.rows == 0:
                 del self.groups[key]
+                self.stamps.pop(key, None)
+            elif self.node.state_ttl_ms is not None:
+                self.stamps[key] = self.wm
             if _same_row(old, new):
                 continue
             if old is not None:
@@ -817,6 +822,12 @@ class _GroupAggregate(_Operator):
                 out.append({**new, pn.CHANGE_KIND: pn.ChangeKind.UPDATE_AFTER if old else INSERT})
             group.emitted = new
         self.emit(out, [self.inputs[0].watermark()] * len(out))
+
+    def advance(self) -> None:
+        """With a state_ttl, forget (silently) the groups whose time ran out."""
+        self.wm = self.inputs[0].watermark()
+        for key in _expired(self.stamps, self.node.state_ttl_ms, self.wm):
+            del self.groups[key]
 
 
 class _Ranked:
@@ -867,6 +878,8 @@ class _Rank(_Operator):
         self.parts = self.held.rows
         self.shown: dict[tuple, list[_Ranked]] = {}  # the kept rows last emitted, per partition
         self.by_row = isinstance(node.input, pn.WindowAssign) and judged_by_source(node.input.input)
+        self.ttl = node.state_ttl_ms
+        self.stamps: dict[tuple, int] = {}  # with a state_ttl: the watermark at each partition's last change
 
     def watermark(self) -> int:
         return self.wm if self.r.windowed else self.inputs[0].watermark()
@@ -888,6 +901,8 @@ class _Rank(_Operator):
             if r.windowed:
                 continue
             new = entries[:r.n]
+            if self.ttl is not None and [e.seq for e in new] != [e.seq for e in self.shown.get(part, [])]:
+                self.stamps[part] = self.wm
             out += _rank_changes(r, self.shown.get(part, []), new)
             self.shown[part] = new
             if not entries:
@@ -898,13 +913,31 @@ class _Rank(_Operator):
         self.emit(out, [self.inputs[0].watermark()] * len(out))
 
     def advance(self) -> None:
-        if not self.r.windowed:
+        if not self.r.windowed:  # with a state_ttl, forget (silently) the partitions whose time ran out
+            self.wm = self.inputs[0].watermark()
+            for part in _expired(self.stamps, self.ttl, self.wm):
+                del self.parts[part], self.shown[part]
             return
         old, self.wm = self.wm, self.inputs[0].watermark()
         end = self.r.partition.index(pn.WINDOW_END)
         fired = sorted((p for p in self.parts if p[end] <= self.wm), key=lambda p: p[end])  # stable: first seen
         out = [_with_rank(self.r, e.row, i) for p in fired for i, e in enumerate(self.parts.pop(p))]
         self.emit(out, [old] * len(out))
+
+
+def _expired(stamps: dict[tuple, int], ttl: int | None, wm: int) -> list[tuple]:
+    """The keys of ``stamps`` (the watermark at each key's last write) whose ``ttl`` has run out by
+    the watermark ``wm``, forgotten; a key stamped before any watermark starts at the first, as a
+    join's rows do (``_Join._expire``)."""
+    if ttl is None or wm == NO_WATERMARK:
+        return []
+    for key, stamp in stamps.items():
+        if stamp == NO_WATERMARK:
+            stamps[key] = wm
+    gone = [key for key, stamp in stamps.items() if stamp + ttl < wm]
+    for key in gone:
+        del stamps[key]
+    return gone
 
 
 class _Over(_Operator):

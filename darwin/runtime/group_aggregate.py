@@ -46,6 +46,7 @@ from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.folds import text_arrays
 from darwin.runtime.group_keys import INITIAL_GROUPS, GroupKeys
 from darwin.runtime.rows import same_values
+from darwin.runtime.state_ttl import Stamps
 from darwin.runtime.stream_operators import InputTime
 from darwin.state.placement import Placement, copy_rows
 from darwin.state.snapshot import load_arrays, save_arrays
@@ -90,6 +91,7 @@ class GroupAggregateRunner(InputTime):
                          for d, members in enumerate(self.distinct_members)]
         self.member_of = {i: (d, j) for d, members in enumerate(self.distinct_members) for j, i in enumerate(members)}
         self.wm = NO_WATERMARK
+        self.stamps = None if node.state_ttl_ms is None else Stamps(node.state_ttl_ms)
         self._allocate(self.groups.capacity)
         # values kept per group where a retraction needs them (min/max over an updating input)
         self.kept: dict[int, dict[int, dict[Any, int]]] = {i: {} for i, s in enumerate(self.slots) if not s.folds_value}
@@ -153,6 +155,8 @@ class GroupAggregateRunner(InputTime):
                       [args[4 * i + 1] for i in members])
         new_rows = self.rows[touched]
         self._reset(touched[new_rows == 0])
+        if self.stamps is not None:  # every row writes its group's state
+            self.stamps.write(touched, self.wm)
         new = self._results(touched)
         return self._changes(touched, old_rows > 0, old, new_rows > 0, new)
 
@@ -235,6 +239,32 @@ class GroupAggregateRunner(InputTime):
         return EncodedBatch(columns, len(at))
 
     # -- event time and checkpoints -------------------------------------------------------------
+    def advance(self, input_wm: int) -> EncodedBatch | None:
+        """With a state_ttl: forget, silently, the groups whose time ran out (a key that comes again
+        starts from zero and is inserted again, as in Flink)."""
+        self.wm = input_wm
+        if self.stamps is None or input_wm == NO_WATERMARK:
+            return None
+        gone = self.stamps.expired(np.flatnonzero(self.rows[:self.count] > 0), input_wm)
+        if len(gone):
+            self.rows[gone] = 0
+            self._reset(gone)
+            held = np.flatnonzero(self.rows[:self.count] > 0)
+            if (self.count - len(held)) * 4 >= self.groups.capacity:
+                self._retain(held)
+        return None
+
+    def _retain(self, held: np.ndarray) -> None:
+        """Keep only the groups ``held`` (of an appending input: no distinct sets, no kept values),
+        renumbered in their order, so the ids stay as many as the keys still held."""
+        count, m = self.count, len(held)
+        for arr in [self.rows, *self.values, *self.counts, *self.specials.values()]:
+            arr[:m] = arr[held]
+            arr[m:count] = 0
+        assert self.stamps is not None and not self.distinct
+        self.stamps.retain(held, count)
+        self.groups.retain(held)
+
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
         """Each array a file of its own (``.npy``, written from the placed arrays as they are)."""
         table, n = f"group{self.g.id}", self.count
@@ -243,6 +273,8 @@ class GroupAggregateRunner(InputTime):
             arrays[f"v{i}"], arrays[f"c{i}"] = self.values[i][:n], self.counts[i][:n]
         for i, specials in self.specials.items():
             arrays[f"s{i}"] = specials[:n]
+        if self.stamps is not None:
+            arrays["stamp"] = self.stamps.at[:n]
         files = save_arrays(directory, table, arrays)
         for d, sets in enumerate(self.distinct):
             files += sets.save(directory, table, f"d{d}", n)
@@ -268,6 +300,8 @@ class GroupAggregateRunner(InputTime):
         for d, sets in enumerate(self.distinct):
             sets.restore(saved, f"d{d}", n)
             sets.ensure_groups(capacity)
+        if self.stamps is not None and "stamp" in saved:
+            self.stamps.load(saved["stamp"])
         self.wm = int(body["wm"])
         for i, per_group in json.loads(body["kept"]).items():
             self.kept[int(i)] = {int(g): {(NAN_KEY if k == _NAN_TEXT else extreme_key(k)): c for k, c in values}

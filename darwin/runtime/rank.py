@@ -42,6 +42,7 @@ class RankRunner:
         self.wm = NO_WATERMARK
         self.next_seq = 0
         self.late_rows = 0
+        self.ttl = node.state_ttl_ms  # with one, ``live`` marks the partitions holding rows
         n = self.r.n
         if self.r.retracting:  # every row, flat: its partition, arrival number and values
             self.part = np.zeros(0, np.int64)
@@ -52,6 +53,7 @@ class RankRunner:
             self.rows = Rows.empty(self.fields, self.parts.capacity * n)
             self.live = np.zeros(self.parts.capacity, np.bool_)  # windowed: holds rows of an open window
             self.mark = np.full(self.parts.capacity, -1, np.int64)  # touched_partitions' scratch
+            self.stamp = np.full(self.parts.capacity, NO_WATERMARK, np.int64)  # watermark at the last change
 
     # -- a batch ----------------------------------------------------------------------------------
     def push(self, batch: EncodedBatch) -> EncodedBatch | None:
@@ -120,6 +122,10 @@ class RankRunner:
         if self.r.windowed:
             self.live[touched] = True
             return None
+        if self.ttl is not None:  # a partition's last write: a change of the rows it keeps
+            changed = (slot_seq != self.seq[slots]).reshape(-1, n).any(axis=1)
+            self.stamp[touched[changed]] = self.wm
+            self.live[touched] = True
         return self._changes(cand, cand_seq, old_top, new_top)
 
     def _order_keys(self, held: Rows, rows: Rows, seq: np.ndarray) -> np.ndarray:
@@ -139,6 +145,7 @@ class RankRunner:
             self.seq = np.concatenate([self.seq, np.full((self.parts.capacity - have) * n, -1, np.int64)])
             self.rows = self.rows.resized(self.parts.capacity * n)
             self.live = np.concatenate([self.live, np.zeros(self.parts.capacity - have, np.bool_)])
+            self.stamp = np.concatenate([self.stamp, np.full(self.parts.capacity - have, NO_WATERMARK, np.int64)])
         if len(self.mark) < self.parts.capacity:
             self.mark = np.full(self.parts.capacity, -1, np.int64)
 
@@ -188,9 +195,12 @@ class RankRunner:
 
     # -- event time and checkpoints -------------------------------------------------------------
     def advance(self, input_wm: int) -> EncodedBatch | None:
-        """Over windows: emit and forget the kept rows of every window the watermark closed."""
+        """Over windows: emit and forget the kept rows of every window the watermark closed. With a
+        state_ttl: forget, silently, the partitions whose time ran out."""
         self.wm = input_wm
         if not self.r.windowed:
+            if self.ttl is not None and input_wm != NO_WATERMARK:
+                self._expire(input_wm)
             return None
         live = np.flatnonzero(self.live[:self.parts.count])
         ends = self.parts.columns(live)[pn.WINDOW_END].values
@@ -204,14 +214,31 @@ class RankRunner:
         self.seq[slots] = -1
         self.live[fired] = False
         out = self._emit(self.rows, present, None, present % n + 1)
-        self._forget_fired()
+        self._forget_emptied()
         return out
 
-    def _forget_fired(self) -> None:
-        """Drop the partitions of fired windows once they are a quarter of the slots, moving the open
-        windows' partitions to the front in their order (which orders firing): no row of a fired
-        window is taken again (``push`` drops it as late), and kept, each window's partitions held
-        ``n`` slots of rows for ever, so a long stream's state grew with every window it saw."""
+    def _expire(self, wm: int) -> None:
+        """Empty the partitions last changed ``ttl`` before ``wm`` (stamped before any watermark: time
+        starts at the first, as a join's rows' does); their keys start afresh if they come again."""
+        assert self.ttl is not None
+        held = np.flatnonzero(self.live[:self.parts.count])
+        stamp = self.stamp[held]
+        stamp[stamp == NO_WATERMARK] = wm
+        self.stamp[held] = stamp
+        gone = held[stamp < wm - self.ttl]
+        if not len(gone):
+            return
+        n = self.r.n
+        self.seq[(gone[:, None] * n + np.arange(n)).ravel()] = -1
+        self.live[gone] = False
+        self._forget_emptied()
+
+    def _forget_emptied(self) -> None:
+        """Drop the partitions holding no rows (of fired windows, or expired) once they are a quarter
+        of the slots, moving the others to the front in their order (which orders firing): no row of
+        a fired window is taken again (``push`` drops it as late), an expired key starts afresh, and
+        kept, each window's partitions held ``n`` slots of rows for ever, so a long stream's state
+        grew with every window (or key) it saw."""
         count, n = self.parts.count, self.r.n
         open_parts = np.flatnonzero(self.live[:count])
         if (count - len(open_parts)) * 4 < self.parts.capacity:
@@ -223,6 +250,8 @@ class RankRunner:
         self.seq[len(slots):count * n] = -1
         self.live[:count] = False
         self.live[:len(open_parts)] = True
+        self.stamp[:len(open_parts)] = self.stamp[open_parts]
+        self.stamp[len(open_parts):count] = NO_WATERMARK
         self.parts.retain(open_parts)
 
     def counters(self) -> dict[str, int]:
@@ -234,7 +263,7 @@ class RankRunner:
         if self.r.retracting:
             arrays["part"] = self.part
         else:
-            arrays["live"] = self.live
+            arrays["live"], arrays["stamp"] = self.live, self.stamp
         for i, f in enumerate(self.fields):
             c = self.rows.columns[f.name]
             arrays[f"v{i}"] = c.values
@@ -255,6 +284,8 @@ class RankRunner:
                 self.part = saved["part"].copy()
             else:
                 self.live = saved["live"].copy()
+                self.stamp = saved["stamp"].copy() if "stamp" in saved else \
+                    np.full(len(self.live), NO_WATERMARK, np.int64)  # a checkpoint from before state_ttl
         self.wm, self.next_seq, self.late_rows = int(body["wm"]), int(body["next_seq"]), int(body["late_rows"])
         self._grow()
 

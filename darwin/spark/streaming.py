@@ -144,6 +144,9 @@ class StreamTranslator(SharedNodeVisitor[Stream]):
         from darwin.spark.translate import _aggregates
 
         _refuse_distinct(node)
+        if node.state_ttl_ms is not None:
+            raise UnsupportedError(f"Spark Structured Streaming cannot run {_name(node)} with state_ttl: Spark "
+                                   "keeps an aggregation's groups until their watermark, not for a time to live")
         s = self.visit(node.input)
         self.updating = True
         df = s.df.groupBy(*(column(k) for k in node.keys)).agg(*_aggregates(node.aggs, node.input.schema))

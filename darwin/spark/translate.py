@@ -141,6 +141,7 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
     def visit_GroupAggregate(self, node: pn.GroupAggregate) -> Frame:
         from pyspark.sql import functions as F
 
+        _refuse_state_ttl(node)
         f = self.visit(node.input)
         aggs = _aggregates(node.aggs, node.input.schema)
         df = f.df.groupBy(*(column(k) for k in node.keys)).agg(*aggs, F.min(SEQ).alias(SEQ),
@@ -215,6 +216,7 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
+        _refuse_state_ttl(node)
         r = ranking_of(node)
         f = self.visit(node.input)
         df = f.df
@@ -282,6 +284,14 @@ def _hidden() -> list[Column]:
 
 def _name(node: Any) -> str:
     return f"plan node {type(node).__name__}"
+
+
+def _refuse_state_ttl(node: pn.GroupAggregate | pn.TopN | pn.Deduplicate) -> None:
+    """Which keys a state TTL forgot depends on when Darwin's watermark moved between batches, which
+    a batch job over the whole input does not have (as for a join's ``state_ttl``)."""
+    if node.state_ttl_ms is not None:
+        raise UnsupportedError(f"the Spark engine cannot translate {_name(node)} with state_ttl: which keys "
+                               "left the state depends on when Darwin's watermark moved")
 
 
 def _lateness(f: Frame, on: str, node: Any) -> bool:

@@ -129,6 +129,7 @@ def test_a_job_control_stop_ends_the_query_at_a_commit_and_a_restart_goes_on(spa
      "Aggregate: agg bidders=count_distinct"),
     (lambda t: t.group_by("auction").agg(bidders=dw.count_distinct("bidder")),
      "GroupAggregate: agg bidders=count_distinct"),
+    (lambda t: t.group_by("auction").agg(n=dw.count(), state_ttl="1h"), "GroupAggregate with state_ttl"),
 ])
 def test_what_streaming_cannot_express_is_refused_naming_the_node(spark, shape, named):
     q = shape(source(events=EVENTS, rate_limit=10_000).bid)
