@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from darwin.errors import CastError, DarwinTypeError
 from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
+from darwin.plan.evaluate import compile_expr
 from darwin.plan.window import Window
 from darwin.timestamps import END_OF_INPUT, NO_WATERMARK
-from darwin.types import DType
+from darwin.types import DType, Schema
 
 
 @dataclass(frozen=True)
@@ -175,16 +177,12 @@ def _bound_lags(window: Window) -> dict[str, TimeLag]:
 
 
 def _lag_of(e: ex.ExprNode, lags: dict[str, TimeLag]) -> TimeLag | None:
-    """The lag of ``column``, ``column + n`` or ``column - n`` (n a whole number of ms) over ``lags``."""
-    if isinstance(e, ex.Column):
-        return lags.get(e.name)
-    if not (isinstance(e, ex.Binary) and e.op in ("add", "sub") and isinstance(e.left, ex.Column)
-            and isinstance(e.right, ex.Literal) and e.right.dtype is DType.INT64 and e.right.value is not None):
+    """The lag of ``column``, ``column + n`` or ``column - n`` (n a constant number of ms) over ``lags``."""
+    terms = _terms(e, set(lags))
+    if terms is None or list(terms[0].values()) != [1] or abs(terms[1]) > _MAX_SHIFT_MS:
         return None
-    lag = lags.get(e.left.name)
-    if lag is None:
-        return None
-    return lag.shifted(e.right.value if e.op == "add" else -e.right.value)
+    (column,) = terms[0]
+    return lags[column].shifted(terms[1]) if terms[1] else lags[column]
 
 
 def judged_by_source(node: pn.PlanNode) -> bool:
@@ -265,53 +263,112 @@ def _interval_join(join: pn.Join) -> JoinTiming | None:
 
     ``r.t <= l.c + high``: a left row cannot match once the right watermark passes ``l.c + high``.
     ``r.c >= l.t + low``: a right row cannot match once the left watermark passes ``r.c - low``.
+
+    The bounds are read from the condition's comparisons and from key pairs (``l.t = r.t`` is an
+    interval of nothing, as in Flink), whatever side of the comparison each time is written on and
+    however its constant is written (``INTERVAL '5' SECOND * 2``, ``lit(100).cast('int64')``).
     """
-    if join.where is None:
-        return None
     left_times, right_times = time_attributes(join.left), time_attributes(join.right)
     right_by_output = {out: name for name, out in join.right_names.items()}
     left_stamps = {f.name for f in join.left.schema.fields if f.dtype is DType.TIMESTAMP}
+    stamps = {f.name for f in join.schema.fields if f.dtype is DType.TIMESTAMP}
     upper: SideTiming | None = None  # how left rows free (bounded by the right time attribute)
     lower: SideTiming | None = None  # how right rows free
-    for conjunct in ex.conjuncts(join.where):
-        for (a, b), low, high in _difference_bounds(conjunct):  # low <= b - a <= high
-            right_col = right_by_output.get(b)
-            if a not in left_stamps or right_col is None:
-                continue
-            if high is not None and right_col in right_times and upper is None:
-                upper = SideTiming("", a, high)
-                upper_time = right_col
-            if low is not None and a in left_times and lower is None:
-                lower = SideTiming(right_col, right_col, -low)
-                lower_time = a
+    for (a, b), low, high in _time_bounds(join, stamps):  # low <= b - a <= high
+        right_col = right_by_output.get(b)
+        if a not in left_stamps or right_col is None:
+            continue
+        if high is not None and right_col in right_times and upper is None:
+            upper = SideTiming("", a, high)
+            upper_time = right_col
+        if low is not None and a in left_times and lower is None:
+            lower = SideTiming(right_col, right_col, -low)
+            lower_time = a
     if upper is None or lower is None:
         return None
     return JoinTiming("interval", SideTiming(lower_time, upper.bound, upper.bound_shift),
                       SideTiming(upper_time, lower.bound, lower.bound_shift))
 
 
+Bounds = list[tuple[tuple[str, str], int | None, int | None]]
 
-def _linear(e: ex.ExprNode) -> tuple[str, int] | None:
-    """``column + offset`` for a column plus or minus an integer literal (milliseconds)."""
+
+def _time_bounds(join: pn.Join, stamps: set[str]) -> Bounds:
+    """Every bound ``low <= b - a <= high`` on two columns of the join's output that its condition's
+    conjuncts and its key pairs state."""
+    found: Bounds = []
+    left_stamps = {f.name for f in join.left.schema.fields if f.dtype is DType.TIMESTAMP}
+    for conjunct in ex.conjuncts(join.where) if join.where is not None else ():
+        if isinstance(conjunct, ex.Binary) and conjunct.op in _COMPARISONS:
+            found += _difference_bounds(conjunct.op, _terms(conjunct.left, stamps), _terms(conjunct.right, stamps))
+    right_stamps = {c for c, out in join.right_names.items() if out in stamps}
+    for lk, rk in zip(join.left_keys, join.right_keys):
+        right = _terms(rk, right_stamps)
+        renamed = None if right is None else ({join.right_names[c]: k for c, k in right[0].items()}, right[1])
+        found += _difference_bounds("eq", _terms(lk, left_stamps), renamed)
+    return found
+
+
+_COMPARISONS = ("lt", "le", "gt", "ge", "eq")
+_MAX_SHIFT_MS = 2**62  # a bound past this could overflow the condition's int64 arithmetic
+
+
+def _constant_ms(e: ex.ExprNode) -> int | None:
+    """The value of an integer expression without columns (a number of milliseconds, as an
+    interval is), evaluated as the engines evaluate it; None for anything else."""
+    if ex.columns_of(e):
+        return None
+    try:
+        if ex.type_of(e, _NO_COLUMNS).dtype is not DType.INT64:
+            return None
+        value = compile_expr(e, _NO_COLUMNS)({})
+    except (DarwinTypeError, ArithmeticError, CastError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+_NO_COLUMNS = Schema(())
+
+Terms = tuple[dict[str, int], int]
+
+
+def _terms(e: ex.ExprNode, stamps: set[str]) -> Terms | None:
+    """``e`` as a sum of timestamp columns, each counted +1 or -1 times, plus a constant number of
+    milliseconds: ``({column: count}, constant)``; None if it is not one."""
+    constant = _constant_ms(e)
+    if constant is not None:
+        return {}, constant
     if isinstance(e, ex.Column):
-        return e.name, 0
-    if isinstance(e, ex.Binary) and e.op in ("add", "sub") and isinstance(e.left, ex.Column) \
-            and isinstance(e.right, ex.Literal) and isinstance(e.right.value, int) \
-            and not isinstance(e.right.value, bool):
-        return e.left.name, e.right.value if e.op == "add" else -e.right.value
+        return ({e.name: 1}, 0) if e.name in stamps else None
+    if isinstance(e, ex.Cast) and e.dtype is DType.TIMESTAMP:  # a timestamp cast to one is itself
+        inner = _terms(e.operand, stamps)
+        return inner if inner is not None and list(inner[0].values()) == [1] else None
+    if isinstance(e, ex.Binary) and e.op in ("add", "sub"):
+        x, y = _terms(e.left, stamps), _terms(e.right, stamps)
+        if x is None or y is None:
+            return None
+        return _combined(x, y, 1 if e.op == "add" else -1)
     return None
 
 
-def _difference_bounds(e: ex.ExprNode) -> list[tuple[tuple[str, str], int | None, int | None]]:
-    """A comparison of two linear time terms as ((a, b), low, high), low <= b - a <= high, once for
-    each order of the two columns."""
-    if not (isinstance(e, ex.Binary) and e.op in ("lt", "le", "gt", "ge")):
+def _combined(x: Terms, y: Terms, sign: int) -> Terms:
+    """``x + sign * y``, columns whose counts cancel left out."""
+    counts = dict(x[0])
+    for column, count in y[0].items():
+        counts[column] = counts.get(column, 0) + sign * count
+    return {c: n for c, n in counts.items() if n}, x[1] + sign * y[1]
+
+
+def _difference_bounds(op: str, x: Terms | None, y: Terms | None) -> Bounds:
+    """The comparison ``x OP y`` of two sums of time terms as ((a, b), low, high), low <= b - a <= high,
+    once for each order of the two columns, if it compares one column with another plus a constant."""
+    if x is None or y is None:
         return []
-    x, y = _linear(e.left), _linear(e.right)
-    if x is None or y is None or x[0] == y[0]:
+    counts, constant = _combined(x, y, -1)  # x - y = b - a + constant  OP  0
+    if sorted(counts.values()) != [-1, 1] or abs(constant) > _MAX_SHIFT_MS:
         return []
-    (a, da), (b, db) = x, y
-    c = da - db  # a + da OP b + db  <=>  b - a  OP'  c
-    low, high = {"le": (c, None), "lt": (c + 1, None), "ge": (None, c), "gt": (None, c - 1)}[e.op]
+    a, b = sorted(counts, key=counts.__getitem__)  # a counted -1, b +1
+    c = -constant  # b - a  OP  c
+    low, high = {"le": (None, c), "lt": (None, c - 1), "ge": (c, None), "gt": (c + 1, None), "eq": (c, c)}[op]
     flipped = (None if high is None else -high, None if low is None else -low)
     return [((a, b), low, high), ((b, a), *flipped)]

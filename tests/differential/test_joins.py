@@ -241,6 +241,55 @@ def _most_rows_kept(q: dw.Table) -> tuple[int, int]:
     return rows, most
 
 
+def _on_a_grid(name: str, n: int) -> dw.Table:
+    """``n`` rows 10 ms apart, keys 0-99 in turn."""
+    table = pa.table({"k": pa.array([i % 100 for i in range(n)], pa.int64()),
+                      "t": pa.array(range(0, n * 10, 10), pa.timestamp("ms"))})
+    return dw.from_arrow(table, time="t", name=name)
+
+
+TIME = col("t_right")
+BOUND_WRITTEN_OTHER_WAYS = {  # each the interval 0 <= t_right - t <= 1000, or a point of it
+    "a no-op cast": {"where": TIME.between(col("t"), col("t") + dw.lit(1000).cast("int64"))},
+    "a product of constants": {"where": TIME.between(col("t"), col("t") + dw.lit(500) * 2)},
+    "the constant first": {"where": TIME.between(col("t"), 1000 + col("t"))},
+    "nested sums": {"where": TIME.between(col("t"), (col("t") + 400) + (dw.lit(300) + 300))},
+    "a difference of the times": {"where": (TIME - col("t") >= 0) & (TIME - col("t") <= 1000)},
+    "either side, strict": {"where": (col("t") - 1 < TIME) & (col("t") + 1001 > TIME)},
+    "equal times as a key": {"on": [("k", "k"), ("t", "t")]},
+    "equal times in the condition": {"where": col("t") == TIME},
+}
+
+
+@pytest.mark.parametrize("written", BOUND_WRITTEN_OTHER_WAYS)
+def test_an_interval_written_any_way_frees_its_rows(written):
+    """However the constant or the comparison is written, a condition bounding the times from both
+    sides is an interval join: rows leave the state as the watermarks pass, instead of every row
+    of both sides being kept for ever."""
+    n = 50_000
+    args = {"on": [("k", "k")], **BOUND_WRITTEN_OTHER_WAYS[written]}
+    q = _on_a_grid("L", n).join(_on_a_grid("R", n), **args)
+    assert " interval on " in q.explain()
+    rows, most = _most_rows_kept(q)
+    assert rows == (n if "equal" in written else 2 * n - 100)  # a key's rows lie 1 s apart
+    assert most < 12_000, most  # ~1 s of each side and a batch, not 100,000 rows
+
+
+@SETTINGS
+@given(left=streams("L"), right=streams("R"), how=st.sampled_from(HOW), batch=st.integers(1, 8),
+       written=st.sampled_from(list(BOUND_WRITTEN_OTHER_WAYS)))
+def test_an_interval_written_other_ways_gives_what_between_gives(left, right, how, batch, written):
+    """The same changelog, on both engines, as the interval written the usual way."""
+    equal = "equal" in written
+    usual = left.join(right, on=[("k", "k")], how=how,
+                      where=TIME.between(col("t"), col("t") + (0 if equal else 1000)))
+    q = left.join(right, **{"on": [("k", "k")], "how": how, **BOUND_WRITTEN_OTHER_WAYS[written]})
+    config = dw.Config(batch_size=batch)
+    for mode in ("compiled", "interpreted"):
+        assert_table_equal(q.changelog(config.replace(mode=mode)), usual.changelog(config.replace(mode=mode)),
+                           check_nullability=True)
+
+
 def test_a_regular_join_keeps_no_row_that_found_its_match_on_a_unique_side():
     """Orders joined with their customers (declared unique by id), customers first: an order that
     found its customer is not kept, so the state holds the customers, not every order forever."""

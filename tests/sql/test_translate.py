@@ -78,6 +78,25 @@ def test_interval_join_between_on_time_columns_is_an_interval_join(bids, auction
     assert sorted_rows(table.collect()) == [(10,), (20,), (30,)]
 
 
+@pytest.mark.parametrize(("bound", "prices"), [  # bids of auction 1 at 0 s (10) and 1 s (30), auction 2 at 2 s (20)
+    ("B.ts BETWEEN A.ts - INTERVAL '1' SECOND AND A.ts + INTERVAL '5' SECOND", [10, 20, 30]),
+    ("B.ts BETWEEN A.ts AND A.ts + INTERVAL '1' SECOND * 2", [10, 20, 30]),
+    ("A.ts <= B.ts AND B.ts < A.ts + 2 * INTERVAL '1' SECOND", [10, 30]),
+    ("B.ts >= A.ts AND A.ts + INTERVAL '5' MINUTE - INTERVAL '299' SECOND > B.ts", [10]),
+    ("A.ts > B.ts - INTERVAL '1' SECOND AND B.ts >= A.ts", [10]),
+    ("CAST(A.ts AS TIMESTAMP(3)) <= B.ts AND B.ts <= A.ts + INTERVAL '5' SECOND", [10, 20, 30]),
+    ("B.ts - A.ts BETWEEN 1000 AND 5000", [20, 30]),
+    ("A.ts = B.ts", [10]),
+])
+def test_a_condition_bounding_the_times_from_both_sides_is_an_interval_join(bids, auctions, bound, prices):
+    """Flink's interval join conditions, constants written any way and times on either side, are
+    interval joins (rows freed as the watermarks pass), not regular joins keeping every row."""
+    table = dw.sql(f"SELECT B.price FROM auctions A JOIN bids B ON A.id = B.auction AND {bound}",
+                   tables={"bids": bids, "auctions": auctions})
+    assert " interval on " in table.explain()
+    assert sorted_rows(table.collect()) == [(p,) for p in prices]
+
+
 def test_top_n_and_deduplication_from_row_number(bids):
     top = dw.sql("SELECT * FROM (SELECT auction, price, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) "
                  "AS rn FROM bids) WHERE rn <= 2", tables={"bids": bids})
