@@ -270,9 +270,9 @@ class WindowedTable:
              how: str = "inner", where: Expr | None = None, suffix: str = "_right") -> Table:
         """A window join: rows of the same window whose keys are equal; a window's rows leave the
         state when it closes, and an outer join's unmatched rows are emitted then."""
-        if not isinstance(other, WindowedTable) or other.plan.window != self.plan.window:
-            raise PlanError("window join: window the other side with the same window, e.g. "
-                            f"other.window({self.plan.window!r})")
+        if not isinstance(other, WindowedTable) or not other.plan.window.same_windows(self.plan.window):
+            raise PlanError("window join: window the other side with windows of the same size and slide, e.g. "
+                            f"other.window({self.plan.window!r}) (over any of its time columns)")
         left_keys, right_keys = _join_keys(on, left_on, right_on)
         lk, rk = _paired_keys(self.plan, other.plan, left_keys + [pn.WINDOW_START], right_keys + [pn.WINDOW_START])
         return Table(pn.Join(self.plan, other.plan, lk, rk, how, None if where is None else _node(where), suffix))

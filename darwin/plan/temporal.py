@@ -245,7 +245,7 @@ def _window_join(join: pn.Join) -> JoinTiming | None:
             continue
         lw, rw = window_of(join.left, lk.name), window_of(join.right, rk.name)
         kind = _origin(join.left, lk.name)
-        if lw is None or lw != rw or kind is None or kind != _origin(join.right, rk.name):
+        if lw is None or not lw.same_windows(rw) or kind is None or kind != _origin(join.right, rk.name):
             continue
         # a window's rows can match only rows of the same window: late once the window has fired
         # (its last millisecond below the watermark: a windowed aggregation emits it before the

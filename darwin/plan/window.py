@@ -44,6 +44,11 @@ class Window:
     def is_tumbling(self) -> bool:
         return self.size_ms == self.slide_ms
 
+    def same_windows(self, other: object) -> bool:
+        """Whether ``other`` makes the same windows, over whatever time column: a window join pairs
+        them (Flink's needs the same kind, size and slide on both sides, not the same column)."""
+        return isinstance(other, Window) and (other.size_ms, other.slide_ms) == (self.size_ms, self.slide_ms)
+
     @property
     def windows_per_row(self) -> int:
         return self.size_ms // self.slide_ms

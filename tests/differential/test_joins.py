@@ -24,13 +24,13 @@ SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[Healt
 
 
 @st.composite
-def streams(draw, name: str) -> dw.Table:
+def streams(draw, name: str, time: str = "t") -> dw.Table:
     n = draw(st.integers(0, 30))
     keys = draw(st.lists(st.one_of(st.none(), st.integers(0, 5)), min_size=n, max_size=n))
     times = draw(st.lists(st.integers(0, 20_000), min_size=n, max_size=n))
     values = draw(st.lists(st.integers(-50, 50), min_size=n, max_size=n))
     return stream(name, keys, times, values, [f"{name}{v % 3}" for v in values],
-                  draw(st.sampled_from([0, 500, 5000])))
+                  draw(st.sampled_from([0, 500, 5000])), time=time)
 
 
 @st.composite
@@ -46,11 +46,11 @@ def keyed_streams(draw, name: str) -> dw.Table:
 
 
 def stream(name: str, keys: list, times: list, values: list, labels: list, max_delay: int,
-           primary_key: str | None = None) -> dw.Table:
-    """A join side: key ``k`` (NULLs allowed), event time ``t``, value ``v`` and label ``s``."""
-    table = pa.table({"k": pa.array(keys, pa.int64()), "t": pa.array(times, pa.timestamp("ms")),
+           primary_key: str | None = None, time: str = "t") -> dw.Table:
+    """A join side: key ``k`` (NULLs allowed), event time ``t`` (or ``time``), value ``v`` and label ``s``."""
+    table = pa.table({"k": pa.array(keys, pa.int64()), time: pa.array(times, pa.timestamp("ms")),
                       "v": pa.array(values, pa.int64()), "s": pa.array(labels, pa.string())})
-    return dw.from_arrow(table, time="t", max_delay=max_delay, name=name, primary_key=primary_key)
+    return dw.from_arrow(table, time=time, max_delay=max_delay, name=name, primary_key=primary_key)
 
 
 def assert_agree(query: dw.Table, batch_size: int, state: str = "memory") -> None:
@@ -113,6 +113,41 @@ def test_window_joins_agree(left, right, how, batch, state):
     q = left.window(dw.Tumble("5s", on="t")).join(right.window(dw.Tumble("5s", on="t")), on=[("k", "k")], how=how)
     assert "window join" in q.explain()
     assert_agree(q, batch, state)
+
+
+WINDOWS_ALIKE = {"tumbling": lambda on: dw.Tumble("5s", on=on), "sliding": lambda on: dw.Slide("4s", "2s", on=on)}
+
+
+@SETTINGS
+@given(left=streams("L"), right=streams("R", time="t2"), how=st.sampled_from(HOW), batch=st.integers(1, 8),
+       state=st.sampled_from(STATES), kind=st.sampled_from(list(WINDOWS_ALIKE)))
+def test_window_joins_over_time_columns_of_other_names_agree(left, right, how, batch, state, kind):
+    """As in Flink, the two sides' windows must be alike (kind, size, slide), not their time columns."""
+    window = WINDOWS_ALIKE[kind]
+    q = left.window(window("t")).join(right.window(window("t2")), on=[("k", "k")], how=how)
+    assert "window join" in q.explain()
+    assert_agree(q, batch, state)
+
+
+def test_a_window_join_over_time_columns_of_other_names_in_sql():
+    """Flink's window join of two TUMBLE TVFs, each over its own time column, is a window join
+    (rows freed as their window fires), with the rows of the same windows paired."""
+    left = stream("L", [1, 1, 2], [0, 1500, 300], [1, 2, 3], ["a", "b", "c"], 0)
+    right = stream("R", [1, 2, 1], [100, 400, 1200], [4, 5, 6], ["d", "e", "f"], 0, time="t2")
+    q = dw.sql("SELECT L.v, R.v AS w FROM TABLE(TUMBLE(TABLE l, DESCRIPTOR(t), INTERVAL '1' SECOND)) L "
+               "JOIN TABLE(TUMBLE(TABLE r, DESCRIPTOR(t2), INTERVAL '1' SECOND)) R "
+               "ON L.k = R.k AND L.window_start = R.window_start AND L.window_end = R.window_end",
+               tables={"l": left, "r": right})
+    assert "window join" in q.explain()
+    for mode in ("compiled", "interpreted"):
+        rows = q.collect(dw.Config(mode=mode)).to_pylist()
+        assert sorted(tuple(r.values()) for r in rows) == [(1, 4), (2, 6), (3, 5)]
+
+
+def test_a_window_join_refuses_windows_of_another_size():
+    left, right = stream("L", [], [], [], [], 0), stream("R", [], [], [], [], 0, time="t2")
+    with pytest.raises(dw.errors.PlanError, match="same size and slide"):
+        left.window(dw.Tumble("5s", on="t")).join(right.window(dw.Slide("5s", "1s", on="t2")), on=[("k", "k")])
 
 
 @SETTINGS

@@ -62,6 +62,13 @@ def test_joins(spark, left, right, how, batch):
 
 
 @FEW
+@given(left=two_streams("L"), right=two_streams("R", time="t2"), how=st.sampled_from(HOW), batch=st.integers(1, 8))
+def test_window_joins_over_time_columns_of_other_names(spark, left, right, how, batch):
+    assert_three_engines_agree(left.window(dw.Slide("4s", "2s", on="t")).join(
+        right.window(dw.Slide("4s", "2s", on="t2")), on=[("k", "k")], how=how), batch)
+
+
+@FEW
 @given(left=two_streams("L"), right=two_streams("R"), batch=st.integers(1, 8))
 def test_aggregations_over_joins_and_aggregations(spark, left, right, batch):
     joined = left.join(right, on=[("k", "k")], where=col("t_right").between(col("t"), col("t") + 3000))
