@@ -205,6 +205,10 @@ class SelectPlanner(GroupByClause):
                     continue
             rest.append(c)
         if not left_keys:
+            for c in conditions:
+                if isinstance(c, exp.NullSafeEQ) and {"left", "right"} <= self._sides(c, left, right):
+                    raise self.error(c, "IS NOT DISTINCT FROM as a join key (a NULL key meeting a NULL key) is not "
+                                        "supported yet; join ON a.x = b.y, where a NULL key meets nothing")
             raise self.error(node, "a join needs an equality between a column of each side (ON a.x = b.y); "
                                    "cross joins are not supported")
         names = joined_names(tuple(left.table.columns), tuple(right.table.columns), "_right")

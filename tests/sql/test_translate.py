@@ -97,6 +97,14 @@ def test_a_condition_bounding_the_times_from_both_sides_is_an_interval_join(bids
     assert sorted_rows(table.collect()) == [(p,) for p in prices]
 
 
+def test_a_join_keyed_only_by_is_not_distinct_from_says_so(bids, auctions):
+    """Flink joins NULL with NULL on such a key; Darwin's key index cannot yet, and says that,
+    not that the join lacks an equality."""
+    with pytest.raises(SqlError, match=r"line 1, column \d+: IS NOT DISTINCT FROM as a join key"):
+        run("SELECT B.price FROM auctions A JOIN bids B ON A.id IS NOT DISTINCT FROM B.auction",
+            bids=bids, auctions=auctions)
+
+
 def test_top_n_and_deduplication_from_row_number(bids):
     top = dw.sql("SELECT * FROM (SELECT auction, price, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) "
                  "AS rn FROM bids) WHERE rn <= 2", tables={"bids": bids})
