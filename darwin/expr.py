@@ -92,6 +92,40 @@ class Expr:
     def abs(self) -> Expr:
         return Expr(ex.Unary("abs", self.node))
 
+    # numeric functions, as Flink's (darwin.plan.numeric): NaN or an infinity where Java's Math gives one
+    def _math(self, func: str, *others: IntoExpr) -> Expr:
+        return Expr(ex.MathCall(func, (self.node, *(_node(o) for o in others))))
+
+    def _double(self, func: str, *others: IntoExpr) -> Expr:
+        return Expr(ex.MathCall(func, tuple(Expr(_node(v)).cast(DType.FLOAT64).node for v in (self, *others))))
+
+    def floor(self) -> Expr:
+        """The greatest whole number at or below the value, of its type."""
+        return self._math("floor")
+
+    def ceil(self) -> Expr:
+        """The least whole number at or above the value, of its type."""
+        return self._math("ceil")
+
+    def round(self, places: int = 0) -> Expr:
+        """Rounded HALF_UP (halves away from zero) to ``places`` decimals (-22 to 22; negative: tens, hundreds...),
+        as Flink's ROUND: of the number as Java writes it, so 2.675 rounds to 2.68 to two places."""
+        return self._math("round", places)
+
+    def sign(self) -> Expr:
+        """1, -1 or 0, of the value's type (a DOUBLE's zero and NaN are themselves)."""
+        return self._math("sign")
+
+    def pow(self, exponent: IntoExpr) -> Expr: return self._double("power", exponent)
+    def sqrt(self) -> Expr: return self._double("sqrt")
+    def ln(self) -> Expr: return self._double("ln")
+    def log10(self) -> Expr: return self._double("log10")
+    def exp(self) -> Expr: return self._double("exp")
+
+    def log(self, base: IntoExpr) -> Expr:
+        """The logarithm to ``base``: ln(value) / ln(base), as Flink's LOG(base, value)."""
+        return Expr(_node(base))._double("log", self)
+
     def is_null(self) -> Expr:
         return Expr(ex.Unary("is_null", self.node))
 

@@ -172,6 +172,8 @@ class ExprEmitter:
         if isinstance(e, ex.TimeFloor):  # the unit is one of ex.FLOOR_UNITS (checked when the node was built)
             v, ok = self.emit(e.operand, env, schema)
             return f"dt_floor_{e.unit}({v})", ok
+        if isinstance(e, ex.MathCall):
+            return self._math(e, env, schema)
         if isinstance(e, ex.StringCall) and expands(e.func, e.args):
             return self._expanding(e, env, schema)
         if isinstance(e, ex.StringCall):
@@ -184,6 +186,22 @@ class ExprEmitter:
         if isinstance(e, ex.Concat):
             return self._concat(e, env, schema)
         raise UnsupportedError(f"the compiled engine cannot evaluate {e}")
+
+    def _math(self, e: ex.MathCall, env: Env, schema: Schema) -> Value:
+        """A numeric function of ``darwin.codegen.functions`` (``math_<name>``, the func checked when the node was
+        built): FLOOR, CEIL, ROUND and SIGN have one for each argument type, and FLOOR and CEIL of an integer
+        are the integer."""
+        values = [self.emit(a, env, schema) for a in e.args]
+        ok = None
+        for _, valid in values:
+            ok = _and(ok, valid)
+        if e.func in ("floor", "ceil", "sign", "round"):
+            if ex.type_of(e.args[0], schema).dtype is DType.INT64:
+                if e.func in ("floor", "ceil"):
+                    return values[0][0], ok
+                return f"math_{e.func}_int({', '.join(v for v, _ in values)})", ok
+            return f"math_{e.func}_float({', '.join(v for v, _ in values)})", ok
+        return f"math_{e.func}({', '.join(v for v, _ in values)})", ok
 
     def _strftime(self, e: ex.Strftime, env: Env, schema: Schema) -> Value:
         """The code of the string of the value's time unit, from the format's table (``pfk``/``pfc``)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
+from numba import njit, objmode, types
 from numba.extending import intrinsic
+
+from darwin.plan.numeric import round_float
 
 INT64_MIN = np.int64(-(2**63))
 
@@ -183,6 +185,113 @@ def dt_floor_quarter(ms: np.int64) -> np.int64:
 @njit(inline="always", cache=True, nogil=True)
 def dt_floor_year(ms: np.int64) -> np.int64:
     return _january_first(np.int64(_civil(ms)[0])) * 86_400_000
+
+
+# numeric functions, as darwin.plan.numeric defines them (Java's Math; ROUND as BigDecimal's HALF_UP)
+POWERS_OF_TEN = np.array([10.0 ** i for i in range(23)])  # exact doubles up to 10^22
+
+
+@njit(inline="always", cache=True, nogil=True)
+def math_floor_float(x: float) -> float:
+    return np.floor(x)
+
+
+@njit(inline="always", cache=True, nogil=True)
+def math_ceil_float(x: float) -> float:
+    return np.ceil(x)
+
+
+@njit(inline="always", cache=True, nogil=True)
+def math_sign_float(x: float) -> float:
+    return 1.0 if x > 0 else -1.0 if x < 0 else x
+
+
+@njit(inline="always", cache=True, nogil=True)
+def math_sign_int(n: np.int64) -> np.int64:
+    return np.int64(1) if n > 0 else np.int64(-1) if n < 0 else np.int64(0)
+
+
+@njit(cache=True)
+def math_round_float(x: float, places: np.int64) -> float:
+    """BigDecimal.valueOf(x).setScale(places, HALF_UP).doubleValue() for |places| <= 22. Where |x| holds fewer
+    than 2^48 units of 10^-places, without decimals: k, the whole units in |x| (maybe one off, as |x| * 10^places
+    is rounded), goes up where |x| is at or past k + 1/2 units; (k + 1/2) / 10^places of exact doubles is the
+    double nearest that decimal, and |x| equal to it means Java writes |x| as that decimal (no other of as few
+    digits is as near), a tie, which HALF_UP rounds away from zero. From 2^48 units the place is about x's 16th
+    digit, where the decimal Java writes needs finding: Python's repr does it, as for the interpreter (the
+    GIL taken for those rows only). From 10^16 units no digit of it is below the place."""
+    if not np.isfinite(x):
+        return x
+    magnitude = abs(x)
+    scale = POWERS_OF_TEN[abs(places)]
+    units = magnitude * scale if places >= 0 else magnitude / scale
+    if units >= 1e16:
+        return x
+    if units >= 281474976710656.0:  # 2^48
+        with objmode(rounded="float64"):
+            rounded = round_float(x, int(places))
+        return rounded
+    k = np.floor(units)
+    if places >= 0:
+        k = k + 1.0 if magnitude >= (k + 0.5) / scale else k
+        rounded = k / scale
+    else:
+        k = k + 1.0 if magnitude >= (k + 0.5) * scale else k
+        rounded = k * scale
+    return -rounded if x < 0 and rounded != 0 else rounded
+
+
+@njit(cache=True, nogil=True)
+def math_round_int(n: np.int64, places: np.int64) -> np.int64:
+    """A BIGINT rounded HALF_UP to ``places`` (negative: tens, hundreds...), wrapping as Java's longValue()."""
+    if places >= 0:
+        return n
+    if places <= -20:
+        return np.int64(0)
+    if places == -19:  # 10^19 is past int64: only |n| >= 5 * 10^18 rounds, to 10^19 wrapped
+        if n >= 5_000_000_000_000_000_000:
+            return np.int64(-8_446_744_073_709_551_616)
+        return np.int64(8_446_744_073_709_551_616) if n <= -5_000_000_000_000_000_000 else np.int64(0)
+    unit = np.int64(10) ** np.int64(-places)
+    rest = n % unit  # the floor remainder, 0 to unit - 1
+    if n >= 0:
+        return n - rest + unit if 2 * rest >= unit else n - rest
+    rest = (unit - rest) % unit  # toward zero
+    return n + rest - unit if 2 * rest >= unit else n + rest
+
+
+@njit(inline="always", cache=True, nogil=True)
+def math_power(a: float, b: float) -> float:
+    """Java's Math.pow: C's pow, but NaN for a NaN exponent and for 1 or -1 to an infinite power."""
+    if np.isnan(b) or (abs(a) == 1.0 and np.isinf(b)):
+        return np.nan
+    return np.power(a, b)
+
+
+@njit(inline="always", cache=True, nogil=True)
+def math_sqrt(x: float) -> float:
+    return np.sqrt(x)
+
+
+@njit(inline="always", cache=True, nogil=True)
+def math_ln(x: float) -> float:
+    return np.log(x)
+
+
+@njit(inline="always", cache=True, nogil=True)
+def math_log10(x: float) -> float:
+    return np.log10(x)
+
+
+@njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def math_log(base: float, x: float) -> float:
+    """Math.log(x) / Math.log(base): a division by zero gives an infinity or NaN."""
+    return np.log(x) / np.log(base)
+
+
+@njit(inline="always", cache=True, nogil=True)
+def math_exp(x: float) -> float:
+    return np.exp(x)
 
 
 FORMAT_HASH = np.uint64(0x9E3779B97F4A7C15)

@@ -16,6 +16,7 @@ from typing import Any
 from darwin.errors import CastError
 from darwin.plan import exprs as ex
 from darwin.plan.casts import days_from_civil, failure, from_text, to_text
+from darwin.plan.numeric import evaluate as numeric
 from darwin.plan.strings import apply
 from darwin.plan.timeformat import strftime
 from darwin.timestamps import civil
@@ -81,6 +82,10 @@ def compile_expr(e: ex.ExprNode, schema: Schema) -> Callable[[Row], Any]:
         f = compile_expr(e.operand, schema)
         unit = e.unit
         return lambda row: None if (v := f(row)) is None else wrap64(time_floor(unit, v))
+    if isinstance(e, ex.MathCall):
+        operands = [compile_expr(a, schema) for a in e.args]
+        name = e.func
+        return lambda row: None if None in (values := tuple(a(row) for a in operands)) else numeric(name, values)
     if isinstance(e, ex.StringCall):
         f = compile_expr(e.operand, schema)
         func, args = e.func, e.args

@@ -166,6 +166,31 @@ class TimeFloor:
 
 
 @dataclass(frozen=True)
+class MathCall:
+    """A numeric function of ``darwin.plan.numeric`` (Flink's FLOOR, ROUND, POWER, LN...): those of DOUBLEs take
+    DOUBLE arguments (the fluent API casts integers), ROUND takes its places as an integer literal."""
+
+    func: str
+    args: tuple[ExprNode, ...]
+
+    def __post_init__(self) -> None:
+        from darwin.plan.numeric import FUNCTIONS, MAX_DECIMALS
+
+        fn = FUNCTIONS.get(self.func)
+        if fn is None or len(self.args) != fn.arity:
+            raise DarwinTypeError(f"{self.func} with {len(self.args)} arguments is no numeric function")
+        if self.func == "round":
+            places = self.args[1]
+            if not (isinstance(places, Literal) and places.dtype is DType.INT64 and places.value is not None
+                    and -MAX_DECIMALS <= places.value <= MAX_DECIMALS):
+                raise DarwinTypeError(f"round's places are an integer from -{MAX_DECIMALS} to {MAX_DECIMALS}, "
+                                      f"not {places}")
+
+    def __str__(self) -> str:
+        return f"{self.func}({', '.join(map(str, self.args))})"
+
+
+@dataclass(frozen=True)
 class StringCall:
     """A string function of ``darwin.plan.strings`` with constant arguments."""
 
@@ -206,8 +231,8 @@ class Concat:
         return f"concat({parts})" if self.separator is None else f"concat_ws({self.separator!r}, {parts})"
 
 
-ExprNode = Column | Literal | Binary | Unary | IsIn | Cast | Case | DatePart | TimeFloor | StringCall | Strftime \
-    | Concat
+ExprNode = Column | Literal | Binary | Unary | IsIn | Cast | Case | DatePart | TimeFloor | MathCall | StringCall \
+    | Strftime | Concat
 
 
 @dataclass(frozen=True)
@@ -246,6 +271,8 @@ def children(e: ExprNode) -> tuple[ExprNode, ...]:
         return tuple(x for pair in e.whens for x in pair) + (e.otherwise,)
     if isinstance(e, Concat):
         return e.parts
+    if isinstance(e, MathCall):
+        return e.args
     return ()
 
 
@@ -363,6 +390,8 @@ def type_of(e: ExprNode, schema: Schema, where: str = "expression") -> Typed:
         t = type_of(e.operand, schema, where)
         _expect(t, (DType.TIMESTAMP,), e, where)
         return Typed(DType.TIMESTAMP, t.nullable)
+    if isinstance(e, MathCall):
+        return _type_math(e, schema, where)
     if isinstance(e, Strftime):
         t = type_of(e.operand, schema, where)
         _expect(t, (DType.TIMESTAMP,), e, where)
@@ -380,6 +409,16 @@ def type_of(e: ExprNode, schema: Schema, where: str = "expression") -> Typed:
             _expect(t, (DType.STRING,), p, f"{where}: {e}")
         return Typed(DType.STRING, e.separator is None and any(t.nullable for t in parts))
     raise PlanError(f"{where}: not an expression: {e!r}")
+
+
+def _type_math(e: MathCall, schema: Schema, where: str) -> Typed:
+    from darwin.plan.numeric import FUNCTIONS
+
+    floats = FUNCTIONS[e.func].floats
+    types = [type_of(a, schema, where) for a in e.args]
+    for t, a in zip(types, e.args, strict=True):
+        _expect(t, (DType.FLOAT64,) if floats else (DType.INT64, DType.FLOAT64), a, f"{where}: {e}")
+    return Typed(DType.FLOAT64 if floats else types[0].dtype, any(t.nullable for t in types))
 
 
 def widened(a: ExprNode, b: ExprNode, a_schema: Schema, b_schema: Schema) -> tuple[ExprNode, ExprNode]:

@@ -77,6 +77,8 @@ def map_children(e: ex.ExprNode, fn: Callable[[ex.ExprNode], ex.ExprNode]) -> ex
         return ex.DatePart(e.part, fn(e.operand))
     if isinstance(e, ex.TimeFloor):
         return ex.TimeFloor(e.unit, fn(e.operand))
+    if isinstance(e, ex.MathCall):
+        return ex.MathCall(e.func, tuple(fn(a) for a in e.args))
     if isinstance(e, ex.Case):
         return ex.Case(tuple((fn(c), fn(v)) for c, v in e.whens), fn(e.otherwise))
     if isinstance(e, ex.StringCall):

@@ -23,6 +23,7 @@ Literals are Spark literals (values, never spliced into SQL text).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -97,6 +98,8 @@ def to_spark(e: ex.ExprNode, schema: Schema) -> Column:
         return date_part(e.part, to_spark(e.operand, schema))
     if isinstance(e, ex.TimeFloor):
         return time_floor(e.unit, to_spark(e.operand, schema))
+    if isinstance(e, ex.MathCall):
+        return _math(e, schema)
     if isinstance(e, ex.Strftime):
         return strftime(e.format, to_spark(e.operand, schema))
     if isinstance(e, ex.StringCall):
@@ -220,6 +223,47 @@ def date_part(part: str, ms: Column) -> Column:
     parts = {"year": F.year, "month": F.month, "day": F.dayofmonth, "day_of_year": F.dayofyear,
              "week": F.weekofyear}  # Spark's week of the year is ISO 8601's, as Flink's
     return parts[part](ts).cast("bigint")
+
+
+def _math(e: ex.MathCall, schema: Schema) -> Column:
+    """A numeric function as ``darwin.plan.numeric`` defines it (Java's Math). Spark's round is Flink's (HALF_UP of
+    the number as Java writes it) and its pow, sqrt and exp are Java's; its floor and ceil give a BIGINT, and its
+    logarithms NULL at and below 0, so those are spelled out."""
+    from pyspark.sql import functions as F
+
+    x = to_spark(e.args[0], schema)
+    integer = ex.type_of(e.args[0], schema).dtype is DType.INT64
+    if e.func in ("floor", "ceil"):
+        if integer:
+            return x
+        whole = (F.abs(x) >= 2.0**52) | F.isnan(x)  # nothing below the point (and the infinities)
+        return F.when(whole, x).otherwise(getattr(F, e.func)(x).cast("double"))
+    if e.func == "sign":
+        return F.signum(x).cast("bigint") if integer else F.signum(x)
+    if e.func == "round":
+        places = e.args[1]
+        assert isinstance(places, ex.Literal)
+        return F.round(x, places.value)
+    if e.func == "power":
+        return F.pow(x, to_spark(e.args[1], schema))
+    if e.func in ("sqrt", "exp"):
+        return getattr(F, e.func)(x)
+    if e.func == "log":
+        base = _java_log(x, F.log)
+        value = _java_log(to_spark(e.args[1], schema), F.log)
+        # Spark's division by zero gives NULL, Java's an infinity or NaN (NaN equals NaN in Spark, and is above 0)
+        infinite = F.when(F.isnan(value), F.lit(math.nan)).when(value > 0, F.lit(math.inf)) \
+            .when(value < 0, F.lit(-math.inf)).when(value == 0, F.lit(math.nan))
+        return F.when(base != 0, value / base).when(base == 0, infinite)
+    return _java_log(x, F.log if e.func == "ln" else F.log10)
+
+
+def _java_log(x: Column, log: Callable[[Column], Column]) -> Column:
+    """Java's Math.log or log10: minus infinity at 0, NaN below (Spark's give NULL there); NaN, which Spark orders
+    above every number, passes ``x > 0``."""
+    from pyspark.sql import functions as F
+
+    return F.when(x > 0, log(x)).when(x == 0, F.lit(-math.inf)).when(x < 0, F.lit(math.nan))
 
 
 def time_floor(unit: str, ms: Column) -> Column:

@@ -520,14 +520,54 @@ class ExpressionTranslator:
         return self._part(node, "week")
 
     def visit_Floor(self, node: exp.Floor) -> Expr:
-        if node.args.get("to") is None:
-            raise self.where.error(node, f"{node.sql(dialect=Flink)}: FLOOR of a number is not supported yet")
-        return self._time_floor(node, "floor")
+        return self._time_floor(node, "floor") if node.args.get("to") is not None else self._rounded(node, "floor")
 
     def visit_Ceil(self, node: exp.Ceil) -> Expr:
-        if node.args.get("to") is None:
-            raise self.where.error(node, f"{node.sql(dialect=Flink)}: CEIL of a number is not supported yet")
-        return self._time_floor(node, "ceil")
+        return self._time_floor(node, "ceil") if node.args.get("to") is not None else self._rounded(node, "ceil")
+
+    def _rounded(self, node: exp.Floor | exp.Ceil, direction: str) -> Expr:
+        """FLOOR(x) and CEIL(x) of a number, of its type; Flink has no places for them (CEIL(x, 2))."""
+        if node.args.get("decimals") is not None:
+            raise self.where.error(node.args["decimals"], f"{direction.upper()} takes one number, as in Flink; "
+                                                          "ROUND(x, places) takes places")
+        return getattr(self._numeric(node.this, direction.upper()), direction)()
+
+    def visit_Round(self, node: exp.Round) -> Expr:
+        """ROUND(x[, places]): HALF_UP, of the number as Java writes it, as Flink's (darwin.plan.numeric)."""
+        from darwin.plan.numeric import MAX_DECIMALS
+
+        places_node = node.args.get("decimals")
+        places = 0 if places_node is None else self._integer(places_node, "ROUND's places")
+        if not -MAX_DECIMALS <= places <= MAX_DECIMALS:
+            raise self.where.error(places_node, f"ROUND's places are from -{MAX_DECIMALS} to {MAX_DECIMALS} in "
+                                                f"Darwin (10^{MAX_DECIMALS} is the largest power of ten a DOUBLE "
+                                                f"holds); got {places}")
+        return self._numeric(node.this, "ROUND").round(places)
+
+    def visit_Sign(self, n: exp.Sign) -> Expr: return self._numeric(n.this, "SIGN").sign()
+    def visit_Sqrt(self, n: exp.Sqrt) -> Expr: return self._numeric(n.this, "SQRT").sqrt()
+    def visit_Ln(self, n: exp.Ln) -> Expr: return self._numeric(n.this, "LN").ln()
+    def visit_Exp(self, n: exp.Exp) -> Expr: return self._numeric(n.this, "EXP").exp()
+
+    def visit_Pow(self, node: exp.Pow) -> Expr:
+        return self._numeric(node.this, "POWER").pow(self._numeric(node.expression, "POWER"))
+
+    def visit_Log(self, node: exp.Log) -> Expr:
+        """LN(x) as LOG(x); LOG(base, x), LOG10(x) and LOG2(x) as Math.log(x) / Math.log(base), as Flink's."""
+        if node.expression is None:
+            return self._numeric(node.this, "LOG").ln()
+        base = node.this
+        if isinstance(base, exp.Literal) and not base.is_string and base.this == "10":
+            return self._numeric(node.expression, "LOG10").log10()
+        return self._numeric(node.expression, "LOG").log(self._numeric(base, "LOG"))
+
+    def _numeric(self, node: exp.Expr, what: str) -> Expr:
+        """``node`` translated, refused at its position unless it is a number (or NULL)."""
+        value = self(node)
+        dtype = type_of(value.node, self.schema).dtype
+        if dtype not in (None, DType.INT64, DType.FLOAT64):
+            raise self.where.error(node, f"{what} takes numbers; {node.sql(dialect=Flink)} is {dtype.value}")
+        return value
 
     def _time_floor(self, node: exp.Floor | exp.Ceil, direction: str) -> Expr:
         """FLOOR(ts TO unit) and CEIL(ts TO unit), as Flink's: MILLISECOND leaves Darwin's timestamps as they are;

@@ -778,6 +778,82 @@ def test_the_fluent_floor_and_ceil_of_timestamps():
         col("ts").dt.floor("decade")
 
 
+# -- numeric functions: FLOOR, CEIL, ROUND, SIGN, POWER, SQRT, LN, LOG, LOG10, LOG2, EXP ------------------------
+
+def same_floats(a, b):
+    """Row tuples equal, NaN equal to NaN."""
+    def key(row):
+        return tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in row)
+    return [key(r) for r in a] == [key(r) for r in b]
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_numeric_functions_are_flinks(config):
+    """They were refused ('Round (ROUND(x, 1)) is not supported in Darwin's SQL'). ROUND is BigDecimal's HALF_UP of
+    the number as Java writes it: 2.675 and 1.005 are just below their halves as doubles, yet round up, as in
+    Flink; -2.5 rounds away from zero; a BIGINT rounds to tens with negative places. Java's Math gives NaN and
+    infinities where Python's raises."""
+    x = [2.675, 1.005, -2.5, 0.5, -0.4, 1e300, -7.25, None]
+    n = [125, -125, -124, 9_223_372_036_854_775_807, 7, 0, -1, None]
+    t = table(x=x, n=n)
+    got = rows("SELECT ts, ROUND(x, 2), ROUND(x), FLOOR(x), CEIL(x), SIGN(x), ROUND(n, -1), FLOOR(n), SIGN(n), "
+               "ROUND(x, -1) FROM t", t, config)
+    assert got == [(2.68, 3.0, 2.0, 3.0, 1.0, 130, 125, 1, 0.0), (1.01, 1.0, 1.0, 2.0, 1.0, -130, -125, -1, 0.0),
+                   (-2.5, -3.0, -3.0, -2.0, -1.0, -120, -124, -1, 0.0),
+                   (0.5, 1.0, 0.0, 1.0, 1.0, -9_223_372_036_854_775_806, 9_223_372_036_854_775_807, 1, 0.0),
+                   (-0.4, 0.0, -1.0, -0.0, -1.0, 10, 7, 1, 0.0), (1e300, 1e300, 1e300, 1e300, 1.0, 0, 0, 0, 1e300),
+                   (-7.25, -7.0, -8.0, -7.0, -1.0, 0, -1, -1, -10.0), (None,) * 9]
+    v = [8.0, 0.0, -1.0, 1000.0, None]
+    got = rows("SELECT ts, SQRT(v), LN(v), LOG10(v), LOG2(v), LOG(v), LOG(2, v), EXP(v), POWER(v, 2), POWER(2, v), "
+               "LOG(1, v) FROM t", table(v=v), config)
+    nan, inf = math.nan, math.inf
+    assert same_floats(got, [
+        (math.sqrt(8), math.log(8), math.log10(8), 3.0, math.log(8), 3.0, math.exp(8), 64.0, 256.0, inf),
+        (0.0, -inf, -inf, -inf, -inf, -inf, 1.0, 0.0, 1.0, -inf),
+        (nan, nan, nan, nan, nan, nan, math.exp(-1), 1.0, 0.5, nan),
+        (math.sqrt(1000), math.log(1000), 3.0, math.log(1000) / math.log(2), math.log(1000),
+         math.log(1000) / math.log(2), inf, 1e6, 2.0**1000, inf), (None,) * 10])
+
+
+FLOATS = st.one_of(st.none(), st.floats(), st.floats(-1e6, 1e6), st.decimals(-1000, 1000, places=4).map(float))
+
+
+@settings(max_examples=40, deadline=None)
+@given(x=st.lists(FLOATS, min_size=1, max_size=20), y=st.lists(FLOATS, min_size=20, max_size=20),
+       n=st.lists(st.one_of(st.none(), st.integers(INT64_MIN, -INT64_MIN - 1), st.integers(-10**6, 10**6)),
+                  min_size=20, max_size=20),
+       places=st.integers(-22, 22), int_places=st.integers(-22, 0))
+def test_numeric_functions_agree_on_both_engines(x, y, n, places, int_places):
+    """ROUND's decimal rounding without decimals (compiled) against Python's Decimal (the interpreter), and Java's
+    Math on NaN, infinities, zeros and negative numbers."""
+    t = table(x=pa.array(x, pa.float64()), y=pa.array(y[:len(x)], pa.float64()), n=pa.array(n[:len(x)], pa.int64()))
+    query = (f"SELECT ts, ROUND(x, {places}), FLOOR(x), CEIL(x), SIGN(x), SQRT(x), LN(x), LOG10(x), EXP(x), "
+             f"POWER(x, y), LOG(y, x), ROUND(n, {int_places}), SIGN(n), POWER(n, 2) FROM t")
+    compiled, interpreted = (rows(query, t, config) for config in MODES)
+    assert same_floats(compiled, interpreted)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("SELECT ROUND(s, 1) FROM t", "column 14: ROUND takes numbers; s is string"),
+    ("SELECT ROUND(a, 23) FROM t", "column 17: ROUND's places are from -22 to 22"),
+    ("SELECT ROUND(a, a) FROM t", "column 17: ROUND's places must be an integer literal"),
+    ("SELECT CEIL(a, 2) FROM t", "column 16: CEIL takes one number"),
+    ("SELECT POWER(a, s) FROM t", "column 17: POWER takes numbers; s is string"),
+])
+def test_numeric_functions_refuse_what_they_cannot_take_at_its_position(text, problem):
+    with pytest.raises(SqlError, match=problem):
+        dw.sql(text, tables={"t": table(a=[1], s=["x"])})
+
+
+def test_the_fluent_numeric_functions():
+    got = table(a=[-7], x=[2.675]).select(
+        r=col("x").round(2), f=col("a").floor(), s=col("a").sign(), p=col("a").pow(2), q=col("x").log(10),
+        c=(col("x") * 10).ceil()).collect().to_pylist()
+    assert got == [{"r": 2.68, "f": -7, "s": -1, "p": 49.0, "q": math.log(2.675) / math.log(10), "c": 27.0}]
+    with pytest.raises(DarwinTypeError, match="round's places are an integer from -22 to 22"):
+        col("x").round(23)
+
+
 # -- TO_TIMESTAMP, UNIX_TIMESTAMP, FROM_UNIXTIME, TO_TIMESTAMP_LTZ ---------------------------------------
 
 def at(text):

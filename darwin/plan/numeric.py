@@ -1,0 +1,109 @@
+"""Flink's numeric functions, as Java computes them: what each means for every engine.
+
+FLOOR, CEIL, ROUND and SIGN keep their argument's type (BIGINT or DOUBLE); the others take and give DOUBLE
+(``Math.sqrt``, ``Math.log``...), NaN or an infinity where Java gives one, never an error. ROUND is BigDecimal's
+HALF_UP of the number as Java writes it (``BigDecimal.valueOf``: the shortest decimal that reads back as the
+double), so ROUND(2.675, 2) is 2.68 although the double is 2.67499999999999982236431605997495353221893310546875.
+The reference interpreter calls ``evaluate``; the compiled engine's ``darwin.codegen.functions`` and Spark's
+translation are tested against it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, localcontext
+from typing import Any
+
+import numpy as np
+
+MAX_DECIMALS = 22  # ROUND's places either side of the point: 10^22 is the largest power of ten a double holds
+
+
+@dataclass(frozen=True)
+class MathFunction:
+    """A numeric function: how many arguments it takes, and whether it takes and gives DOUBLE (else it gives
+    its first argument's type, and takes an integer literal after it, ROUND's places)."""
+
+    arity: int
+    floats: bool
+
+
+FUNCTIONS = {
+    "floor": MathFunction(1, False), "ceil": MathFunction(1, False), "sign": MathFunction(1, False),
+    "round": MathFunction(2, False), "power": MathFunction(2, True), "sqrt": MathFunction(1, True),
+    "ln": MathFunction(1, True), "log10": MathFunction(1, True), "log": MathFunction(2, True),
+    "exp": MathFunction(1, True),
+}
+
+
+def evaluate(func: str, args: tuple[Any, ...]) -> Any:
+    """``func`` of values that are not NULL."""
+    if func in ("floor", "ceil", "sign", "round") and isinstance(args[0], int):
+        return _INTEGER[func](*args)
+    with np.errstate(all="ignore"):  # NaN and infinities, as Java's Math
+        return float(_FLOAT[func](*(float(a) if i == 0 or func != "round" else a for i, a in enumerate(args))))
+
+
+def java_pow(a: float, b: float) -> float:
+    """Java's Math.pow: as C's pow, but NaN for a NaN exponent and for 1 or -1 to an infinite power."""
+    if math.isnan(b) or (abs(a) == 1.0 and math.isinf(b)):
+        return math.nan
+    return float(np.power(a, b))
+
+
+def round_float(x: float, decimals: int) -> float:
+    """BigDecimal.valueOf(x).setScale(decimals, HALF_UP).doubleValue(); NaN and infinities stay."""
+    if not math.isfinite(x):
+        return x
+    with localcontext() as context:
+        context.prec = 800
+        rounded = Decimal(repr(x)).scaleb(decimals).to_integral_value(ROUND_HALF_UP).scaleb(-decimals)
+    return float(rounded) + 0.0  # BigDecimal has no -0
+
+
+def round_int(n: int, decimals: int) -> int:
+    """A BIGINT rounded HALF_UP to ``decimals`` places (only negative ones change it), wrapping as longValue()."""
+    if decimals >= 0:
+        return n
+    unit = 10 ** -decimals
+    magnitude = (abs(n) + unit // 2) // unit * unit
+    return ((magnitude if n >= 0 else -magnitude) + 2**63) % 2**64 - 2**63
+
+
+def sign_float(x: float) -> float:
+    """Math.signum: 1.0 or -1.0, a zero or NaN as it is."""
+    return 1.0 if x > 0 else -1.0 if x < 0 else x
+
+
+def ln(x: float) -> float:
+    """Math.log: minus infinity at 0, NaN below (C's log, which Python's math raises for)."""
+    return math.log(x) if x > 0 or math.isnan(x) else -math.inf if x == 0 else math.nan
+
+
+def log10(x: float) -> float:
+    return math.log10(x) if x > 0 or math.isnan(x) else -math.inf if x == 0 else math.nan
+
+
+def sqrt(x: float) -> float:
+    return math.sqrt(x) if x >= 0 or math.isnan(x) else math.nan
+
+
+def exp(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def log(base: float, x: float) -> float:
+    """Flink's LOG(base, x): Math.log(x) / Math.log(base), a division by zero giving an infinity or NaN."""
+    return float(np.divide(ln(x), ln(base)))
+
+
+_INTEGER: dict[str, Callable[..., int]] = {
+    "floor": lambda n: n, "ceil": lambda n: n, "sign": lambda n: (n > 0) - (n < 0), "round": round_int}
+_FLOAT: dict[str, Callable[..., float]] = {
+    "floor": np.floor, "ceil": np.ceil, "sign": sign_float, "round": round_float, "power": java_pow,
+    "sqrt": sqrt, "ln": ln, "log10": log10, "log": log, "exp": exp}
