@@ -349,9 +349,29 @@ class ExpressionTranslator:
         return -self(node.this)
 
     def visit_Is(self, node: exp.Is) -> Expr:
-        if not isinstance(node.expression, exp.Null):
-            raise self.where.error(node, "only IS NULL and IS NOT NULL are supported")
-        return self(node.this).is_null()
+        """``x IS NULL``; ``b IS TRUE`` and ``b IS FALSE``, which are never NULL (FALSE where ``b`` is), as Flink's.
+        Their NOT forms are NOT of these (``visit_Not``)."""
+        if isinstance(node.expression, exp.Null):
+            return self(node.this).is_null()
+        if not isinstance(node.expression, exp.Boolean):
+            raise self.where.error(node, "only IS [NOT] NULL, IS [NOT] TRUE, IS [NOT] FALSE and IS [NOT] DISTINCT FROM "
+                                         "are supported")
+        value = self(node.this)
+        dtype = type_of(value.node, self.schema).dtype
+        if dtype not in (None, DType.BOOL):
+            raise self.where.error(node.this, f"{node.sql(dialect=Flink)}: {node.this.sql(dialect=Flink)} is "
+                                              f"{dtype.value}, not BOOLEAN")
+        return when(value.is_null(), False).otherwise(value if node.expression.this else ~value)
+
+    def visit_NullSafeEQ(self, node: exp.NullSafeEQ | exp.NullSafeNEQ) -> Expr:
+        """``a IS NOT DISTINCT FROM b``: equal, a NULL equal to a NULL only; never NULL, as Flink's."""
+        a, b = self(node.this), self(node.expression)
+        equal = self._compared(node, lambda x, y: x == y)
+        return when(a.is_null() & b.is_null(), True).when(a.is_null() | b.is_null(), False).otherwise(equal)
+
+    def visit_NullSafeNEQ(self, node: exp.NullSafeNEQ) -> Expr:
+        """``a IS DISTINCT FROM b``: NOT ``a IS NOT DISTINCT FROM b``."""
+        return ~self.visit_NullSafeEQ(node)
 
     def visit_Between(self, node: exp.Between) -> Expr:
         """``x BETWEEN a AND b`` is ``a <= x <= b``; with SYMMETRIC, also ``b <= x <= a`` (Calcite's

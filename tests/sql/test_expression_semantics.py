@@ -778,6 +778,26 @@ def test_the_fluent_floor_and_ceil_of_timestamps():
         col("ts").dt.floor("decade")
 
 
+# -- IS [NOT] DISTINCT FROM, IS [NOT] TRUE, IS [NOT] FALSE -------------------------------------------------------
+
+@pytest.mark.parametrize("config", MODES)
+def test_is_distinct_from_and_is_true_are_never_null(config):
+    """They were refused ('NullSafeNEQ (a IS DISTINCT FROM b) is not supported', 'only IS NULL and IS NOT NULL are
+    supported'). As Flink's: a NULL is not distinct from a NULL only; IS TRUE and IS FALSE are FALSE for NULL."""
+    a, b = [1, 1, None, None, 2], [1, None, 1, None, 3]
+    flags = [True, False, None, True, None]
+    got = rows("SELECT ts, a IS DISTINCT FROM b, a IS NOT DISTINCT FROM b, NOT (a IS DISTINCT FROM b), f IS TRUE, "
+               "f IS NOT TRUE, f IS FALSE, f IS NOT FALSE FROM t", table(a=a, b=b, f=flags), config)
+    same = [x == y if x is not None and y is not None else x is None and y is None for x, y in zip(a, b, strict=True)]
+    assert got == [(not e, e, e, f is True, f is not True, f is False, f is not False)
+                   for e, f in zip(same, flags, strict=True)]
+
+
+def test_is_true_of_a_number_is_refused_at_its_position():
+    with pytest.raises(SqlError, match="line 1, column 8: a IS TRUE: a is int64, not BOOLEAN"):
+        dw.sql("SELECT a IS TRUE FROM t", tables={"t": table(a=[1])})
+
+
 # -- numeric functions: FLOOR, CEIL, ROUND, SIGN, POWER, SQRT, LN, LOG, LOG10, LOG2, EXP ------------------------
 
 def same_floats(a, b):
