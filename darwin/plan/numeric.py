@@ -47,10 +47,19 @@ def evaluate(func: str, args: tuple[Any, ...]) -> Any:
 
 
 def java_pow(a: float, b: float) -> float:
-    """Java's Math.pow: as C's pow, but NaN for a NaN exponent and for 1 or -1 to an infinite power."""
+    """Java's Math.pow: C's pow (which Python's math raises for where C gives an infinity or NaN), but NaN for a
+    NaN exponent and for 1 or -1 to an infinite power."""
     if math.isnan(b) or (abs(a) == 1.0 and math.isinf(b)):
         return math.nan
-    return float(np.power(a, b))
+    odd = math.isfinite(b) and b == int(b) and int(b) % 2 == 1
+    try:
+        return math.pow(a, b)
+    except OverflowError:
+        return -math.inf if a < 0 and odd else math.inf
+    except ValueError:  # 0 to a negative power, or a negative number to a fraction
+        if a == 0:
+            return -math.inf if math.copysign(1.0, a) < 0 and odd else math.inf
+        return math.nan
 
 
 def round_float(x: float, decimals: int) -> float:
