@@ -139,11 +139,15 @@ def like_tokens(pattern: str, escape: str) -> list[tuple[str, str]]:
     return tokens
 
 
+def _tokens_regex(tokens: list[tuple[str, str]]) -> re.Pattern[str]:
+    """The regular expression of a LIKE pattern's tokens: % any run, _ one code point (a line end too)."""
+    body = "".join(".*" if kind == "any" else "." if kind == "one" else re.escape(c) for kind, c in tokens)
+    return re.compile(body, re.DOTALL)
+
+
 @lru_cache(maxsize=256)
 def _like_regex(pattern: str, escape: str) -> re.Pattern[str]:
-    body = "".join(".*" if kind == "any" else "." if kind == "one" else re.escape(c)
-                   for kind, c in like_tokens(pattern, escape))
-    return re.compile(body, re.DOTALL)
+    return _tokens_regex(like_tokens(pattern, escape))
 
 
 def _like(s: str, pattern: str, escape: str) -> bool:
@@ -159,9 +163,7 @@ def ilike_tokens(pattern: str, escape: str) -> list[tuple[str, str]]:
 
 @lru_cache(maxsize=256)
 def _ilike_regex(pattern: str, escape: str) -> re.Pattern[str]:
-    body = "".join(".*" if kind == "any" else "." if kind == "one" else re.escape(c)
-                   for kind, c in ilike_tokens(pattern, escape))
-    return re.compile(body, re.DOTALL)
+    return _tokens_regex(ilike_tokens(pattern, escape))
 
 
 def _ilike(s: str, pattern: str, escape: str) -> bool:
