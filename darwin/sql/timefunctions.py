@@ -98,6 +98,30 @@ def to_timestamp_ltz(tr: ExpressionTranslator, node: exp.Anonymous) -> Expr:
     return when(value != value, _epoch()).when(inside, _epoch() + value.cast(DType.INT64)).end()
 
 
+# TIMESTAMPADD's units of a fixed length; MONTH, QUARTER and YEAR add calendar months (not built)
+UNIT_MS = {"SECOND": 1_000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000, "WEEK": 604_800_000}
+
+
+def timestampadd(tr: ExpressionTranslator, node: exp.Anonymous) -> Expr:
+    """TIMESTAMPADD(unit, n, ts): ``ts`` plus ``n`` units, NULL where either is; the units of a fixed length
+    (SECOND to WEEK) are milliseconds added, as in Flink's UTC session."""
+    _arity(tr, node, "TIMESTAMPADD", (3,), "a unit, an integer and a timestamp")
+    unit_node, count, time = node.expressions
+    unit = unit_node.name.upper() if isinstance(unit_node, (exp.Column, exp.Var)) else ""
+    if unit not in UNIT_MS:
+        calendar = unit in ("MONTH", "QUARTER", "YEAR")
+        raise tr.where.error(unit_node, f"TIMESTAMPADD's unit: {', '.join(UNIT_MS)}"
+                                        + ("; calendar months (MONTH, QUARTER, YEAR) are not supported yet"
+                                           if calendar else f", got {unit_node.sql(dialect=Flink)}"))
+    n = _number(tr, count, "TIMESTAMPADD", (DType.INT64,))
+    ts = tr(time)
+    dtype = type_of(ts.node, tr.schema).dtype
+    if dtype is not DType.TIMESTAMP:
+        raise tr.where.error(time, f"TIMESTAMPADD adds to a TIMESTAMP; {time.sql(dialect=Flink)} is "
+                                   f"{'NULL' if dtype is None else dtype.value}")
+    return ts + n * UNIT_MS[unit]
+
+
 def to_date(tr: ExpressionTranslator, node: exp.Anonymous) -> Expr:
     raise tr.where.error(node, "TO_DATE: Darwin has no DATE type; TO_TIMESTAMP(s, 'yyyy-MM-dd') gives the day's "
                                "first millisecond, and DATE_FORMAT(ts, 'yyyy-MM-dd') a timestamp's day as text")
@@ -114,4 +138,4 @@ def _number(tr: ExpressionTranslator, node: exp.Expr, name: str, allowed: tuple[
 
 TIME_FUNCTIONS: dict[str, Callable[[ExpressionTranslator, exp.Anonymous], Expr]] = {
     "TO_TIMESTAMP": to_timestamp, "UNIX_TIMESTAMP": unix_timestamp, "FROM_UNIXTIME": from_unixtime,
-    "TO_TIMESTAMP_LTZ": to_timestamp_ltz, "TO_DATE": to_date}
+    "TO_TIMESTAMP_LTZ": to_timestamp_ltz, "TO_DATE": to_date, "TIMESTAMPADD": timestampadd}

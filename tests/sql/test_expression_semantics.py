@@ -965,8 +965,26 @@ def test_from_unixtime_and_to_timestamp_ltz_count_seconds_or_milliseconds(config
          at("1970-01-19 12:26:40"), at("2020-09-13 12:26:40.900"))]
 
 
+@pytest.mark.parametrize("config", MODES)
+def test_timestampadd_adds_units_of_a_fixed_length(config):
+    """TIMESTAMPADD(unit, n, ts) was refused ('function TIMESTAMPADD(3 arguments) is not supported'); SECOND to
+    WEEK add their milliseconds (before 1970 too), NULL where n or ts is."""
+    t = dw.from_arrow(pa.table({"ts": pa.array([0, 1, 2], pa.timestamp("ms")),
+                                "a": pa.array([1000, None, -5], pa.timestamp("ms")), "n": [3, 1, None]}), name="t")
+    got = rows("SELECT ts, TIMESTAMPADD(SECOND, n, a), TIMESTAMPADD(week, -1, a), TIMESTAMPADD(MINUTE, 2, a), "
+               "TIMESTAMPADD(HOUR, n, a), TIMESTAMPADD(DAY, 1, a) FROM t", t, config)
+    assert got == [
+        (at("1970-01-01 00:00:04"), at("1969-12-25 00:00:01"), at("1970-01-01 00:02:01"), at("1970-01-01 03:00:01"),
+         at("1970-01-02 00:00:01")),
+        (None,) * 5,
+        (None, at("1969-12-24 23:59:59.995"), at("1970-01-01 00:01:59.995"), None, at("1970-01-01 23:59:59.995"))]
+
+
 @pytest.mark.parametrize("text, problem", [
     ("SELECT UNIX_TIMESTAMP() FROM t", "column 8: UNIX_TIMESTAMP\\(\\) reads the clock"),
+    ("SELECT TIMESTAMPADD(MONTH, 1, ts) FROM t", "column 21: TIMESTAMPADD's unit: SECOND, MINUTE, HOUR, DAY, WEEK; "
+                                                 "calendar months"),
+    ("SELECT TIMESTAMPADD(SECOND, 1, a) FROM t", "column 32: TIMESTAMPADD adds to a TIMESTAMP; a is int64"),
     ("SELECT TO_DATE(s) FROM t", "column 8: TO_DATE: Darwin has no DATE type"),
     ("SELECT TO_TIMESTAMP(s, 'yyyy-MM-dd hh:mm') FROM t", "column 24: TO_TIMESTAMP: pattern letters 'hh'"),
     ("SELECT TO_TIMESTAMP(s, 'yyyy-MM-dd''T') FROM t", "column 24: TO_TIMESTAMP: the quote at position 11"),
