@@ -171,6 +171,8 @@ class ExprEmitter:
             return f"dt_{e.part}({v})", ok
         if isinstance(e, ex.TimeFloor):  # the unit is one of ex.FLOOR_UNITS (checked when the node was built)
             v, ok = self.emit(e.operand, env, schema)
+            if e.unit in ex.FIXED_UNITS_MS:
+                return f"dt_floor_length({v}, {number(ex.FIXED_UNITS_MS[e.unit])})", ok
             return f"dt_floor_{e.unit}({v})", ok
         if isinstance(e, ex.MathCall):
             return self._math(e, env, schema)

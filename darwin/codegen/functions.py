@@ -145,23 +145,9 @@ def _days_from_civil(year: np.int64, month: np.int64, day: np.int64) -> np.int64
 
 
 @njit(inline="always", cache=True, nogil=True)
-def dt_floor_second(ms: np.int64) -> np.int64:
-    return _floor_div(ms, 1000) * 1000
-
-
-@njit(inline="always", cache=True, nogil=True)
-def dt_floor_minute(ms: np.int64) -> np.int64:
-    return _floor_div(ms, 60_000) * 60_000
-
-
-@njit(inline="always", cache=True, nogil=True)
-def dt_floor_hour(ms: np.int64) -> np.int64:
-    return _floor_div(ms, 3_600_000) * 3_600_000
-
-
-@njit(inline="always", cache=True, nogil=True)
-def dt_floor_day(ms: np.int64) -> np.int64:
-    return _floor_div(ms, 86_400_000) * 86_400_000
+def dt_floor_length(ms: np.int64, length: int) -> np.int64:
+    """The start of the unit of ``length`` milliseconds holding ``ms`` (``ex.FIXED_UNITS_MS``), before 1970 too."""
+    return _floor_div(ms, length) * length
 
 
 @njit(inline="always", cache=True, nogil=True)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from darwin.expr import Expr, lit, when
-from darwin.plan.exprs import type_of
+from darwin.plan.exprs import FIXED_UNITS_MS, type_of
 from darwin.plan.javatime import DEFAULT_PATTERN
 from darwin.sql.dialect import Flink
 from darwin.types import DType
@@ -99,7 +99,7 @@ def to_timestamp_ltz(tr: ExpressionTranslator, node: exp.Anonymous) -> Expr:
 
 
 # TIMESTAMPADD's units of a fixed length; MONTH, QUARTER and YEAR add calendar months (not built)
-UNIT_MS = {"SECOND": 1_000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000, "WEEK": 604_800_000}
+UNIT_MS = {unit.upper(): ms for unit, ms in FIXED_UNITS_MS.items()} | {"WEEK": 7 * FIXED_UNITS_MS["day"]}
 
 
 def timestampadd(tr: ExpressionTranslator, node: exp.Anonymous) -> Expr:
