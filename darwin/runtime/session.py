@@ -31,7 +31,6 @@ from darwin.runtime.group_keys import GroupKeys
 from darwin.runtime.routing import order_by_bucket
 from darwin.timestamps import NO_WATERMARK
 
-NEVER = np.iinfo(np.int64).max
 LATE = -1  # a row's session: none, the row was late
 
 
