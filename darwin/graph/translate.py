@@ -185,11 +185,9 @@ class _Translator(SharedNodeVisitor[_Chain]):
     def _stream_operator(self, node: op.StreamNode, chain: _Chain, args: tuple[str | None, ...] = ()) -> _Chain:
         """A stream operator reading ``chain``'s rows, and the open chain of its output. A session
         window over a source's rows judges them one by one: they come with the source's progress."""
-        port = chain.port
-        timing = port if isinstance(node, pn.SessionAggregate) and isinstance(port, op.SourcePort) \
-            and port.scan.time_column is not None else None
-        pipeline = self.close(chain, op.EmitRows(), writes_progress=timing is not None)
-        o = op.StreamOperator(len(self.operators), node, pipeline, args, timing)
+        pipeline = self.close(chain, op.EmitRows(), writes_progress=isinstance(node, pn.SessionAggregate))
+        p = self.pipelines[pipeline]
+        o = op.StreamOperator(len(self.operators), node, pipeline, args, p.timing if p.writes_progress else None)
         self.operators.append(o)
         self.order.append(op.Stateful("operator", o.id))
         updating = pn.updating(node)
@@ -218,8 +216,8 @@ class _Translator(SharedNodeVisitor[_Chain]):
         return _inserting(chain) if updating and not chain.updating else chain
 
     def close(self, chain: _Chain, sink: op.Sink, root_output: bool = False, writes_progress: bool = False) -> int:
-        """Make ``chain`` a pipeline ending in ``sink``; its id. ``writes_progress``: its rows go on with
-        their source's event-time progress at each (``Pipeline.writes_progress``)."""
+        """Make ``chain`` a pipeline ending in ``sink``; its id. ``writes_progress``: where it judges its rows
+        by a source's event-time progress, they go on with it (``Pipeline.writes_progress``)."""
         ops, input_schema = list(chain.ops), chain.input_schema
         computed: tuple[tuple[str, str, tuple, str], ...] = ()
         port = chain.port
@@ -251,7 +249,7 @@ class _Translator(SharedNodeVisitor[_Chain]):
             if root_output and isinstance(port, op.SourcePort) else ()
         pipeline = op.Pipeline(len(self.pipelines), port, input_schema, tuple(ops), sink, output_schema, moved,
                                computed, parallel, reads_progress)
-        self.pipelines.append(_writing_progress(pipeline) if writes_progress else pipeline)
+        self.pipelines.append(_writing_progress(pipeline) if writes_progress and pipeline.timing else pipeline)
         return len(self.pipelines) - 1
 
     def _write_progress(self, producers: tuple[int, ...]) -> None:
