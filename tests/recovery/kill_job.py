@@ -25,7 +25,7 @@ def aggregate() -> dw.Table:
 
 def join() -> dw.Table:
     """Bids of category-10 auctions (Nexmark q20's shape): both sides' rows stay in state."""
-    s = source(events=1_000_000, seed=7, rate=20_000, max_delay="2s")
+    s = source(events=2_000_000, seed=7, rate=20_000, max_delay="2s")
     auctions = s.auction.filter(col("category") == 10).select("id", "seller", "reserve")
     return s.bid.select("auction", "bidder", "price", "date_time").join(auctions, left_on="auction", right_on="id")
 
