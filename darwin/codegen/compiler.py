@@ -2,11 +2,15 @@
 
 Because the file name is the hash of its content and its mtime never changes,
 Numba's on-disk cache (``cache=True``) finds the machine code again in the next
-process: a second run of the same query compiles nothing.
+process: a second run of the same query compiles nothing. The hash covers
+Darwin's own source too: Numba's cache does not notice that a helper a kernel
+calls (and inlines) has changed, so another Darwin must not find this one's code.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib.util
 import logging
 import os
@@ -29,8 +33,22 @@ log = logging.getLogger(__name__)
 _LOADED: dict[tuple[str, str], Any] = {}
 
 
+@functools.cache
+def darwin_fingerprint() -> str:
+    """A hash of every module of the installed Darwin, read once a process."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for module in sorted(package.rglob("*.py")):
+        digest.update(module.relative_to(package).as_posix().encode() + b"\0" + module.read_bytes())
+    return digest.hexdigest()
+
+
+def kernel_name(ks: KernelSource) -> str:
+    return "k_" + hashlib.sha256(f"{darwin_fingerprint()}:{ks.key}".encode()).hexdigest()[:32]
+
+
 def kernel_path(ks: KernelSource, cache_dir: str) -> Path:
-    return Path(cache_dir) / "kernels" / f"k_{ks.key[:32]}.py"
+    return Path(cache_dir) / "kernels" / f"{kernel_name(ks)}.py"
 
 
 def load_kernel(ks: KernelSource, cache_dir: str) -> Any:
@@ -46,7 +64,7 @@ def load_kernel(ks: KernelSource, cache_dir: str) -> Any:
             f.write(ks.source)
         os.replace(tmp, path)  # atomic: readers never see half a module
         log.debug("wrote kernel %s", path)
-    spec = importlib.util.spec_from_file_location(f"darwin_kernel_{ks.key[:32]}", path)
+    spec = importlib.util.spec_from_file_location(f"darwin_kernel_{kernel_name(ks)}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # Numba's cache refers to the module by name when it loads machine code

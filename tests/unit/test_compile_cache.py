@@ -46,3 +46,17 @@ def test_switching_target_in_one_process_is_a_clear_error(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path), "generic"], capture_output=True, text=True)
     assert proc.returncode != 0
     assert "fixes the CPU target per process" in proc.stderr
+
+
+def test_another_darwin_does_not_load_this_ones_machine_code(tmp_path):
+    """Numba's cache would not notice that a helper the kernel inlined has changed (an upgrade): a Darwin whose
+    source differs compiles the same query again, beside the other's kernels."""
+    first = _run(tmp_path)
+    code = SCRIPT.replace("import darwin as dw", "import darwin as dw\nimport darwin.codegen.compiler as compiler\n"
+                          "compiler.darwin_fingerprint = lambda: 'another Darwin'")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path), "host"], check=True, capture_output=True,
+                         text=True)
+    other = json.loads(out.stdout.strip().splitlines()[-1])
+    assert first["compiled"] >= 1 and other["compiled"] == first["compiled"] and other["cached"] == 0
+    assert other["rows"] == first["rows"]
+    assert _run(tmp_path)["compiled"] == 0
