@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+from collections.abc import Callable
+from typing import cast
+
+import llvmlite.binding as llvm
 import numpy as np
 from numba import njit, objmode, types
 from numba.extending import intrinsic
@@ -9,6 +15,14 @@ from numba.extending import intrinsic
 from darwin.plan.numeric import round_float
 
 INT64_MIN = np.int64(-(2**63))
+
+# C's pow under a name LLVM does not know: it rewrites a call of its pow intrinsic with a literal operand
+# (x to the 2 as x * x, 2 to the x as exp2, x to the 0.5 as sqrt), rounding otherwise than C's pow that
+# the interpreter's math.pow calls; an unknown function is called as it is
+_LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
+llvm.add_symbol("darwin_c_pow", ctypes.cast(_LIBM.pow, ctypes.c_void_p).value)
+c_pow = cast(Callable[[float, float], float],  # what compiled code calls it as
+             types.ExternalFunction("darwin_c_pow", types.float64(types.float64, types.float64)))
 
 
 @njit(inline="always", cache=True, nogil=True)
@@ -251,7 +265,7 @@ def math_power(a: float, b: float) -> float:
     """Java's Math.pow: C's pow, but NaN for a NaN exponent and for 1 or -1 to an infinite power."""
     if np.isnan(b) or (abs(a) == 1.0 and np.isinf(b)):
         return np.nan
-    return np.power(a, b)
+    return c_pow(a, b)
 
 
 @njit(inline="always", cache=True, nogil=True)

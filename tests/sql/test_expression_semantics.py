@@ -862,6 +862,16 @@ def test_power_is_cs_pow_on_both_engines():
     assert same_floats(compiled, [(math.pow(0.0001, 0.1),), (math.inf,), (-math.inf,), (math.nan,), (-math.inf,)])
 
 
+def test_power_with_a_literal_operand_is_cs_pow_on_both_engines():
+    """LLVM rewrites pow with a literal operand (x to the 2 as x * x, 2 to the x as exp2, x to the 0.5 as sqrt,
+    x to the -1 as 1 / x), which rounds otherwise than C's pow in the last bit of these values."""
+    t = table(n=[106_323_627, 590_521_773, 367_676_152], x=[48.73012216190233, 0.0, -1.5])
+    query = "SELECT ts, POWER(n, 2), POWER(2, x), POWER(n, 0.5), POWER(n, -1), POWER(x, 2) FROM t"
+    compiled, interpreted = (rows(query, t, config) for config in MODES)
+    assert same_floats(compiled, interpreted)
+    assert compiled[0][0] == math.pow(106_323_627, 2) != 106_323_627.0 * 106_323_627.0
+
+
 @pytest.mark.parametrize("text, problem", [
     ("SELECT ROUND(s, 1) FROM t", "column 14: ROUND takes numbers; s is string"),
     ("SELECT ROUND(a, 23) FROM t", "column 17: ROUND's places are from -22 to 22"),
