@@ -39,7 +39,7 @@ def updating() -> dw.Table:
 
 def partitioned() -> dw.Table:
     """Nexmark q10's shape: bids into directories by a key and a time part."""
-    bids = source(events=1_000_000, seed=7, rate=20_000, max_delay="2s").bid
+    bids = source(events=2_000_000, seed=7, rate=20_000, max_delay="2s").bid
     return bids.select("auction", "bidder", "price", "date_time", "extra", p=col("auction") % 4,
                        s=col("date_time").dt.second() // 10)
 
