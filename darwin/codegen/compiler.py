@@ -33,13 +33,20 @@ log = logging.getLogger(__name__)
 _LOADED: dict[tuple[str, str], Any] = {}
 
 
+# what a kernel's code can reach: the layers up to code generation (tests/unit/test_layering.py checks it)
+KERNEL_REACH = ("darwin.errors", "darwin.types", "darwin.durations", "darwin.timestamps", "darwin.files",
+                "darwin.config", "darwin.io", "darwin.plan", "darwin.graph", "darwin.codegen", "darwin.state")
+
+
 @functools.cache
 def darwin_fingerprint() -> str:
-    """A hash of every module of the installed Darwin, read once a process."""
+    """A hash of the modules a kernel can reach in the installed Darwin, read once a process."""
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    for module in sorted(package.rglob("*.py")):
-        digest.update(module.relative_to(package).as_posix().encode() + b"\0" + module.read_bytes())
+    for unit in KERNEL_REACH:
+        path = package / unit.removeprefix("darwin.")
+        for module in sorted(path.rglob("*.py")) if path.is_dir() else [path.with_suffix(".py")]:
+            digest.update(module.relative_to(package).as_posix().encode() + b"\0" + module.read_bytes())
     return digest.hexdigest()
 
 

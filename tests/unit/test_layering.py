@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from darwin.codegen.compiler import KERNEL_REACH
+
 ROOT = Path(__file__).resolve().parents[2]
 DARWIN = ROOT / "darwin"
 
@@ -79,3 +81,9 @@ def test_the_operator_graph_reads_state_traits_not_backend_names():
         text = path.read_text()
         for name in ('"memory"', '"mmap"', '"rocksdb"', "config.state "):
             assert name not in text, f"{path.name} mentions {name}"
+
+
+def test_a_kernels_cache_name_covers_every_layer_its_code_can_reach():
+    """Kernels import code generation's helpers, which reach the layers below (darwin.codegen.compiler)."""
+    reach = {name for name, level in LAYER.items() if level <= LAYER["darwin.codegen"]}
+    assert set(KERNEL_REACH) == reach
