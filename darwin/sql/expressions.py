@@ -25,6 +25,7 @@ from darwin.plan.exprs import type_of
 from darwin.plan.rules import fold_expr
 from darwin.sql.dialect import Flink
 from darwin.sql.errors import Located
+from darwin.sql.extremes import greatest_or_least
 from darwin.sql.timefunctions import TIME_FUNCTIONS
 from darwin.types import DType, Schema
 
@@ -635,6 +636,9 @@ class ExpressionTranslator:
         """Flink's (Calcite's, Spark's) DOW and DAYOFWEEK: 1 is Sunday .. 7 is Saturday, from the
         fluent ``dt.day_of_week()``, which is ISO (1 is Monday .. 7 is Sunday) as ISODOW is."""
         return ts.dt.day_of_week() % 7 + 1
+
+    def visit_Greatest(self, node: exp.Greatest) -> Expr: return greatest_or_least(self, node, greatest=True)
+    def visit_Least(self, node: exp.Least) -> Expr: return greatest_or_least(self, node, greatest=False)
 
     def visit_Coalesce(self, node: exp.Coalesce) -> Expr:
         """The first of its arguments that is not NULL."""

@@ -598,3 +598,18 @@ def test_numeric_functions_on_spark(spark):
     on_spark = assert_three_engines_agree(query).table
     first = min(on_spark.to_pylist(), key=lambda r: r["ts"])
     assert (first["r"], first["rn"], first["f"], first["c"]) == (2.68, 130, 2.0, 3.0)
+
+
+def test_greatest_and_least_on_spark(spark):
+    """GREATEST and LEAST give on Spark what the other engines give (built from comparisons and when): NULL where any
+    argument is (Spark's skip NULLs), NaN the greatest number, -0.0 below 0.0, a BIGINT beside a DOUBLE as a DOUBLE."""
+    from engines import assert_three_engines_agree
+
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(5), pa.timestamp("ms")), "a": [1, 5, None, -3, 0],
+                                "b": [2.5, float("nan"), 1.0, -0.0, 0.0], "c": [0.0, 2.0, 3.0, 0.0, -0.0]}),
+                      time="ts", name="t")
+    query = dw.sql("SELECT ts, GREATEST(a, b, c) AS g, LEAST(a, b, c) AS l, GREATEST(b, c) AS gf, LEAST(c, b) AS lf, "
+                   "GREATEST(ts, ts) AS gt FROM t", tables={"t": t})
+    got = sorted(assert_three_engines_agree(query).table.to_pylist(), key=lambda r: r["ts"])
+    assert [(r["g"], r["l"]) for r in got][2:] == [(None, None), (0.0, -3.0), (0.0, -0.0)]
+    assert str(got[3]["lf"]) == "-0.0" and str(got[4]["gf"]) == "0.0" and str(got[1]["g"]) == "nan"

@@ -1026,3 +1026,69 @@ def test_time_parsing_agrees_on_both_engines(texts):
     compiled, interpreted = (rows(f"SELECT ts, TO_TIMESTAMP(s) AS d, {columns} FROM t", table(s=texts), config)
                              for config in MODES)
     assert compiled == interpreted
+
+
+# -- GREATEST and LEAST ---------------------------------------------------------------------------------
+
+def java_order(v):
+    """A DOUBLE's place in Java's Double.compareTo: NaN above every number, -0.0 below 0.0."""
+    return (1, 0.0) if math.isnan(v) else (0, v, math.copysign(1.0, v))
+
+
+def java_extreme(values, greatest):
+    """Flink's GREATEST / LEAST of numbers: NULL where any is NULL, else the extreme in Java's order."""
+    if any(v is None for v in values):
+        return None
+    floats = [float(v) for v in values]
+    return (max if greatest else min)(floats, key=java_order)
+
+
+def same_bits(a, b):
+    """Row tuples equal, NaN equal to NaN and -0.0 apart from 0.0."""
+    def key(row):
+        return tuple(("NaN",) if isinstance(v, float) and math.isnan(v)
+                     else (v, math.copysign(1.0, v)) if isinstance(v, float) else v for v in row)
+    return [key(r) for r in a] == [key(r) for r in b]
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_greatest_and_least_are_flinks(config):
+    """They were refused ('Greatest (GREATEST(a, b)) is not supported in Darwin's SQL'). NULL where any argument is;
+    a BIGINT beside a DOUBLE is compared as a DOUBLE; NaN is the greatest number and -0.0 is below 0.0 (Java's
+    compareTo); timestamps and booleans (FALSE first) compare too."""
+    t = table(a=[1, 5, None, -3], b=[2.5, math.nan, 1.0, -0.0], c=[0.0, 2.0, 3.0, 0.0], d=[True, False, None, False],
+              e=pa.array([1000, 0, 5, None], pa.timestamp("ms")))
+    got = rows("SELECT ts, GREATEST(a, b, c), LEAST(a, b, c), GREATEST(b, c), LEAST(c, b), LEAST(b, b), "
+               "GREATEST(d, TRUE), LEAST(d, FALSE, TRUE), GREATEST(e, ts), LEAST(ts, e), GREATEST(a, 2), "
+               "LEAST(a, NULL) FROM t", t, config)
+    ms = timedelta(milliseconds=1)
+    assert same_bits(got, [
+        (2.5, 0.0, 2.5, 0.0, 2.5, True, False, datetime(1970, 1, 1) + 1000 * ms, datetime(1970, 1, 1), 2, None),
+        (math.nan, 2.0, math.nan, 2.0, math.nan, True, False, datetime(1970, 1, 1) + ms, datetime(1970, 1, 1), 5, None),
+        (None, None, 3.0, 1.0, 1.0, None, None, datetime(1970, 1, 1) + 5 * ms, datetime(1970, 1, 1) + 2 * ms, None,
+         None),
+        (0.0, -3.0, 0.0, -0.0, -0.0, True, False, None, None, 2, None)])
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.lists(st.tuples(*[st.one_of(st.none(), st.sampled_from([0.0, -0.0, math.nan, math.inf, -math.inf]),
+                                           st.floats(-5, 5).map(round)) for _ in range(3)],
+                               st.one_of(st.none(), st.integers(-3, 3))), min_size=1, max_size=30))
+def test_greatest_and_least_agree_with_javas_order_on_both_engines(data):
+    x, y, z, n = (list(c) for c in zip(*data))
+    t = table(x=pa.array(x, pa.float64()), y=pa.array(y, pa.float64()), z=pa.array(z, pa.float64()),
+              n=pa.array(n, pa.int64()))
+    query = "SELECT ts, GREATEST(x, y, z), LEAST(x, y, z), GREATEST(n, x), LEAST(y, n, z, x) FROM t"
+    expected = [(java_extreme([a, b, c], True), java_extreme([a, b, c], False), java_extreme([k, a], True),
+                 java_extreme([b, k, c, a], False)) for a, b, c, k in data]
+    for config in MODES:
+        assert same_bits(rows(query, t, config), expected)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("SELECT GREATEST(a, s) FROM t", "column 20: GREATEST of strings is not supported"),
+    ("SELECT LEAST(a, ts) FROM t", "column 8: LEAST takes arguments of one type .*a \\(int64\\), ts \\(timestamp\\)"),
+])
+def test_greatest_and_least_refuse_what_they_cannot_compare_at_its_position(text, problem):
+    with pytest.raises(SqlError, match=problem):
+        dw.sql(text, tables={"t": table(a=[1], s=["x"])})
