@@ -237,7 +237,9 @@ def _math(e: ex.MathCall, schema: Schema) -> Column:
         if integer:
             return x
         whole = (F.abs(x) >= 2.0**52) | F.isnan(x)  # nothing below the point (and the infinities)
-        return F.when(whole, x).otherwise(getattr(F, e.func)(x).cast("double"))
+        rounded = getattr(F, e.func)(x).cast("double")
+        # Java's zero keeps the argument's sign (FLOOR(-0.0) and CEIL(-0.5) are -0.0); Spark's BIGINT 0 has none
+        return F.when(whole, x).when(rounded == 0, x * F.lit(0.0)).otherwise(rounded)
     if e.func == "sign":
         return F.signum(x).cast("bigint") if integer else F.signum(x)
     if e.func == "round":
