@@ -247,6 +247,15 @@ class StringNamespace:
         pattern does not have (a negative one too), as Flink's REGEXP_EXTRACT."""
         return self._call("regexp_extract", pattern, group)
 
+    def regexp_replace(self, pattern: str, replacement: str) -> Expr:
+        """Every match of ``pattern`` replaced by ``replacement`` taken literally (``$1`` is two characters), as
+        Flink's REGEXP_REPLACE."""
+        return self._call("regexp_replace", pattern, replacement)
+
+    def regexp(self, pattern: str) -> Expr:
+        """Whether ``pattern`` matches anywhere in the value (never for the empty pattern), as Flink's REGEXP."""
+        return self._call("regexp", pattern)
+
     def map(self, mapping: dict[str, str]) -> Expr:
         """The value ``mapping`` gives each string, NULL where it has none: a join with a small static
         table, computed once per distinct value."""

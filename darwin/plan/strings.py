@@ -51,6 +51,18 @@ def _regexp_extract(s: str, pattern: str, group: int) -> str | None:
     return m.group(group)
 
 
+def _regexp_replace(s: str, pattern: str, replacement: str) -> str:
+    """Flink's REGEXP_REPLACE: every match of ``pattern`` replaced by ``replacement`` as it is written (Flink quotes
+    it with Java's ``Matcher.quoteReplacement``, so ``$1`` and a backslash are plain characters, not group
+    references); an empty match counts between characters, as in Java's ``replaceAll``."""
+    return _regex(pattern).sub(lambda _: replacement, s)
+
+
+def _regexp(s: str, pattern: str) -> bool:
+    """Flink's REGEXP: whether ``pattern`` matches anywhere in ``s``; the empty pattern matches nothing."""
+    return bool(pattern) and _regex(pattern).search(s) is not None
+
+
 def _split_index(s: str, sep: str, index: int) -> str | None:
     """Flink's SPLIT_INDEX: the ``index``-th piece of ``s`` split at every ``sep``, empty pieces kept; NULL
     past the last piece, for a negative index, and for an empty ``s``, which has no pieces (Flink splits
@@ -189,6 +201,8 @@ FUNCTIONS: dict[str, StringFunction] = {
     "contains": StringFunction(DType.BOOL, False, (str,), lambda s, sub: sub in s),
     "starts_with": StringFunction(DType.BOOL, False, (str,), str.startswith),
     "regexp_extract": StringFunction(DType.STRING, True, (str, int), _regexp_extract),
+    "regexp_replace": StringFunction(DType.STRING, False, (str, str), _regexp_replace),
+    "regexp": StringFunction(DType.BOOL, False, (str,), _regexp),
     "split_index": StringFunction(DType.STRING, True, (str, int), _split_index),
     "map": StringFunction(DType.STRING, True, (tuple,), _map),
     "ends_with": StringFunction(DType.BOOL, False, (str,), str.endswith),
@@ -255,6 +269,8 @@ def expands(name: str, args: tuple[Any, ...]) -> bool:
     """Whether the function's results, given to it again, can grow without end (``replace('a', 'ba')``):
     such a function is computed for the values a kernel meets, not for every string of the pool, which
     would apply it to its own results batch after batch."""
+    if name == "regexp_replace":  # a match may be shorter than the replacement
+        return bool(args[1])
     return name == "replace" and len(args[1]) > len(args[0])
 
 
@@ -275,11 +291,11 @@ def check_args(name: str, args: tuple[Any, ...]) -> None:
             _similar_regex(pattern, escape)
         else:
             like_tokens(pattern, escape)
-    if name == "regexp_extract":
+    if name in ("regexp_extract", "regexp_replace", "regexp"):
         try:
             _regex(args[0])
         except re.error as e:
-            raise DarwinTypeError(f"str.regexp_extract(): invalid pattern {args[0]!r}: {e}") from None
+            raise DarwinTypeError(f"str.{name}(): invalid pattern {args[0]!r}: {e}") from None
     if name == "map" and not all(isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, str) for x in p)
                                  for p in args[0]):
         raise DarwinTypeError("str.map() takes a dict from strings to strings")

@@ -349,6 +349,12 @@ def _string(e: ex.StringCall, s: Column) -> Column:
         java = JAVA_FLAGS + pattern
         return F.when(F.regexp_like(s, F.lit(java)), F.regexp_extract(s, java, group)).otherwise(
             F.lit(None).cast("string"))
+    if name == "regexp_replace":  # the replacement literal, as Flink's quoteReplacement makes it
+        pattern, replacement = args
+        quoted = replacement.replace("\\", "\\\\").replace("$", "\\$")
+        return F.regexp_replace(s, F.lit(JAVA_FLAGS + pattern), F.lit(quoted))
+    if name == "regexp":  # the empty pattern matches nothing, as in Flink
+        return F.regexp_like(s, F.lit(JAVA_FLAGS + args[0])) if args[0] else F.when(s.isNotNull(), F.lit(False))
     if name == "split_index":
         sep, index = args
         if not 0 <= index <= JAVA_INT_MAX:  # no piece has it; Spark's get() would wrap a larger index to an int

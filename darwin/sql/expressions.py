@@ -785,6 +785,30 @@ class ExpressionTranslator:
         index = 0 if group is None else self._integer(group, "REGEXP_EXTRACT's group")
         return self(node.this).str.regexp_extract(pattern, index)
 
+    def visit_RegexpReplace(self, node: exp.RegexpReplace) -> Expr:
+        """REGEXP_REPLACE(s, pattern, replacement) with a literal pattern and replacement, as Flink's: the replacement
+        is taken as written ($1 is no group reference in Flink); NULL where any argument is NULL."""
+        extra = [a for k, a in node.args.items() if k not in ("this", "expression", "replacement") and a is not None]
+        if extra:
+            raise self.where.error(extra[0], "REGEXP_REPLACE takes a string, a pattern and a replacement, as in Flink")
+        value = self._string(node.this, "REGEXP_REPLACE")
+        if isinstance(node.expression, exp.Null) or isinstance(node.args["replacement"], exp.Null):
+            return lit(None, DType.STRING)
+        pattern = self._pattern(node.expression, "REGEXP_REPLACE")
+        replacement = self._text(node.args["replacement"], "REGEXP_REPLACE's replacement")
+        return self._checked(node.expression, lambda: value.str.regexp_replace(pattern, replacement))
+
+    def _regexp(self, node: exp.Anonymous) -> Expr:
+        """REGEXP(s, pattern): whether the literal pattern matches anywhere in s, as Flink's (never for '')."""
+        if len(node.expressions) != 2:
+            raise self.where.error(node, "REGEXP takes a string and a pattern, as in Flink")
+        text, pattern_node = node.expressions
+        value = self._string(text, "REGEXP")
+        if isinstance(pattern_node, exp.Null):
+            return lit(None, DType.BOOL)
+        pattern = self._pattern(pattern_node, "REGEXP")
+        return self._checked(pattern_node, lambda: value.str.regexp(pattern))
+
     def visit_Anonymous(self, node: exp.Anonymous) -> Expr:
         name = str(node.this).upper()
         args = node.expressions
@@ -803,6 +827,8 @@ class ExpressionTranslator:
         if name == "PROCTIME":
             raise self.where.error(node, "PROCTIME(): Darwin has no processing time; PROCTIME() AS name in a select "
                                          "list or CREATE TABLE only names the time of a FOR SYSTEM_TIME AS OF lookup")
+        if name == "REGEXP":
+            return self._regexp(node)
         if name == "DAYOFWEEK" and len(args) == 1:
             return self._day_of_week(self(args[0]))
         raise self.where.error(node, f"function {name}({len(args)} arguments) is not supported in Darwin's SQL")

@@ -614,3 +614,18 @@ def test_greatest_and_least_on_spark(spark):
     got = sorted(assert_three_engines_agree(query).table.to_pylist(), key=lambda r: r["ts"])
     assert [(r["g"], r["l"]) for r in got][2:] == [(None, None), (0.0, -3.0), (0.0, -0.0)]
     assert str(got[3]["lf"]) == "-0.0" and str(got[4]["gf"]) == "0.0" and str(got[1]["g"]) == "nan"
+
+
+def test_regexp_replace_and_regexp_on_spark(spark):
+    """REGEXP_REPLACE takes its replacement as written on Spark too (Spark's reads $1 as a group and a backslash as an
+    escape; Flink quotes them), replaces empty matches between characters, and REGEXP never matches ''."""
+    from engines import assert_three_engines_agree
+
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(6), pa.timestamp("ms")),
+                                "s": ["foobar", "abc", "", None, "a.b.c", "x1y22"]}), time="ts", name="t")
+    query = dw.sql(r"SELECT ts, s, REGEXP_REPLACE(s, 'oo|ar', '') AS r, REGEXP_REPLACE(s, 'b*', '-') AS e, "
+                   r"REGEXP_REPLACE(s, '(\d+)', '<$1\>') AS g, REGEXP(s, 'b.') AS m, REGEXP(s, '') AS n FROM t",
+                   tables={"t": t})
+    got = {r["s"]: r for r in assert_three_engines_agree(query).table.to_pylist()}
+    assert (got["x1y22"]["g"], got["abc"]["e"], got["foobar"]["r"]) == ("x<$1\\>y<$1\\>", "-a--c-", "fb")
+    assert got["abc"]["m"] and got["abc"]["n"] is False and got[None]["m"] is None

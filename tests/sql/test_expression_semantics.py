@@ -1092,3 +1092,44 @@ def test_greatest_and_least_agree_with_javas_order_on_both_engines(data):
 def test_greatest_and_least_refuse_what_they_cannot_compare_at_its_position(text, problem):
     with pytest.raises(SqlError, match=problem):
         dw.sql(text, tables={"t": table(a=[1], s=["x"])})
+
+
+# -- REGEXP_REPLACE and REGEXP --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", MODES)
+def test_regexp_replace_and_regexp_are_flinks(config):
+    """They were refused ('function REGEXP(2 arguments) is not supported', 'RegexpReplace ... is not supported').
+    REGEXP_REPLACE replaces every match, empty ones between characters as Java's replaceAll, by the replacement as
+    written: Flink quotes it (Matcher.quoteReplacement), so '$1' and a backslash are plain characters. REGEXP is a
+    match anywhere, never for the empty pattern; a NULL argument gives NULL."""
+    t = table(s=["foobar", "abc", "", None, "a.b.c", "x1y22"])
+    got = rows(r"SELECT ts, REGEXP_REPLACE(s, 'oo|ar', ''), REGEXP_REPLACE(s, 'b*', '-'), "
+               r"REGEXP_REPLACE(s, '(\d+)', '<$1\>'), REGEXP_REPLACE(s, '\.', 'xyz'), REGEXP(s, 'b.'), REGEXP(s, ''), "
+               "REGEXP(s, NULL), REGEXP_REPLACE(s, 'a', NULL) FROM t", t, config)
+    assert got == [("fb", "-f-o-o--a-r-", "foobar", "foobar", True, False, None, None),
+                   ("abc", "-a--c-", "abc", "abc", True, False, None, None),
+                   ("", "-", "", "", False, False, None, None), (None,) * 8,
+                   ("a.b.c", "-a-.--.-c-", "a.b.c", "axyzbxyzc", True, False, None, None),
+                   ("x1y22", "-x-1-y-2-2-", "x<$1\\>y<$1\\>", "x1y22", False, False, None, None)]
+
+
+def test_regexp_replace_of_its_own_results_does_not_grow_without_end():
+    """A replacement longer than its match lengthens strings: applied again to its own results it would grow them
+    batch after batch, so it is computed for the values kernels meet (as an expanding REPLACE is)."""
+    t = table(s=["ab", "b", "ab", None])
+    query = "SELECT ts, REGEXP_REPLACE(REGEXP_REPLACE(s, 'b', 'bb'), 'b+', 'bcb') FROM t"
+    compiled, interpreted = (rows(query, t, config) for config in MODES)
+    assert compiled == interpreted == [("abcb",), ("bcb",), ("abcb",), (None,)]
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("SELECT REGEXP_REPLACE(s, s, 'x') FROM t", "column 26: REGEXP_REPLACE's pattern must be a string literal"),
+    ("SELECT REGEXP_REPLACE(s, '(', 'x') FROM t", "column 26: str.regexp_replace\\(\\): invalid pattern '\\('"),
+    ("SELECT REGEXP_REPLACE(s, 'a', s) FROM t", "column 31: REGEXP_REPLACE's replacement must be a string literal"),
+    ("SELECT REGEXP_REPLACE(a, 'a', 'b') FROM t", "column 23: REGEXP_REPLACE takes strings; a is int64"),
+    ("SELECT REGEXP(s, '[') FROM t", "column 18: str.regexp\\(\\): invalid pattern"),
+    ("SELECT REGEXP(s) FROM t", "column 8: REGEXP takes a string and a pattern"),
+])
+def test_regexp_replace_and_regexp_refuse_what_they_cannot_take_at_its_position(text, problem):
+    with pytest.raises(SqlError, match=problem):
+        dw.sql(text, tables={"t": table(a=[1], s=["x"])})
