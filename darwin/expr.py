@@ -256,6 +256,14 @@ class StringNamespace:
         """Whether ``pattern`` matches anywhere in the value (never for the empty pattern), as Flink's REGEXP."""
         return self._call("regexp", pattern)
 
+    def repeat(self, count: int) -> Expr:
+        """The value ``count`` times over ('' for a count below 1), as Flink's REPEAT."""
+        return self._call("repeat", count)
+
+    def reverse(self) -> Expr:
+        """The value's characters (code points) in reverse order, as Flink's REVERSE."""
+        return self._call("reverse")
+
     def map(self, mapping: dict[str, str]) -> Expr:
         """The value ``mapping`` gives each string, NULL where it has none: a join with a small static
         table, computed once per distinct value."""

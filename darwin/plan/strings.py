@@ -204,6 +204,9 @@ FUNCTIONS: dict[str, StringFunction] = {
     "regexp_replace": StringFunction(DType.STRING, False, (str, str), _regexp_replace),
     "regexp": StringFunction(DType.BOOL, False, (str,), _regexp),
     "split_index": StringFunction(DType.STRING, True, (str, int), _split_index),
+    # Flink's REPEAT (EncodingUtils.repeat: '' for a count below 1) and REVERSE (of code points)
+    "repeat": StringFunction(DType.STRING, False, (int,), lambda s, n: s * max(n, 0)),
+    "reverse": StringFunction(DType.STRING, False, (), lambda s: s[::-1]),
     "map": StringFunction(DType.STRING, True, (tuple,), _map),
     "ends_with": StringFunction(DType.BOOL, False, (str,), str.endswith),
     "substring": StringFunction(DType.STRING, lambda start, length: length is not None and length < 0,
@@ -269,6 +272,8 @@ def expands(name: str, args: tuple[Any, ...]) -> bool:
     """Whether the function's results, given to it again, can grow without end (``replace('a', 'ba')``):
     such a function is computed for the values a kernel meets, not for every string of the pool, which
     would apply it to its own results batch after batch."""
+    if name == "repeat":
+        return bool(args[0] > 1)
     if name == "regexp_replace":  # a match may be shorter than the replacement
         return bool(args[1])
     return name == "replace" and len(args[1]) > len(args[0])
@@ -280,6 +285,8 @@ def check_args(name: str, args: tuple[Any, ...]) -> None:
             isinstance(a, t) and not isinstance(a, bool) for a, t in zip(args, fn.arg_types)):
         want = ", ".join(_type_names(t) for t in fn.arg_types) or "no arguments"
         raise DarwinTypeError(f"str.{name}() takes ({want}), got {args!r}")
+    if name == "repeat" and args[0] > JAVA_INT_MAX:  # Flink's count is an INT
+        raise DarwinTypeError(f"str.repeat(): a count of at most {JAVA_INT_MAX} (Flink's INT), got {args[0]}")
     if name in ("lpad", "rpad") and args[0] > JAVA_INT_MAX:  # a string that long would not fit in memory
         raise DarwinTypeError(f"str.{name}(): a length of at most {JAVA_INT_MAX} (Flink's INT), got {args[0]}")
     if name in ("like", "ilike", "similar_to"):

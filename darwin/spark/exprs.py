@@ -471,6 +471,8 @@ def _flink_string_functions() -> dict[str, Callable[..., Column]]:
     return {
         "ends_with": lambda s, suffix: F.endswith(s, F.lit(suffix)),
         "substring": _substring,
+        "repeat": lambda s, n: F.repeat(s, max(n, 0)),  # '' for a count below 1, as Flink's
+        "reverse": F.reverse,
         "trim": lambda s, chars: F.btrim(s, F.lit(chars)) if chars else s,
         "ltrim": lambda s, chars: F.ltrim(s, F.lit(chars)) if chars else s,
         "rtrim": lambda s, chars: F.rtrim(s, F.lit(chars)) if chars else s,

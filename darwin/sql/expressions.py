@@ -725,6 +725,28 @@ class ExpressionTranslator:
             self._text(node.expression, "REPLACE's search string"),
             self._text(node.args["replacement"], "REPLACE's replacement"))
 
+    def visit_Left(self, node: exp.Left) -> Expr:
+        """LEFT(s, n): the first n characters, '' for n below 1, as Flink's."""
+        count = self._integer(node.expression, "LEFT's length")
+        return self._string(node.this, "LEFT").str.substring(1, max(count, 0))
+
+    def visit_Right(self, node: exp.Right) -> Expr:
+        """RIGHT(s, n): the last n characters, all of a shorter s, '' for n below 1, as Flink's."""
+        count = self._integer(node.expression, "RIGHT's length")
+        value = self._string(node.this, "RIGHT")
+        if count < 1:
+            return value.str.substring(1, 0)
+        return when(value.str.length() <= count, value).otherwise(value.str.substring(-count))
+
+    def visit_Repeat(self, node: exp.Repeat) -> Expr:
+        """REPEAT(s, n): s n times over, '' for n below 1, as Flink's."""
+        count = self._integer(node.args["times"], "REPEAT's count")
+        value = self._string(node.this, "REPEAT")
+        return self._checked(node.args["times"], lambda: value.str.repeat(count))
+
+    def visit_Reverse(self, node: exp.Reverse) -> Expr:
+        return self._string(node.this, "REVERSE").str.reverse()
+
     def visit_Pad(self, node: exp.Pad) -> Expr:
         name = "LPAD" if node.args.get("is_left") else "RPAD"
         length = self._integer(node.expression, f"{name}'s length")

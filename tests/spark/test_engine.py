@@ -629,3 +629,16 @@ def test_regexp_replace_and_regexp_on_spark(spark):
     got = {r["s"]: r for r in assert_three_engines_agree(query).table.to_pylist()}
     assert (got["x1y22"]["g"], got["abc"]["e"], got["foobar"]["r"]) == ("x<$1\\>y<$1\\>", "-a--c-", "fb")
     assert got["abc"]["m"] and got["abc"]["n"] is False and got[None]["m"] is None
+
+
+def test_left_right_repeat_and_reverse_on_spark(spark):
+    """LEFT, RIGHT (from SUBSTRING and CHAR_LENGTH), REPEAT and REVERSE count code points on Spark too, and give ''
+    for a length or count below 1."""
+    from engines import assert_three_engines_agree
+
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(5), pa.timestamp("ms")), "s": ["héllo", "ab", "", None, "x😀y"]}),
+                      time="ts", name="t")
+    query = dw.sql("SELECT ts, s, LEFT(s, 2) AS l, LEFT(s, -1) AS ln, RIGHT(s, 2) AS r, RIGHT(s, 9) AS r9, "
+                   "REPEAT(s, 2) AS p, REPEAT(s, -1) AS pn, REVERSE(s) AS v FROM t", tables={"t": t})
+    got = {r["s"]: r for r in assert_three_engines_agree(query).table.to_pylist()}
+    assert (got["x😀y"]["r"], got["x😀y"]["v"], got["ab"]["r9"], got["ab"]["pn"]) == ("😀y", "y😀x", "ab", "")

@@ -1133,3 +1133,29 @@ def test_regexp_replace_of_its_own_results_does_not_grow_without_end():
 def test_regexp_replace_and_regexp_refuse_what_they_cannot_take_at_its_position(text, problem):
     with pytest.raises(SqlError, match=problem):
         dw.sql(text, tables={"t": table(a=[1], s=["x"])})
+
+
+# -- LEFT, RIGHT, REPEAT, REVERSE -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", MODES)
+def test_left_right_repeat_and_reverse_are_flinks(config):
+    """They were refused ('Left (LEFT(s, 2)) is not supported in Darwin's SQL'). Characters are code points (an
+    emoji is one); LEFT and RIGHT give '' for a length below 1 and the whole of a shorter value, REPEAT '' for a
+    count below 1; NULL gives NULL."""
+    t = table(s=["héllo", "ab", "", None, "x😀y"])
+    got = rows("SELECT ts, LEFT(s, 2), LEFT(s, -1), LEFT(s, 9), RIGHT(s, 2), RIGHT(s, 0), RIGHT(s, 9), REPEAT(s, 3), "
+               "REPEAT(s, -2), REVERSE(s), REPEAT(REPEAT(s, 2), 2) FROM t", t, config)
+    assert got == [("hé", "", "héllo", "lo", "", "héllo", "héllo" * 3, "", "olléh", "héllo" * 4),
+                   ("ab", "", "ab", "ab", "", "ab", "ababab", "", "ba", "abababab"), ("",) * 10, (None,) * 10,
+                   ("x😀", "", "x😀y", "😀y", "", "x😀y", "x😀y" * 3, "", "y😀x", "x😀y" * 4)]
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("SELECT LEFT(s, a) FROM t", "column 16: LEFT's length must be an integer literal"),
+    ("SELECT RIGHT(a, 1) FROM t", "column 14: RIGHT takes strings; a is int64"),
+    ("SELECT REPEAT(s, 3000000000) FROM t", "column 18: str.repeat\\(\\): a count of at most 2147483647"),
+    ("SELECT REVERSE(a) FROM t", "column 16: REVERSE takes strings; a is int64"),
+])
+def test_left_right_repeat_and_reverse_refuse_what_they_cannot_take_at_its_position(text, problem):
+    with pytest.raises(SqlError, match=problem):
+        dw.sql(text, tables={"t": table(a=[1], s=["x"])})
