@@ -47,11 +47,11 @@ def plan(deployment: Deployment, **config_overrides: Any) -> Planned:
     """Build the sources, the query and the sink (nothing runs; Kafka sources connect to read their
     topics' partitions)."""
     tables = {s.name: _at(deployment, s.key, s.line, partial(source_table, s)) for s in deployment.sources}
-    table = query_table(deployment, tables)
+    table, config = query_table(deployment, tables)
     spec = deployment.sinks[0]
     sink = _at(deployment, spec.key, spec.line, lambda: make_sink(spec))
     _at(deployment, spec.key, spec.line, lambda: table.sink(sink))  # refuses a result the sink cannot write
-    config = deployment.config.replace(**config_overrides) if config_overrides else deployment.config
+    config = config.replace(**config_overrides) if config_overrides else config
     return Planned(table, sink, config)
 
 
@@ -187,26 +187,31 @@ def _nexmark(spec: SourceSpec) -> api.Table:
 
 
 # -- the query --------------------------------------------------------------------------------
-def query_table(deployment: Deployment, tables: Mapping[str, api.Table]) -> api.Table:
+def query_table(deployment: Deployment, tables: Mapping[str, api.Table]) -> tuple[api.Table, Config]:
+    """The query's table and the config it runs with: the deployment's, changed by query.sql's SET
+    statements (SET wins, as a Flink session's SET over flink-conf.yaml)."""
     q = deployment.query
     if q.sql is not None:
         return _sql(deployment, q, tables)
-    return _at(deployment, q.key, q.line, lambda: _python(deployment, q, tables))
+    return _at(deployment, q.key, q.line, lambda: _python(deployment, q, tables)), deployment.config
 
 
 INSERT_ADVICE = ("a deployment's query is one SELECT, whose rows go to the deployment's sink ('sinks:'); "
                  "write the SELECT, and the INSERT's target table as the sink")
 
 
-def _sql(deployment: Deployment, q: QuerySpec, tables: Mapping[str, api.Table]) -> api.Table:
-    """The query of ``query.sql``. Its CREATE TABLE paths are the file's paths: resolved against its
-    directory and kept under it, as those of ``sources:``."""
+def _sql(deployment: Deployment, q: QuerySpec, tables: Mapping[str, api.Table]) -> tuple[api.Table, Config]:
+    """The query of ``query.sql`` and the deployment's config with its SET statements. Its CREATE
+    TABLE paths are the file's paths: resolved against its directory and kept under it, as those of
+    ``sources:``."""
     from darwin.sql.script import query_of_script
 
     assert q.sql is not None
     try:
-        return query_of_script(q.sql, tables=dict(tables), paths=lambda text: str(deployment.read_path(text)),
-                               insert_advice=INSERT_ADVICE)
+        script = query_of_script(q.sql, tables=dict(tables), paths=lambda text: str(deployment.read_path(text)),
+                                 insert_advice=INSERT_ADVICE)
+        assert script.query is not None
+        return script.query, script.settings.applied(deployment.config)
     except SqlError as e:
         text = str(e)
         found = _SQL_WHERE.match(text)

@@ -25,6 +25,14 @@ class Located:
             node = node.parent
         return None
 
+    def at(self, offset: int) -> str:
+        """"line L, column C" of the character at ``offset``."""
+        line, column = self.text.count("\n", 0, offset) + 1, offset - (self.text.rfind("\n", 0, offset) + 1) + 1
+        return f"line {line}, column {column}"
+
+    def error_at(self, offset: int, message: str) -> SqlError:
+        return SqlError(f"{self.at(offset)}: {message}")
+
     def error(self, node: exp.Expr | None, message: str) -> SqlError:
         where = self.position(node)
         return SqlError(f"line {where[0]}, column {where[1]}: {message}" if where else message)

@@ -1,4 +1,5 @@
-"""SQL scripts: ``CREATE TABLE ... WITH (...)``, ``CREATE VIEW``, ``INSERT INTO`` and queries.
+"""SQL scripts: ``CREATE TABLE ... WITH (...)``, ``CREATE VIEW``, ``INSERT INTO``, queries and
+``SET``/``RESET`` (``darwin.sql.settings``).
 
 ``plan_script`` parses and plans every statement without running anything; ``sql`` returns the
 table of a query (Flink's ``sqlQuery``: an INSERT INTO there is refused, never dropped), ``sql_job``
@@ -9,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TypeGuard
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
+from sqlglot.tokens import Token, TokenType
 
 from darwin.api import Table, from_source
 from darwin.config import Config
@@ -28,6 +30,14 @@ from darwin.sql.dialect import Flink, Watermark
 from darwin.sql.errors import Located
 from darwin.sql.expressions import Entry, ExpressionTranslator, Scope, interval_ms, sql_type
 from darwin.sql.relations import Catalog
+from darwin.sql.settings import (
+    Session,
+    SessionStatement,
+    Settings,
+    is_session_statement,
+    session_statement,
+    state_ttl_applied,
+)
 from darwin.sql.translate import QueryPlanner
 from darwin.types import DType, Field, Schema
 
@@ -40,6 +50,7 @@ class Insert:
     target: str
     table: Table
     sink: Sink
+    settings: Settings = field(default_factory=Settings)  # the SET statements' settings in effect at it
 
 
 @dataclass
@@ -51,6 +62,7 @@ class Script:
     inserts: list[Insert] = field(default_factory=list)
     query: Table | None = None  # the last statement, if it is a query
     computed: dict[str, Computed] = field(default_factory=dict)  # by table: its computed columns
+    settings: Settings = field(default_factory=Settings)  # in effect at the end of the script
 
 
 @dataclass(frozen=True)
@@ -65,14 +77,37 @@ class Computed:
         return tuple(name for name, _ in self.columns)
 
 
-def parse(text: str) -> list[exp.Expr]:
-    """The statements of ``text``, parsed as Flink SQL; a syntax error names its line and column."""
+Statement = exp.Expr | SessionStatement
+
+
+def parse(text: str) -> list[Statement]:
+    """The statements of ``text``, parsed as Flink SQL; a syntax error names its line and column.
+    SET and RESET are read by Flink's own pattern (their keys and values need no quotes)."""
+    dialect = Flink()
+    statements: list[Statement] = []
     try:
-        return [s for s in sqlglot.parse(text, read=Flink) if s is not None]
+        for tokens in _statement_tokens(dialect.tokenize(text)):
+            if is_session_statement(tokens[0]):
+                statements.append(session_statement(text, tokens[0].start, tokens[-1].end + 1,
+                                                     Located(text).error_at))
+            else:
+                statements += [s for s in dialect.parser().parse(tokens, text) if s is not None]
+        return statements
     except ParseError as e:
         first = e.errors[0] if e.errors else {}
         where = f"line {first.get('line')}, column {first.get('col')}: " if first.get("line") else ""
         raise SqlError(f"{where}{first.get('description', str(e))}") from None
+
+
+def _statement_tokens(tokens: list[Token]) -> list[list[Token]]:
+    """The tokens of each statement (those between semicolons), empty statements left out."""
+    statements: list[list[Token]] = [[]]
+    for token in tokens:
+        if token.token_type is TokenType.SEMICOLON:
+            statements.append([])
+        else:
+            statements[-1].append(token)
+    return [s for s in statements if s]
 
 
 # What a connector's 'path' option becomes (``paths=``): the path to use, or a DarwinError saying why not
@@ -89,7 +124,7 @@ def plan_script(text: str, tables: Mapping[str, Table] | None = None, *, paths: 
     return _plan(parse(text), Located(text), tables, paths)
 
 
-def _plan(statements: list[exp.Expr], where: Located, tables: Mapping[str, Table] | None,
+def _plan(statements: list[Statement], where: Located, tables: Mapping[str, Table] | None,
           paths: PathRule | None) -> Script:
     script = Script()
     for name, table in (tables or {}).items():
@@ -113,9 +148,12 @@ def _plan(statements: list[exp.Expr], where: Located, tables: Mapping[str, Table
 
     script.catalog = Catalog(dict(tables or {}), resolve)
     planner = QueryPlanner(script.catalog, where)
+    session = Session()
     for statement in statements:
         script.query = None
-        if isinstance(statement, exp.Create):
+        if isinstance(statement, SessionStatement):
+            session.apply(statement, where.error_at, where.at)
+        elif isinstance(statement, exp.Create):
             kind = str(statement.args.get("kind", "")).upper()
             if kind == "TABLE":
                 spec = table_spec(statement, where, paths)
@@ -130,13 +168,30 @@ def _plan(statements: list[exp.Expr], where: Located, tables: Mapping[str, Table
             else:
                 raise where.error(statement, f"CREATE {kind} is not supported; CREATE TABLE and CREATE VIEW are")
         elif isinstance(statement, exp.Insert):
-            script.inserts.append(insert(statement, script, planner, where))
+            planned, settings = insert(statement, script, planner, where), session.settings()
+            table = with_state_ttl(planned.table, settings, statement, where)
+            script.inserts.append(replace(planned, table=table, settings=settings))
         elif isinstance(statement, (exp.Select, exp.Union, exp.Subquery)):
-            script.query = planner.query(statement)
+            script.query = with_state_ttl(planner.query(statement), session.settings(), statement, where)
         else:
             raise where.error(statement, f"{type(statement).__name__} statements are not supported; CREATE TABLE, "
-                                         "CREATE VIEW, INSERT INTO and queries are")
+                                         "CREATE VIEW, INSERT INTO, queries, SET and RESET are")
+    script.settings = session.settings()
     return script
+
+
+def with_state_ttl(table: Table, settings: Settings, statement: exp.Expr, where: Located) -> Table:
+    """``table`` with the TTL of SET 'table.exec.state.ttl' in effect at ``statement`` given to every
+    operator keeping state per key that has none of its own (as Flink plans the job of a statement
+    with the session's TTL, views and all); what cannot take it is refused at the statement."""
+    ttl = settings.state_ttl_ms
+    if ttl is None:
+        return table
+    try:
+        return Table(state_ttl_applied(table.plan, ttl))
+    except DarwinError as e:
+        raise where.error(statement, f"SET 'table.exec.state.ttl' ({settings.where['table.exec.state.ttl']}) "
+                                     f"cannot apply to this statement: {e}") from None
 
 
 def table_spec(node: exp.Create, where: Located, paths: PathRule | None = None) -> TableSpec:
@@ -304,21 +359,30 @@ def insert(node: exp.Insert, script: Script, planner: QueryPlanner, where: Locat
     return Insert(target.name, table, sink)
 
 
-def _is_query(statement: exp.Expr) -> bool:
+def _is_query(statement: Statement) -> TypeGuard[exp.Expr]:
     return isinstance(statement, (exp.Select, exp.Union, exp.Subquery))
 
 
 def sql(text: str, tables: Mapping[str, Table] | None = None) -> Table:
     """The table of the query ending ``text`` (after any CREATE TABLE/VIEW statements), as Flink's
     ``sqlQuery``: an INSERT INTO, or a query before the last statement, is refused (its rows would go
-    nowhere); ``sql_job`` runs INSERT INTO statements."""
-    return query_of_script(text, tables)
+    nowhere); ``sql_job`` runs INSERT INTO statements. A SET of a key that configures the run
+    (``parallelism.default``, ...) is refused: the table runs with the ``Config`` its caller gives."""
+    script = query_of_script(text, tables)
+    for field_name, (_, key) in script.settings.config_changes().items():
+        raise SqlError(f"{script.settings.where[key]}: SET '{key}': dw.sql() returns a table, which runs with the "
+                       f"Config given to its collect(), execute() or sink(...).run(): give it there "
+                       f"(dw.Config({field_name}=...)), or run the script's INSERT INTO with dw.sql_job(script, "
+                       "config=...), which takes it")
+    assert script.query is not None
+    return script.query
 
 
 def query_of_script(text: str, tables: Mapping[str, Table] | None = None, *, paths: PathRule | None = None,
-                    insert_advice: str = SQL_INSERT_ADVICE) -> Table:
-    """``sql``, with ``paths`` as in ``plan_script``; ``insert_advice`` says where an INSERT INTO's rows
-    would go instead. Nothing is planned (no source or sink made) before the statements are checked."""
+                    insert_advice: str = SQL_INSERT_ADVICE) -> Script:
+    """The planned script of ``sql`` (its query and settings), with ``paths`` as in ``plan_script``;
+    ``insert_advice`` says where an INSERT INTO's rows would go instead. Nothing is planned (no
+    source or sink made) before the statements are checked."""
     where, statements = Located(text), parse(text)
     for i, statement in enumerate(statements):
         if isinstance(statement, exp.Insert):
@@ -331,12 +395,13 @@ def query_of_script(text: str, tables: Mapping[str, Table] | None = None, *, pat
         raise SqlError("sql() needs a query as the last statement; run INSERT INTO scripts with sql_job()")
     script = _plan(statements, where, tables, paths)
     assert script.query is not None
-    return script.query
+    return script
 
 
 def sql_job(script: str, tables: Mapping[str, Table] | None = None, config: Config | None = None) -> list[JobResult]:
     """Run every INSERT INTO of ``script`` into its table's sink; the jobs' results in order. A query
-    that is not an INSERT is refused (its rows would go nowhere), as in a Flink statement set."""
+    that is not an INSERT is refused (its rows would go nowhere), as in a Flink statement set. Each
+    runs with ``config`` changed by the SET statements before it (SET wins, as over flink-conf.yaml)."""
     where, statements = Located(script), parse(script)
     for statement in statements:
         if _is_query(statement):
@@ -345,4 +410,5 @@ def sql_job(script: str, tables: Mapping[str, Table] | None = None, config: Conf
     planned = _plan(statements, where, tables, None)
     if not planned.inserts:
         raise SqlError("sql_job() found no INSERT INTO statement to run")
-    return [i.table.sink(i.sink).run(config) for i in planned.inserts]
+    configs = [i.settings.applied(config) for i in planned.inserts]  # every one checked before any runs
+    return [i.table.sink(i.sink).run(c) for i, c in zip(planned.inserts, configs)]

@@ -120,6 +120,24 @@ def test_bad_sql_names_the_file_line_and_the_sql_line_and_column(job):
     assert message.startswith("job.yaml:9: key 'query.sql': SQL line 1, column ")
 
 
+def test_set_statements_of_the_sql_change_the_config_and_the_plan(job):
+    """query.sql's SET wins over the file's config: section (as a Flink session's SET over
+    flink-conf.yaml); table.exec.state.ttl reaches the query's updating aggregation."""
+    sets = ("    SET 'parallelism.default' = '2';\n    SET table.exec.state.ttl = 1h;\n"
+            "    SET 'pipeline.name' = 'doubled';\n")
+    text = GOOD.replace("  sql: |\n    SELECT auction, price * 2 AS double_price\n    FROM bids\n    WHERE price > 1\n",
+                        f"  sql: |\n{sets}    SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction\n")
+    text = text.replace("    type: parquet\n    path: out/doubled", "    type: parquet\n    path: out/doubled\n"
+                                                                 "    mode: upsert\n    key: [auction]")
+    planned = deploy.jobs.plan(deploy.load(job(text)))
+    assert planned.config.parallelism == 2
+    assert "state_ttl=3600000ms" in planned.table.explain(planned.config)
+    assert deploy.run(deploy.load(job(text))).metrics["output_rows"] == 2
+    message = error_of(job(text.replace("1h", "soon")))
+    assert message.startswith("job.yaml:10: key 'query.sql': SQL line 2, column 28 (file column 32): SET "
+                              "'table.exec.state.ttl' = 'soon': expected a duration")
+
+
 def test_path_leaving_the_config_directory_is_refused_unless_allowed(job, tmp_path):
     message = error_of(job(GOOD.replace("path: out/doubled", "path: ../../elsewhere")))
     assert message.startswith("job.yaml:15: key 'sinks.out.path': the path '../../elsewhere' leads outside")

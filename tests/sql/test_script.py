@@ -8,6 +8,7 @@ import pytest
 
 import darwin as dw
 from darwin.errors import ConfigError, SqlError
+from darwin.plan.nodes import GroupAggregate, walk
 from darwin.sql import TableSpec, plan_script, register_connector
 
 ROWS = {"ts": [0, 1_000, 2_000, 11_000, 12_000, 25_000], "auction": [1, 1, 2, 1, 2, 2],
@@ -344,3 +345,167 @@ def test_a_watermark_on_a_computed_column_is_kept_where_rows_are_read(tmp_path, 
         got, expected = computed.execute(config), typed.execute(config)
         assert got.table.equals(expected.table) and got.table.num_rows > 20
         assert got.metrics["late_rows"] == expected.metrics["late_rows"] > 0
+
+
+# -- SET and RESET: Flink's session configuration -----------------------------------------------------------
+IDLE = pa.table({"ts": pa.array([0, 5_000, 20_000, 40_000, 60_000, 61_000], pa.timestamp("ms")),
+                 "k": [1, 2, 2, 2, 1, 1], "v": [10, 20, 30, 40, 50, 60]})  # key 1 is idle from 0 s to 60 s
+
+
+def idle_keys():
+    return dw.from_arrow(IDLE, time="ts", name="t")
+
+
+@pytest.mark.parametrize("setting", ["SET 'table.exec.state.ttl' = '10 s';", "SET table.exec.state.ttl = 10s;",
+                                     "set 'table.exec.state.ttl' = '10000';"])
+def test_a_state_ttl_set_forgets_idle_groups_as_the_api_state_ttl_does(mode, setting):
+    """An updating aggregation under SET 'table.exec.state.ttl' forgets key 1 while it is idle, so its
+    row at 60 s counts from zero (+I), as group_by(...).agg(..., state_ttl=) does; without it, +U 2."""
+    query = "SELECT k, COUNT(*) AS n, SUM(v) AS total FROM t GROUP BY k"
+    config = dw.Config(mode=mode, batch_size=1)
+    expiring = dw.sql(f"{setting}\n{query}", tables={"t": idle_keys()}).changelog(config)
+    api = idle_keys().group_by("k").agg(n=dw.count(), total=dw.sum("v"), state_ttl="10s").changelog(config)
+    kept = dw.sql(query, tables={"t": idle_keys()}).changelog(config)
+    assert expiring.to_pylist() == api.to_pylist()
+    assert [r for r in expiring.to_pylist() if r["k"] == 1][1] == {"k": 1, "n": 1, "total": 50, "op": "+I"}
+    assert [r for r in kept.to_pylist() if r["k"] == 1][2] == {"k": 1, "n": 2, "total": 60, "op": "+U"}
+
+
+def test_a_state_ttl_set_forgets_deduplicated_keys_as_the_api_state_ttl_does(mode):
+    query = """SELECT ts, k, v FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) AS rn FROM t)
+               WHERE rn = 1"""
+    config = dw.Config(mode=mode, batch_size=1)
+    expiring = dw.sql(f"SET 'table.exec.state.ttl' = '10 s';\n{query}", tables={"t": idle_keys()}).changelog(config)
+    api = idle_keys().deduplicate(on="k", state_ttl="10s").changelog(config)
+    assert expiring.to_pylist() == api.to_pylist()
+    # keeping the first, only the first row writes: each key is kept again once 10 s past its first row
+    assert [r["v"] for r in expiring.to_pylist()] == [10, 20, 40, 50, 60]
+    assert [r["v"] for r in dw.sql(query, tables={"t": idle_keys()}).changelog(config).to_pylist()] == [10, 20]
+
+
+def explained(script, **tables):
+    return dw.sql(script, tables=tables or {"t": idle_keys(), "u": idle_keys()}).explain().split("== optimized")[0]
+
+
+def test_a_state_ttl_set_reaches_the_operators_keeping_state_per_key_and_no_others():
+    """Updating aggregations, regular joins and top-Ns take it; windows and interval joins free their
+    state as time passes and take none; views planned before the SET take it, as Flink plans a
+    statement's job with the session's TTL."""
+    plan = explained("""CREATE VIEW counts AS SELECT k, COUNT(*) AS n FROM t GROUP BY k;
+    SET 'table.exec.state.ttl' = '1 h';
+    CREATE VIEW top AS SELECT k, v FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn
+                                         FROM t) WHERE rn <= 2;
+    CREATE VIEW windows AS SELECT k, window_start, COUNT(*) AS w FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts),
+                                     INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end;
+    CREATE VIEW near AS SELECT t.k, t.v FROM t, u WHERE t.k = u.k AND u.ts BETWEEN t.ts AND t.ts + INTERVAL '1' SECOND;
+    SELECT c.k, c.n, top.v FROM counts c JOIN top ON c.k = top.k
+    UNION ALL SELECT k, w, 0 FROM windows UNION ALL SELECT k, v, 0 FROM near""")
+    assert plan.count("state_ttl=3600000ms") == 3, plan
+    for line in plan.splitlines():
+        if any(kind in line for kind in ("GroupAggregate", "TopN", "Join inner regular")):
+            assert "state_ttl=3600000ms" in line, line
+        if line.lstrip().startswith("Aggregate") or "interval" in line:
+            assert "state_ttl" not in line, line
+
+
+def test_a_state_ttl_applies_to_the_statements_after_it_until_reset(tmp_path):
+    sets = {"": None, "SET 'table.exec.state.ttl' = '1 min';": 60_000, "SET 'table.exec.state.ttl' = '0 ms';": None,
+            "SET 'table.exec.state.ttl' = '2 min'; RESET 'table.exec.state.ttl';": None,
+            "SET 'table.exec.state.ttl' = '2 min'; RESET;": None, "SET table.exec.state.ttl = 3h; SET;": 10_800_000}
+    script = "CREATE TABLE o (k BIGINT, n BIGINT) WITH ('connector' = 'blackhole');\n" + "\n".join(
+        f"{s}\nINSERT INTO o SELECT k, COUNT(*) FROM t GROUP BY k;" for s in sets)
+    inserts = plan_script(script, {"t": idle_keys()}).inserts
+    aggregations = [[n for n in walk(i.table.plan) if isinstance(n, GroupAggregate)][0] for i in inserts]
+    assert [a.state_ttl_ms for a in aggregations] == list(sets.values())
+
+
+def test_an_explicit_state_ttl_of_the_api_wins_over_the_set_one():
+    counted = idle_keys().group_by("k").agg(n=dw.count(), state_ttl="5s")
+    plan = explained("SET 'table.exec.state.ttl' = '1 h';\nSELECT k, n FROM c", c=counted)
+    assert "state_ttl=5000ms" in plan and "3600000" not in plan
+
+
+BLACKHOLE = "CREATE TABLE o (k BIGINT, n BIGINT) WITH ('connector' = 'blackhole');\n"
+
+
+def test_parallelism_and_checkpoint_interval_set_in_the_script_reach_the_run(tmp_path):
+    """SET wins over the caller's Config (Flink's session SET over flink-conf.yaml)."""
+    script = BLACKHOLE + "INSERT INTO o SELECT k, COUNT(*) FROM t GROUP BY k;\n"
+    sets = "SET 'parallelism.default' = '2';\nSET 'execution.checkpointing.interval' = '1 ms';\n"
+    config = dw.Config(batch_size=1, parallelism=1, checkpoint_dir=str(tmp_path / "checkpoints"))
+    [first] = dw.sql_job(script, tables={"t": idle_keys()}, config=config)
+    [second] = dw.sql_job(sets + script, tables={"t": idle_keys()},
+                          config=config.replace(checkpoint_dir=str(tmp_path / "other")))
+    assert first.metrics["checkpoints"] == 1  # the caller's 10 s: only the one at the end
+    assert second.metrics["checkpoints"] > 3
+    assert [p.get("workers_most", p["workers"]) for p in first.metrics["pipelines"]][0] == 1
+    assert [p.get("workers_most", p["workers"]) for p in second.metrics["pipelines"]][0] == 2
+
+
+@pytest.mark.parametrize(("sets", "changes"), [
+    ("SET 'parallelism.default' = '3';", {"parallelism": 3}),
+    ("SET 'parallelism.default' = '3'; SET 'table.exec.resource.default-parallelism' = '2';", {"parallelism": 2}),
+    ("SET 'table.exec.resource.default-parallelism' = '-1'; SET parallelism.default = 4;", {"parallelism": 4}),
+    ("SET 'execution.checkpointing.interval' = '1 min';", {"checkpoint_interval": "60000ms"}),
+    ("SET 'table.exec.source.idle-timeout' = '5 s';", {"idle_timeout": "5000ms"}),
+    ("SET 'table.exec.source.idle-timeout' = '0';", {"idle_timeout": None}),
+    ("SET 'table.optimizer.agg-phase-strategy' = 'ONE_PHASE';", {"pre_aggregate": False}),
+    ("SET 'parallelism.default' = '3'; RESET 'parallelism.default';", {}),
+    ("SET 'pipeline.name' = 'bids per auction'; SET 'table.exec.mini-batch.enabled' = 'true';"
+     "SET 'table.exec.mini-batch.allow-latency' = '5 s'; SET 'table.exec.mini-batch.size' = '5000';"
+     "SET 'execution.runtime-mode' = 'streaming'; SET 'table.local-time-zone' = 'UTC';", {}),
+])
+def test_settings_give_the_config_fields_of_the_same_meaning(tmp_path, sets, changes):
+    caller = dw.Config(parallelism=1, checkpoint_dir=str(tmp_path), idle_timeout="1s")
+    insert = plan_script(f"{sets}\n{BLACKHOLE}INSERT INTO o SELECT k, COUNT(*) FROM t GROUP BY k",
+                         {"t": idle_keys()}).inserts[0]
+    assert insert.settings.applied(caller) == caller.replace(**changes)
+
+
+@pytest.mark.parametrize(("sets", "match"), [
+    ("SET 'table.exec.state.ttl' = 'an hour';", r"line 1, column 30: SET 'table.exec.state.ttl' = 'an hour': "
+                                                r"expected a duration"),
+    ("SET 'table.exec.state.ttl' = '1.5 s';", r"line 1, column 30: .*expected a duration"),
+    ("SET 'table.exec.state.ttl' = '1500 micros';", r"line 1, column 30: .*not a whole number of milliseconds"),
+    ("\n  SET 'parallelism.default' = '0';", r"line 2, column 31: SET 'parallelism.default' = '0': expected an "
+                                            r"integer >= 1"),
+    ("SET parallelism.default = two;", r"line 1, column 27: .*expected an integer >= 1"),
+    ("SET 'execution.checkpointing.interval' = '0 s';", r"line 1, column 42: .*expected a positive duration"),
+    ("SET 'execution.runtime-mode' = 'batch';", r"line 1, column 32: .*Flink's batch mode gives only the final rows"),
+    ("SET 'table.local-time-zone' = 'Europe/Berlin';", r"line 1, column 31: .*Darwin computes times in UTC"),
+    ("SET 'table.exec.mini-batch.enabled' = 'yes';", r"line 1, column 39: .*expected 'true' or 'false'"),
+    ("SET 'table.exec.sink.not-null-enforcer' = 'DROP';", r"line 1, column 5: SET "
+                                                          r"'table.exec.sink.not-null-enforcer': Darwin does not know"),
+    ("SET 'pipeline.name' = 'x';\nRESET state.ttl;", r"line 2, column 7: RESET 'state.ttl': Darwin does not know"),
+    ("SET 'table.exec.state.ttl' = 1 h;", r"line 1, column 1: write SET 'key' = 'value'"),
+    ("SET 'execution.checkpointing.interval' = '10 s';",
+     r"line 1, column 5: SET 'execution.checkpointing.interval': config key 'checkpoint_interval': needs "
+     r"'checkpoint_dir'.*Config\(checkpoint_dir=...\)"),
+])
+def test_bad_settings_are_refused_at_their_line_and_column_and_nothing_runs(tmp_path, sets, match):
+    script = f"{sets}\nCREATE TABLE o (k BIGINT) WITH ('connector' = 'filesystem', 'path' = '{tmp_path / 'o'}');" \
+             "\nINSERT INTO o SELECT k FROM t;"
+    with pytest.raises(SqlError, match=match):
+        dw.sql_job(script, tables={"t": idle_keys()})
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(("query", "match"), [
+    ("SELECT k, v, SUM(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM t",
+     r"line 2, column 8: SET 'table.exec.state.ttl' \(line 1, column 5\) cannot apply to this statement: an OVER "
+     r"window keeps its partitions' rows"),
+    ("SELECT n, COUNT(*) AS c FROM (SELECT k, COUNT(*) AS n FROM t GROUP BY k) GROUP BY n",
+     r"line 2, column 8: .*agg: state_ttl over an updating"),
+    ("SELECT k, COUNT(DISTINCT v) AS d FROM t GROUP BY k", r"line 2, column 8: .*state_ttl with a distinct count"),
+])
+def test_a_state_ttl_that_cannot_be_kept_is_refused_at_the_statement(query, match):
+    with pytest.raises(SqlError, match=match):
+        dw.sql(f"SET 'table.exec.state.ttl' = '1 h';\n{query}", tables={"t": idle_keys()})
+    dw.sql(f"SET 'table.exec.state.ttl' = '1 h';\nRESET 'table.exec.state.ttl';\n{query}", tables={"t": idle_keys()})
+
+
+def test_sql_refuses_a_setting_of_the_run_it_cannot_pass_on():
+    with pytest.raises(SqlError, match=r"line 2, column 5: SET 'parallelism.default': dw.sql\(\) returns a table, "
+                                       r"which runs with the Config given to its collect\(\)"):
+        dw.sql("SET 'pipeline.name' = 'x';\nSET 'parallelism.default' = '2';\nSELECT k FROM t",
+               tables={"t": idle_keys()})
