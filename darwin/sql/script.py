@@ -8,6 +8,7 @@ runs a script's INSERT INTO statements (Flink's ``executeSql``/statement set).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TypeGuard
@@ -411,4 +412,15 @@ def sql_job(script: str, tables: Mapping[str, Table] | None = None, config: Conf
     if not planned.inserts:
         raise SqlError("sql_job() found no INSERT INTO statement to run")
     configs = [i.settings.applied(config) for i in planned.inserts]  # every one checked before any runs
+    if len(configs) > 1:
+        configs = [own_directories(c, f"insert-{n}") for n, c in enumerate(configs, 1)]
     return [i.table.sink(i.sink).run(c) for i, c in zip(planned.inserts, configs)]
+
+
+def own_directories(config: Config, name: str) -> Config:
+    """``config`` for one of a script's jobs: its checkpoints and state files in a directory ``name``
+    under the config's, as Flink's jobs checkpoint under their own ids; sharing one, a job resumed
+    another's checkpoint (refused as another query, or, the same query, finished: nothing written)."""
+    paths = {key: os.path.join(getattr(config, key), name) for key in ("checkpoint_dir", "state_path")
+             if getattr(config, key) is not None}
+    return config.replace(**paths) if paths else config

@@ -509,3 +509,24 @@ def test_sql_refuses_a_setting_of_the_run_it_cannot_pass_on():
                                        r"which runs with the Config given to its collect\(\)"):
         dw.sql("SET 'pipeline.name' = 'x';\nSET 'parallelism.default' = '2';\nSELECT k FROM t",
                tables={"t": idle_keys()})
+
+
+@pytest.mark.parametrize("state", ["memory", "mmap"])
+def test_each_insert_of_a_script_checkpoints_in_a_directory_of_its_own(tmp_path, bids_parquet, state):
+    """Each INSERT INTO is a job of its own (as in Flink's SQL client, whose jobs checkpoint under
+    their own ids): they shared the Config's checkpoint_dir, so the second failed as 'written by a
+    different query', or, the same query, resumed the first's finished checkpoint and wrote nothing."""
+    script = ddl(bids_parquet) + "".join(
+        f"CREATE TABLE o{n} (auction BIGINT, n BIGINT) WITH ('connector' = 'filesystem', 'path' = "
+        f"'{tmp_path / f'o{n}'}', 'format' = 'parquet');\n" for n in (1, 2, 3)) + """
+    INSERT INTO o1 SELECT auction, COUNT(*) FROM bids GROUP BY auction;
+    INSERT INTO o2 SELECT auction, price FROM bids WHERE price > 15;
+    INSERT INTO o3 SELECT auction, COUNT(*) FROM bids GROUP BY auction;"""
+    state_path = str(tmp_path / "state") if state != "memory" else None
+    config = dw.Config(checkpoint_dir=str(tmp_path / "checkpoints"), state=state, state_path=state_path)
+    results = dw.sql_job(script, config=config)
+    assert [r.metrics["input_rows"] for r in results] == [6, 6, 6]
+    assert [read_parts(tmp_path / f"o{n}").num_rows for n in (1, 2, 3)] == [2, 3, 2]
+    again = dw.sql_job(script, config=config)  # each finished job resumes its own checkpoint
+    assert [r.resumed_from is not None for r in again] == [True, True, True]
+    assert [read_parts(tmp_path / f"o{n}").num_rows for n in (1, 2, 3)] == [2, 3, 2]
