@@ -25,7 +25,7 @@ from darwin.errors import ConfigError, SqlError, UnsupportedError
 from darwin.plan import nodes as pn
 from darwin.plan.temporal import join_timing
 
-_SET = re.compile(r"SET(?:\s+(?:'(?P<qkey>[^']*)'|(?P<key>[^'\s]+))\s*=\s*(?:'(?P<qval>[^']*)'|(?P<val>[^;\s]+)))?\s*",
+_SET = re.compile(r"SET(?:\s+(?:'(?P<qkey>[^']*)'|(?P<key>[^'\s]+))\s*=\s*(?:'(?P<qval>[^']*)'|(?P<val>[^;\s']+)))?\s*",
                   re.IGNORECASE | re.DOTALL)  # Flink's SetOperationParseStrategy
 _RESET = re.compile(r"RESET(?:\s+(?:'(?P<qkey>[^']*)'|(?P<key>[^'\s]+)))?\s*", re.IGNORECASE | re.DOTALL)
 
@@ -55,7 +55,8 @@ def session_statement(text: str, start: int, end: int, error: Callable[[int, str
     found = (_RESET if reset else _SET).fullmatch(statement)
     if found is None:
         form = "RESET 'key'" if reset else "SET 'key' = 'value'"
-        raise error(start, f"write {form} (the quotes may be left out where the text has no space)")
+        raise error(start, f"write {form}; (the quotes may be left out where the text has no space or quote; "
+                           "a ';' ends the statement)")
     key_group = "qkey" if found.group("qkey") is not None else "key"
     key = found.group(key_group)
     if key is None:  # SET; or RESET;

@@ -478,6 +478,8 @@ def test_settings_give_the_config_fields_of_the_same_meaning(tmp_path, sets, cha
                                                           r"'table.exec.sink.not-null-enforcer': Darwin does not know"),
     ("SET 'pipeline.name' = 'x';\nRESET state.ttl;", r"line 2, column 7: RESET 'state.ttl': Darwin does not know"),
     ("SET 'table.exec.state.ttl' = 1 h;", r"line 1, column 1: write SET 'key' = 'value'"),
+    ("SET 'table.exec.state.ttl' = '1 h'\nSELECT 1 AS one;", r"line 1, column 1: .*a ';' ends the statement"),
+    ("SET 'pipeline.name' = 'it''s';", r"line 1, column 1: write SET 'key' = 'value'"),
     ("SET 'execution.checkpointing.interval' = '10 s';",
      r"line 1, column 5: SET 'execution.checkpointing.interval': config key 'checkpoint_interval': needs "
      r"'checkpoint_dir'.*Config\(checkpoint_dir=...\)"),
