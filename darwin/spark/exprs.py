@@ -25,11 +25,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import partial, reduce
 from typing import TYPE_CHECKING
 
 from darwin.errors import UnsupportedError
 from darwin.plan import exprs as ex
+from darwin.plan import numeric
 from darwin.plan.strings import FUNCTIONS
 from darwin.plan.timeformat import parse
 from darwin.types import DType, Schema
@@ -48,6 +52,8 @@ YEAR_0_MS, YEAR_10000_MS = -62_167_219_200_000, 253_402_300_800_000  # 0000-01-0
 JAVA_FLAGS = "(?dU)"
 SPARK_TYPES = {DType.INT64: "bigint", DType.TIMESTAMP: "bigint", DType.FLOAT64: "double", DType.BOOL: "boolean",
                DType.STRING: "string"}
+# True while translating an outer join's condition, where Spark refuses a Python UDF (``strict_math``)
+_STRICT_MATH: ContextVar[bool] = ContextVar("strict_math", default=False)
 _PATTERNS = {"Y": "yyyy", "y": "yy", "m": "MM", "d": "dd", "j": "DDD", "H": "HH", "M": "mm", "S": "ss"}
 
 
@@ -227,8 +233,8 @@ def date_part(part: str, ms: Column) -> Column:
 
 def _math(e: ex.MathCall, schema: Schema) -> Column:
     """A numeric function as ``darwin.plan.numeric`` defines it (Java's Math). Spark's round is Flink's (HALF_UP of
-    the number as Java writes it) and its pow, sqrt and exp are Java's; its floor and ceil give a BIGINT, and its
-    logarithms NULL at and below 0, so those are spelled out."""
+    the number as Java writes it) and its sqrt is Java's; its floor and ceil give a BIGINT, so those are spelled
+    out, and the rest are the other engines' own (``_libm``)."""
     from pyspark.sql import functions as F
 
     x = to_spark(e.args[0], schema)
@@ -246,18 +252,54 @@ def _math(e: ex.MathCall, schema: Schema) -> Column:
         places = e.args[1]
         assert isinstance(places, ex.Literal)
         return F.round(x, places.value)
-    if e.func == "power":
-        return F.pow(x, to_spark(e.args[1], schema))
-    if e.func in ("sqrt", "exp"):
-        return getattr(F, e.func)(x)
-    if e.func == "log":
-        base = _java_log(x, F.log)
-        value = _java_log(to_spark(e.args[1], schema), F.log)
+    if e.func == "sqrt":  # correctly rounded in Java as in C
+        return F.sqrt(x)
+    args = [to_spark(a, schema) for a in e.args]
+    return _strict_math(e.func, args) if _STRICT_MATH.get() else _libm(e.func, args)
+
+
+def _libm(func: str, args: list[Column]) -> Column:
+    """POWER, EXP and the logarithms as the other engines compute them (C's libm, ``darwin.plan.numeric``), in a
+    Python UDF: Spark's are Java's StrictMath (fdlibm), which differs from C's in the last bit of about one EXP
+    in ten and one LN in a hundred. NULL where an argument is, as every function of a NULL."""
+    from pyspark.sql import functions as F
+
+    apply = F.udf(partial(_evaluate, func), "double", useArrow=True)
+    return F.when(reduce(lambda a, b: a & b, [a.isNotNull() for a in args]), apply(*args))
+
+
+def _evaluate(func: str, *args: float) -> float | None:
+    """The UDF's body, a module's function so that Spark's workers import it rather than unpickle its code."""
+    return None if None in args else numeric.evaluate(func, args)
+
+
+@contextmanager
+def strict_math() -> Iterator[None]:
+    """Inside, POWER, EXP and the logarithms are Spark's own (StrictMath's last bit), for an outer join's
+    condition, where Spark cannot run the UDF of ``_libm``."""
+    token = _STRICT_MATH.set(True)
+    try:
+        yield
+    finally:
+        _STRICT_MATH.reset(token)
+
+
+def _strict_math(func: str, args: list[Column]) -> Column:
+    """POWER, EXP and the logarithms by Spark's functions, Java's Math but for the last bit: its logarithms give
+    NULL at and below 0, so Java's are spelled out."""
+    from pyspark.sql import functions as F
+
+    if func == "power":
+        return F.pow(*args)
+    if func == "exp":
+        return F.exp(args[0])
+    if func == "log":
+        base, value = _java_log(args[0], F.log), _java_log(args[1], F.log)
         # Spark's division by zero gives NULL, Java's an infinity or NaN (NaN equals NaN in Spark, and is above 0)
         infinite = F.when(F.isnan(value), F.lit(math.nan)).when(value > 0, F.lit(math.inf)) \
             .when(value < 0, F.lit(-math.inf)).when(value == 0, F.lit(math.nan))
         return F.when(base != 0, value / base).when(base == 0, infinite)
-    return _java_log(x, F.log if e.func == "ln" else F.log10)
+    return _java_log(args[0], F.log if func == "ln" else F.log10)
 
 
 def _java_log(x: Column, log: Callable[[Column], Column]) -> Column:

@@ -17,6 +17,7 @@ holds, the translation refuses the node (``UnsupportedError``) rather than guess
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ from darwin.plan.exprs import AggCall
 from darwin.plan.ranking import Ranking, ranking_of
 from darwin.plan.temporal import join_timing, time_attributes
 from darwin.plan.visitor import SharedNodeVisitor
-from darwin.spark.exprs import column, quoted, spark_type, to_spark
+from darwin.spark.exprs import column, quoted, spark_type, strict_math, to_spark
 from darwin.spark.sources import BEFORE, HIDDEN, MARK, SEQ, delay_of, own_reader, read_scans, time_ordered, to_dataframe
 from darwin.types import DType, Schema
 
@@ -437,7 +438,8 @@ def _join(left: Frame, right: Frame, node: pn.Join, how: str, broadcast: bool = 
         eq = ldf[quoted(lname)] == rdf[quoted(rname)]
         cond = eq if cond is None else cond & eq
     if node.where is not None:
-        cond = cond & to_spark(node.where, node.schema)  # type: ignore[operator]
+        with strict_math() if how != "inner" else nullcontext():  # Spark runs no Python UDF in an outer join's ON
+            cond = cond & to_spark(node.where, node.schema)  # type: ignore[operator]
     kind = {"inner": "inner", "left": "left_outer", "right": "right_outer", "full": "full_outer"}[how]
     return ldf.join(rdf, on=cond, how=kind)
 
