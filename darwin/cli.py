@@ -192,7 +192,7 @@ def _run_deployment(path: Path, fresh: bool, watch: dict[str, Any]) -> None:
 
     with _one_line_errors():
         deployment = deploy.load(path)
-        console.print(escape(deployment.summary()), soft_wrap=True)
+        console.print(escape(deployment.summary(deploy.run_config(deployment))), soft_wrap=True)
         started = time.perf_counter()
         result = run_watched(lambda control: deploy.run(deployment, fresh=fresh, control=control), console=console,
                              **watch)
@@ -221,7 +221,7 @@ def validate(job: Path = typer.Argument(..., help="the deployment file to check"
         deployment = deploy.load(job)
         planned = deploy.plan(deployment)
     console.print(f"OK {escape(str(job))}")
-    console.print(escape(deployment.summary()), soft_wrap=True)
+    console.print(escape(deployment.summary(planned.config)), soft_wrap=True)
     console.print(f"  result: {escape(', '.join(f'{f.name} {f.type}' for f in planned.table.schema))}", soft_wrap=True)
 
 

@@ -5,8 +5,8 @@
 layer: it builds on darwin.api, darwin.sql and darwin.io; nothing below imports it.
 """
 
-from darwin.deploy.jobs import Planned, clear_output, explain, plan, run
+from darwin.deploy.jobs import Planned, clear_output, explain, plan, run, run_config
 from darwin.deploy.spec import Deployment, QuerySpec, SinkSpec, SourceSpec, load
 
 __all__ = ["Deployment", "Planned", "QuerySpec", "SinkSpec", "SourceSpec", "clear_output", "explain", "load",
-           "plan", "run"]
+           "plan", "run", "run_config"]

@@ -200,18 +200,39 @@ INSERT_ADVICE = ("a deployment's query is one SELECT, whose rows go to the deplo
                  "write the SELECT, and the INSERT's target table as the sink")
 
 
+def run_config(deployment: Deployment) -> Config:
+    """The config the deployment's job runs with: its ``config:`` section changed by the SET
+    statements of ``query.sql`` (read without planning the query)."""
+    from darwin.sql.script import script_settings
+
+    q = deployment.query
+    if q.sql is None:
+        return deployment.config
+    sql = q.sql
+    return _in_sql(deployment, q, lambda: script_settings(sql).applied(deployment.config))
+
+
 def _sql(deployment: Deployment, q: QuerySpec, tables: Mapping[str, api.Table]) -> tuple[api.Table, Config]:
     """The query of ``query.sql`` and the deployment's config with its SET statements. Its CREATE
     TABLE paths are the file's paths: resolved against its directory and kept under it, as those of
     ``sources:``."""
     from darwin.sql.script import query_of_script
 
-    assert q.sql is not None
-    try:
-        script = query_of_script(q.sql, tables=dict(tables), paths=lambda text: str(deployment.read_path(text)),
+    sql = q.sql
+    assert sql is not None
+
+    def planned() -> tuple[api.Table, Config]:
+        script = query_of_script(sql, tables=dict(tables), paths=lambda text: str(deployment.read_path(text)),
                                  insert_advice=INSERT_ADVICE)
         assert script.query is not None
         return script.query, script.settings.applied(deployment.config)
+    return _in_sql(deployment, q, planned)
+
+
+def _in_sql(deployment: Deployment, q: QuerySpec, build: Callable[[], T]) -> T:
+    """``build()``, its errors named by the file's line and the SQL's line and column."""
+    try:
+        return build()
     except SqlError as e:
         text = str(e)
         found = _SQL_WHERE.match(text)

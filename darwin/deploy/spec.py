@@ -120,8 +120,9 @@ class Deployment:
         ``allow_paths_outside``. A ``ConfigError`` without a place: the caller knows where it was."""
         return _Paths(self.directory.resolve(), self.allow_paths_outside).check(text, read=True)
 
-    def summary(self) -> str:
-        """A few lines saying what the job reads, computes and writes."""
+    def summary(self, config: Config | None = None) -> str:
+        """A few lines saying what the job reads, computes and writes; ``config``: what it runs with,
+        if not its ``config:`` section (query.sql's SET statements change it)."""
         lines = [f"job {self.name} ({self.file})"]
         for s in self.sources:
             where = s.options.get("path") or s.options.get("topic") or s.options.get("stream") or ""
@@ -135,7 +136,7 @@ class Deployment:
             where = k.options.get("path") or k.options.get("topic") or ""
             lines.append(f"  sink {k.name}: {k.type} {where}".rstrip()
                          + (f", mode {k.options['mode']}" if k.options.get("mode") else ""))
-        c = self.config
+        c = config or self.config
         lines.append(f"  engine: {c.engine}, mode {c.mode}, state {c.state}, parallelism {c.parallelism}"
                      + (f", checkpoints in {c.checkpoint_dir} every {c.checkpoint_interval or '10s'}"
                         if c.checkpoint_dir else ""))

@@ -399,6 +399,16 @@ def query_of_script(text: str, tables: Mapping[str, Table] | None = None, *, pat
     return script
 
 
+def script_settings(text: str) -> Settings:
+    """The settings ``text``'s SET and RESET statements leave in effect at its end (what its final
+    query runs with), read without planning anything."""
+    where, session = Located(text), Session()
+    for statement in parse(text):
+        if isinstance(statement, SessionStatement):
+            session.apply(statement, where.error_at, where.at)
+    return session.settings()
+
+
 def sql_job(script: str, tables: Mapping[str, Table] | None = None, config: Config | None = None) -> list[JobResult]:
     """Run every INSERT INTO of ``script`` into its table's sink; the jobs' results in order. A query
     that is not an INSERT is refused (its rows would go nowhere), as in a Flink statement set. Each

@@ -212,6 +212,16 @@ def test_cli_validate_explain_and_run(job):
     assert not_a_file.exit_code == 2 and "--query" in not_a_file.output
 
 
+def test_cli_shows_the_parallelism_a_set_of_the_sql_gives(job):
+    """darwin validate and run printed the config: section's parallelism while the job ran with the
+    one query.sql's SET gave."""
+    path = job(GOOD.replace("  sql: |\n", "  sql: |\n    SET 'parallelism.default' = '2';\n"))
+    for command in ("validate", "run"):
+        shown = CliRunner().invoke(app, [command, str(path)])
+        assert shown.exit_code == 0, shown.output
+        assert "parallelism 2" in shown.output and "parallelism 1" not in shown.output
+
+
 def test_run_fresh_replaces_the_output_of_an_earlier_run(job):
     runner = CliRunner()
     path = job()
