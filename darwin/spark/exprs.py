@@ -251,6 +251,8 @@ def _math(e: ex.MathCall, schema: Schema) -> Column:
     if e.func == "round":
         places = e.args[1]
         assert isinstance(places, ex.Literal)
+        if places.value < 0 and not integer and not _STRICT_MATH.get():
+            return _libm("round", [x, F.lit(places.value)])  # Java 17 writes a whole double as its long's digits
         return F.round(x, places.value)
     if e.func == "sqrt":  # correctly rounded in Java as in C
         return F.sqrt(x)
