@@ -294,6 +294,44 @@ def math_exp(x: float) -> float:
     return np.exp(x)
 
 
+@njit(cache=True, nogil=True)
+def _month_days(year: np.int64, month: np.int64) -> np.int64:
+    if month == 2:
+        return np.int64(29) if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else np.int64(28)
+    return np.int64(30) if month in (4, 6, 9, 11) else np.int64(31)
+
+
+@njit(cache=True, nogil=True)
+def math_add_months(ms: np.int64, months: np.int64) -> np.int64:
+    """Calcite's addMonths, as ``darwin.plan.numeric.add_months``: the day cut to the month's last."""
+    of_day = ms % 86_400_000
+    year, month, day = _civil(ms)
+    total = np.int64(year) * 12 + month - 1 + months
+    y, m = _floor_div(total, 12), total % 12 + 1
+    days = _days_from_civil(np.int64(y), np.int64(m), np.int64(min(day, _month_days(y, m))))
+    return days * 86_400_000 + of_day
+
+
+@njit(cache=True, nogil=True)
+def _day_months(later: np.int64, earlier: np.int64) -> np.int64:
+    year_l, month_l, day_l = _civil(later * 86_400_000)
+    year_e, month_e, day_e = _civil(earlier * 86_400_000)
+    months = (np.int64(year_l) - year_e) * 12 + month_l - month_e
+    short = day_e > day_l and day_l != _month_days(np.int64(year_l), np.int64(month_l))
+    return months - 1 if short else months
+
+
+@njit(cache=True, nogil=True)
+def math_months_between(start: np.int64, end: np.int64) -> np.int64:
+    """Calcite's subtractMonths(end, start), as ``darwin.plan.numeric.months_between``."""
+    day_end, day_start = _floor_div(end, 86_400_000), _floor_div(start, 86_400_000)
+    months = _day_months(day_end, day_start) if day_end >= day_start else -_day_months(day_start, day_end)
+    if math_add_months(day_start * 86_400_000, months) == day_end * 86_400_000 \
+            and end - day_end * 86_400_000 < start - day_start * 86_400_000:
+        months -= 1
+    return months
+
+
 FORMAT_HASH = np.uint64(0x9E3779B97F4A7C15)
 
 

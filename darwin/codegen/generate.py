@@ -52,10 +52,10 @@ from numba import njit
 from darwin.codegen.functions import (dt_day, dt_day_of_week, dt_day_of_year, dt_floor_length, dt_floor_month,
                                       dt_floor_quarter, dt_floor_week, dt_floor_year, dt_hour, dt_millisecond,
                                       dt_minute, dt_month, dt_second, dt_week, dt_year, float_bits, float_to_int,
-                                      float_to_int_ok, floordiv_int, format_code,
+                                      float_to_int_ok, floordiv_int, format_code, math_add_months,
                                       math_ceil_float, math_exp, math_floor_float, math_ln, math_log, math_log10,
-                                      math_power, math_round_float, math_round_int, math_sign_float, math_sign_int,
-                                      math_sqrt, mod_int, pair_code, sorted_contains)
+                                      math_months_between, math_power, math_round_float, math_round_int,
+                                      math_sign_float, math_sign_int, math_sqrt, mod_int, pair_code, sorted_contains)
 '''
 
 

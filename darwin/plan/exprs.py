@@ -414,8 +414,13 @@ def type_of(e: ExprNode, schema: Schema, where: str = "expression") -> Typed:
 def _type_math(e: MathCall, schema: Schema, where: str) -> Typed:
     from darwin.plan.numeric import FUNCTIONS
 
-    floats = FUNCTIONS[e.func].floats
+    fn = FUNCTIONS[e.func]
+    floats = fn.floats
     types = [type_of(a, schema, where) for a in e.args]
+    if fn.integers:
+        for t, a in zip(types, e.args, strict=True):
+            _expect(t, (DType.INT64,), a, f"{where}: {e}")
+        return Typed(DType.INT64, any(t.nullable for t in types))
     for t, a in zip(types, e.args, strict=True):
         _expect(t, (DType.FLOAT64,) if floats else (DType.INT64, DType.FLOAT64), a, f"{where}: {e}")
     return Typed(DType.FLOAT64 if floats else types[0].dtype, any(t.nullable for t in types))

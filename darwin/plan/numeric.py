@@ -18,16 +18,21 @@ from typing import Any
 
 import numpy as np
 
+from darwin.plan.casts import days_from_civil, month_days
+from darwin.timestamps import civil
+
 MAX_DECIMALS = 22  # ROUND's places either side of the point: 10^22 is the largest power of ten a double holds
 
 
 @dataclass(frozen=True)
 class MathFunction:
     """A numeric function: how many arguments it takes, and whether it takes and gives DOUBLE (else it gives
-    its first argument's type, and takes an integer literal after it, ROUND's places)."""
+    its first argument's type, and takes an integer literal after it, ROUND's places), or BIGINTs only
+    (``integers``: calendar months over milliseconds since the epoch)."""
 
     arity: int
     floats: bool
+    integers: bool = False
 
 
 FUNCTIONS = {
@@ -35,11 +40,16 @@ FUNCTIONS = {
     "round": MathFunction(2, False), "power": MathFunction(2, True), "sqrt": MathFunction(1, True),
     "ln": MathFunction(1, True), "log10": MathFunction(1, True), "log": MathFunction(2, True),
     "exp": MathFunction(1, True),
+    # Calcite's DateTimeUtils over milliseconds since the epoch: TIMESTAMPDIFF's months, + INTERVAL 'n' MONTH
+    "months_between": MathFunction(2, False, integers=True), "add_months": MathFunction(2, False, integers=True),
 }
+DAY_MS = 86_400_000
 
 
 def evaluate(func: str, args: tuple[Any, ...]) -> Any:
     """``func`` of values that are not NULL."""
+    if func in _CALENDAR:
+        return _CALENDAR[func](*args)
     if func in ("floor", "ceil", "sign", "round") and isinstance(args[0], int):
         return _INTEGER[func](*args)
     with np.errstate(all="ignore"):  # NaN and infinities, as Java's Math
@@ -111,6 +121,39 @@ def log(base: float, x: float) -> float:
     return float(np.divide(ln(x), ln(base)))
 
 
+def add_months(ms: int, months: int) -> int:
+    """Calcite's addMonths: the same day and time ``months`` later, the day cut to the month's last (Jan 31 plus a
+    month is Feb 28 or 29)."""
+    days, of_day = divmod(ms, DAY_MS)
+    year, month, day = civil(days)
+    total = year * 12 + month - 1 + months
+    year, month = total // 12, total % 12 + 1
+    return days_from_civil(year, month, min(day, month_days(year, month))) * DAY_MS + of_day
+
+
+def months_between(start: int, end: int) -> int:
+    """Calcite's subtractMonths(end, start): the most whole months from ``start``'s day that stay at or before
+    ``end``'s (negated where ``end`` is the earlier day), one less where that lands on ``end``'s day and ``end``'s
+    time of day is earlier."""
+    day_end, of_end = divmod(end, DAY_MS)
+    day_start, of_start = divmod(start, DAY_MS)
+    months = _day_months(day_end, day_start) if day_end >= day_start else -_day_months(day_start, day_end)
+    if add_months(day_start * DAY_MS, months) == day_end * DAY_MS and of_end < of_start:
+        months -= 1
+    return months
+
+
+def _day_months(later: int, earlier: int) -> int:
+    """Calcite's subtractMonths of two days, ``later`` not before ``earlier``: the most months from ``earlier`` whose
+    day (cut to its month's last) is not after ``later``."""
+    year_l, month_l, day_l = civil(later)
+    year_e, month_e, day_e = civil(earlier)
+    months = (year_l - year_e) * 12 + month_l - month_e
+    short = day_e > day_l and day_l != month_days(year_l, month_l)
+    return months - short
+
+
+_CALENDAR: dict[str, Callable[..., int]] = {"add_months": add_months, "months_between": months_between}
 _INTEGER: dict[str, Callable[..., int]] = {
     "floor": lambda n: n, "ceil": lambda n: n, "sign": lambda n: (n > 0) - (n < 0), "round": round_int}
 _FLOAT: dict[str, Callable[..., float]] = {

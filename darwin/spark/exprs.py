@@ -257,7 +257,34 @@ def _math(e: ex.MathCall, schema: Schema) -> Column:
     if e.func == "sqrt":  # correctly rounded in Java as in C
         return F.sqrt(x)
     args = [to_spark(a, schema) for a in e.args]
+    if e.func in ("add_months", "months_between"):
+        return _calendar(e.func, *args)
     return _strict_math(e.func, args) if _STRICT_MATH.get() else _libm(e.func, args)
+
+
+def _calendar(func: str, first: Column, second: Column) -> Column:
+    """Calcite's addMonths and subtractMonths over int64 ms (``darwin.plan.numeric``), by Spark's dates: its
+    add_months cuts the day to the month's last, as Calcite's does."""
+    from pyspark.sql import functions as F
+
+    def day_of(ms: Column) -> tuple[Column, Column, Column]:  # the day number, its date, the ms into it
+        of_day = F.pmod(ms, F.lit(DAY_MS))
+        days = _div(ms - of_day, DAY_MS)
+        return days, F.date_from_unix_date(days.cast("int")), of_day
+
+    if func == "add_months":
+        _, date, of_day = day_of(first)
+        return F.unix_date(F.add_months(date, second.cast("int"))).cast("bigint") * DAY_MS + of_day
+    day_s, date_s, of_s = day_of(first)
+    day_e, date_e, of_e = day_of(second)
+    month_s, month_e = F.year(date_s) * 12 + F.month(date_s), F.year(date_e) * 12 + F.month(date_e)
+    d_s, d_e = F.dayofmonth(date_s), F.dayofmonth(date_e)
+    last_s, last_e = F.last_day(date_s) == date_s, F.last_day(date_e) == date_e
+    forward = month_e - month_s - F.when((d_s > d_e) & ~last_e, 1).otherwise(0)
+    backward = -(month_s - month_e - F.when((d_e > d_s) & ~last_s, 1).otherwise(0))
+    months = F.when(day_e >= day_s, forward).otherwise(backward)
+    lands = F.add_months(date_s, months.cast("int")) == date_e
+    return (months - F.when(lands & (of_e < of_s), 1).otherwise(0)).cast("bigint")
 
 
 def _libm(func: str, args: list[Column]) -> Column:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from sqlglot import exp, parser, tokens
+from sqlglot import exp, generator, parser, tokens
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.helper import seq_get
 from sqlglot.tokens import TokenType
@@ -50,6 +50,18 @@ class Watermark(exp.Expression):
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "expression": True}
 
 
+def _timestampdiff(args: list[exp.Expr]) -> exp.Expr:
+    """``TIMESTAMPDIFF(unit, t1, t2)``, the unit (a bare word, read as a column; sqlglot makes it a word) keeping
+    where it was written."""
+    if len(args) != 3:
+        return exp.Anonymous(this="TIMESTAMPDIFF", expressions=args)
+    unit = args[0]
+    node = exp.TimestampDiff(this=args[2], expression=args[1], unit=unit)
+    if isinstance(unit, exp.Column) and node.args.get("unit") is not unit:
+        node.args["unit"].meta.update(unit.this.meta)
+    return node
+
+
 def _window_function(kind: str) -> Any:
     def parse(self: FlinkParser) -> WindowFunction:
         args = self._parse_csv(self._parse_window_argument)
@@ -63,6 +75,8 @@ class FlinkParser(parser.Parser):
         # Flink's third argument is the group to extract, not a position
         "REGEXP_EXTRACT": lambda args: exp.RegexpExtract(this=seq_get(args, 0), expression=seq_get(args, 1),
                                                          group=seq_get(args, 2)),
+        # TIMESTAMPDIFF(unit, t1, t2) is t2 - t1 in units; sqlglot's generic reading takes (t2, t1, unit)
+        "TIMESTAMPDIFF": lambda args: _timestampdiff(args),
     }
     FUNCTION_PARSERS: ClassVar[dict[str, Any]] = {
         **parser.Parser.FUNCTION_PARSERS,
@@ -102,3 +116,11 @@ class Flink(Dialect):
             k: v for k, v in tokens.Tokenizer.KEYWORDS.items() if k != "SESSION"}
 
     Parser = FlinkParser
+
+    class Generator(generator.Generator):
+        """Writes what it reads back in Flink's order (error messages quote it)."""
+
+        TRANSFORMS: ClassVar[dict[type[exp.Expr], Any]] = {  # type: ignore[misc]
+            **generator.Generator.TRANSFORMS,
+            exp.TimestampDiff: lambda self, e: self.func("TIMESTAMPDIFF", e.args.get("unit"), e.expression, e.this),
+        }

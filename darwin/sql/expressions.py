@@ -26,7 +26,7 @@ from darwin.plan.rules import fold_expr
 from darwin.sql.dialect import Flink
 from darwin.sql.errors import Located
 from darwin.sql.extremes import greatest_or_least
-from darwin.sql.timefunctions import TIME_FUNCTIONS
+from darwin.sql.timefunctions import TIME_FUNCTIONS, add_months, timestampdiff
 from darwin.types import DType, Schema
 
 TYPES = {  # SQL type -> Darwin type
@@ -127,6 +127,23 @@ def interval_ms(node: exp.Expr, where: Located) -> int:
         raise where.error(node, f"interval {node.sql(dialect=Flink)} is {amount:f} ms, past the 2^62 ms for "
                                 "which timestamp arithmetic is exact")
     return int(amount)
+
+
+MONTHS_IN = {"MONTH": 1, "YEAR": 12}  # the interval units of calendar months
+
+
+def calendar_months(node: exp.Expr, where: Located) -> int | None:
+    """The months of an ``INTERVAL 'n' MONTH`` or ``YEAR`` literal (a whole number, as Flink's), None for any other
+    expression."""
+    if not isinstance(node, exp.Interval):
+        return None
+    unit = str(node.unit.this if isinstance(node.unit, exp.Var) else "").upper().rstrip("S")
+    if unit not in MONTHS_IN:
+        return None
+    text = str(node.this.this).strip() if isinstance(node.this, exp.Literal) else ""
+    if not re.fullmatch(r"[+-]?\d{1,9}", text):
+        raise where.error(node, f"interval {node.sql(dialect=Flink)}: give a whole number of {unit.lower()}s")
+    return int(text) * MONTHS_IN[unit]
 
 
 TIMESTAMP_TEXT = re.compile(r"(\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.(\d+))?)?)?)\s*(\S.*)?")
@@ -262,8 +279,30 @@ class ExpressionTranslator:
     def _binary(self, node: exp.Expr, op: Callable[[Expr, Expr], Expr]) -> Expr:
         return op(self(node.this), self(node.expression))
 
-    def visit_Add(self, n: exp.Add) -> Expr: return self._binary(n, lambda a, b: a + b)
-    def visit_Sub(self, n: exp.Sub) -> Expr: return self._binary(n, lambda a, b: a - b)
+    def visit_Add(self, n: exp.Add) -> Expr:
+        for time, interval in ((n.this, n.expression), (n.expression, n.this)):
+            shifted = self._plus_months(n, time, interval)
+            if shifted is not None:
+                return shifted
+        return self._binary(n, lambda a, b: a + b)
+
+    def visit_Sub(self, n: exp.Sub) -> Expr:
+        shifted = self._plus_months(n, n.this, n.expression, -1)
+        return self._binary(n, lambda a, b: a - b) if shifted is None else shifted
+
+    def _plus_months(self, node: exp.Expr, time: exp.Expr, interval: exp.Expr, sign: int = 1) -> Expr | None:
+        """``ts + INTERVAL 'n' MONTH`` (or YEAR, or minus): calendar months added as Flink adds them (Calcite's
+        addMonths: the day cut to the month's last, so Jan 31 plus a month is Feb 28 or 29); None where ``interval``
+        is no interval of months."""
+        months = calendar_months(interval, self.where)
+        if months is None:
+            return None
+        ts = self(time)
+        dtype = type_of(ts.node, self.schema).dtype
+        if dtype not in (None, DType.TIMESTAMP):
+            raise self.where.error(node, f"{node.sql(dialect=Flink)}: an interval of months is added to a TIMESTAMP; "
+                                         f"{time.sql(dialect=Flink)} is {dtype.value}")
+        return add_months(ts, lit(sign * months))
     def visit_Mul(self, n: exp.Mul) -> Expr: return self._binary(n, lambda a, b: a * b)
     def visit_EQ(self, n: exp.EQ) -> Expr: return self._compared(n, lambda a, b: a == b)
     def visit_NEQ(self, n: exp.NEQ) -> Expr: return self._compared(n, lambda a, b: a != b)
@@ -637,6 +676,7 @@ class ExpressionTranslator:
         fluent ``dt.day_of_week()``, which is ISO (1 is Monday .. 7 is Sunday) as ISODOW is."""
         return ts.dt.day_of_week() % 7 + 1
 
+    def visit_TimestampDiff(self, node: exp.TimestampDiff) -> Expr: return timestampdiff(self, node)
     def visit_Greatest(self, node: exp.Greatest) -> Expr: return greatest_or_least(self, node, greatest=True)
     def visit_Least(self, node: exp.Least) -> Expr: return greatest_or_least(self, node, greatest=False)
 

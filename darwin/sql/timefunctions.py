@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from darwin.expr import Expr, lit, when
+from darwin.plan import exprs as ex
 from darwin.plan.exprs import FIXED_UNITS_MS, type_of
 from darwin.plan.javatime import DEFAULT_PATTERN
 from darwin.sql.dialect import Flink
@@ -98,28 +99,65 @@ def to_timestamp_ltz(tr: ExpressionTranslator, node: exp.Anonymous) -> Expr:
     return when(value != value, _epoch()).when(inside, _epoch() + value.cast(DType.INT64)).end()
 
 
-# TIMESTAMPADD's units of a fixed length; MONTH, QUARTER and YEAR add calendar months (not built)
+# TIMESTAMPADD's and TIMESTAMPDIFF's units of a fixed length
 UNIT_MS = {unit.upper(): ms for unit, ms in FIXED_UNITS_MS.items()} | {"WEEK": 7 * FIXED_UNITS_MS["day"]}
+# their units of calendar months: how many months each is
+MONTH_UNITS = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}
 
 
 def timestampadd(tr: ExpressionTranslator, node: exp.Anonymous) -> Expr:
     """TIMESTAMPADD(unit, n, ts): ``ts`` plus ``n`` units, NULL where either is; the units of a fixed length
-    (SECOND to WEEK) are milliseconds added, as in Flink's UTC session."""
+    (SECOND to WEEK) are milliseconds added, as in Flink's UTC session, MONTH, QUARTER and YEAR calendar months."""
     _arity(tr, node, "TIMESTAMPADD", (3,), "a unit, an integer and a timestamp")
     unit_node, count, time = node.expressions
     unit = unit_node.name.upper() if isinstance(unit_node, (exp.Column, exp.Var)) else ""
-    if unit not in UNIT_MS:
-        calendar = unit in ("MONTH", "QUARTER", "YEAR")
-        raise tr.where.error(unit_node, f"TIMESTAMPADD's unit: {', '.join(UNIT_MS)}"
-                                        + ("; calendar months (MONTH, QUARTER, YEAR) are not supported yet"
-                                           if calendar else f", got {unit_node.sql(dialect=Flink)}"))
+    if unit not in UNIT_MS and unit not in MONTH_UNITS:
+        raise tr.where.error(unit_node, f"TIMESTAMPADD's unit: {', '.join([*UNIT_MS, *MONTH_UNITS])}, got "
+                                        f"{unit_node.sql(dialect=Flink)}")
     n = _number(tr, count, "TIMESTAMPADD", (DType.INT64,))
     ts = tr(time)
     dtype = type_of(ts.node, tr.schema).dtype
     if dtype is not DType.TIMESTAMP:
         raise tr.where.error(time, f"TIMESTAMPADD adds to a TIMESTAMP; {time.sql(dialect=Flink)} is "
                                    f"{'NULL' if dtype is None else dtype.value}")
+    if unit in MONTH_UNITS:  # calendar months, the day cut to the month's last (Calcite's addMonths)
+        return add_months(ts, n * MONTH_UNITS[unit])
     return ts + n * UNIT_MS[unit]
+
+
+def timestampdiff(tr: ExpressionTranslator, node: exp.TimestampDiff) -> Expr:
+    """TIMESTAMPDIFF(unit, t1, t2): whole units from ``t1`` to ``t2``, as Flink's (Calcite's convertlet): the
+    milliseconds between divided by the unit's, or for MONTH, QUARTER and YEAR the calendar months between
+    (DateTimeUtils.subtractMonths) divided by 1, 3 or 12, truncated toward zero and cast to INT (wrapping as
+    Java's cast does); NULL where either is NULL."""
+    unit_node = node.args.get("unit")
+    unit = unit_node.name.upper() if isinstance(unit_node, exp.Var) else ""
+    if unit not in UNIT_MS and unit not in MONTH_UNITS:
+        raise tr.where.error(unit_node or node, f"TIMESTAMPDIFF's unit: {', '.join([*UNIT_MS, *MONTH_UNITS])}, as in "
+                                                f"Flink; got {unit_node.sql(dialect=Flink) if unit_node else 'none'}")
+    start, end = (_timestamp(tr, n, "TIMESTAMPDIFF") for n in (node.expression, node.this))
+    if unit in UNIT_MS:
+        return tr._narrowed(tr._truncating(end - start, lit(UNIT_MS[unit]), "div"), 32)
+    months = months_between(start, end)
+    return months if unit == "MONTH" else tr._truncating(months, lit(MONTH_UNITS[unit]), "div")
+
+
+def months_between(start: Expr, end: Expr) -> Expr:
+    """The whole calendar months from ``start`` to ``end``, as Calcite's subtractMonths (``darwin.plan.numeric``)."""
+    return Expr(ex.MathCall("months_between", ((start - _epoch()).node, (end - _epoch()).node)))
+
+
+def add_months(ts: Expr, months: Expr) -> Expr:
+    """``ts`` plus ``months`` calendar months, the day cut to the month's last, as Calcite's addMonths."""
+    return _epoch() + Expr(ex.MathCall("add_months", ((ts - _epoch()).node, months.node)))
+
+
+def _timestamp(tr: ExpressionTranslator, node: exp.Expr, name: str) -> Expr:
+    value = tr(node)
+    dtype = type_of(value.node, tr.schema).dtype
+    if dtype not in (None, DType.TIMESTAMP):
+        raise tr.where.error(node, f"{name} takes TIMESTAMPs; {node.sql(dialect=Flink)} is {dtype.value}")
+    return value if dtype is not None else lit(None, DType.TIMESTAMP)
 
 
 def to_date(tr: ExpressionTranslator, node: exp.Anonymous) -> Expr:

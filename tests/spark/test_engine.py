@@ -651,3 +651,37 @@ def test_left_right_repeat_and_reverse_on_spark(spark):
                    "REPEAT(s, 2) AS p, REPEAT(s, -1) AS pn, REVERSE(s) AS v FROM t", tables={"t": t})
     got = {r["s"]: r for r in assert_three_engines_agree(query).table.to_pylist()}
     assert (got["x😀y"]["r"], got["x😀y"]["v"], got["ab"]["r9"], got["ab"]["pn"]) == ("😀y", "y😀x", "ab", "")
+
+
+def test_timestampdiff_on_spark(spark):
+    """TIMESTAMPDIFF on Spark is what the other engines give: fixed units truncated toward zero, calendar months as
+    Calcite counts them (by Spark's add_months, which cuts the day to the month's last as Calcite's does)."""
+    from engines import assert_three_engines_agree
+
+    a = [datetime(2016, 1, 31), datetime(2016, 3, 31, 12), datetime(1969, 12, 31, 23, 59, 59), None,
+         datetime(2016, 2, 29, 10), datetime(1900, 3, 1)]
+    b = [datetime(2016, 2, 29), datetime(2016, 2, 29, 11), datetime(1970, 1, 1), datetime(2000, 1, 1),
+         datetime(2017, 2, 28, 9), datetime(2100, 2, 28, 23)]
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(a)), pa.timestamp("ms")), "a": pa.array(a, pa.timestamp("ms")),
+                                "b": pa.array(b, pa.timestamp("ms"))}), name="t")
+    query = dw.sql("SELECT ts, TIMESTAMPDIFF(DAY, a, b) AS d, TIMESTAMPDIFF(SECOND, b, a) AS s, "
+                   "TIMESTAMPDIFF(MONTH, a, b) AS m, TIMESTAMPDIFF(MONTH, b, a) AS mb, TIMESTAMPDIFF(YEAR, a, b) AS y, "
+                   "TIMESTAMPDIFF(QUARTER, b, a) AS q FROM t", tables={"t": t})
+    got = sorted(assert_three_engines_agree(query).table.to_pylist(), key=lambda r: r["ts"])
+    assert [(r["m"], r["mb"]) for r in got] == [(1, -1), (-2, 1), (0, 0), (None, None), (11, -12), (2399, -2399)]
+
+
+def test_intervals_of_months_and_timestampadd_of_months_on_spark(spark):
+    """ts + INTERVAL 'n' MONTH / YEAR and TIMESTAMPADD of MONTH, QUARTER, YEAR on Spark: the day cut to the month's
+    last, the time of day kept, before 1970 too."""
+    from engines import assert_three_engines_agree
+
+    a = [datetime(2016, 1, 31, 10, 30), datetime(2016, 2, 29), datetime(1969, 12, 31, 23, 59, 59), None,
+         datetime(1900, 3, 31, 1)]
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(a)), pa.timestamp("ms")), "a": pa.array(a, pa.timestamp("ms")),
+                                "n": [1, 12, -2, 3, None]}), name="t")
+    query = dw.sql("SELECT ts, a + INTERVAL '1' MONTH AS m, a - INTERVAL '1' YEAR AS y, TIMESTAMPADD(MONTH, n, a) AS "
+                   "n1, TIMESTAMPADD(QUARTER, -1, a) AS q FROM t", tables={"t": t})
+    got = sorted(assert_three_engines_agree(query).table.to_pylist(), key=lambda r: r["ts"])
+    assert [r["m"] for r in got] == [datetime(2016, 2, 29, 10, 30), datetime(2016, 3, 29),
+                                     datetime(1970, 1, 31, 23, 59, 59), None, datetime(1900, 4, 30, 1)]

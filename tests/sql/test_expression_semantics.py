@@ -992,8 +992,8 @@ def test_timestampadd_adds_units_of_a_fixed_length(config):
 
 @pytest.mark.parametrize("text, problem", [
     ("SELECT UNIX_TIMESTAMP() FROM t", "column 8: UNIX_TIMESTAMP\\(\\) reads the clock"),
-    ("SELECT TIMESTAMPADD(MONTH, 1, ts) FROM t", "column 21: TIMESTAMPADD's unit: SECOND, MINUTE, HOUR, DAY, WEEK; "
-                                                 "calendar months"),
+    ("SELECT TIMESTAMPADD(DECADE, 1, ts) FROM t", "column 21: TIMESTAMPADD's unit: SECOND, MINUTE, HOUR, DAY, WEEK, "
+                                                  "MONTH, QUARTER, YEAR, got DECADE"),
     ("SELECT TIMESTAMPADD(SECOND, 1, a) FROM t", "column 32: TIMESTAMPADD adds to a TIMESTAMP; a is int64"),
     ("SELECT TO_DATE(s) FROM t", "column 8: TO_DATE: Darwin has no DATE type"),
     ("SELECT TO_TIMESTAMP(s, 'yyyy-MM-dd hh:mm') FROM t", "column 24: TO_TIMESTAMP: pattern letters 'hh'"),
@@ -1157,5 +1157,153 @@ def test_left_right_repeat_and_reverse_are_flinks(config):
     ("SELECT REVERSE(a) FROM t", "column 16: REVERSE takes strings; a is int64"),
 ])
 def test_left_right_repeat_and_reverse_refuse_what_they_cannot_take_at_its_position(text, problem):
+    with pytest.raises(SqlError, match=problem):
+        dw.sql(text, tables={"t": table(a=[1], s=["x"])})
+
+
+# -- TIMESTAMPDIFF ----------------------------------------------------------------------------------------
+
+DAY_MS = 86_400_000
+
+
+def calcite_add_months(days, m):
+    """Calcite's DateTimeUtils.addMonths(int date, int m), written out: the day cut to the month's last."""
+    day = datetime(1970, 1, 1) + timedelta(days=days)
+    total = day.year * 12 + day.month - 1 + m
+    year, month = total // 12, total % 12 + 1
+    last = ((datetime(year + month // 12, month % 12 + 1, 1)) - timedelta(days=1)).day
+    return (datetime(year, month, min(day.day, last)) - datetime(1970, 1, 1)).days
+
+
+def calcite_subtract_months(t0, t1):
+    """Calcite's DateTimeUtils.subtractMonths(long t0, long t1), its loop written out as Calcite has it."""
+    def by_days(date0, date1):
+        if date0 < date1:
+            return -by_days(date1, date0)
+        m = (date0 - date1) // 31
+        while True:
+            if calcite_add_months(date1, m) >= date0 or calcite_add_months(date1, m + 1) > date0:
+                return m
+            m += 1
+    millis0, millis1 = t0 % DAY_MS, t1 % DAY_MS
+    d0, d1 = t0 // DAY_MS, t1 // DAY_MS
+    x = by_days(d0, d1)
+    return x - 1 if calcite_add_months(d1, x) == d0 and millis0 < millis1 else x
+
+
+def java_int(n):
+    return (n + 2**31) % 2**32 - 2**31
+
+
+def flink_timestampdiff(unit, t1, t2):
+    """Calcite's TIMESTAMPDIFF convertlet: (t2 - t1) in the unit, truncated toward zero, cast to INT."""
+    if t1 is None or t2 is None:
+        return None
+    if unit in ("MONTH", "QUARTER", "YEAR"):
+        months = calcite_subtract_months(t2, t1)
+        return java_div(months, {"MONTH": 1, "QUARTER": 3, "YEAR": 12}[unit])
+    ms = {"SECOND": 1000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": DAY_MS, "WEEK": 7 * DAY_MS}[unit]
+    return java_int(java_div(t2 - t1, ms))
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_timestampdiff_counts_whole_units_as_flink(config):
+    """TIMESTAMPDIFF was refused (sqlglot read its arguments as (t2, t1, unit) under the Flink dialect). Whole units
+    from t1 to t2 truncated toward zero; MONTH, QUARTER and YEAR by the calendar, Calcite's way: Jan 31 to Feb 29
+    is a month, Feb 29 10:00 to Feb 28 09:00 a year later eleven (the time of day is earlier), and backwards the
+    same days are -12; NULL where either is NULL."""
+    a = [at("2003-01-02 10:00:00"), at("2016-01-31 00:00:00"), at("2016-03-31 12:00:00"), at("1969-12-31 23:59:59"),
+         None, at("2016-02-29 10:00:00")]
+    b = [at("2003-01-03 09:59:59"), at("2016-02-29 00:00:00"), at("2016-02-29 11:00:00"), at("1970-01-01 00:00:00"),
+         at("2000-01-01 00:00:00"), at("2017-02-28 09:00:00")]
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(a)), pa.timestamp("ms")), "a": pa.array(a, pa.timestamp("ms")),
+                                "b": pa.array(b, pa.timestamp("ms"))}), name="t")
+    got = rows("SELECT ts, TIMESTAMPDIFF(DAY, a, b), TIMESTAMPDIFF(SECOND, b, a), TIMESTAMPDIFF(month, a, b), "
+               "TIMESTAMPDIFF(MONTH, b, a), TIMESTAMPDIFF(YEAR, a, b), TIMESTAMPDIFF(QUARTER, b, a), "
+               "TIMESTAMPDIFF(WEEK, a, b) FROM t", t, config)
+    assert got == [(0, -86399, 0, 0, 0, 0, 0), (29, -2505600, 1, -1, 0, 0, 4), (-31, 2682000, -2, 1, 0, 0, -4),
+                   (0, -1, 0, 0, 0, 0, 0), (None,) * 7, (364, -31532400, 11, -12, 0, -4, 52)]
+
+
+STAMPS_MS = st.one_of(st.integers(-10**12, 10**12),  # 1938 to 2001
+                      st.integers(-3 * 10**10, 3 * 10**10).map(lambda d: 951_782_400_000 + d))  # around 2000-02-29
+
+
+@settings(max_examples=40, deadline=None)
+@given(pairs=st.lists(st.tuples(STAMPS_MS, STAMPS_MS), min_size=1, max_size=30))
+def test_timestampdiff_agrees_with_calcite_on_both_engines(pairs):
+    starts, ends = (list(c) for c in zip(*pairs))
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(pairs)), pa.timestamp("ms")),
+                                "a": pa.array(starts, pa.timestamp("ms")), "b": pa.array(ends, pa.timestamp("ms"))}),
+                      name="t")
+    units = ("SECOND", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR")
+    query = "SELECT ts, " + ", ".join(f"TIMESTAMPDIFF({u}, a, b)" for u in units) + " FROM t"
+    expected = [tuple(flink_timestampdiff(u, s, e) for u in units) for s, e in pairs]
+    for config in MODES:
+        assert rows(query, t, config) == expected
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("SELECT TIMESTAMPDIFF(DECADE, ts, ts) FROM t", "column 22: TIMESTAMPDIFF's unit: SECOND, MINUTE, HOUR, DAY, "
+                                                   "WEEK, MONTH, QUARTER, YEAR"),
+    ("SELECT TIMESTAMPDIFF(DAY, a, ts) FROM t", "column 27: TIMESTAMPDIFF takes TIMESTAMPs; a is int64"),
+])
+def test_timestampdiff_refuses_what_it_cannot_take_at_its_position(text, problem):
+    with pytest.raises(SqlError, match=problem):
+        dw.sql(text, tables={"t": table(a=[1], s=["x"])})
+
+
+# -- calendar months: + INTERVAL 'n' MONTH / YEAR, TIMESTAMPADD(MONTH | QUARTER | YEAR, ...) -------------------
+
+def calcite_plus_months(ms, m):
+    """Calcite's addMonths(long timestamp, int m): the day's months added, its time of day kept."""
+    return None if ms is None or m is None else calcite_add_months(ms // DAY_MS, m) * DAY_MS + ms % DAY_MS
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_intervals_of_months_and_timestampadd_of_months_are_calendar_months(config):
+    """ts + INTERVAL '1' MONTH was refused ('interval ... give a number and one of DAY, HOUR...') and TIMESTAMPADD of
+    MONTH, QUARTER and YEAR too; now they add calendar months as Flink does, the day cut to the month's last:
+    Jan 31 plus a month is Feb 29 in 2016, Feb 29 minus a year Feb 28; the time of day stays."""
+    a = [at("2016-01-31 10:30:00"), at("2016-02-29 00:00:00"), at("1969-12-31 23:59:59"), None,
+         at("2015-03-31 01:00:00")]
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(a)), pa.timestamp("ms")), "a": pa.array(a, pa.timestamp("ms")),
+                                "n": [1, 12, -2, 3, None]}), name="t")
+    got = rows("SELECT ts, a + INTERVAL '1' MONTH, a - INTERVAL '1' YEAR, INTERVAL '13' MONTH + a, "
+               "TIMESTAMPADD(MONTH, n, a), TIMESTAMPADD(QUARTER, 1, a), TIMESTAMPADD(YEAR, n, a) FROM t", t, config)
+    assert got == [
+        (at("2016-02-29 10:30:00"), at("2015-01-31 10:30:00"), at("2017-02-28 10:30:00"), at("2016-02-29 10:30:00"),
+         at("2016-04-30 10:30:00"), at("2017-01-31 10:30:00")),
+        (at("2016-03-29 00:00:00"), at("2015-02-28 00:00:00"), at("2017-03-29 00:00:00"), at("2017-02-28 00:00:00"),
+         at("2016-05-29 00:00:00"), at("2028-02-29 00:00:00")),
+        (at("1970-01-31 23:59:59"), at("1968-12-31 23:59:59"), at("1971-01-31 23:59:59"), at("1969-10-31 23:59:59"),
+         at("1970-03-31 23:59:59"), at("1967-12-31 23:59:59")),
+        (None,) * 6,
+        (at("2015-04-30 01:00:00"), at("2014-03-31 01:00:00"), at("2016-04-30 01:00:00"), None,
+         at("2015-06-30 01:00:00"), None)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.lists(st.tuples(st.one_of(st.none(), STAMPS_MS), st.one_of(st.none(), st.integers(-2000, 2000))),
+                     min_size=1, max_size=30))
+def test_calendar_months_agree_with_calcite_on_both_engines(data):
+    stamps, counts = (list(c) for c in zip(*data))
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(data)), pa.timestamp("ms")),
+                                "a": pa.array(stamps, pa.timestamp("ms")), "n": pa.array(counts, pa.int64())}),
+                      name="t")
+    query = "SELECT ts, TIMESTAMPADD(MONTH, n, a) - a, a + INTERVAL '7' MONTH - a, a - INTERVAL '3' YEAR - a FROM t"
+    expected = [tuple(None if s is None or v is None else v - s for v in
+                      (calcite_plus_months(s, n), calcite_plus_months(s, 7), calcite_plus_months(s, -36)))
+                for s, n in data]
+    for config in MODES:
+        assert rows(query, t, config) == expected
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("SELECT ts + INTERVAL '1.5' MONTH FROM t", "column 22: interval INTERVAL '1.5' MONTH: give a whole number of "
+                                                "months"),
+    ("SELECT a + INTERVAL '1' YEAR FROM t", "column 8: .*an interval of months is added to a TIMESTAMP; a is int64"),
+])
+def test_intervals_of_months_refuse_what_they_cannot_take_at_their_position(text, problem):
     with pytest.raises(SqlError, match=problem):
         dw.sql(text, tables={"t": table(a=[1], s=["x"])})
