@@ -21,6 +21,7 @@ from darwin.api import (
                         from_arrow,
                         from_batches,
                         from_source,
+                        null_safe,
                         read_csv,
                         read_ipc,
                         read_kafka,
@@ -41,7 +42,8 @@ __all__ = [
     "Config", "DType", "Expr", "GroupedTable", "HardwareInfo", "RunResult", "Session", "SinkQuery", "Slide", "Table",
     "Tumble", "Window", "WindowedTable", "asc", "avg", "col", "concat", "concat_ws", "count", "count_distinct", "desc",
     "errors", "from_arrow",
-    "from_batches", "lit", "max", "mean", "min", "from_source", "read_csv", "read_ipc", "read_kafka", "read_parquet",
+    "from_batches", "lit", "max", "mean", "min", "from_source", "null_safe", "read_csv", "read_ipc", "read_kafka",
+    "read_parquet",
     "sinks", "sql", "sql_job", "sum", "when",
 ]
 __version__ = "0.1.0"

@@ -145,19 +145,21 @@ class Table:
         """Rows of this table and ``other`` whose keys are equal (NULL keys never match).
 
         Keys are ``on=[(left, right), ...]`` pairs, or ``left_on=``/``right_on=``; each a column name
-        or an expression. ``how`` is inner, left, right or full; ``where`` is a further condition over
-        the joined columns. A right column whose name is taken gets ``suffix``. A condition bounding
-        both sides' event times makes an interval join, whose rows leave the state once they can no
-        longer match; ``other`` from ``.lookup()`` makes a lookup join; ``state_ttl`` drops a regular
-        join's rows once the watermark has moved that far past their arrival.
+        or an expression. A pair given as ``dw.null_safe(left, right)`` in ``on=`` matches a NULL
+        with a NULL, as Flink's IS NOT DISTINCT FROM key. ``how`` is inner, left, right or full;
+        ``where`` is a further condition over the joined columns. A right column whose name is taken
+        gets ``suffix``. A condition bounding both sides' event times makes an interval join, whose
+        rows leave the state once they can no longer match; ``other`` from ``.lookup()`` makes a
+        lookup join; ``state_ttl`` drops a regular join's rows once the watermark has moved that far
+        past their arrival.
         """
-        left_keys, right_keys = _join_keys(on, left_on, right_on)
+        left_keys, right_keys, safe = _join_keys(on, left_on, right_on)
         condition = None if where is None else _node(where)
         if isinstance(other, LookupTable):
             if state_ttl is not None:
                 raise PlanError("join: a lookup join keeps no stream rows, so it takes no state_ttl")
             lk, rk = _paired_keys(self.plan, other.plan, left_keys, right_keys)
-            return Table(pn.LookupJoin(self.plan, other.plan, lk, rk, how, condition, suffix))
+            return Table(pn.LookupJoin(self.plan, other.plan, lk, rk, how, condition, suffix, safe))
         if isinstance(other, WindowedTable):
             raise PlanError("join: window both sides alike for a window join, e.g. "
                             "a.window(dw.Tumble('10s', on='t')).join(b.window(dw.Tumble('10s', on='t')), ...)")
@@ -165,7 +167,7 @@ class Table:
             raise PlanError(f"join() takes a Table, a windowed table or a .lookup() table, got {other!r}")
         ttl = None if state_ttl is None else to_millis(state_ttl, "state_ttl", PlanError)
         lk, rk = _paired_keys(self.plan, other.plan, left_keys, right_keys)
-        return Table(pn.Join(self.plan, other.plan, lk, rk, how, condition, suffix, ttl))
+        return Table(pn.Join(self.plan, other.plan, lk, rk, how, condition, suffix, ttl, safe))
 
     def union(self, *others: Table) -> Table:
         """Every row of this table and of ``others`` (UNION ALL); same column names and types."""
@@ -273,9 +275,10 @@ class WindowedTable:
         if not isinstance(other, WindowedTable) or not other.plan.window.same_windows(self.plan.window):
             raise PlanError("window join: window the other side with windows of the same size and slide, e.g. "
                             f"other.window({self.plan.window!r}) (over any of its time columns)")
-        left_keys, right_keys = _join_keys(on, left_on, right_on)
+        left_keys, right_keys, safe = _join_keys(on, left_on, right_on)
         lk, rk = _paired_keys(self.plan, other.plan, left_keys + [pn.WINDOW_START], right_keys + [pn.WINDOW_START])
-        return Table(pn.Join(self.plan, other.plan, lk, rk, how, None if where is None else _node(where), suffix))
+        return Table(pn.Join(self.plan, other.plan, lk, rk, how, None if where is None else _node(where), suffix,
+                             null_safe=safe))
 
     def group_by(self, *keys: str | Expr) -> GroupedTable:
         return GroupedTable(self.plan, _key_names(self.plan, keys))
@@ -471,22 +474,51 @@ def _named(c: str | Expr) -> tuple[str, Any]:
     raise PlanError(f"select takes column names or expressions, got {c!r}")
 
 
-def _join_keys(on: Any, left_on: Any, right_on: Any) -> tuple[list[Any], list[Any]]:
-    """(left keys, right keys) from ``on=[(l, r), ...]`` or ``left_on=``/``right_on=``."""
+class NullSafe:
+    """A join key pair whose NULLs match each other: ``dw.null_safe(left, right)`` in ``on=``."""
+
+    __slots__ = ("left", "right")
+
+    def __init__(self, left: str | Expr, right: str | Expr) -> None:
+        self.left, self.right = left, right
+
+    def __repr__(self) -> str:
+        return f"null_safe({self.left!r}, {self.right!r})"
+
+
+def null_safe(left: str | Expr, right: str | Expr | None = None) -> NullSafe:
+    """A key pair of ``join(on=[...])`` where a NULL key meets a NULL key of the other side (and
+    nothing else), as Flink's ``a.x IS NOT DISTINCT FROM b.x``: ``on=[("k", "k"), dw.null_safe("x")]``.
+    ``right`` is ``left`` unless given. Other pairs' NULLs still never match."""
+    return NullSafe(left, left if right is None else right)
+
+
+JoinKeys = tuple[list[Any], list[Any], frozenset[int]]
+
+
+def _join_keys(on: Any, left_on: Any, right_on: Any) -> JoinKeys:
+    """(left keys, right keys, the null-safe pairs) from ``on=[(l, r), ...]`` or ``left_on=``/``right_on=``."""
     if on is not None:
         if left_on is not None or right_on is not None:
             raise PlanError("join: give on=[(left, right), ...] or left_on=/right_on=, not both")
-        pairs = [on] if isinstance(on, tuple) else list(on) if isinstance(on, list) else None
-        if pairs is None or not pairs or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
-            raise PlanError(f"join: on= takes (left key, right key) pairs, e.g. on=[('auction', 'id')], got {on!r}")
-        return [p[0] for p in pairs], [p[1] for p in pairs]
+        pairs = [on] if isinstance(on, (tuple, NullSafe)) else list(on) if isinstance(on, list) else None
+        if pairs is None or not pairs or not all(
+                isinstance(p, NullSafe) or isinstance(p, tuple) and len(p) == 2 for p in pairs):
+            raise PlanError(f"join: on= takes (left key, right key) pairs or dw.null_safe(left, right), e.g. "
+                            f"on=[('auction', 'id')], got {on!r}")
+        split = [(p.left, p.right) if isinstance(p, NullSafe) else p for p in pairs]
+        return [p[0] for p in split], [p[1] for p in split], \
+            frozenset(i for i, p in enumerate(pairs) if isinstance(p, NullSafe))
     if left_on is None or right_on is None:
         raise PlanError("join: say which keys to join on: on=[(left, right), ...] or left_on= and right_on=")
     lefts = list(left_on) if isinstance(left_on, (list, tuple)) else [left_on]
     rights = list(right_on) if isinstance(right_on, (list, tuple)) else [right_on]
+    if any(isinstance(k, NullSafe) for k in lefts + rights):
+        raise PlanError("join: give a null-safe key pair in on=, e.g. on=[dw.null_safe('x')], not in "
+                        "left_on=/right_on=")
     if len(lefts) != len(rights):
         raise PlanError(f"join: {len(lefts)} left key(s) but {len(rights)} right key(s)")
-    return lefts, rights
+    return lefts, rights, frozenset()
 
 
 def _paired_keys(left: pn.PlanNode, right: pn.PlanNode, left_keys: list[Any], right_keys: list[Any]) \

@@ -384,10 +384,11 @@ class _Generator:
         with ``j = -1`` (NULL table columns) for a left join's unmatched row."""
         b, j, n = self.src, self.src.fresh("j"), o.lookup
         join = o.join
+        left_keys = join.as_join.plain_keys[0]  # a null-safe pair as two pairs no NULL is in
         parts = {name: self._arg(f"lk{n}_{name}", LookupArg(n, name))
-                 for name in ("slot_start", "slot_count", *[f"slot_key{k}" for k in range(len(join.left_keys))])}
+                 for name in ("slot_start", "slot_count", *[f"slot_key{k}" for k in range(len(left_keys))])}
         values, valid = [], []
-        for key in join.left_keys:
+        for key in left_keys:
             v, ok = self.exprs.emit(key, env, schema)
             kv = b.fresh("kv")
             b.line(f"{kv} = np.int64({v})")
@@ -709,7 +710,7 @@ def _expressions(ops: Sequence[op.StatelessOp], sink: op.Sink) -> list[ex.ExprNo
         elif isinstance(o, op.ProjectOp):
             exprs += [e for _, e in o.exprs]
         elif isinstance(o, op.LookupJoinOp):
-            exprs += [*o.join.left_keys, *([] if o.join.where is None else [o.join.where])]
+            exprs += [*o.join.as_join.plain_keys[0], *([] if o.join.where is None else [o.join.where])]
     if isinstance(sink, op.WindowAggregateSink):
         exprs += [call.input for _, call in sink.aggregate.aggs if call.input is not None]
     return exprs

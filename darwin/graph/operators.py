@@ -121,7 +121,7 @@ class LookupJoinOp:
 
     def describe(self) -> str:
         j = self.join
-        keys = ", ".join(f"{a}={b}" for a, b in zip(j.left_keys, j.right_keys))
+        keys = ", ".join(pn.key_pairs(j, "="))
         return f"lookup-join {j.how} table {self.lookup} on [{keys}]" + (f" where {j.where}" if j.where else "")
 
 
@@ -343,7 +343,7 @@ class JoinOperator:
 
     def describe(self) -> str:
         j = self.join
-        pairs = ", ".join(f"{a}={b}" for a, b in zip(j.left_keys, j.right_keys))
+        pairs = ", ".join(pn.key_pairs(j, "="))
         kind = "regular" if self.timing is None else self.timing.describe()
         ttl = f" state_ttl={j.state_ttl_ms}ms" if j.state_ttl_ms is not None else ""
         where = f" where {j.where}" if j.where is not None else ""

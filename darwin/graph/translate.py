@@ -100,8 +100,9 @@ class _Translator(SharedNodeVisitor[_Chain]):
 
     def visit_LookupJoin(self, node: pn.LookupJoin) -> _Chain:
         chain = self.visit(node.input)
-        keys = tuple(f"{KEY_PREFIX}{i}" for i in range(len(node.right_keys)))
-        exprs = tuple((c, Column(c)) for c in node.table.schema.names) + tuple(zip(keys, node.right_keys))
+        right_keys = node.as_join.plain_keys[1]
+        keys = tuple(f"{KEY_PREFIX}{i}" for i in range(len(right_keys)))
+        exprs = tuple((c, Column(c)) for c in node.table.schema.names) + tuple(zip(keys, right_keys))
         self.lookups.append(op.LookupTableSpec(pn.Project(node.table, exprs), keys, node.table.schema.names))
         return chain.then(op.LookupJoinOp(len(self.lookups) - 1, node), node.schema)
 
@@ -120,12 +121,13 @@ class _Translator(SharedNodeVisitor[_Chain]):
         return _Chain(op.FiredWindowsPort(producer), node.schema, (), node.schema)
 
     def visit_Join(self, node: pn.Join) -> _Chain:
-        keys = tuple(f"{KEY_PREFIX}{i}" for i in range(len(node.left_keys)))
-        left = self.close(_with_keys(self.visit(node.left), keys, node.left_keys), op.EmitRows())
-        right = self.close(_with_keys(self.visit(node.right), keys, node.right_keys), op.EmitRows())
+        left_keys, right_keys = node.plain_keys  # a null-safe pair as two pairs no NULL is in
+        keys = tuple(f"{KEY_PREFIX}{i}" for i in range(len(left_keys)))
+        left = self.close(_with_keys(self.visit(node.left), keys, left_keys), op.EmitRows())
+        right = self.close(_with_keys(self.visit(node.right), keys, right_keys), op.EmitRows())
         j = op.JoinOperator(len(self.joins), node, left, right, keys, join_timing(node),
                             op.StateSpec(undo_log=self.config.state_traits.undo_log),
-                            (unique_on(node.left, node.left_keys), unique_on(node.right, node.right_keys)))
+                            (unique_on(node.left, left_keys), unique_on(node.right, right_keys)))
         self.joins.append(j)
         self.order.append(op.Stateful("join", j.id))
         updating = pn.updating(node)

@@ -78,7 +78,7 @@ def _ttl(ms: int | None) -> str:
 
 
 def _pairs(node: pn.Join | pn.LookupJoin) -> str:
-    return ", ".join(f"{a} = {b}" for a, b in zip(node.left_keys, node.right_keys))
+    return ", ".join(pn.key_pairs(node, " = "))
 
 
 def _where(node: pn.Join | pn.LookupJoin) -> str:

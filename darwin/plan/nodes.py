@@ -20,7 +20,7 @@ from typing import Any
 from darwin.errors import DarwinTypeError, PlanError, UnsupportedError
 from darwin.io.source import Source
 from darwin.plan.aggregates import agg_type, function
-from darwin.plan.exprs import AggCall, Column, ExprNode, columns_of, type_of
+from darwin.plan.exprs import AggCall, Case, Column, ExprNode, Literal, Unary, columns_of, type_of
 from darwin.plan.window import BarrierWindow, SessionWindow, Window
 from darwin.types import DType, Field, Schema
 
@@ -610,7 +610,8 @@ class ChangeKind:
 
 @dataclass(frozen=True)
 class Join:
-    """Rows of ``left`` and ``right`` whose keys are equal (a NULL key never matches) and for which
+    """Rows of ``left`` and ``right`` whose keys are equal (a NULL key never matches, but in a pair
+    of ``null_safe``, where a NULL meets a NULL: Flink's IS NOT DISTINCT FROM key) and for which
     ``where`` (over the joined schema) holds; ``how`` keeps unmatched rows of one or both sides,
     padded with NULLs. A right column whose name the left side already has gets ``suffix``.
 
@@ -626,6 +627,7 @@ class Join:
     where: ExprNode | None = None
     suffix: str = "_right"
     state_ttl_ms: int | None = None  # rows leave the state once the watermark has moved this far past them
+    null_safe: frozenset[int] = frozenset()  # the key pairs (by position) whose NULLs match each other
 
     def __post_init__(self) -> None:
         if self.how not in JOIN_KINDS:
@@ -633,6 +635,8 @@ class Join:
         if not self.left_keys or len(self.left_keys) != len(self.right_keys):
             raise PlanError("join: give the keys as pairs, e.g. on=[('auction', 'id')] or left_on=/right_on= "
                             "of the same length")
+        if not self.null_safe <= set(range(len(self.left_keys))):
+            raise PlanError(f"join: null_safe names key pairs {sorted(self.null_safe)} of {len(self.left_keys)}")
         for i, (lk, rk) in enumerate(zip(self.left_keys, self.right_keys)):
             lt = type_of(lk, self.left.schema, f"join key {i} of the left side").dtype
             rt = type_of(rk, self.right.schema, f"join key {i} of the right side").dtype
@@ -654,6 +658,13 @@ class Join:
 
     def with_inputs(self, *inputs: PlanNode) -> Join:
         return _over(self, ("left", "right"), inputs)
+
+    @cached_property
+    def plain_keys(self) -> tuple[tuple[ExprNode, ...], tuple[ExprNode, ...]]:
+        """Key pairs where a NULL never matches that pair the same rows as these keys: a null-safe
+        pair becomes a pair of is-NULL flags and a pair of its values with NULL read as the type's
+        zero, both never NULL. The compiled engine's join index takes these."""
+        return plain_keys(self.left_keys, self.right_keys, self.null_safe, self.left.schema, self.right.schema)
 
     @cached_property
     def right_names(self) -> dict[str, str]:
@@ -681,6 +692,7 @@ class LookupJoin:
     how: str = "inner"
     where: ExprNode | None = None
     suffix: str = "_right"
+    null_safe: frozenset[int] = frozenset()  # the key pairs (by position) whose NULLs match each other
 
     def __post_init__(self) -> None:
         if self.how not in ("inner", "left"):
@@ -698,7 +710,8 @@ class LookupJoin:
     @cached_property
     def as_join(self) -> Join:
         """The same join as a regular one: it defines the keys' types, the output names and the schema."""
-        return Join(self.input, self.table, self.left_keys, self.right_keys, self.how, self.where, self.suffix)
+        return Join(self.input, self.table, self.left_keys, self.right_keys, self.how, self.where, self.suffix,
+                    null_safe=self.null_safe)
 
     @property
     def inputs(self) -> tuple[PlanNode, ...]:
@@ -808,6 +821,36 @@ def joined_names(left: tuple[str, ...], right: tuple[str, ...], suffix: str) -> 
         taken.add(new)
         out[name] = new
     return out
+
+
+def key_pairs(join: Join | LookupJoin, equals: str) -> list[str]:
+    """Each key pair as text, a null-safe one with ``<=>`` (Spark's and MySQL's null-safe equality)."""
+    return [f"{a}{equals.replace('=', '<=>') if i in join.null_safe else equals}{b}"
+            for i, (a, b) in enumerate(zip(join.left_keys, join.right_keys))]
+
+
+_ZERO = {DType.INT64: 0, DType.TIMESTAMP: 0, DType.FLOAT64: 0.0, DType.BOOL: False, DType.STRING: ""}
+
+
+def plain_keys(left_keys: tuple[ExprNode, ...], right_keys: tuple[ExprNode, ...], null_safe: frozenset[int],
+               left: Schema, right: Schema) -> tuple[tuple[ExprNode, ...], tuple[ExprNode, ...]]:
+    """``Join.plain_keys`` of these keys over these inputs."""
+    lk: list[ExprNode] = []
+    rk: list[ExprNode] = []
+    for i, (a, b) in enumerate(zip(left_keys, right_keys)):
+        if i not in null_safe:
+            lk.append(a)
+            rk.append(b)
+            continue
+        lk.append(Unary("is_null", a))
+        rk.append(Unary("is_null", b))
+        for keys, key, schema in ((lk, a, left), (rk, b, right)):
+            dtype = type_of(key, schema, f"join key {i}").dtype
+            if dtype is not None:  # a NULL literal's flag says it all
+                keys.append(Case(((Unary("is_null", key), Literal(_ZERO[dtype], dtype)),), key))
+        if len(lk) != len(rk):  # one side a NULL literal: the flags alone
+            del (lk if len(lk) > len(rk) else rk)[-1]
+    return tuple(lk), tuple(rk)
 
 
 def _key_family(t: DType | None) -> str | None:

@@ -240,8 +240,8 @@ def _origin(node: pn.PlanNode, column: str) -> str | None:
 
 def _window_join(join: pn.Join) -> JoinTiming | None:
     """Keys pairing window_start (or window_end) of both sides, windowed alike."""
-    for lk, rk in zip(join.left_keys, join.right_keys):
-        if not (isinstance(lk, ex.Column) and isinstance(rk, ex.Column)):
+    for i, (lk, rk) in enumerate(zip(join.left_keys, join.right_keys)):
+        if not (isinstance(lk, ex.Column) and isinstance(rk, ex.Column)) or i in join.null_safe:
             continue
         lw, rw = window_of(join.left, lk.name), window_of(join.right, rk.name)
         kind = _origin(join.left, lk.name)
@@ -302,7 +302,9 @@ def _time_bounds(join: pn.Join, stamps: set[str]) -> Bounds:
         if isinstance(conjunct, ex.Binary) and conjunct.op in _COMPARISONS:
             found += _difference_bounds(conjunct.op, _terms(conjunct.left, stamps), _terms(conjunct.right, stamps))
     right_stamps = {c for c, out in join.right_names.items() if out in stamps}
-    for lk, rk in zip(join.left_keys, join.right_keys):
+    for i, (lk, rk) in enumerate(zip(join.left_keys, join.right_keys)):
+        if i in join.null_safe:  # NULL times meet: not a bound on the times (Calcite's filterNulls=false key)
+            continue
         right = _terms(rk, right_stamps)
         renamed = None if right is None else ({join.right_names[c]: k for c, k in right[0].items()}, right[1])
         found += _difference_bounds("eq", _terms(lk, left_stamps), renamed)

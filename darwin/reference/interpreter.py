@@ -299,9 +299,20 @@ class _Union(_Operator):
         self.wm = min(op.watermark() for op in self.inputs)
 
 
-def _key(fns: list[Callable[[Row], Any]], row: Row) -> tuple | None:
-    """A join key, or None if any part is NULL (a NULL key never matches)."""
-    key = tuple(_group_key(f(row)) for f in fns)
+class _NullKey:
+    """A NULL in a null-safe key pair: equal to itself only, so it meets a NULL of the other side."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+_NULL_KEY = _NullKey()
+
+
+def _key(fns: list[Callable[[Row], Any]], row: Row, null_safe: frozenset[int]) -> tuple | None:
+    """A join key, or None if any part is NULL (a NULL key never matches) but a null-safe one."""
+    key = tuple(_NULL_KEY if v is None and i in null_safe else v
+                for i, v in enumerate(_group_key(f(row)) for f in fns))
     return None if any(v is None for v in key) else key
 
 
@@ -310,7 +321,7 @@ def _lookup(node: pn.LookupJoin, table: Rows) -> Callable[[Row], list[Row]]:
     index: dict[tuple, Rows] = {}
     table_keys = [compile_expr(k, node.table.schema) for k in node.right_keys]
     for row in table:
-        key = _key(table_keys, row)
+        key = _key(table_keys, row, node.null_safe)
         if key is not None:
             index.setdefault(key, []).append(row)
     stream_keys = [compile_expr(k, node.input.schema) for k in node.left_keys]
@@ -319,7 +330,7 @@ def _lookup(node: pn.LookupJoin, table: Rows) -> Callable[[Row], list[Row]]:
     padding = {out: None for out in names.values()}
 
     def probe(row: Row) -> list[Row]:
-        key = _key(stream_keys, row)
+        key = _key(stream_keys, row, node.null_safe)
         out = []
         for match in index.get(key, ()) if key is not None else ():
             joined = {**row, **{names[k]: v for k, v in match.items()}}
@@ -393,7 +404,7 @@ class _Join(_Operator):
             kind = row.get(pn.CHANGE_KIND, INSERT)
             if pn.CHANGE_KIND in row:  # the kind goes with the joined row, not with the row kept
                 row = {n: v for n, v in row.items() if n != pn.CHANGE_KIND}
-            key = _key(self.keys[side], row)
+            key = _key(self.keys[side], row, self.node.null_safe)
             if kind in RETRACTIONS:
                 self._retract(side, row, key, kind)
                 continue

@@ -434,8 +434,9 @@ def _join(left: Frame, right: Frame, node: pn.Join, how: str, broadcast: bool = 
     if broadcast:
         rdf = F.broadcast(rdf)
     cond = None
-    for lname, rname in zip(lnames, rnames):
-        eq = ldf[quoted(lname)] == rdf[quoted(rname)]
+    for i, (lname, rname) in enumerate(zip(lnames, rnames)):
+        lcol, rcol = ldf[quoted(lname)], rdf[quoted(rname)]
+        eq = lcol.eqNullSafe(rcol) if i in node.null_safe else lcol == rcol  # Spark's <=>: NULL meets NULL
         cond = eq if cond is None else cond & eq
     if node.where is not None:
         with strict_math() if how != "inner" else nullcontext():  # Spark runs no Python UDF in an outer join's ON

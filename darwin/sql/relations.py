@@ -98,3 +98,37 @@ def conjuncts(node: exp.Expr | None) -> list[exp.Expr]:
     if isinstance(node, exp.And):
         return conjuncts(node.this) + conjuncts(node.expression)
     return [node]
+
+
+def null_safe_equality(node: exp.Expr) -> tuple[exp.Expr, exp.Expr] | None:
+    """The operands ``(a, b)`` of a condition that is true where ``a = b`` or both are NULL, as
+    Flink writes it: ``a IS NOT DISTINCT FROM b``, ``NOT (a IS DISTINCT FROM b)``, or ``a = b OR (a
+    IS NULL AND b IS NULL)`` (either order throughout), which Calcite plans as a join key whose NULLs
+    match (filterNulls = false); None for any other condition."""
+    node = _bare(node)
+    if isinstance(node, exp.NullSafeEQ):
+        return node.this, node.expression
+    if isinstance(node, exp.Not) and isinstance(_bare(node.this), exp.NullSafeNEQ):
+        inner = _bare(node.this)
+        return inner.this, inner.expression
+    if not isinstance(node, exp.Or):
+        return None
+    for eq, nulls in ((_bare(node.this), _bare(node.expression)), (_bare(node.expression), _bare(node.this))):
+        if isinstance(eq, exp.EQ) and isinstance(nulls, exp.And):
+            tested = [_null_tested(nulls.this), _null_tested(nulls.expression)]
+            a, b = _bare(eq.this), _bare(eq.expression)
+            if None not in tested and (tested in ([a, b], [b, a])) and a != b:
+                return eq.this, eq.expression
+    return None
+
+
+def _bare(node: exp.Expr) -> exp.Expr:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _null_tested(node: exp.Expr) -> exp.Expr | None:
+    """``x`` of ``x IS NULL``."""
+    node = _bare(node)
+    return _bare(node.this) if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null) else None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 import darwin.expr as dx
-from darwin.api import Table, desc
+from darwin.api import Table, desc, null_safe
 from darwin.expr import Expr, col
 from darwin.plan import exprs as ex
 from darwin.plan.exprs import type_of
@@ -23,7 +23,7 @@ from darwin.plan.window import Window
 from darwin.sql.dialect import Flink
 from darwin.sql.expressions import Entry, ExpressionTranslator, Replaced, Scope
 from darwin.sql.grouping import AGGREGATES, GroupByClause
-from darwin.sql.relations import Bounds, RankedView, RankRequest, Relation, conjuncts, relation
+from darwin.sql.relations import Bounds, RankedView, RankRequest, Relation, conjuncts, null_safe_equality, relation
 from darwin.types import DType
 
 if TYPE_CHECKING:
@@ -191,32 +191,33 @@ class SelectPlanner(GroupByClause):
 
     def join(self, node: exp.Join, left: Relation, right: Relation, conditions: list[exp.Expr],
              how: str) -> Relation:
-        left_keys, right_keys, rest = [], [], []
+        left_keys: list[Expr] = []
+        right_keys: list[Expr] = []
+        rest: list[exp.Expr] = []
+        safe_at: set[int] = set()
         for c in conditions:
-            if isinstance(c, exp.EQ):
-                a, b = self._sides(c.this, left, right), self._sides(c.expression, left, right)
-                if a == {"left"} and b == {"right"}:
-                    left_keys.append(self.translator(left)(c.this))
-                    right_keys.append(self.translator(right)(c.expression))
-                    continue
-                if a == {"right"} and b == {"left"}:
-                    left_keys.append(self.translator(left)(c.expression))
-                    right_keys.append(self.translator(right)(c.this))
+            safe = null_safe_equality(c)
+            pair = safe or ((c.this, c.expression) if isinstance(c, exp.EQ) else None)
+            if pair is not None:
+                a, b = self._sides(pair[0], left, right), self._sides(pair[1], left, right)
+                if {"left"} in (a, b) and {"right"} in (a, b):
+                    mine, theirs = pair if a == {"left"} else pair[::-1]
+                    if safe is not None:  # NULL meets NULL: Calcite's key with filterNulls = false
+                        safe_at.add(len(left_keys))
+                    left_keys.append(self.translator(left)(mine))
+                    right_keys.append(self.translator(right)(theirs))
                     continue
             rest.append(c)
         if not left_keys:
-            for c in conditions:
-                if isinstance(c, exp.NullSafeEQ) and {"left", "right"} <= self._sides(c, left, right):
-                    raise self.error(c, "IS NOT DISTINCT FROM as a join key (a NULL key meeting a NULL key) is not "
-                                        "supported yet; join ON a.x = b.y, where a NULL key meets nothing")
-            raise self.error(node, "a join needs an equality between a column of each side (ON a.x = b.y); "
-                                   "cross joins are not supported")
+            raise self.error(node, "a join needs an equality between a column of each side (ON a.x = b.y, or "
+                                   "a.x IS NOT DISTINCT FROM b.y); cross joins are not supported")
         names = joined_names(tuple(left.table.columns), tuple(right.table.columns), "_right")
         scope = Scope(left.scope.entries + [Entry(e.qualifier, e.name, names[e.column]) for e in right.scope.entries],
                       proctime=left.scope.proctime | right.scope.proctime)
         if right.lookup:
             self._check_as_of(node.this, left)
-        pairs = list(zip(left_keys, right_keys))
+        pairs: list[Any] = [null_safe(a, b) if i in safe_at else (a, b)
+                            for i, (a, b) in enumerate(zip(left_keys, right_keys))]
 
         def joined(where: Expr | None) -> Table:
             other: Any = right.table.lookup() if right.lookup else right.table

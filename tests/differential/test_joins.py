@@ -482,3 +482,93 @@ def test_an_integer_key_joins_a_float_key_in_a_window_join_and_in_sql():
         for condition in ("i.k = f.f", "f.f = i.k"):
             sql = dw.sql(f"SELECT i.k, f.f FROM i JOIN f ON {condition}", tables={"i": i, "f": f})
             assert sorted(tuple(r.values()) for r in sql.collect(config).to_pylist()) == [(1, 1.0), (3, 3.0)]
+
+
+# -- null-safe keys: a NULL key meets a NULL key of the other side (Flink's IS NOT DISTINCT FROM) --------
+
+NULL_SAFE_JOINS = {
+    "regular": lambda a, b, how: a.join(b, on=[dw.null_safe("k")], how=how),
+    "beside a plain key": lambda a, b, how: a.join(b, on=[(col("v") % 2, col("v") % 2), dw.null_safe("k")],
+                                                    how=how),
+    "condition": lambda a, b, how: a.join(b, on=[dw.null_safe("k")], how=how, where=col("v") < col("v_right") + 10),
+    "interval": lambda a, b, how: a.join(b, on=[dw.null_safe("k")], how=how,
+                                         where=col("t_right").between(col("t") - 1000, col("t") + 2000)),
+    "tumbling window": lambda a, b, how: a.window(dw.Tumble("5s", on="t")).join(
+        b.window(dw.Tumble("5s", on="t")), on=[dw.null_safe("k")], how=how),
+    "sliding window": lambda a, b, how: a.window(dw.Slide("4s", "2s", on="t")).join(
+        b.window(dw.Slide("4s", "2s", on="t")), on=[dw.null_safe("k")], how=how),
+    "string": lambda a, b, how: a.join(b, on=[dw.null_safe(dw.when(col("k") > 2, "s").end(),
+                                                           dw.when(col("k") > 2, col("s")).end())], how=how),
+    "float": lambda a, b, how: a.join(b, on=[dw.null_safe(col("k").cast("float64") / 2, "k")], how=how),
+}
+
+
+@pytest.mark.parametrize("kind", list(NULL_SAFE_JOINS))
+@SETTINGS
+@given(left=streams("L"), right=streams("R"), how=st.sampled_from(HOW), batch=st.integers(1, 8),
+       state=st.sampled_from(STATES))
+def test_null_safe_keys_agree(left, right, how, batch, state, kind):
+    """NULL keys on both sides meet each other (and nothing else) in every join kind, on every backend,
+    retractions of outer joins included, compiled as the interpreter."""
+    q = NULL_SAFE_JOINS[kind](left, right, how)
+    assert "<=>" in q.explain()
+    if kind in ("interval", "tumbling window", "sliding window"):
+        assert "regular" not in q.explain()
+    assert_agree(q, batch, state)
+
+
+KEYS = st.lists(st.one_of(st.none(), st.integers(0, 3)), max_size=10)
+
+
+@SETTINGS
+@given(lefts=KEYS, rights=KEYS, how=st.sampled_from(HOW), batch=st.integers(1, 8))
+def test_null_safe_keys_pair_the_rows_plain_python_pairs(lefts, rights, how, batch):
+    """Against a join written in plain Python where None == None: every pair of rows whose keys are
+    equal or both NULL, and the rows of an outer side that found none."""
+    a = dw.from_arrow(pa.table({"k": pa.array(lefts, pa.int64()), "a": pa.array(range(len(lefts)), pa.int64())}),
+                      name="A")
+    b = dw.from_arrow(pa.table({"k": pa.array(rights, pa.int64()), "b": pa.array(range(len(rights)), pa.int64())}),
+                      name="B")
+    pairs = {(x, y) for x, k in enumerate(lefts) for y, j in enumerate(rights) if k == j}
+    expected = set(pairs)
+    if how in ("left", "full"):
+        expected |= {(x, None) for x in range(len(lefts)) if all(p[0] != x for p in pairs)}
+    if how in ("right", "full"):
+        expected |= {(None, y) for y in range(len(rights)) if all(p[1] != y for p in pairs)}
+    q = a.join(b, on=[dw.null_safe("k")], how=how)
+    for mode in ("compiled", "interpreted"):
+        got = q.collect(dw.Config(batch_size=batch, mode=mode)).to_pylist()
+        assert sorted(((r["a"], r["b"]) for r in got), key=str) == sorted(expected, key=str)
+
+
+def test_a_null_safe_key_matches_null_with_null_and_outer_joins_retract():
+    left = dw.from_arrow(pa.table({"k": pa.array([1, None], pa.int64()), "t": pa.array([0, 1], pa.timestamp("ms"))}),
+                         time="t", name="L")
+    right = dw.from_arrow(pa.table({"k": pa.array([None, 1], pa.int64()), "t": pa.array([5, 6], pa.timestamp("ms"))}),
+                          time="t", name="R")
+    q = left.join(right, on=[dw.null_safe("k")], how="left")
+    for mode in ("compiled", "interpreted"):
+        log = q.changelog(dw.Config(batch_size=1, mode=mode))
+        # the right side's NULL comes before the left's (the schedule): the left NULL meets it at once
+        assert [(r["op"], r["k"], r["k_right"], r["t_right"] is None) for r in log.to_pylist()] == [
+            ("+I", 1, None, True), ("+I", None, None, False), ("-D", 1, None, True), ("+I", 1, 1, False)]
+        final = q.collect(dw.Config(batch_size=1, mode=mode))
+        assert sorted(((r["k"], r["k_right"]) for r in final.to_pylist()), key=str) == [(1, 1), (None, None)]
+
+
+@SETTINGS
+@given(left=streams("L"), how=st.sampled_from(("inner", "left")), batch=st.integers(1, 8),
+       table=st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 4)), st.text("ab", max_size=2)), max_size=8))
+def test_null_safe_lookup_joins_agree(left, how, batch, table):
+    side = dw.from_arrow(pa.table({"key": pa.array([k for k, _ in table], pa.int64()),
+                                   "label": pa.array([v for _, v in table], pa.string())}), name="side")
+    q = left.join(side.lookup(), on=[dw.null_safe(col("k") % 3, "key")], how=how)
+    assert_agree(q, batch)
+    matched = {(r["v"], r["label"]) for r in q.collect().to_pylist() if r["k"] is None and r["label"] is not None}
+    assert {lb for _, lb in matched} <= {lb for k, lb in table if k is None}
+
+
+def test_a_null_safe_key_is_given_in_on():
+    a = dw.from_arrow(pa.table({"k": [1]}), name="a")
+    with pytest.raises(dw.errors.PlanError, match="null-safe key pair in on="):
+        a.join(a, left_on=[dw.null_safe("k")], right_on=["k"])

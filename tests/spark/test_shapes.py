@@ -89,6 +89,24 @@ def test_lookup_joins_and_unions(spark, left, right, how, batch):
     assert_three_engines_agree(left.union(right).filter(col("v") > 0), batch)
 
 
+@FEW
+@given(left=two_streams("L"), right=two_streams("R"), how=st.sampled_from(HOW), batch=st.integers(1, 8))
+def test_null_safe_keys(spark, left, right, how, batch):
+    """A null-safe pair (Spark's <=>) in regular, interval, window and lookup joins: NULL meets NULL."""
+    import pyarrow as pa
+
+    safe = [dw.null_safe("k"), (col("v") % 2, col("v") % 2)]
+    assert_three_engines_agree(left.join(right, on=safe, how=how), batch)
+    assert_three_engines_agree(left.join(right, on=[dw.null_safe("k")], how=how,
+                                         where=col("t_right").between(col("t") - 1000, col("t") + 2000)), batch)
+    assert_three_engines_agree(left.window(dw.Tumble("5s", on="t")).join(right.window(dw.Tumble("5s", on="t")),
+                                                                         on=[dw.null_safe("k")], how=how), batch)
+    side = dw.from_arrow(pa.table({"key": pa.array([0, None, 1, None], pa.int64()),
+                                   "label": ["zero", "none", "one", "nothing"]}), name="side")
+    assert_three_engines_agree(left.join(side.lookup(), on=[dw.null_safe(col("k") % 3, "key")],
+                                         how="left" if how in ("left", "full") else "inner"), batch)
+
+
 ORDERS = st.sampled_from([[dw.desc("v")], ["v"], [dw.desc("v"), "t"], ["s", dw.desc("t")], [dw.desc("k")]])
 
 

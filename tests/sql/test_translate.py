@@ -97,12 +97,77 @@ def test_a_condition_bounding_the_times_from_both_sides_is_an_interval_join(bids
     assert sorted_rows(table.collect()) == [(p,) for p in prices]
 
 
-def test_a_join_keyed_only_by_is_not_distinct_from_says_so(bids, auctions):
-    """Flink joins NULL with NULL on such a key; Darwin's key index cannot yet, and says that,
-    not that the join lacks an equality."""
-    with pytest.raises(SqlError, match=r"line 1, column \d+: IS NOT DISTINCT FROM as a join key"):
-        run("SELECT B.price FROM auctions A JOIN bids B ON A.id IS NOT DISTINCT FROM B.auction",
-            bids=bids, auctions=auctions)
+@pytest.fixture
+def nullable_sides():
+    a = dw.from_arrow(pa.table({"k": [1, 1, 2, 2], "x": pa.array([5, None, None, 6], pa.int64()),
+                                "v": [1, 2, 3, 4]}), name="a")
+    b = dw.from_arrow(pa.table({"k": [1, 1, 2, 3], "x": pa.array([None, 5, 6, None], pa.int64()),
+                                "w": [10, 20, 30, 40]}), name="b")
+    return a, b
+
+
+NULL_SAFE_SPELLINGS = [
+    "a.x IS NOT DISTINCT FROM b.x",
+    "b.x IS NOT DISTINCT FROM a.x",
+    "NOT (a.x IS DISTINCT FROM b.x)",
+    "(a.x = b.x OR (a.x IS NULL AND b.x IS NULL))",
+    "(b.x IS NULL AND a.x IS NULL OR b.x = a.x)",
+]
+
+
+@pytest.mark.parametrize("spelling", NULL_SAFE_SPELLINGS)
+@pytest.mark.parametrize("mode", ["compiled", "interpreted"])
+def test_is_not_distinct_from_is_a_join_key_whose_nulls_match(nullable_sides, spelling, mode):
+    """Flink (Calcite) plans IS NOT DISTINCT FROM, and a = b OR (a IS NULL AND b IS NULL), as an
+    equi-join key whose NULLs match each other. Both were refused as the only key ('IS NOT DISTINCT
+    FROM as a join key ... is not supported yet', 'a join needs an equality'); beside another key
+    they were a condition on the pairs. Alone, beside an equality, and in an outer join."""
+    a, b = nullable_sides
+    config = dw.Config(mode=mode)
+    alone = dw.sql(f"SELECT a.v, b.w FROM a JOIN b ON {spelling}", tables={"a": a, "b": b})
+    assert "<=>" in alone.explain()
+    assert sorted_rows(alone.collect(config)) == [(1, 20), (2, 10), (2, 40), (3, 10), (3, 40), (4, 30)]
+    keyed = dw.sql(f"SELECT a.v, b.w FROM a JOIN b ON a.k = b.k AND {spelling}", tables={"a": a, "b": b})
+    assert "col('k') = col('k'), col('x') <=> col('x')" in keyed.explain()
+    assert sorted_rows(keyed.collect(config)) == [(1, 20), (2, 10), (4, 30)]
+    full = dw.sql(f"SELECT a.v, b.w FROM a FULL JOIN b ON {spelling} AND b.k = a.k", tables={"a": a, "b": b})
+    assert sorted((tuple(r.values()) for r in full.collect(config).to_pylist()), key=str) == sorted(
+        [(1, 20), (2, 10), (3, None), (4, 30), (None, 40)], key=str)
+
+
+@pytest.mark.parametrize("mode", ["compiled", "interpreted"])
+def test_null_safe_keys_of_lookup_and_window_joins(nullable_sides, mode):
+    """FOR SYSTEM_TIME AS OF and a window join over TUMBLE take the null-safe key too."""
+    a, b = nullable_sides
+    t = ts([0, 1, 2, 3])
+    stream = dw.from_arrow(pa.table({"ts": t, "x": pa.array([5, None, None, 6], pa.int64()), "v": [1, 2, 3, 4]}),
+                           time="ts", name="s")
+    other = dw.from_arrow(pa.table({"ts": t, "x": pa.array([None, 5, 6, None], pa.int64()), "w": [10, 20, 30, 40]}),
+                          time="ts", name="o")
+    config = dw.Config(mode=mode)
+    looked = dw.sql("SELECT S.v, B.w FROM s S JOIN b FOR SYSTEM_TIME AS OF S.ts AS B ON S.x IS NOT DISTINCT FROM B.x",
+                    tables={"s": stream, "b": b})
+    assert any(isinstance(n, pn.LookupJoin) and n.null_safe for n in pn.walk(looked.plan))
+    assert sorted_rows(looked.collect(config)) == [(1, 20), (2, 10), (2, 40), (3, 10), (3, 40), (4, 30)]
+    windowed = dw.sql("SELECT S.v, O.w FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), INTERVAL '1' SECOND)) S JOIN "
+                      "TABLE(TUMBLE(TABLE o, DESCRIPTOR(ts), INTERVAL '1' SECOND)) O "
+                      "ON S.window_start = O.window_start AND S.window_end = O.window_end "
+                      "AND (S.x = O.x OR (S.x IS NULL AND O.x IS NULL))",
+                      tables={"s": stream, "o": other})
+    assert "window join" in windowed.explain()
+    assert sorted_rows(windowed.collect(config)) == [(1, 20), (2, 10), (2, 40), (3, 10), (3, 40), (4, 30)]
+
+
+def test_a_join_condition_that_is_no_null_safe_equality_is_not_a_key(nullable_sides):
+    """Only an equality OR both operands NULL is a null-safe key: an OR testing one side for NULL is a
+    condition on the pairs, and alone it leaves the join without a key, which says what it takes."""
+    a, b = nullable_sides
+    one_side = dw.sql("SELECT a.v, b.w FROM a JOIN b ON a.k = b.k AND (a.x = b.x OR a.x IS NULL)",
+                      tables={"a": a, "b": b})
+    assert "<=>" not in one_side.explain()
+    assert sorted_rows(one_side.collect()) == [(1, 20), (2, 10), (2, 20), (3, 30), (4, 30)]
+    with pytest.raises(SqlError, match=r"line 1, column \d+: a join needs an equality .* IS NOT DISTINCT FROM"):
+        run("SELECT a.v FROM a JOIN b ON a.x = b.x OR (a.x IS NULL AND b.k IS NULL)", a=a, b=b)
 
 
 def test_top_n_and_deduplication_from_row_number(bids):
