@@ -196,4 +196,5 @@ def unix_timestamp(text: str, pattern: str) -> int:
     months = v["y"] * 12 + v["M"] - 1  # a lenient calendar rolls every field over into the next
     days = days_from_civil(months // 12, months % 12 + 1, 1) + v["d"] - 1
     ms = days * DAY_MS + v["H"] * 3_600_000 + v["m"] * 60_000 + v["s"] * 1000 + v["S"]
+    ms = (ms + 2**63) % 2**64 - 2**63  # Java's Calendar counts the milliseconds in a long, which wraps around
     return abs(ms) // 1000 * (1 if ms >= 0 else -1)

@@ -951,6 +951,11 @@ def test_unix_timestamp_reads_leniently_and_gives_long_min_where_it_cannot(confi
         (low, low, low), (None, None, None), (1578009601, low, low),
         (1613354521, low, low),  # 2021-02-15 02:02:01
         (-1, low, low), (low, 1577923200, low)]
+    # a year so far off that the milliseconds pass a long: Java's Calendar wraps them around (Java 17's values)
+    far = table(s=["823020229", "300000000", "602002295", "1/1/292278995"])
+    assert rows("SELECT ts, UNIX_TIMESTAMP(s, 'yyyy') FROM t WHERE ts < TIMESTAMP '1970-01-01 00:00:00.003'", far,
+                config) == [(7525203620693648,), (-8979720640928751,), (550551286316048,)]
+    assert rows("SELECT ts, UNIX_TIMESTAMP(s, 'd/M/yyyy') FROM t", far, config)[3] == (-9223372025043951,)
 
 
 @pytest.mark.parametrize("config", MODES)
