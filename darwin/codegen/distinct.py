@@ -22,7 +22,7 @@ _M0, _M1 = np.uint64(multiplier(0)), np.uint64(multiplier(1))
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _entry(table: np.ndarray, g: np.int64, v: np.int64) -> np.int64:
+def pair_entry(table: np.ndarray, g: np.int64, v: np.int64) -> np.int64:
     """The entry of pair (g, v) (``g``: the group id + 1), or the free entry where it would go."""
     h = (np.uint64(g) * _M0) ^ (np.uint64(v) * _M1)
     h ^= h >> np.uint64(SHIFT)
@@ -57,7 +57,7 @@ def fold_distinct(table: np.ndarray, used: int, distinct: np.ndarray, ids: np.nd
         if first < 0:
             continue
         g = ids[i]
-        s = _entry(table, g + 1, values[first][i])
+        s = pair_entry(table, g + 1, values[first][i])
         if table[s, 0] == FREE:
             if used == limit:
                 return i, used
@@ -98,7 +98,7 @@ def fold_seen(table: np.ndarray, used: int, distinct: np.ndarray, ids: np.ndarra
         if first < 0:
             continue
         g = ids[i]
-        s = _entry(table, g + 1, values[first][i])
+        s = pair_entry(table, g + 1, values[first][i])
         if table[s, 0] == FREE:
             if used == limit:
                 return i, used
@@ -148,6 +148,6 @@ def count_live(table: np.ndarray) -> int:
 def insert_entries(table: np.ndarray, entries: np.ndarray) -> None:
     """Put entries of other pairs into a table with room for them."""
     for k in range(entries.shape[0]):
-        s = _entry(table, entries[k, 0], entries[k, 1])
+        s = pair_entry(table, entries[k, 0], entries[k, 1])
         for c in range(entries.shape[1]):
             table[s, c] = entries[k, c]

@@ -9,8 +9,8 @@ is its result before the batch, so it is computed, not kept.
 
 The per-group arrays, the key index and the distinct sets live where the state backend's
 ``scratch`` placement puts them: DRAM on ``memory``, memory-mapped scratch files on ``mmap`` and
-``rocksdb``, so the groups may exceed memory. Checkpoints copy them, a chunk at a time. The values
-min/max keep per group over an updating input stay in memory (``kept``: Python dicts).
+``rocksdb``, so the groups may exceed memory. Checkpoints copy them, a chunk at a time. So do the
+values min/max keep per group over an updating input (``darwin.runtime.kept_values``).
 """
 
 from __future__ import annotations
@@ -28,30 +28,19 @@ from darwin.codegen.group_fold import NO_ARGUMENT, FoldSlot, generate_fold
 from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
-from darwin.plan.aggregates import (
-    NAN_KEY,
-    NEG_ZERO_KEY,
-    SPECIALS,
-    agg_type,
-    extreme_key,
-    function,
-    keep,
-    kept_extreme,
-    special_kinds,
-    with_specials,
-)
+from darwin.plan.aggregates import SPECIALS, agg_type, function, special_kinds, with_specials
 from darwin.plan.exprs import type_of
 from darwin.runtime.distinct import DistinctSets
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.folds import text_arrays
 from darwin.runtime.group_keys import INITIAL_GROUPS, GroupKeys
+from darwin.runtime.kept_values import KeptValues
 from darwin.runtime.rows import same_values
 from darwin.runtime.state_ttl import Stamps
 from darwin.runtime.stream_operators import InputTime
 from darwin.state.placement import Placement, copy_rows
 from darwin.state.snapshot import load_arrays, save_arrays
 from darwin.timestamps import NO_WATERMARK
-from darwin.types import DType
 
 ADDS = (pn.ChangeKind.INSERT, pn.ChangeKind.UPDATE_AFTER)
 
@@ -94,7 +83,8 @@ class GroupAggregateRunner(InputTime):
         self.stamps = None if node.state_ttl_ms is None else Stamps(node.state_ttl_ms)
         self._allocate(self.groups.capacity)
         # values kept per group where a retraction needs them (min/max over an updating input)
-        self.kept: dict[int, dict[int, dict[Any, int]]] = {i: {} for i, s in enumerate(self.slots) if not s.folds_value}
+        self.kept = {i: KeptValues(s.function.name == "min", s.arg_dtype, self.groups.capacity, placement, f"kept{i}")
+                     for i, s in enumerate(self.slots) if not s.folds_value and s.arg_dtype is not None}
 
     @property
     def count(self) -> int:
@@ -132,6 +122,9 @@ class GroupAggregateRunner(InputTime):
         self._fit()
         for sets in self.distinct:
             sets.ensure_groups(len(self.rows))
+        for kept in self.kept.values():
+            kept.ensure_groups(len(self.rows))
+        text = self.pool.text_arrays() if self.kept else ()
         touched = gi.touched(ids, self.seen)
         change = batch.columns.get(pn.CHANGE_KIND)
         sign = np.ones(n, dtype=np.int64) if change is None else np.where(np.isin(change.values, ADDS), 1, -1)
@@ -145,7 +138,7 @@ class GroupAggregateRunner(InputTime):
                 c = batch.columns[name]
                 x, present = c.values, (np.ones(n, dtype=np.bool_) if c.valid is None else c.valid)
             if i in self.kept:
-                self._keep(i, ids, sign, present, x)
+                self.kept[i].push(ids, sign, x, present, text)
             if i in self.specials:
                 x = self._count_specials(i, ids, sign, present, x)
             args += [np.ascontiguousarray(x), np.ascontiguousarray(present), self.values[i], self.counts[i]]
@@ -154,17 +147,13 @@ class GroupAggregateRunner(InputTime):
             sets.push(ids, sign, [gi.key_bits(args[4 * i]).astype(np.int64, copy=False) for i in members],
                       [args[4 * i + 1] for i in members])
         new_rows = self.rows[touched]
+        for kept in self.kept.values():
+            kept.settle(touched, text)
         self._reset(touched[new_rows == 0])
         if self.stamps is not None:  # every row writes its group's state
             self.stamps.write(touched, self.wm)
         new = self._results(touched)
         return self._changes(touched, old_rows > 0, old, new_rows > 0, new)
-
-    def _keep(self, i: int, ids: np.ndarray, sign: np.ndarray, present: np.ndarray, x: np.ndarray) -> None:
-        """Fold the values of aggregate ``i`` into the multisets it keeps per group."""
-        kept = self.kept[i]
-        for g, s, v in zip(ids[present].tolist(), sign[present].tolist(), x[present].tolist()):
-            keep(kept.setdefault(g, {}), v, s, extreme_key)
 
     def _count_specials(self, i: int, ids: np.ndarray, sign: np.ndarray, present: np.ndarray,
                         x: np.ndarray) -> np.ndarray:
@@ -182,8 +171,7 @@ class GroupAggregateRunner(InputTime):
         for arr in self.values + self.counts + list(self.specials.values()):
             arr[emptied] = 0
         for kept in self.kept.values():
-            for g in emptied.tolist():
-                kept.pop(g, None)
+            kept.forget(emptied)
 
     # -- results and changes ----------------------------------------------------------------------
     def _results(self, groups: np.ndarray) -> list[tuple[np.ndarray, np.ndarray | None]]:
@@ -195,25 +183,13 @@ class GroupAggregateRunner(InputTime):
                 continue
             count = self.counts[i][groups]
             if i in self.kept:
-                out.append(self._extreme(i, groups, count))
+                out.append((self.kept[i].extremes(groups, np.dtype(slot.value_dtype or np.int64)), count > 0))
                 continue
             value = None if slot.value_dtype is None else self.values[i][groups]
             if i in self.specials and value is not None:
                 value = with_specials(value, self.specials[i][groups])
             out.append(slot.function.finalize(value, count))
         return out
-
-    def _extreme(self, i: int, groups: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """min/max of the values kept, as the reference's accumulator takes them."""
-        slot = self.slots[i]
-        smaller = slot.function.name == "min"
-        text = self.pool.value if slot.arg_dtype is DType.STRING else None  # codes: ordered by their strings
-        values = np.zeros(len(groups), dtype=slot.value_dtype or np.int64)
-        for j, g in enumerate(groups.tolist()):
-            kept = self.kept[i].get(g)
-            if kept:
-                values[j] = kept_extreme(kept, smaller, text)
-        return values, count > 0
 
     def _changes(self, groups: np.ndarray, had: np.ndarray, old: list, has: np.ndarray, new: list) \
             -> EncodedBatch | None:
@@ -261,7 +237,7 @@ class GroupAggregateRunner(InputTime):
         for arr in [self.rows, *self.values, *self.counts, *self.specials.values()]:
             arr[:m] = arr[held]
             arr[m:count] = 0
-        assert self.stamps is not None and not self.distinct
+        assert self.stamps is not None and not self.distinct and not self.kept
         self.stamps.retain(held, count)
         self.groups.retain(held)
 
@@ -278,11 +254,9 @@ class GroupAggregateRunner(InputTime):
         files = save_arrays(directory, table, arrays)
         for d, sets in enumerate(self.distinct):
             files += sets.save(directory, table, f"d{d}", n)
-        kept = {str(i): {str(g): [[_NAN_TEXT if k is NAN_KEY else -0.0 if k is NEG_ZERO_KEY else k, c]
-                                  for k, c in values.items()]
-                         for g, values in per_group.items()} for i, per_group in self.kept.items()}
+        files += [kept.save(directory, table, f"k{i}") for i, kept in self.kept.items()]
         parts = [name[len(table) + 1:-len(".npy")] for name in files]
-        return {"table": table, "parts": parts, "count": n, "wm": self.wm, "kept": json.dumps(kept)}, files
+        return {"table": table, "parts": parts, "count": n, "wm": self.wm}, files
 
     def restore(self, directory: Path, body: dict[str, Any]) -> None:
         n = int(body["count"])
@@ -303,10 +277,14 @@ class GroupAggregateRunner(InputTime):
         if self.stamps is not None and "stamp" in saved:
             self.stamps.load(saved["stamp"])
         self.wm = int(body["wm"])
-        for i, per_group in json.loads(body["kept"]).items():
-            self.kept[int(i)] = {int(g): {(NAN_KEY if k == _NAN_TEXT else extreme_key(k)): c for k, c in values}
-                                 for g, values in per_group.items()}
-
+        text = self.pool.text_arrays() if self.kept else ()
+        # a checkpoint from before the kept values were placed holds them as JSON ({group: [[value, count]]})
+        old_kept = json.loads(body["kept"]) if "kept" in body else None
+        for i, kept in self.kept.items():
+            if old_kept is None:
+                kept.restore(saved[f"k{i}"], capacity, text)
+            else:
+                kept.restore_kept(old_kept.get(str(i), {}), capacity, text)
 
     def close(self) -> None:
         """Scratch files go with the run (a checkpoint holds copies)."""
@@ -326,5 +304,3 @@ def _saved_arrays(directory: Path, body: dict[str, Any]) -> Mapping[str, np.ndar
 def _valid(mask: np.ndarray | None, n: int) -> np.ndarray:
     return np.ones(n, np.bool_) if mask is None else mask
 
-
-_NAN_TEXT = "NaN"  # NAN_KEY in a checkpoint

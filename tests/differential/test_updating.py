@@ -4,6 +4,7 @@ interpreter, changelogs compared in order; and the final table against a plain P
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pyarrow as pa
 import pytest
@@ -14,6 +15,7 @@ from test_joins import HOW, SETTINGS, STATES, assert_agree, streams
 import darwin as dw
 from darwin import col
 from darwin.errors import PlanError
+from darwin.runtime import kept_values
 
 AGGS = {"n": dw.count(), "nv": dw.count("v"), "total": dw.sum("v"), "mean": dw.avg("v"), "low": dw.min("v"),
         "high": dw.max("v")}
@@ -64,6 +66,39 @@ def test_aggregation_over_an_updating_aggregation_agrees(left, batch):
     assert_agree(best.group_by("s").agg(mean=dw.avg("high"), n=dw.count(), low=dw.min("high"),
                                         high=dw.max("high")), batch)
     assert_agree(best.filter(col("high") > 0).select("s", "high"), batch)
+
+
+@st.composite
+def moving_values(draw) -> dw.Table:
+    """Rows of up to 40 keys with an integer, a float (NaN, both zeros, infinities), a string (a
+    prefix, the empty string, code points past the BMP) and a boolean: a count per key moves each
+    key's row from group to group, taking its values out of one (often its extreme) into another."""
+    n = draw(st.integers(0, 60))
+    column = partial(st.lists, min_size=n, max_size=n)
+    keys = draw(column(st.integers(0, 39)))
+    ints = draw(column(st.one_of(st.none(), st.integers(-3, 3))))
+    floats = draw(column(st.sampled_from([None, math.nan, -0.0, 0.0, 1.5, -2.25, math.inf, -math.inf])))
+    texts = draw(column(st.sampled_from([None, "", "a", "ab", "b", "é", "\U0001F600", "\uffff", "a\x00"])))
+    flags = draw(column(st.sampled_from([None, True, False])))
+    return dw.from_arrow(pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array(ints, pa.int64()),
+                                   "f": pa.array(floats, pa.float64()), "s": pa.array(texts, pa.string()),
+                                   "b": pa.array(flags, pa.bool_())}), name="M")
+
+
+@SETTINGS
+@given(table=moving_values(), batch=st.integers(1, 8), state=st.sampled_from(STATES),
+       entries=st.sampled_from([4, 2048]))
+def test_extremes_over_an_updating_input_find_the_next_one_when_theirs_is_taken_back(table, batch, state, entries):
+    """min/max over an updating input keep every value of a group with its count; a retraction of
+    the extreme walks the group's values for the next one. With a table of 4 entries the kept values
+    are rebuilt (and grown) within batches, with values left at a count of 0 among them."""
+    per_key = table.group_by("k").agg(n=dw.count(), v=dw.max("v"), f=dw.min("f"), s=dw.max("s"), b=dw.min("b"))
+    q = per_key.group_by(c=col("n") % 3).agg(
+        lo=dw.min("k"), hi=dw.max("k"), lv=dw.min("v"), hv=dw.max("v"), lf=dw.min("f"), hf=dw.max("f"),
+        ls=dw.min("s"), hs=dw.max("s"), lb=dw.min("b"), hb=dw.max("b"), n=dw.count())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kept_values, "INITIAL_ENTRIES", entries)
+        assert_agree(q, batch, state)
 
 
 @SETTINGS

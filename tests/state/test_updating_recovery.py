@@ -230,3 +230,30 @@ def test_a_join_of_updating_results_resumes_exactly_once(how, configure, tmp_pat
     config = configure(batch_size=100, checkpoint_dir=str(tmp_path / "chk"), checkpoint_interval="4 batches")
     assert q.changelog(dw.Config(batch_size=100)).equals(q.changelog(dw.Config(batch_size=100, mode="interpreted")))
     _assert_resumes_exactly_once(q, config, tmp_path / "out", monkeypatch, [9, 6], 100)
+
+
+def test_kept_values_of_a_checkpoint_from_before_they_were_placed_restore():
+    """Checkpoints before the kept values were placed held them as JSON in the body ({group:
+    [[value, count], ...]}, a NaN as "NaN"): they restore into the table, each group's extreme
+    with them, -0.0 apart from 0.0."""
+    import json
+
+    import numpy as np
+
+    from darwin.runtime.kept_values import KeptValues
+    from darwin.state.placement import InMemory
+    from darwin.types import DType
+
+    saved = json.loads(json.dumps({"0": [[1.5, 1], ["NaN", 2], [-0.0, 1]], "2": [[0.0, 1], [-0.0, 3]],
+                                   "3": [[-2.0, 1]]}))
+    groups = np.arange(5)
+    extremes = {}
+    for smaller in (True, False):
+        kept = KeptValues(smaller, DType.FLOAT64, 4, InMemory(), "kept0")
+        kept.restore_kept(saved, 5, ())
+        extremes[smaller] = [repr(v) for v in kept.extremes(groups, np.dtype(np.float64)).tolist()]
+    assert extremes[True] == ["-0.0", "0.0", "-0.0", "-2.0", "0.0"]  # groups 1 and 4 hold none
+    assert extremes[False] == ["nan", "0.0", "0.0", "-2.0", "0.0"]
+    ints = KeptValues(False, DType.INT64, 4, InMemory(), "kept1")
+    ints.restore_kept({"1": [[7, 1], [-3, 2]], "0": [[5, -1]]}, 2, ())
+    assert ints.extremes(np.arange(2), np.dtype(np.int64)).tolist() == [5, 7]
