@@ -15,6 +15,7 @@ from darwin.codegen.layout import CAST_FAILED, NEEDS_PAIR, NEEDS_STRING
 from darwin.codegen.source import SourceBuilder, number
 from darwin.errors import UnsupportedError
 from darwin.plan import exprs as ex
+from darwin.plan.aggregates import TEXT_ARRAYS
 from darwin.plan.strings import FUNCTIONS, PARSERS, expands
 from darwin.plan.timeformat import unit_ms
 from darwin.types import DType, Schema
@@ -25,6 +26,7 @@ Env = dict[str, Value]
 _ARITH = {"add": "+", "sub": "-", "mul": "*"}
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _ZERO: dict[DType | None, str] = {DType.FLOAT64: "0.0", DType.BOOL: "False"}  # else np.int64(0)
+_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}  # the order seen from the other side
 ISIN_INLINE_LIMIT = 16
 
 
@@ -112,6 +114,10 @@ def _can_fail(e: ex.ExprNode, schema: Schema) -> bool:
     return any(_can_fail(c, schema) for c in ex.children(e))
 
 
+def _text_literal(e: ex.ExprNode) -> bool:
+    return isinstance(e, ex.Literal) and isinstance(e.value, str)
+
+
 def _and(a: str | None, b: str | None) -> str | None:
     if a is None:
         return b
@@ -131,6 +137,7 @@ class ExprEmitter:
     def __init__(self, src: SourceBuilder, params: Params, on_miss: MissHandler | None = None) -> None:
         self.src, self.params, self.on_miss = src, params, on_miss
         self.guard: str | None = None  # where the code being emitted counts (``_guarded``); None: every row
+        self.compares_text = False  # the code orders two strings by their bytes: the kernel takes ``TEXT_ARRAYS``
 
     def emit(self, e: ex.ExprNode, env: Env, schema: Schema) -> Value:
         """Code computing ``e`` for the current row, assigned to fresh locals."""
@@ -286,6 +293,8 @@ class ExprEmitter:
         return number(e.value), None
 
     def _binary(self, e: ex.Binary, env: Env, schema: Schema) -> Value:
+        if e.op in _FLIPPED and DType.STRING in (ex.type_of(e.left, schema).dtype, ex.type_of(e.right, schema).dtype):
+            return self._text_order(e, env, schema)
         lv, lok = self.emit(e.left, env, schema)
         if e.op in ("and", "or") and _can_fail(e.right, schema):  # the right side counts where the left does not decide
             deciding = f"not {lv}" if e.op == "and" else lv
@@ -324,6 +333,28 @@ class ExprEmitter:
             return f"(({lv} {sym} {rv}) if {rv} != 0.0 else 0.0)", ok
         fn = "floordiv_int" if e.op == "floordiv" else "mod_int"
         return f"{fn}({lv}, {rv})", ok
+
+    def _text_order(self, e: ex.Binary, env: Env, schema: Schema) -> Value:
+        """Two strings compared by order, as Flink's ``BinaryStringData.compareTo`` (UTF-8 bytes, unsigned). Codes
+        are in arrival order, not in text order: against a literal, the comparison is a string function of the
+        value (``text_lt``, ... of ``darwin.plan.strings``), once per distinct value into a lookup table;
+        between two values, the kernel compares their bytes in the pool (``text_less``)."""
+        left, op, right = e.left, e.op, e.right
+        if _text_literal(left):
+            left, op, right = right, _FLIPPED[op], left
+        if _text_literal(right):
+            assert isinstance(right, ex.Literal)
+            v, ok = self.emit(left, env, schema)
+            i = self.params.lookup(f"text_{op}", (right.value,), _call_depth(left) + 1)
+            return f"plv{i}[{v}]", ok
+        lv, lok = self.emit(left, env, schema)
+        rv, rok = self.emit(right, env, schema)
+        ok = _and(lok, rok)
+        self.compares_text = True
+        smaller, larger = (lv, rv) if op in ("lt", "ge") else (rv, lv)
+        less = f"text_less({smaller}, {larger}, {', '.join(TEXT_ARRAYS)})"
+        test = less if op in ("lt", "gt") else f"(not {less})"
+        return (test if ok is None else f"({test} if {ok} else False)"), ok  # a NULL's code may be no string's
 
     def _isin(self, e: ex.IsIn, env: Env, schema: Schema) -> Value:
         v, ok = self.emit(e.operand, env, schema)

@@ -96,6 +96,12 @@ class _Generator:
         self.undo = self.hashed and self.agg.undo_log
         self.params.scouting = _formats(p.operators, p.sink)
 
+    @property
+    def compares_text(self) -> bool:
+        """Whether the kernel orders strings by their bytes (an expression's, a string MIN/MAX): it takes the
+        string pool's ``TEXT_ARRAYS``."""
+        return self.exprs.compares_text or (self.agg_layout is not None and self.agg_layout.compares_text)
+
     # an aggregating sink's parts: only the code generated for one asks for them (``ring``: for a ring's)
     @property
     def agg(self) -> op.WindowAggregateSink:
@@ -150,9 +156,9 @@ class _Generator:
                 names = ("ring_start", "ring_count", "order", "seen", *values)
             for name in names:
                 self._arg(name, StateArg(name))
-            if self.lay.compares_text:
-                for part, name in enumerate(TEXT_ARRAYS):
-                    self._arg(name, TextArg(part))
+        if self.compares_text:
+            for part, name in enumerate(TEXT_ARRAYS):
+                self._arg(name, TextArg(part))
         out_schema = p.output_schema if isinstance(p.sink, op.EmitRows) else None
         if out_schema is not None:
             self._buffers("o", Buffer.OUTPUT, out_schema)
@@ -170,7 +176,7 @@ class _Generator:
     def _assemble(self, body: SourceBuilder) -> str:
         head = SourceBuilder()
         head.lines.append(HEADER)
-        if self.agg_layout is not None and self.agg_layout.compares_text:
+        if self.compares_text:
             head.line("from darwin.codegen.strings import text_less")
         head.line("@njit(nogil=True, cache=True, error_model='numpy', boundscheck=False)")
         with head.block(f"def kernel(start, n, {', '.join(self.arg_names)}):"):

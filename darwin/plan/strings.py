@@ -7,6 +7,7 @@ interpreter and the lookup-table builder, so both engines agree by construction.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -229,6 +230,12 @@ FUNCTIONS: dict[str, StringFunction] = {
     "parse_float": StringFunction(DType.FLOAT64, True, (), parse_float),
     "parse_bool": StringFunction(DType.BOOL, True, (), parse_bool),
     "parse_timestamp": StringFunction(DType.TIMESTAMP, True, (), parse_timestamp),
+    # a string's order against a literal (compiled code's tables for ``s < 'x'``, never a str method): Python
+    # orders str by code points, as Flink's BinaryStringData.compareTo does by UTF-8 bytes and Arrow by bytes
+    "text_lt": StringFunction(DType.BOOL, False, (str,), operator.lt),
+    "text_le": StringFunction(DType.BOOL, False, (str,), operator.le),
+    "text_gt": StringFunction(DType.BOOL, False, (str,), operator.gt),
+    "text_ge": StringFunction(DType.BOOL, False, (str,), operator.ge),
     # Flink's TO_TIMESTAMP and UNIX_TIMESTAMP with a Java pattern (``darwin.plan.javatime``)
     "to_timestamp": StringFunction(DType.TIMESTAMP, True, (str,), javatime.to_timestamp),
     "unix_timestamp": StringFunction(DType.INT64, False, (str,), javatime.unix_timestamp),
@@ -240,6 +247,8 @@ PARSERS = {DType.INT64: "parse_integer", DType.FLOAT64: "parse_float", DType.BOO
 def _arrow(name: str, args: tuple[Any, ...], arr: Any) -> Any:
     import pyarrow.compute as pc
 
+    order = {"text_lt": pc.less, "text_le": pc.less_equal, "text_gt": pc.greater, "text_ge": pc.greater_equal}
+
     if name == "count_char":
         return pc.count_substring(arr, pattern=args[0])
     if name == "length":
@@ -248,10 +257,13 @@ def _arrow(name: str, args: tuple[Any, ...], arr: Any) -> Any:
         return pc.ends_with(arr, pattern=args[0])
     if name == "contains":
         return pc.match_substring(arr, pattern=args[0])
+    if name in order:
+        return order[name](arr, args[0])
     return pc.starts_with(arr, pattern=args[0])
 
 
-VECTORIZED = frozenset({"count_char", "length", "contains", "starts_with", "ends_with"})
+VECTORIZED = frozenset({"count_char", "length", "contains", "starts_with", "ends_with", "text_lt", "text_le",
+                        "text_gt", "text_ge"})
 
 
 def apply_arrow(name: str, args: tuple[Any, ...], arr: Any) -> Any:

@@ -1,10 +1,11 @@
 """Flink's GREATEST and LEAST: the greatest or least of their arguments, NULL where any argument is NULL.
 
 Flink compares the arguments, cast to their common type, with Java's ``compareTo``: a DOUBLE's total order puts
-NaN above every number and -0.0 below 0.0. Each is built from the fluent API (``when``, comparisons, ``+``), so
-every engine runs it with rules it already has: the argument chosen is the first one at least (most) as great
-(small) as every argument after it, NaN counted greatest; where that is a zero, its sign is the one Java's order
-gives (0.0 for GREATEST when any argument is 0.0; -0.0 for LEAST when any is -0.0), which the sum of the zeros has.
+NaN above every number and -0.0 below 0.0, and strings by their UTF-8 bytes (``BinaryStringData.compareTo``), as
+``<`` orders them. Each is built from the fluent API (``when``, comparisons, ``+``), so every engine runs it with
+rules it already has: the argument chosen is the first one at least (most) as great (small) as every argument after
+it, NaN counted greatest; where that is a zero, its sign is the one Java's order gives (0.0 for GREATEST when any
+argument is 0.0; -0.0 for LEAST when any is -0.0), which the sum of the zeros has.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ NUMBERS = {DType.INT64, DType.FLOAT64}
 
 
 def greatest_or_least(tr: ExpressionTranslator, node: exp.Greatest | exp.Least, greatest: bool) -> Expr:
-    """GREATEST(a, b, ...) or LEAST(a, b, ...) of numbers, timestamps or booleans, as Flink's."""
+    """GREATEST(a, b, ...) or LEAST(a, b, ...) of numbers, strings, timestamps or booleans, as Flink's."""
     name = "GREATEST" if greatest else "LEAST"
     nodes = [node.this, *node.expressions]
     values = [tr(n) for n in nodes]
@@ -53,14 +54,10 @@ def _common_type(tr: ExpressionTranslator, node: exp.Expr, name: str, nodes: lis
         return None
     if known <= NUMBERS:
         return DType.FLOAT64 if DType.FLOAT64 in known else DType.INT64
-    if DType.STRING in known:
-        at = nodes[dtypes.index(DType.STRING)]
-        raise tr.where.error(at, f"{name} of strings is not supported: Darwin's expressions compare strings for "
-                                 f"equality only ({at.sql(dialect=Flink)} is a string)")
     if len(known) > 1:
         described = ", ".join(f"{n.sql(dialect=Flink)} ({d.value})" for n, d in zip(nodes, dtypes) if d is not None)
-        raise tr.where.error(node, f"{name} takes arguments of one type (numbers, TIMESTAMPs or BOOLEANs), as in "
-                                   f"Flink; got {described}")
+        raise tr.where.error(node, f"{name} takes arguments of one type (numbers, strings, TIMESTAMPs or BOOLEANs), "
+                                   f"as in Flink; got {described}")
     return known.pop()
 
 

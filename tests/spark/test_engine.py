@@ -625,6 +625,23 @@ def test_greatest_and_least_on_spark(spark):
     assert str(got[3]["lf"]) == "-0.0" and str(got[4]["gf"]) == "0.0" and str(got[1]["g"]) == "nan"
 
 
+def test_strings_ordered_on_spark(spark):
+    """<, <=, >, >=, BETWEEN, GREATEST/LEAST and CASE order strings on Spark as on the other engines: by UTF-8 bytes
+    (Spark's UTF8String.binaryCompare, Flink's BinaryStringData.compareTo), so '😀' is above U+FFFF (UTF-16 units
+    would put it below), a prefix first, '' the least, NULL gives NULL."""
+    from engines import assert_three_engines_agree
+
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(7), pa.timestamp("ms")),
+                                "s": ["2024-01-01", "😀", "", None, "ab", "é", "Z"],
+                                "u": ["2023-12-31", "\uffff", "", "x", "a", None, "a"]}), time="ts", name="t")
+    query = dw.sql("SELECT ts, s < u AS lt, s >= u AS ge, s > '2024' AS late, 'b' <= s AS b, "
+                   "s BETWEEN 'a' AND u AS btw, GREATEST(s, u) AS g, LEAST(s, u, 'b') AS l, "
+                   "CASE WHEN s < u THEN s ELSE u END AS c FROM t WHERE s IS NULL OR s <> 'zz'", tables={"t": t})
+    got = sorted(assert_three_engines_agree(query).table.to_pylist(), key=lambda r: r["ts"])
+    assert [(r["lt"], r["g"]) for r in got] == [
+        (False, "2024-01-01"), (False, "😀"), (False, ""), (None, None), (False, "ab"), (None, None), (True, "a")]
+
+
 def test_regexp_replace_and_regexp_on_spark(spark):
     """REGEXP_REPLACE takes its replacement as written on Spark too (Spark's reads $1 as a group and a backslash as an
     escape; Flink quotes them), replaces empty matches between characters, and REGEXP never matches ''."""

@@ -1090,8 +1090,32 @@ def test_greatest_and_least_agree_with_javas_order_on_both_engines(data):
         assert same_bits(rows(query, t, config), expected)
 
 
+@pytest.mark.parametrize("config", MODES)
+def test_strings_compare_by_order_as_flinks_varchar(config):
+    """s < 'n' was refused ('string values support only == and !=, not <'), and GREATEST/LEAST of strings. Flink
+    compares by UTF-8 bytes (BinaryStringData.compareTo), the order of code points: 'Z' < 'a' < 'é' < '😀' (Java's
+    String.compareTo of UTF-16 units would put '😀' before U+FFFF); a prefix first, '' the least; NULL gives NULL.
+    Text dates compare as dates do."""
+    t = table(s=["2024-01-01", "2023-12-31", "", None, "a", "é", "😀", "\uffff", "Z", "ab"],
+              u=["2024-01-01", "2024", "", "x", None, "e\u0301", "\uffff", "😀", "a", "a"])
+    got = rows("SELECT ts, s >= '2024-01-01', s < u, s <= u, u > s, s <> u, 'b' > s, s BETWEEN 'a' AND 'é', "
+               "s NOT BETWEEN u AND 'z', GREATEST(s, u), LEAST(s, u, 'b'), CASE WHEN s > u THEN 'gt' WHEN s < u "
+               "THEN 'lt' ELSE 'eq or NULL' END, s < NULL FROM t WHERE s IS NULL OR s <> 'zz'", t, config)
+    assert got == [
+        (True, False, True, False, False, True, False, False, "2024-01-01", "2024-01-01", "eq or NULL", None),
+        (False, True, True, True, True, True, False, True, "2024", "2023-12-31", "lt", None),
+        (False, False, True, False, False, True, False, False, "", "", "eq or NULL", None),
+        (None, None, None, None, None, None, None, None, None, None, "eq or NULL", None),
+        (True, None, None, None, None, True, True, None, None, None, "eq or NULL", None),
+        (True, False, False, False, True, False, True, True, "é", "b", "gt", None),
+        (True, False, False, False, True, False, False, True, "😀", "b", "gt", None),
+        (True, True, True, True, True, False, False, True, "😀", "b", "lt", None),
+        (True, True, True, True, True, True, False, True, "a", "Z", "lt", None),
+        (True, False, False, False, True, True, True, False, "ab", "a", "gt", None)]
+
+
 @pytest.mark.parametrize("text, problem", [
-    ("SELECT GREATEST(a, s) FROM t", "column 20: GREATEST of strings is not supported"),
+    ("SELECT GREATEST(a, s) FROM t", "column 8: GREATEST takes arguments of one type .*a \\(int64\\), s \\(string\\)"),
     ("SELECT LEAST(a, ts) FROM t", "column 8: LEAST takes arguments of one type .*a \\(int64\\), ts \\(timestamp\\)"),
 ])
 def test_greatest_and_least_refuse_what_they_cannot_compare_at_its_position(text, problem):
