@@ -1,12 +1,14 @@
 """The ``rocksdb`` backend: an in-memory delta table in front of RocksDB (through ``rocksdict``).
 
 Compiled kernels aggregate into the delta, an ordinary ``HashTableState`` of at most
-``state_delta_limit`` entries that stays as a write-back cache. After every batch the
-runtime merges what changed into RocksDB with one ``WriteBatch`` (grouped writes,
-never one put per record); entries new to the cache are first combined with what
-RocksDB holds for them, with one multi-get. Keys are the window start and the group key as
-order-preserving big-endian bytes, so the windows that fire are one range scan
-from the first key. A value holds the entry's first-seen sequence number, so
+``state_delta_limit`` entries that stays as a write-back cache. When the cache would pass
+that limit, at a checkpoint, and before a window it no longer wholly holds fires, what
+changed goes into RocksDB with one ``WriteBatch`` (grouped writes, never one put per
+record); entries new to the cache are first combined with what RocksDB holds for them,
+with one multi-get. A window fires from the cache when the cache holds all of it, so a
+window that opens and fires between two checkpoints never reaches RocksDB. Keys are the
+window start and the group key as order-preserving big-endian bytes, so a window the
+cache lost entries of is one range scan. A value holds the entry's first-seen sequence number, so
 fired windows drain in the same order as on the other backends, then the raw
 accumulators. Checkpoints are RocksDB checkpoints whose files are copies, never hard
 links shared with the live database or another checkpoint, each listed with its
@@ -39,6 +41,7 @@ from darwin.types import Schema
 log = logging.getLogger(__name__)
 SIGN = np.uint64(1 << 63)
 INT64_MAX = np.iinfo(np.int64).max
+INT64_MIN = np.iinfo(np.int64).min
 MAX_KEY = b"\xff" * 1024
 INITIAL_CAPACITY = 1024
 WRITE_BUFFER = 128 << 20  # bytes of memtable before RocksDB flushes to an SST file
@@ -132,6 +135,13 @@ def open_db(directory: Path, in_place_updates: bool = False) -> rocksdict.Rdict:
         return db
 
 
+def empty_db(directory: Path, in_place_updates: bool = False) -> rocksdict.Rdict:
+    """A table's live database, empty: a fresh run has none, and a resumed one copies its checkpoint's
+    over it (``restore_db``), so the live files a killed run left (maybe damaged) are never opened."""
+    shutil.rmtree(directory / "db", ignore_errors=True)
+    return open_db(directory, in_place_updates)
+
+
 def checkpoint_db(db: rocksdict.Rdict, live: Path, directory: Path, name: str) -> list[str]:
     """A RocksDB checkpoint ``<name>.rocksdb`` in ``directory`` whose files are all its own (copies,
     not hard links shared with the live database); its files, relative to ``directory``."""
@@ -165,10 +175,12 @@ class RocksTable:
 
     The cache is a ``HashTableState`` whose kernel-visible value columns are followed by
     hidden ones that move with each entry: the values as last written to RocksDB, the
-    entry's first-seen sequence number, and whether RocksDB holds it. At the end of every
-    batch ``merge`` writes the entries that changed, as one ``WriteBatch``; entries new to
-    the cache are first combined with what RocksDB holds for them (one multi-get). When
-    the cache would pass ``delta_limit`` entries it is merged and emptied.
+    entry's first-seen sequence number, and whether RocksDB holds it. ``merge`` writes the
+    entries that changed, as one ``WriteBatch``; entries new to the cache are first combined
+    with what RocksDB holds for them (one multi-get). When the cache would pass
+    ``delta_limit`` entries it is merged and emptied; a checkpoint merges it too. The live
+    database is never read back after a crash (recovery restores a checkpoint), so it needs
+    to be current only where a checkpoint or a window's range scan reads it.
 
     Aggregates whose partial accumulators do not merge exactly (float sums and averages: a
     combine is not the fold the rows would have had; min/max of strings, whose codes only kernels
@@ -192,7 +204,7 @@ class RocksTable:
         self.db = self._open()
 
     def _open(self) -> rocksdict.Rdict:
-        return open_db(self.directory, in_place_updates=True)
+        return empty_db(self.directory, in_place_updates=True)
 
     # -- what kernels see -----------------------------------------------------------------------
     def array(self, name: str) -> np.ndarray:
@@ -217,7 +229,7 @@ class RocksTable:
         self.delta.grow(needed)
 
     def end_batch(self) -> None:
-        self.merge()
+        """Nothing to write: the cache is written back when it is emptied, at a checkpoint and before a scan."""
 
     # -- the cache into RocksDB -------------------------------------------------------------------
     def merge(self) -> None:
@@ -291,13 +303,40 @@ class RocksTable:
 
     # -- firing windows ---------------------------------------------------------------------------
     def fire(self, watermark: int, size_ms: int, final: bool) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
-        """Merge, then one range scan from the first key up to the first window still open; the
-        fired entries leave RocksDB and the cache.
+        """The windows with end <= watermark (all if ``final``), by window then first seen; their
+        entries leave the cache and RocksDB. A window the cache wholly holds (no entry of it was
+        evicted) fires from the cache; if any fired window lost entries to RocksDB, every fired
+        window is read by one range scan after a merge.
 
         Yields one chunk per window (entries sorted by first-seen order need the whole window).
         """
+        last = INT64_MAX if final else watermark - size_ms
         with rocksdb_errors(self.directory):
-            yield from self._fire(watermark, size_ms, final)
+            if self.evicted is not None and not any(s <= last for s in self.evicted):
+                yield from self._fire_cached(last)
+            else:
+                yield from self._fire(watermark, size_ms, final)
+
+    def _fire_cached(self, last: int) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
+        """Fire from the cache alone; a copy a checkpoint wrote to RocksDB is deleted with the range."""
+        count, m = self.delta.count, self.width
+        starts = self.delta.keys[0][:count]
+        fired = np.flatnonzero(starts <= last)
+        if not len(fired):
+            return
+        # the cache holds a window it never lost entries of in first-seen order (sequence numbers are
+        # given when entries are first written)
+        fired = fired[np.argsort(starts[fired], kind="stable")]
+        stored = self.delta.values[2 * m + 1][:count]
+        bounds = np.flatnonzero(np.diff(starts[fired])) + 1
+        for window in np.split(fired, bounds):
+            yield [k[window] for k in self.delta.keys], [v[window] for v in self.delta.values[:m]]
+        written = int(stored[fired].sum())
+        if written:
+            end = MAX_KEY if last == INT64_MAX else encode_keys([np.array([last + 1], dtype=np.int64)])[0]
+            self.db.delete_range(encode_keys([np.array([INT64_MIN], dtype=np.int64)])[0], end)
+            self.stored -= written
+        self.delta.retain(starts > last)
 
     def _fire(self, watermark: int, size_ms: int, final: bool) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
         self._merge()

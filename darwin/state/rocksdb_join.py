@@ -19,7 +19,7 @@ import rocksdict
 
 from darwin.errors import StateError
 from darwin.state.join_rows import column_parts
-from darwin.state.rocksdb import checkpoint_db, open_db, restore_db, rocksdb_errors
+from darwin.state.rocksdb import checkpoint_db, empty_db, restore_db, rocksdb_errors
 from darwin.types import Schema
 
 BLOCK_SHIFT = 12
@@ -37,7 +37,7 @@ class BlockColumns:
         self.cache: OrderedDict[int, Block] = OrderedDict()  # least recently used first
         self.dirty: set[int] = set()
         self.extent = 0  # rows 0..extent-1 are in RocksDB or the cache; blocks past it are new
-        self.db = open_db(directory)
+        self.db = empty_db(directory)
         self._plan: tuple[np.ndarray, list[tuple[int, np.ndarray, np.ndarray]]] | None = None
 
     # -- blocks in and out of RocksDB ---------------------------------------------------------------

@@ -102,6 +102,30 @@ def test_rocksdb_reads_a_firing_window_in_chunks_in_first_seen_order(tmp_path, m
     assert got.equals(expected) and got.num_rows > 3 * 7
 
 
+@settings(max_examples=15, **SETTINGS)
+@given(data=streams(), batch_size=st.integers(1, 6), every=st.integers(1, 3), delta_limit=st.sampled_from([2, 7, 1000]),
+       crashes=st.lists(st.integers(0, 12), max_size=3), shape=st.sampled_from([q_all_aggregates, q_late_output]))
+def test_rocksdb_fires_from_its_cache_and_from_scans_alike(tmp_path_factory, monkeypatch, data, batch_size, every,
+                                                           delta_limit, crashes, shape):
+    """A window the cache wholly holds fires from it, one it lost entries of from a RocksDB scan; a copy a
+    checkpoint wrote leaves with its window either way, so neither a later scan nor a restart sees it again."""
+    table, cuts, delay, _ = data
+    q = shape(source(table, cuts, delay))
+    base = tmp_path_factory.mktemp("run")
+    q.sink(dw.sinks.Parquet(base / "memory", base / "memory-late")).run(dw.Config(batch_size=batch_size))
+
+    def configure(**changes):
+        return dw.Config(state="rocksdb", state_path=str(base / "state"), state_delta_limit=delta_limit).replace(
+            **changes)
+    plain, result = uninterrupted_and_resumed(q, dw.sinks.Parquet, configure, base, batch_size, every, monkeypatch,
+                                              crashes)
+    for run in ("plain", "out"):
+        assert committed("parquet", base / run) == committed("parquet", base / "memory"), run
+        if shape is q_late_output:
+            assert committed("parquet", base / f"{run}-late") == committed("parquet", base / "memory-late"), run
+    assert result.metrics["windows_fired"] == plain.metrics["windows_fired"]
+
+
 @pytest.mark.parametrize("sink_kind", SINKS)
 @settings(max_examples=15, **SETTINGS)
 @given(data=streams(), batch_size=st.integers(1, 6), every=st.integers(1, 3),
