@@ -451,9 +451,7 @@ def _comparable(a: DType | None, b: DType | None, op: str, what: str) -> None:
         return
     numeric = {DType.INT64, DType.FLOAT64}
     if a == b or (a in numeric and b in numeric) or {a, b} == {DType.TIMESTAMP, DType.INT64}:
-        if a is DType.BOOL and op not in ("eq", "ne"):
-            raise DarwinTypeError(f"{what}: {a.value} values support only == and !=, not {SYMBOLS[op]}")
-        return
+        return  # booleans order FALSE first, as Flink's BOOLEAN
     raise DarwinTypeError(f"{what}: cannot compare {a.value} with {b.value}")
 
 

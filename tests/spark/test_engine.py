@@ -642,6 +642,21 @@ def test_strings_ordered_on_spark(spark):
         (False, "2024-01-01"), (False, "😀"), (False, ""), (None, None), (False, "ab"), (None, None), (True, "a")]
 
 
+def test_booleans_ordered_on_spark(spark):
+    """<, <=, >, >=, BETWEEN and CASE order booleans on Spark as on the other engines: FALSE first, NULL gives NULL."""
+    from engines import assert_three_engines_agree
+
+    pairs = [(a, b) for a in (True, False, None) for b in (True, False, None)]
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(pairs)), pa.timestamp("ms")), "b": [a for a, _ in pairs],
+                                "c": [b for _, b in pairs]}), time="ts", name="t")
+    query = dw.sql("SELECT ts, b < c AS lt, b >= c AS ge, b > FALSE AS t, TRUE <= b AS tt, "
+                   "b BETWEEN FALSE AND c AS btw, CASE WHEN b > c THEN 'gt' ELSE 'no' END AS gt FROM t "
+                   "WHERE b IS NULL OR b <= TRUE", tables={"t": t})
+    got = sorted(assert_three_engines_agree(query).table.to_pylist(), key=lambda r: r["ts"])
+    assert [(r["lt"], r["ge"]) for r in got] == [
+        (None if a is None or b is None else a < b, None if a is None or b is None else a >= b) for a, b in pairs]
+
+
 def test_regexp_replace_and_regexp_on_spark(spark):
     """REGEXP_REPLACE takes its replacement as written on Spark too (Spark's reads $1 as a group and a backslash as an
     escape; Flink quotes them), replaces empty matches between characters, and REGEXP never matches ''."""

@@ -1114,6 +1114,36 @@ def test_strings_compare_by_order_as_flinks_varchar(config):
         (True, False, False, False, True, True, True, False, "ab", "a", "gt", None)]
 
 
+def _sql_order(a, op, b):
+    """``a op b`` in SQL's three values: NULL where either is NULL, else Python's order, where False < True."""
+    return None if a is None or b is None else op(a, b)
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_booleans_compare_by_order_false_first_as_flinks_boolean(config):
+    """b < TRUE was refused ('bool values support only == and !=, not <'). Flink orders BOOLEAN with FALSE first
+    (BooleanComparator, as Java's Boolean.compareTo) in <, <=, >, >=, BETWEEN and CASE; NULL gives NULL. Every pair
+    of TRUE, FALSE and NULL, column against column, against literals, and the fluent API's."""
+    import operator as o
+
+    pairs = [(a, b) for a in (True, False, None) for b in (True, False, None)]
+    t = table(b=[a for a, _ in pairs], c=[b for _, b in pairs])
+    got = rows("SELECT ts, b < c, b <= c, b > c, b >= c, b < TRUE, FALSE < b, b >= FALSE, b BETWEEN FALSE AND c, "
+               "b NOT BETWEEN c AND TRUE, CASE WHEN b > c THEN 'gt' WHEN b < c THEN 'lt' ELSE 'eq or NULL' END, "
+               "b < NULL FROM t WHERE b IS NULL OR b <= TRUE", t, config)
+    expected = []
+    for a, b in pairs:  # a >= FALSE holds for any a not NULL, so BETWEEN FALSE AND c is a <= c; a <= TRUE likewise
+        case = "gt" if _sql_order(a, o.gt, b) else "lt" if _sql_order(a, o.lt, b) else "eq or NULL"
+        outside = None if a is None or b is None else not a >= b
+        expected.append((_sql_order(a, o.lt, b), _sql_order(a, o.le, b), _sql_order(a, o.gt, b),
+                         _sql_order(a, o.ge, b), _sql_order(a, o.lt, True), _sql_order(False, o.lt, a),
+                         _sql_order(a, o.ge, False), _sql_order(a, o.le, b), outside, case, None))
+    assert got == expected
+    fluent = t.select("ts", lt=col("b") < col("c"), ge=col("b") >= False, btw=col("b").between(False, col("c")))
+    assert [(r["lt"], r["ge"], r["btw"]) for r in sorted(fluent.collect(config).to_pylist(), key=lambda r: r["ts"])] \
+        == [(e[0], e[6], e[7]) for e in expected]
+
+
 @pytest.mark.parametrize("text, problem", [
     ("SELECT GREATEST(a, s) FROM t", "column 8: GREATEST takes arguments of one type .*a \\(int64\\), s \\(string\\)"),
     ("SELECT LEAST(a, ts) FROM t", "column 8: LEAST takes arguments of one type .*a \\(int64\\), ts \\(timestamp\\)"),
