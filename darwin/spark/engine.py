@@ -52,25 +52,27 @@ def check(config: Config, streaming: bool = False) -> None:
 
 
 def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]:
-    """The plan's result (and its late rows, if a window keeps them) computed by Spark."""
+    """The plan's result (and its late rows, if a window keeps them) computed by Spark; the late rows the
+    operators dropped are counted in the same job."""
     from darwin.spark.session import spark_session
     from darwin.spark.translate import translate
 
     check(config)
     spark = spark_session("darwin", config.spark_master, config.spark_conf)
-    frame, late, rows = translate(spark, plan, config)
-    metrics.add("input_rows", _input_rows(plan, rows))
+    translation = translate(spark, plan, config)
+    metrics.add("input_rows", _input_rows(plan, translation.rows))
+    frame = translation.frame
     result = frame.df.select(*frame.visible())  # by quoted name: a name may hold a '.'
     table = _darwin_table(arrow(result), plan.schema)
+    metrics.add("late_rows", translation.late_rows())
     if pn.updating(plan):
         table = table.append_column(pn.CHANGE_KIND, pa.array([pn.ChangeKind.INSERT] * table.num_rows, pa.int64()))
     for batch in table.to_batches():
         if batch.num_rows:
             yield Output("result", batch)
     late_schema = pn.late_output_schema(plan)
-    if late is not None and late_schema is not None:
-        rows = _darwin_table(arrow(late), late_schema)
-        metrics.add("late_rows", rows.num_rows)
+    if translation.late is not None and late_schema is not None:
+        rows = _darwin_table(arrow(translation.late), late_schema)
         for batch in rows.to_batches():
             if batch.num_rows:
                 yield Output("late", batch)
@@ -97,7 +99,7 @@ def dataframe(plan: pn.PlanNode, config: Config) -> DataFrame:
     from darwin.spark.translate import translate
 
     check(config)
-    frame, _, _ = translate(spark_session("darwin", config.spark_master, config.spark_conf), plan, config)
+    frame = translate(spark_session("darwin", config.spark_master, config.spark_conf), plan, config).frame
     return frame.df.select(*frame.visible())
 
 

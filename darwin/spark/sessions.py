@@ -15,6 +15,7 @@ order: the reference interpreter's rule, row by row, with the aggregate registry
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -30,12 +31,15 @@ if TYPE_CHECKING:
 TIME = "__dw_time"
 DISORDER, SESSION = "__dw_disorder", "__dw_session"
 JUDGED = "__dw_judged"  # the watermark a row is judged by: its source's just after it
+LATE = "__dw_late"  # the replay's count of a key's late rows, on a row of its own (NULL on a session's)
 
 
-def sessions(df: DataFrame, node: pn.SessionAggregate, aggs: list[Column], in_order: bool = False) -> DataFrame:
+def sessions(df: DataFrame, node: pn.SessionAggregate, aggs: list[Column],
+             counting_late: Callable[[DataFrame, Column], DataFrame], in_order: bool = False) -> DataFrame:
     """One row per session of each key: its bounds, the keys, the aggregates (``aggs``, Spark's
-    aggregates of ``node.aggs``) and its first ``SEQ``. ``in_order``: the source says its times never
-    decrease in arrival order, so no key needs the replay (nor the check for it)."""
+    aggregates of ``node.aggs``) and its first ``SEQ``; ``counting_late`` counts the rows dropped as
+    late. ``in_order``: the source says its times never decrease in arrival order, so no key needs the
+    replay (nor the check for it)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -45,13 +49,15 @@ def sessions(df: DataFrame, node: pn.SessionAggregate, aggs: list[Column], in_or
     arrival = by_key.orderBy(column(SEQ))
     timed = df.filter(t.isNotNull())  # a row without a time is in no session (Darwin skips it)
     timed = timed.withColumn(JUDGED, F.greatest(column(MARK), column(BEFORE)))
+    late = t + gap <= column(JUDGED)  # in time order, a row meets no open session once its own end closed
     if in_order:
-        ordered = timed.filter(t + gap > column(JUDGED))  # late rows dropped
+        ordered = counting_late(timed, late).filter(~late)
     else:
         earlier = F.max(t).over(arrival.rowsBetween(Window.unboundedPreceding, -1))
         timed = timed.withColumn(DISORDER, F.coalesce((t < earlier).cast("int"), F.lit(0)))
         timed = timed.withColumn(DISORDER, F.max(column(DISORDER)).over(by_key))
-        ordered = timed.filter((column(DISORDER) == 0) & (t + gap > column(JUDGED)))
+        in_time_order = column(DISORDER) == 0
+        ordered = counting_late(timed.filter(in_time_order), late).filter(~late)
     previous = F.lag(t).over(arrival)
     opens = previous.isNull() | (t > previous + gap) | (previous + gap <= column(JUDGED))
     ordered = ordered.withColumn(SESSION, F.sum(opens.cast("bigint")).over(
@@ -61,7 +67,10 @@ def sessions(df: DataFrame, node: pn.SessionAggregate, aggs: list[Column], in_or
     native = native.select(*[column(f.name) for f in node.schema.fields], column(SEQ))
     if in_order:
         return native
-    return native.unionByName(_replayed(timed.filter(column(DISORDER) == 1), node))
+    replayed = _replayed(timed.filter(column(DISORDER) == 1), node)
+    # a key's late rows come as a row of their count (no session): counted, then left out
+    replayed = counting_late(replayed, column(LATE))
+    return native.unionByName(replayed.filter(column(LATE).isNull()).drop(LATE))
 
 
 def _replayed(df: DataFrame, node: pn.SessionAggregate) -> DataFrame:
@@ -76,7 +85,7 @@ def _replayed(df: DataFrame, node: pn.SessionAggregate) -> DataFrame:
                for name, call in args]
     rows = df.select(*inputs, column(SEQ), column(JUDGED))
     out_fields = [pa.field(f.name, pa.int64() if f.dtype.value == "timestamp" else f.dtype.arrow)
-                  for f in node.schema.fields] + [pa.field(SEQ, pa.int64())]
+                  for f in node.schema.fields] + [pa.field(SEQ, pa.int64()), pa.field(LATE, pa.int64())]
     out = pa.schema(out_fields)
     replay = _Replay(node.window.gap_ms, list(node.keys),
                      [(name, call.func, call.input is None) for name, call in args], out)
@@ -98,7 +107,7 @@ class _Replay:
         rows = sorted(table.to_pylist(), key=lambda r: r[SEQ])
         open_: list[list[Any]] = []  # [start, end, first seq, rows]
         done: list[list[Any]] = []
-        gap = self.gap
+        gap, late = self.gap, 0
         for row in rows:
             wm = row[JUDGED]
             fired = [s for s in open_ if s[1] <= wm]
@@ -110,7 +119,8 @@ class _Replay:
                 continue
             met = [s for s in open_ if s[0] <= t + gap and t <= s[1]]
             if not met and t + gap <= wm:
-                continue  # late
+                late += 1
+                continue
             if len(met) == 1:  # the common case: the row extends its session (rows come in arrival order)
                 s = met[0]
                 s[0], s[1] = min(s[0], t), max(s[1], t + gap)
@@ -139,6 +149,10 @@ class _Replay:
                         acc.add(v)
                 columns[out_name].append(acc.result())
             columns[SEQ].append(first)
+            columns[LATE].append(None)
+        if late:
+            for name in self.out.names:
+                columns[name].append(late if name == LATE else None)
         return pa.table([pa.array(columns[f.name], f.type) for f in self.out], schema=self.out)
 
 

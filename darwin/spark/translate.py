@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
+from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from darwin.config import Config
@@ -36,7 +37,9 @@ from darwin.types import DType, Schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, Observation, SparkSession
+
+_observations = count()  # an Observation's name is unique in the session
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,20 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         super().__init__()
         self.spark, self.config, self.tables = spark, config, tables
         self.late: DataFrame | None = None
+        self.late_counts: list[Observation] = []  # each counts the rows one operator drops as late
         self.rows: dict[int, int] = {}  # rows of each source, by id of its scan
+
+    def counting_late(self, df: DataFrame, late: Column) -> DataFrame:
+        """``df``, adding up ``late`` (whether a row is late, or how many late rows it stands for) as its
+        rows pass on to the operator that drops the late ones: Spark's ``observe`` counts within the job
+        computing the result (one pass over the input; a count of its own would read every source
+        again, and an accumulator updated by a UDF would leave the JVM for every row)."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        observation = Observation(f"darwin_late_{next(_observations)}")
+        self.late_counts.append(observation)
+        return df.observe(observation, F.coalesce(F.sum(late.cast("bigint")), F.lit(0)).alias("late_rows"))
 
     # -- sources and stateless operators --------------------------------------------------
     def visit_Scan(self, node: pn.Scan) -> Frame:
@@ -124,11 +140,14 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         f = self.visit(assign.input)
         exact = _lateness(f, w.on, node)
         t = column(w.on)
-        if exact and assign.late_output:
-            last_end = t - F.pmod(t, F.lit(w.slide_ms)) + w.size_ms
-            late = f.df.filter(t.isNotNull() & (last_end <= column(MARK)))
-            self.late = late.select(*f.visible())
-        rows = _assign(f.df, w)
+        df = f.df
+        if exact:  # a row is late once its last window (the one ending last) has closed
+            late = t.isNotNull() & (t - F.pmod(t, F.lit(w.slide_ms)) + w.size_ms <= column(MARK))
+            if assign.late_output:
+                self.late = df.filter(late).select(*f.visible())
+            if w.on not in f.in_order:  # times that never decrease are never behind their own source's mark
+                df = self.counting_late(df, late)
+        rows = _assign(df, w)
         if exact:
             rows = rows.filter(column(pn.WINDOW_END) > column(MARK))
         # grouped by the window's start only: its end follows from it, and one key fewer hashes faster
@@ -209,7 +228,8 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
             raise UnsupportedError(f"the Spark engine cannot merge the session windows of {_name(node)} over "
                                    "rows that do not come straight from one source: which sessions a row "
                                    "merges depends on when Darwin's watermark fired them")
-        df = sessions(f.df, node, _aggregates(node.aggs, node.input.schema), node.window.on in f.in_order)
+        df = sessions(f.df, node, _aggregates(node.aggs, node.input.schema), self.counting_late,
+                      node.window.on in f.in_order)
         return _stateful(df, node.schema, frozenset({pn.WINDOW_END}))
 
     # -- ranking ------------------------------------------------------------------------------
@@ -222,7 +242,8 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         f = self.visit(node.input)
         df = f.df
         if r.windowed and _lateness(f, pn.WINDOW_END, node):  # by the watermark just after the row, as windows
-            df = df.filter(column(pn.WINDOW_END) > F.greatest(column(MARK), column(BEFORE)))
+            on_time = column(pn.WINDOW_END) > F.greatest(column(MARK), column(BEFORE))
+            df = self.counting_late(df, ~on_time).filter(on_time)
         position = F.row_number().over(Window.partitionBy(*(column(c) for c in r.partition)).orderBy(*_order(r)))
         df = df.withColumn("__dw_position", position).filter(column("__dw_position") <= r.n)
         if r.rank is not None:
@@ -258,8 +279,8 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         never_late: frozenset[str] = frozenset()
         if timing is not None:
             window = timing.kind == "window"
-            left = _drop_late(left, timing.left.time, timing.left.time_shift, node, window)
-            right = _drop_late(right, timing.right.time, timing.right.time_shift, node, window)
+            left = _drop_late(left, timing.left.time, timing.left.time_shift, node, window, self.counting_late)
+            right = _drop_late(right, timing.right.time, timing.right.time_shift, node, window, self.counting_late)
             never_late = time_attributes(node)
         # a side of one row per window is small: broadcast it, as Spark cannot tell (a Python data
         # source reports no size) and would otherwise shuffle the other side, every column of it
@@ -307,14 +328,17 @@ def _lateness(f: Frame, on: str, node: Any) -> bool:
                            "and watermarks interleave")
 
 
-def _drop_late(f: Frame, time: str, shift: int, node: pn.Join, window: bool) -> Frame:
-    """A bounded join's side without its late rows (by the side's watermark before their batch)."""
+def _drop_late(f: Frame, time: str, shift: int, node: pn.Join, window: bool,
+               counting_late: Callable[[DataFrame, Column], DataFrame]) -> Frame:
+    """A bounded join's side without its late rows (by the side's watermark before their batch), which
+    ``counting_late`` counts."""
     if not f.arrival and window and time in f.fired_starts:
         return f
     if not _lateness(f, time, node):
         return f
     t = column(time)
-    return replace(f, df=f.df.filter(t.isNull() | (t + shift >= column(BEFORE))))
+    late = t.isNotNull() & (t + shift < column(BEFORE))
+    return replace(f, df=counting_late(f.df, late).filter(~late))
 
 
 # sliding windows of at most this many windows per row are assigned by Spark's window (an Expand of
@@ -445,12 +469,36 @@ def _join(left: Frame, right: Frame, node: pn.Join, how: str, broadcast: bool = 
     return ldf.join(rdf, on=cond, how=kind)
 
 
-def translate(spark: SparkSession, plan: pn.PlanNode, config: Config) \
-        -> tuple[Frame, DataFrame | None, dict[int, int]]:
-    """The DataFrame of ``plan`` (hidden columns included), that of the late rows it keeps (if any),
-    and how many rows each source gave, by ``id`` of its scan. Sources that read themselves in Spark
-    (``SparkReadable``) do so on the executors; the others are read by the driver."""
+@dataclass(frozen=True)
+class Translation:
+    """A plan in Spark: the DataFrame of its result (hidden columns included), that of the late rows
+    it keeps (if any), what counts the late rows it drops once the result is computed, and how many
+    rows each source gave, by ``id`` of its scan."""
+
+    frame: Frame
+    late: DataFrame | None
+    late_counts: list[Observation]
+    rows: dict[int, int]
+
+    def late_rows(self) -> int:
+        """The rows the operators dropped as late, counted by the job that computed ``frame`` (none
+        where Spark's optimizer proved the result empty and ran no operator)."""
+        return sum(_observed(o) for o in self.late_counts)
+
+
+def _observed(observation: Observation) -> int:
+    """The count an observation made (read from its Java row: ``Observation.get`` fails on the empty
+    row of an observed operator Spark's optimizer removed)."""
+    if observation._jo is None:  # never part of a computed DataFrame
+        return 0
+    row = observation._jo.getRow()
+    return int(row.getLong(0)) if row.length() else 0
+
+
+def translate(spark: SparkSession, plan: pn.PlanNode, config: Config) -> Translation:
+    """``plan`` as Spark DataFrames. Sources that read themselves in Spark (``SparkReadable``) do so on
+    the executors; the others are read by the driver."""
     tables = read_scans([s for s in pn.scans(plan) if own_reader(s) is None], config)
     t = SparkTranslator(spark, config, tables)
     frame = t.visit(plan)
-    return frame, t.late, t.rows
+    return Translation(frame, t.late, t.late_counts, t.rows)
