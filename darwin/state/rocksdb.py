@@ -2,13 +2,13 @@
 
 Compiled kernels aggregate into the delta, an ordinary ``HashTableState`` of at most
 ``state_delta_limit`` entries that stays as a write-back cache. When the cache would pass
-that limit, at a checkpoint, and before a window it no longer wholly holds fires, what
-changed goes into RocksDB with one ``WriteBatch`` (grouped writes, never one put per
-record); entries new to the cache are first combined with what RocksDB holds for them,
-with one multi-get. A window fires from the cache when the cache holds all of it, so a
-window that opens and fires between two checkpoints never reaches RocksDB. Keys are the
-window start and the group key as order-preserving big-endian bytes, so a window the
-cache lost entries of is one range scan. A value holds the entry's first-seen sequence number, so
+that limit, and at a checkpoint, what changed goes into RocksDB with one ``WriteBatch``
+(grouped writes, never one put per record); entries new to the cache are first combined
+with what RocksDB holds for them, with one multi-get. A window fires from the cache when
+the cache holds all of it, so a window that opens and fires between two checkpoints never
+reaches RocksDB. Keys are the window start and the group key as order-preserving
+big-endian bytes, so a window the cache lost entries of is one range scan, joined with
+what the cache holds of it. A value holds the entry's first-seen sequence number, so
 fired windows drain in the same order as on the other backends, then the raw
 accumulators. Checkpoints are RocksDB checkpoints whose files are copies, never hard
 links shared with the live database or another checkpoint, each listed with its
@@ -110,6 +110,15 @@ def _row_bytes(rows: np.ndarray) -> list[bytes]:
     return [buf[i:i + width] for i in range(0, len(buf), width)]
 
 
+def _key_rows(keys: list[np.ndarray]) -> np.ndarray:
+    """Each row's key columns as one opaque value (numpy's void) ordered as its RocksDB key: comparable and
+    searchable in bulk."""
+    rows = np.empty((len(keys[0]), len(keys)), dtype=">u8")
+    for j, k in enumerate(keys):
+        rows[:, j] = k.view(np.uint64) ^ SIGN
+    return rows.view(np.dtype((np.void, 8 * len(keys)))).ravel()
+
+
 def _rows(encoded: list[bytes], dtype: str, width: int) -> np.ndarray:
     """The inverse of ``_row_bytes``: ``width`` columns of ``dtype``."""
     return np.frombuffer(b"".join(encoded), dtype=dtype).reshape(len(encoded), width)
@@ -180,7 +189,7 @@ class RocksTable:
     with what RocksDB holds for them (one multi-get). When the cache would pass
     ``delta_limit`` entries it is merged and emptied; a checkpoint merges it too. The live
     database is never read back after a crash (recovery restores a checkpoint), so it needs
-    to be current only where a checkpoint or a window's range scan reads it.
+    to be current where a checkpoint copies it; a window's range scan is joined with the cache.
 
     Aggregates whose partial accumulators do not merge exactly (float sums and averages: a
     combine is not the fold the rows would have had; min/max of strings, whose codes only kernels
@@ -229,7 +238,7 @@ class RocksTable:
         self.delta.grow(needed)
 
     def end_batch(self) -> None:
-        """Nothing to write: the cache is written back when it is emptied, at a checkpoint and before a scan."""
+        """Nothing to write: the cache is written back when it is emptied and at a checkpoint."""
 
     # -- the cache into RocksDB -------------------------------------------------------------------
     def merge(self) -> None:
@@ -304,89 +313,115 @@ class RocksTable:
     # -- firing windows ---------------------------------------------------------------------------
     def fire(self, watermark: int, size_ms: int, final: bool) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
         """The windows with end <= watermark (all if ``final``), by window then first seen; their
-        entries leave the cache and RocksDB. A window the cache wholly holds (no entry of it was
-        evicted) fires from the cache; if any fired window lost entries to RocksDB, every fired
-        window is read by one range scan after a merge.
+        entries leave the cache and RocksDB. Nothing is written: a window the cache wholly holds (no
+        entry of it was evicted) fires from the cache, the others from one range scan joined with what
+        the cache holds of them.
 
         Yields one chunk per window (entries sorted by first-seen order need the whole window).
         """
         last = INT64_MAX if final else watermark - size_ms
         with rocksdb_errors(self.directory):
-            if self.evicted is not None and not any(s <= last for s in self.evicted):
-                yield from self._fire_cached(last)
-            else:
-                yield from self._fire(watermark, size_ms, final)
+            scanned = self.evicted is None or any(s <= last for s in self.evicted)
+            yield from self._fire(last, scanned)
 
-    def _fire_cached(self, last: int) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
-        """Fire from the cache alone; a copy a checkpoint wrote to RocksDB is deleted with the range."""
-        count, m = self.delta.count, self.width
+    def _fire(self, last: int, scanned: bool) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
+        count = self.delta.count
         starts = self.delta.keys[0][:count]
         fired = np.flatnonzero(starts <= last)
-        if not len(fired):
-            return
-        # the cache holds a window it never lost entries of in first-seen order (sequence numbers are
-        # given when entries are first written)
-        fired = fired[np.argsort(starts[fired], kind="stable")]
-        stored = self.delta.values[2 * m + 1][:count]
+        fired = fired[np.argsort(starts[fired], kind="stable")]  # by window, then cache order
         bounds = np.flatnonzero(np.diff(starts[fired])) + 1
-        for window in np.split(fired, bounds):
-            yield [k[window] for k in self.delta.keys], [v[window] for v in self.delta.values[:m]]
-        written = int(stored[fired].sum())
-        if written:
-            end = MAX_KEY if last == INT64_MAX else encode_keys([np.array([last + 1], dtype=np.int64)])[0]
+        cached = {int(starts[w[0]]): w for w in np.split(fired, bounds) if len(w)}
+        end = MAX_KEY if last == INT64_MAX else encode_keys([np.array([last + 1], dtype=np.int64)])[0]
+        removed = 0
+        for start, stored in self._scan(end) if scanned else ():
+            for earlier in [s for s in cached if s < start]:
+                yield self._joined(None, cached.pop(earlier))
+            removed += len(stored[0])
+            yield self._joined(stored, cached.pop(start, fired[:0]))
+        for window in cached.values():
+            yield self._joined(None, window)
+        if self.stored:  # copies a checkpoint wrote of windows the cache held, and what was scanned
             self.db.delete_range(encode_keys([np.array([INT64_MIN], dtype=np.int64)])[0], end)
-            self.stored -= written
+            m = self.width
+            self.stored -= removed if scanned else int(self.delta.values[2 * m + 1][fired].sum())
         self.delta.retain(starts > last)
-
-    def _fire(self, watermark: int, size_ms: int, final: bool) -> Iterator[tuple[list[np.ndarray], list[np.ndarray]]]:
-        self._merge()
-        end = MAX_KEY if final else encode_keys([np.array([watermark - size_ms + 1], dtype=np.int64)])[0]
-        keys: list[bytes] = []
-        values: list[bytes] = []
-        window: list[tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]] = []  # its entries decoded so far
-        first, removed, boundary = None, 0, b""
-        for k, v in cast(Iterable[tuple[bytes, bytes]], self.db.items()):  # raw mode: keys and values are bytes
-            if k >= end:
-                break
-            if k >= boundary:  # the first key of a window: the previous one is complete
-                if keys or window:
-                    yield self._window(window, keys, values)
-                    keys, values, window = [], [], []
-                first = k if first is None else first
-                start = int(decode_keys([k[:8]], 1)[0][0])
-                boundary = encode_keys([np.array([start + 1], dtype=np.int64)])[0]
-            keys.append(k)
-            values.append(v)
-            removed += 1
-            if len(keys) == FIRE_CHUNK:  # decoded as they come: a bytes object per entry costs ~5x its array row
-                window.append(self._decoded(keys, values))
-                keys, values = [], []
-        if keys or window:
-            yield self._window(window, keys, values)
-        if first is not None:
-            self.db.delete_range(first, end)
-            self.stored -= removed
-        last = INT64_MAX if final else watermark - size_ms
-        self.delta.retain(self.delta.keys[0][: self.delta.count] > last)
         if self.evicted is not None:
             self.evicted = {s for s in self.evicted if s > last}
         elif self.stored == 0:
             self.evicted = set()
 
+    def _scan(self, end: bytes) -> Iterator[tuple[int, tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]]]:
+        """Each window RocksDB holds entries of below ``end``: its start, and its entries (sequence
+        numbers, keys, values) in key order, decoded a chunk at a time as they come."""
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        window: list[tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]] = []  # its entries decoded so far
+        start, boundary = 0, b""
+        for k, v in cast(Iterable[tuple[bytes, bytes]], self.db.items()):  # raw mode: keys and values are bytes
+            if k >= end:
+                break
+            if k >= boundary:  # the first key of a window: the previous one is complete
+                if keys or window:
+                    yield start, self._concatenated(window, keys, values)
+                    keys, values, window = [], [], []
+                start = int(decode_keys([k[:8]], 1)[0][0])
+                boundary = encode_keys([np.array([start + 1], dtype=np.int64)])[0]
+            keys.append(k)
+            values.append(v)
+            if len(keys) == FIRE_CHUNK:  # decoded as they come: a bytes object per entry costs ~5x its array row
+                window.append(self._decoded(keys, values))
+                keys, values = [], []
+        if keys or window:
+            yield start, self._concatenated(window, keys, values)
+
     def _decoded(self, keys: list[bytes], values: list[bytes]) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
         seq, value_columns = self._decode_values(values)
         return seq, decode_keys(keys, self.lay.key_width), value_columns
 
-    def _window(self, decoded: list[tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]], keys: list[bytes],
-                values: list[bytes]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """A window's entries (its chunks decoded, then the rest) in first-seen order, as on the other backends."""
+    def _concatenated(self, decoded: list[tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]], keys: list[bytes],
+                      values: list[bytes]) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
+        """A window's chunks decoded, then the rest, as one."""
         if keys:
             decoded = [*decoded, self._decoded(keys, values)]
-        seq = np.concatenate([d[0] for d in decoded])
-        key_columns = [np.concatenate([d[1][j] for d in decoded]) for j in range(self.lay.key_width)]
-        value_columns = [np.concatenate([d[2][j] for d in decoded]) for j in range(len(self.lay.value_dtypes))]
+        return (np.concatenate([d[0] for d in decoded]),
+                [np.concatenate([d[1][j] for d in decoded]) for j in range(self.lay.key_width)],
+                [np.concatenate([d[2][j] for d in decoded]) for j in range(self.width)])
+
+    def _joined(self, stored: tuple[np.ndarray, list[np.ndarray], list[np.ndarray]] | None, cached: np.ndarray) \
+            -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """A window's entries in first-seen order: those RocksDB holds (``stored``, in key order) and the
+        cache's (positions ``cached``, in cache order). A cache entry RocksDB holds a written copy of
+        supersedes it; one the cache took up again after losing it (never written since) is combined
+        with its stored part and keeps its number; one never written is numbered after every other."""
+        m = self.width
+        seq = self.delta.values[2 * m][cached]
+        written = self.delta.values[2 * m + 1][cached] == 1
+        keys = [k[cached] for k in self.delta.keys]
+        values = [v[cached] for v in self.delta.values[:m]]
+        found = np.zeros(len(cached), dtype=np.bool_)
+        if stored is not None and len(stored[0]):
+            stored_seq, stored_keys, stored_values = stored
+            at = np.minimum(np.searchsorted(_key_rows(stored_keys), _key_rows(keys)), len(stored_seq) - 1)
+            found = _key_rows([k[at] for k in stored_keys]) == _key_rows(keys)
+            again = np.flatnonzero(found & ~written)
+            if len(again):
+                old = at[again]
+                for v, merged in zip(values, combine(self.lay, [v[old] for v in stored_values],
+                                                     [v[again] for v in values])):
+                    v[again] = merged
+                seq[again] = stored_seq[old]
+            alone = np.ones(len(stored_seq), dtype=np.bool_)
+            alone[at[found]] = False
+            seq = np.concatenate([stored_seq[alone], seq])
+            keys = [np.concatenate([s[alone], k]) for s, k in zip(stored_keys, keys)]
+            values = [np.concatenate([s[alone], v]) for s, v in zip(stored_values, values)]
+            found = np.concatenate([np.ones(int(alone.sum()), dtype=np.bool_), found])
+            written = np.concatenate([np.ones(int(alone.sum()), dtype=np.bool_), written])
+        new = np.flatnonzero(~found & ~written)  # in cache order, which is first-seen order
+        seq[new] = self.next_seq + np.arange(len(new), dtype=np.int64)
+        self.next_seq += len(new)
         order = np.argsort(seq, kind="stable")
-        return [k[order] for k in key_columns], [v[order] for v in value_columns]
+        return [k[order] for k in keys], [v[order] for v in values]
 
     # -- state moving between workers ------------------------------------------------------------
     def entries(self) -> tuple[list[np.ndarray], list[np.ndarray]]:

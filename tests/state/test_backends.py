@@ -104,7 +104,8 @@ def test_rocksdb_reads_a_firing_window_in_chunks_in_first_seen_order(tmp_path, m
 
 @settings(max_examples=15, **SETTINGS)
 @given(data=streams(), batch_size=st.integers(1, 6), every=st.integers(1, 3), delta_limit=st.sampled_from([2, 7, 1000]),
-       crashes=st.lists(st.integers(0, 12), max_size=3), shape=st.sampled_from([q_all_aggregates, q_late_output]))
+       crashes=st.lists(st.integers(0, 12), max_size=3),
+       shape=st.sampled_from([q_all_aggregates, q_late_output, q_sliding_string_key]))
 def test_rocksdb_fires_from_its_cache_and_from_scans_alike(tmp_path_factory, monkeypatch, data, batch_size, every,
                                                            delta_limit, crashes, shape):
     """A window the cache wholly holds fires from it, one it lost entries of from a RocksDB scan; a copy a
@@ -124,6 +125,24 @@ def test_rocksdb_fires_from_its_cache_and_from_scans_alike(tmp_path_factory, mon
         if shape is q_late_output:
             assert committed("parquet", base / f"{run}-late") == committed("parquet", base / "memory-late"), run
     assert result.metrics["windows_fired"] == plain.metrics["windows_fired"]
+
+
+@pytest.mark.parametrize("every", [None, 2])
+def test_rocksdb_fires_an_entry_taken_up_again_after_the_cache_lost_it_whole(tmp_path, every):
+    """Keys 1-4 fill the cache (4 entries) and are written out when key 5 comes; key 1 is counted again, key 6
+    comes, and the window fires with keys 5, 1 and 6 in the cache, never written: RocksDB's part of key 1 and
+    the cache's are one entry, first seen where key 1 first came, and 5 and 6 follow the written ones."""
+    t = pa.table({"ts": pa.array([0, 1, 2, 3, 4, 5, 6, 2000], pa.timestamp("ms")),
+                  "k": [1, 2, 3, 4, 5, 1, 6, 9], "v": [1, 2, 3, 4, 5, 10, 6, 9]})
+    q = dw.from_arrow(t, time="ts").window(dw.Tumble("1s", on="ts")).group_by("k").agg(n=dw.count(), s=dw.sum("v"))
+    checkpoints = {} if every is None else {"checkpoint_dir": str(tmp_path / "chk"),
+                                            "checkpoint_interval": f"{every} batches"}
+    got = q.sink(dw.sinks.Parquet(tmp_path / "out")).run(dw.Config(
+        batch_size=1, state="rocksdb", state_path=str(tmp_path / "state"), state_delta_limit=4, **checkpoints))
+    assert got.metrics["output_rows"] == 7
+    assert pq.read_table(tmp_path / "out").select(["k", "n", "s"]).to_pylist()[:6] == [
+        {"k": 1, "n": 2, "s": 11}, {"k": 2, "n": 1, "s": 2}, {"k": 3, "n": 1, "s": 3}, {"k": 4, "n": 1, "s": 4},
+        {"k": 5, "n": 1, "s": 5}, {"k": 6, "n": 1, "s": 6}]
 
 
 @pytest.mark.parametrize("sink_kind", SINKS)
