@@ -322,8 +322,8 @@ class ExprEmitter:
             lv, rv = f"np.float64({lv})", f"np.float64({rv})"
         if e.op in _CMP:
             return f"({lv} {_CMP[e.op]} {rv})", ok
-        if e.op in _ARITH:
-            return f"({lv} {_ARITH[e.op]} {rv})", ok
+        if e.op in _ARITH:  # integers wrap, computed so LLVM cannot assume otherwise (``add_int``)
+            return (f"({lv} {_ARITH[e.op]} {rv})" if floats else f"{e.op}_int({lv}, {rv})"), ok
         nonzero = f"({rv} != 0)"
         ok = _and(ok, nonzero)
         if e.op == "truediv":

@@ -25,6 +25,27 @@ c_pow = cast(Callable[[float, float], float],  # what compiled code calls it as
              types.ExternalFunction("darwin_c_pow", types.float64(types.float64, types.float64)))
 
 
+# Numba marks int64 +, - and * "nsw" (no signed wrap), which lets LLVM assume they never overflow and fold
+# what follows on that: (n * 1000) // 86400000 became n // 86400, a wrapped product's day taken unwrapped. Darwin's
+# int64 arithmetic wraps (Java's long), so expressions compute it on the same bits as uint64, which has no such flag.
+@njit(inline="always", cache=True, nogil=True)
+def add_int(a: np.int64, b: np.int64) -> np.int64:
+    """a + b, wrapping around int64."""
+    return np.int64(np.uint64(a) + np.uint64(b))
+
+
+@njit(inline="always", cache=True, nogil=True)
+def sub_int(a: np.int64, b: np.int64) -> np.int64:
+    """a - b, wrapping around int64."""
+    return np.int64(np.uint64(a) - np.uint64(b))
+
+
+@njit(inline="always", cache=True, nogil=True)
+def mul_int(a: np.int64, b: np.int64) -> np.int64:
+    """a * b, wrapping around int64."""
+    return np.int64(np.uint64(a) * np.uint64(b))
+
+
 @njit(inline="always", cache=True, nogil=True)
 def floordiv_int(a: np.int64, b: np.int64) -> np.int64:
     """Python floor division with int64 wrap-around; the caller masks b == 0 as NULL."""

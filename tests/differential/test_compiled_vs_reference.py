@@ -5,7 +5,7 @@ random batch boundaries; results are compared row by row, in order.
 """
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from streams import SHAPES, q_all_aggregates, source, streams
 
@@ -187,6 +187,43 @@ CAST_TEXT = st.one_of(
                      "-9223372036854775808", "3000000000", "NaN", "-Infinity", "inf", "1_000", "0x1p3", " 1.5d\n",
                      "TRUE", "yes", " t", "N", "2015-07-15", "2015-7-5 1:2:3.123456789", "2015-02-30 00:00:00",
                      "2015-07-15T00:00:00", "0000-01-01", "١٢"]))
+WIDE_INTS = st.one_of(st.integers(-2**63, 2**63 - 1), st.sampled_from([2**62, -2**62, 2**63 - 1, -2**63, 2**53 + 7,
+                                                                      9_223_372_036_854_776, 86_400_000 * 2**36]))
+
+
+def q_wrapped_arithmetic(t, k):
+    """Integer arithmetic that wraps, followed by what LLVM folds where it may assume no signed overflow
+    (Numba's "nsw"): a product's day or time formatted, divided back, a sum or product compared."""
+    n, m = col("n"), col("m")
+    ms = n * k
+    return t.select("ts", "n", "m", day=ms.cast("timestamp").dt.strftime("%Y-%m-%d %H:%M:%S"), days=ms // 86_400_000,
+                    back=ms // k, grew=(n + m) > n, fell=(n - m) < n, below=(n - m) < 0, scaled=ms < m * k,
+                    twice=(n * m) // m, year=ms.cast("timestamp").dt.year(), sql_k=(n + k) - n)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.tuples(st.one_of(st.none(), WIDE_INTS), st.one_of(st.none(), WIDE_INTS)), min_size=1,
+                     max_size=10),
+       k=st.sampled_from([1000, 3, -7, 2**32 + 1, 86_400_000, 2**62 + 1, -2**63]), batch_size=st.integers(1, 4))
+@example(rows=[(2**62, 1), (-2**62, None)], k=1000, batch_size=1)  # FROM_UNIXTIME(2**62): '146138514283-06-19'
+def test_wrapped_integer_arithmetic_is_not_folded_as_if_it_could_not_wrap(rows, k, batch_size):
+    """(n * 1000) formatted showed the unwrapped product's date compiled ('146138514283-06-19' for n = 2**62, whose
+    product wraps to 0: '1970-01-01' interpreted, as Flink's long): LLVM folded (n * 1000) // 86400000 into
+    n // 86400, since Numba lets it assume int64 arithmetic never overflows. Compiled equals interpreted, and
+    the interpreter wraps as Java's long does."""
+    import pyarrow as pa
+
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(rows)), pa.timestamp("ms")),
+                                "n": pa.array([r[0] for r in rows], pa.int64()),
+                                "m": pa.array([r[1] for r in rows], pa.int64())}), time="ts", name="t")
+    compiled = assert_engines_agree(q_wrapped_arithmetic(t, k), dw.Config(batch_size=batch_size))
+    wrap = lambda v: (v + 2**63) % 2**64 - 2**63  # noqa: E731
+    for r in compiled.table.to_pylist():
+        if r["n"] is not None and r["m"] is not None:
+            assert r["grew"] == (wrap(r["n"] + r["m"]) > r["n"]) and r["below"] == (wrap(r["n"] - r["m"]) < 0)
+            assert r["days"] == wrap(r["n"] * k) // 86_400_000 and r["sql_k"] == wrap(wrap(r["n"] + k) - r["n"])
+
+
 FLOATS = st.one_of(st.floats(), st.sampled_from([0.0, -0.0, 1e7, 9999999.0, 1e-3, 9.99e-4, 1e23, 5e-324, 2.0**63]))
 
 
