@@ -112,6 +112,11 @@ class Expr:
         as Flink's ROUND: of the number as Java writes it, so 2.675 rounds to 2.68 to two places."""
         return self._math("round", places)
 
+    def truncate(self, places: int = 0) -> Expr:
+        """Cut toward zero to ``places`` decimals (-22 to 22; negative: tens, hundreds...), as Flink's TRUNCATE:
+        of the number as Java writes it, so 0.29 cuts to 0.29 to two places (the double is below 0.29)."""
+        return self._math("truncate", places)
+
     def sign(self) -> Expr:
         """1, -1 or 0, of the value's type (a DOUBLE's zero and NaN are themselves)."""
         return self._math("sign")

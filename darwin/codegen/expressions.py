@@ -204,7 +204,7 @@ class ExprEmitter:
         ok = None
         for _, valid in values:
             ok = _and(ok, valid)
-        if e.func in ("floor", "ceil", "sign", "round"):
+        if e.func in ("floor", "ceil", "sign", "round", "truncate"):
             if ex.type_of(e.args[0], schema).dtype is DType.INT64:
                 if e.func in ("floor", "ceil"):
                     return values[0][0], ok

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit, objmode, types
 from numba.extending import intrinsic
 
-from darwin.plan.numeric import round_float
+from darwin.plan.numeric import round_float, truncate_float
 
 INT64_MIN = np.int64(-(2**63))
 
@@ -260,6 +260,47 @@ def math_round_float(x: float, places: np.int64) -> float:
         k = k + 1.0 if magnitude >= (k + 0.5) * scale else k
         rounded = k * scale
     return -rounded if x < 0 and rounded != 0 else rounded
+
+
+@njit(cache=True)
+def math_truncate_float(x: float, places: np.int64) -> float:
+    """Calcite's struncate, BigDecimal.valueOf(x) cut toward zero to ``places`` (|places| <= 22), as a double. As
+    ``math_round_float``: below 2^48 units of 10^-places, k, the whole units in |x| (maybe one off), is checked
+    against the doubles nearest k and k + 1 units, which |x| reaches exactly where Java writes it at or past those
+    decimals; from 2^48 units Python's repr finds the decimal; from 10^16 no digit of it is below the place."""
+    if not np.isfinite(x):
+        return x
+    magnitude = abs(x)
+    scale = POWERS_OF_TEN[abs(places)]
+    units = magnitude * scale if places >= 0 else magnitude / scale
+    if units >= 1e16:
+        return x
+    if units >= 281474976710656.0:  # 2^48
+        with objmode(cut="float64"):
+            cut = truncate_float(x, int(places))
+        return cut
+    k = np.floor(units)
+    if places >= 0:
+        k = k + 1.0 if magnitude >= (k + 1.0) / scale else k - 1.0 if magnitude < k / scale else k
+        cut = k / scale
+    else:
+        k = k + 1.0 if magnitude >= (k + 1.0) * scale else k - 1.0 if magnitude < k * scale else k
+        cut = k * scale
+    return -cut if x < 0 and cut != 0 else cut
+
+
+@njit(cache=True, nogil=True)
+def math_truncate_int(n: np.int64, places: np.int64) -> np.int64:
+    """A BIGINT cut toward zero to ``places`` (negative: tens, hundreds...); it never grows, so never wraps."""
+    if places >= 0:
+        return n
+    if places <= -19:  # 10^19 is past int64
+        return np.int64(0)
+    unit = np.int64(10) ** np.int64(-places)
+    cut = n % unit  # Python's, at or above 0
+    if n < 0 and cut != 0:
+        cut -= unit
+    return n - cut
 
 
 @njit(cache=True, nogil=True)

@@ -55,8 +55,8 @@ from darwin.codegen.functions import (add_int, dt_day, dt_day_of_week, dt_day_of
                                       float_to_int, float_to_int_ok, floordiv_int, format_code, math_add_months,
                                       math_ceil_float, math_exp, math_floor_float, math_ln, math_log, math_log10,
                                       math_months_between, math_power, math_round_float, math_round_int,
-                                      math_sign_float, math_sign_int, math_sqrt, mod_int, mul_int, pair_code,
-                                      sorted_contains, sub_int)
+                                      math_sign_float, math_sign_int, math_sqrt, math_truncate_float,
+                                      math_truncate_int, mod_int, mul_int, pair_code, sorted_contains, sub_int)
 '''
 
 

@@ -168,7 +168,7 @@ class TimeFloor:
 @dataclass(frozen=True)
 class MathCall:
     """A numeric function of ``darwin.plan.numeric`` (Flink's FLOOR, ROUND, POWER, LN...): those of DOUBLEs take
-    DOUBLE arguments (the fluent API casts integers), ROUND takes its places as an integer literal."""
+    DOUBLE arguments (the fluent API casts integers), ROUND and TRUNCATE take places as an integer literal."""
 
     func: str
     args: tuple[ExprNode, ...]
@@ -179,12 +179,12 @@ class MathCall:
         fn = FUNCTIONS.get(self.func)
         if fn is None or len(self.args) != fn.arity:
             raise DarwinTypeError(f"{self.func} with {len(self.args)} arguments is no numeric function")
-        if self.func == "round":
+        if self.func in ("round", "truncate"):
             places = self.args[1]
             if not (isinstance(places, Literal) and places.dtype is DType.INT64 and places.value is not None
                     and -MAX_DECIMALS <= places.value <= MAX_DECIMALS):
-                raise DarwinTypeError(f"round's places are an integer from -{MAX_DECIMALS} to {MAX_DECIMALS}, "
-                                      f"not {places}")
+                raise DarwinTypeError(f"{self.func}'s places are an integer from -{MAX_DECIMALS} to "
+                                      f"{MAX_DECIMALS}, not {places}")
 
     def __str__(self) -> str:
         return f"{self.func}({', '.join(map(str, self.args))})"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, localcontext
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, localcontext
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,7 @@ MAX_DECIMALS = 22  # ROUND's places either side of the point: 10^22 is the large
 @dataclass(frozen=True)
 class MathFunction:
     """A numeric function: how many arguments it takes, and whether it takes and gives DOUBLE (else it gives
-    its first argument's type, and takes an integer literal after it, ROUND's places), or BIGINTs only
+    its first argument's type, and takes an integer literal after it, ROUND's or TRUNCATE's places), or BIGINTs only
     (``integers``: calendar months over milliseconds since the epoch)."""
 
     arity: int
@@ -37,7 +37,8 @@ class MathFunction:
 
 FUNCTIONS = {
     "floor": MathFunction(1, False), "ceil": MathFunction(1, False), "sign": MathFunction(1, False),
-    "round": MathFunction(2, False), "power": MathFunction(2, True), "sqrt": MathFunction(1, True),
+    "round": MathFunction(2, False), "truncate": MathFunction(2, False), "power": MathFunction(2, True),
+    "sqrt": MathFunction(1, True),
     "ln": MathFunction(1, True), "log10": MathFunction(1, True), "log": MathFunction(2, True),
     "exp": MathFunction(1, True),
     # Calcite's DateTimeUtils over milliseconds since the epoch: TIMESTAMPDIFF's months, + INTERVAL 'n' MONTH
@@ -50,10 +51,11 @@ def evaluate(func: str, args: tuple[Any, ...]) -> Any:
     """``func`` of values that are not NULL."""
     if func in _CALENDAR:
         return _CALENDAR[func](*args)
-    if func in ("floor", "ceil", "sign", "round") and isinstance(args[0], int):
+    if func in _INTEGER and isinstance(args[0], int):
         return _INTEGER[func](*args)
+    places = func in ("round", "truncate")  # an integer after the number
     with np.errstate(all="ignore"):  # NaN and infinities, as Java's Math
-        return float(_FLOAT[func](*(float(a) if i == 0 or func != "round" else a for i, a in enumerate(args))))
+        return float(_FLOAT[func](*(float(a) if i == 0 or not places else a for i, a in enumerate(args))))
 
 
 def java_pow(a: float, b: float) -> float:
@@ -74,11 +76,22 @@ def java_pow(a: float, b: float) -> float:
 
 def round_float(x: float, decimals: int) -> float:
     """BigDecimal.valueOf(x).setScale(decimals, HALF_UP).doubleValue(); NaN and infinities stay."""
+    return _decimal_places(x, decimals, ROUND_HALF_UP)
+
+
+def truncate_float(x: float, decimals: int) -> float:
+    """Flink's TRUNCATE of a DOUBLE (Calcite's struncate): BigDecimal.valueOf(x) cut toward zero to ``decimals``
+    places, then doubleValue(); NaN and infinities stay (Flink fails the job, as for ROUND)."""
+    return _decimal_places(x, decimals, ROUND_DOWN)
+
+
+def _decimal_places(x: float, decimals: int, rounding: str) -> float:
+    """The number as Java writes it (the shortest decimal, Python's repr) to ``decimals`` places, as a double."""
     if not math.isfinite(x):
         return x
     with localcontext() as context:
         context.prec = 800
-        rounded = Decimal(repr(x)).scaleb(decimals).to_integral_value(ROUND_HALF_UP).scaleb(-decimals)
+        rounded = Decimal(repr(x)).scaleb(decimals).to_integral_value(rounding).scaleb(-decimals)
     return float(rounded) + 0.0  # BigDecimal has no -0
 
 
@@ -89,6 +102,16 @@ def round_int(n: int, decimals: int) -> int:
     unit = 10 ** -decimals
     magnitude = (abs(n) + unit // 2) // unit * unit
     return ((magnitude if n >= 0 else -magnitude) + 2**63) % 2**64 - 2**63
+
+
+def truncate_int(n: int, decimals: int) -> int:
+    """A BIGINT cut toward zero to ``decimals`` places (only negative ones change it); it never grows, so never
+    wraps."""
+    if decimals >= 0:
+        return n
+    unit = 10 ** -decimals
+    magnitude = abs(n) // unit * unit
+    return magnitude if n >= 0 else -magnitude
 
 
 def sign_float(x: float) -> float:
@@ -155,7 +178,9 @@ def _day_months(later: int, earlier: int) -> int:
 
 _CALENDAR: dict[str, Callable[..., int]] = {"add_months": add_months, "months_between": months_between}
 _INTEGER: dict[str, Callable[..., int]] = {
-    "floor": lambda n: n, "ceil": lambda n: n, "sign": lambda n: (n > 0) - (n < 0), "round": round_int}
+    "floor": lambda n: n, "ceil": lambda n: n, "sign": lambda n: (n > 0) - (n < 0), "round": round_int,
+    "truncate": truncate_int}
 _FLOAT: dict[str, Callable[..., float]] = {
-    "floor": np.floor, "ceil": np.ceil, "sign": sign_float, "round": round_float, "power": java_pow,
+    "floor": np.floor, "ceil": np.ceil, "sign": sign_float, "round": round_float, "truncate": truncate_float,
+    "power": java_pow,
     "sqrt": sqrt, "ln": ln, "log10": log10, "log": log, "exp": exp}

@@ -254,6 +254,19 @@ def _math(e: ex.MathCall, schema: Schema) -> Column:
         if places.value < 0 and not integer and not _STRICT_MATH.get():
             return _libm("round", [x, F.lit(places.value)])  # Java 17 writes a whole double as its long's digits
         return F.round(x, places.value)
+    if e.func == "truncate":  # Spark has no TRUNCATE of numbers
+        places = e.args[1]
+        assert isinstance(places, ex.Literal)
+        if not integer:
+            if _STRICT_MATH.get():  # no Spark function cuts the shortest decimal: Java 17's toString is not it
+                raise UnsupportedError("the Spark engine cannot TRUNCATE a DOUBLE in an outer join's condition, "
+                                       "where Spark runs no Python UDF; compute it in a projection before the join")
+            return _libm("truncate", [x, F.lit(places.value)])
+        if places.value >= 0:
+            return x
+        if places.value <= -19:  # 10^19 is past BIGINT
+            return x * F.lit(0)
+        return x - x % F.lit(10 ** -places.value)  # Spark's % keeps the dividend's sign, as Java's
     if e.func == "sqrt":  # correctly rounded in Java as in C
         return F.sqrt(x)
     args = [to_spark(a, schema) for a in e.args]

@@ -594,15 +594,24 @@ class ExpressionTranslator:
 
     def visit_Round(self, node: exp.Round) -> Expr:
         """ROUND(x[, places]): HALF_UP, of the number as Java writes it, as Flink's (darwin.plan.numeric)."""
+        return self._numeric(node.this, "ROUND").round(self._places(node, "ROUND"))
+
+    def _places(self, node: exp.Round | exp.Trunc, name: str) -> int:
+        """ROUND's or TRUNCATE's places: an integer literal, 0 if not given."""
         from darwin.plan.numeric import MAX_DECIMALS
 
         places_node = node.args.get("decimals")
-        places = 0 if places_node is None else self._integer(places_node, "ROUND's places")
+        places = 0 if places_node is None else self._integer(places_node, f"{name}'s places")
         if not -MAX_DECIMALS <= places <= MAX_DECIMALS:
-            raise self.where.error(places_node, f"ROUND's places are from -{MAX_DECIMALS} to {MAX_DECIMALS} in "
+            raise self.where.error(places_node, f"{name}'s places are from -{MAX_DECIMALS} to {MAX_DECIMALS} in "
                                                 f"Darwin (10^{MAX_DECIMALS} is the largest power of ten a DOUBLE "
                                                 f"holds); got {places}")
-        return self._numeric(node.this, "ROUND").round(places)
+        return places
+
+    def visit_Trunc(self, node: exp.Trunc) -> Expr:
+        """TRUNCATE(x[, places]): cut toward zero, of the number as Java writes it, as Flink's (Calcite's
+        struncate, darwin.plan.numeric)."""
+        return self._numeric(node.this, "TRUNCATE").truncate(self._places(node, "TRUNCATE"))
 
     def visit_Sign(self, n: exp.Sign) -> Expr: return self._numeric(n.this, "SIGN").sign()
     def visit_Sqrt(self, n: exp.Sqrt) -> Expr: return self._numeric(n.this, "SQRT").sqrt()

@@ -600,11 +600,13 @@ def test_numeric_functions_on_spark(spark):
     query = dw.sql("SELECT ts, ROUND(x, 2) AS r, ROUND(x, 10) AS r10, ROUND(x, -2) AS rm2, ROUND(n, -1) AS rn, "
                    "FLOOR(x) AS f, "
                    "CEIL(x) AS c, SIGN(x) AS s, SIGN(n) AS sn, POWER(x, 2.5) AS p, POWER(n, x) AS pn, SQRT(x) AS q, "
-                   "LN(x) AS l, EXP(x) AS e, LOG10(x) AS l10, LOG(2, x) AS l2, LOG(1, x) AS l1, LOG(n, x) AS ln "
-                   "FROM t", tables={"t": t})
+                   "LN(x) AS l, EXP(x) AS e, LOG10(x) AS l10, LOG(2, x) AS l2, LOG(1, x) AS l1, LOG(n, x) AS ln, "
+                   "TRUNCATE(x, 2) AS t2, TRUNCATE(x, -2) AS tm2, TRUNCATE(x) AS t0, TRUNCATE(n, -1) AS tn, "
+                   "TRUNCATE(n, -19) AS tn19 FROM t", tables={"t": t})
     on_spark = assert_three_engines_agree(query, exact=True).table
     first = min(on_spark.to_pylist(), key=lambda r: r["ts"])
     assert (first["r"], first["rn"], first["f"], first["c"]) == (2.68, 130, 2.0, 3.0)
+    assert (first["t2"], first["tn"]) == (2.67, 120)
     # an outer join's condition, where Spark runs no Python UDF: Spark's own functions
     small = t.filter(col("n") > 4).select(k=col("n") % 2, y="x")
     assert_three_engines_agree(t.join(small, on=[("n", "k")], how="left", where=col("x").pow(col("y")).ln() > 1))

@@ -835,7 +835,50 @@ def test_numeric_functions_are_flinks(config):
          math.log(1000) / math.log(2), inf, 1e6, 2.0**1000, inf), (None,) * 10])
 
 
+@pytest.mark.parametrize("config", MODES)
+def test_truncate_is_flinks(config):
+    """TRUNCATE was refused ('Trunc (TRUNCATE(x, 2)) is not supported in Darwin's SQL'). Flink's is Calcite's
+    struncate: BigDecimal.valueOf(x), the number as Java writes it, cut toward zero, so 0.29 (a double below 0.29)
+    and 1.1 * 3 (3.3000000000000003) keep their digits where cutting the double's value would lose one; a BIGINT is
+    cut to tens with negative places, never wrapping; -0.29 cut to 0 places is 0.0, BigDecimal having no -0."""
+    x = [0.29, -0.29, 1.1 * 3, 2.675, -7.999, 123456.789, 1e300, 0.1 + 0.2, float("nan"), None]
+    n = [1234, -1234, 9_223_372_036_854_775_807, -9_223_372_036_854_775_808, 5, -5, 99, 0, 1, None]
+    got = rows("SELECT ts, TRUNCATE(x, 2), TRUNCATE(x), TRUNCATE(x, -2), TRUNCATE(x, 16), TRUNCATE(n, -2), "
+               "TRUNCATE(n), TRUNCATE(n, -18), TRUNCATE(n, -19) FROM t", table(x=x, n=n), config)
+    assert same_floats(got, [
+        (0.29, 0.0, 0.0, 0.29, 1200, 1234, 0, 0), (-0.29, 0.0, 0.0, -0.29, -1200, -1234, 0, 0),
+        (3.3, 3.0, 0.0, 3.3000000000000003, 9_223_372_036_854_775_800, 9_223_372_036_854_775_807,
+         9_000_000_000_000_000_000, 0),
+        (2.67, 2.0, 0.0, 2.675, -9_223_372_036_854_775_800, -9_223_372_036_854_775_808,
+         -9_000_000_000_000_000_000, 0),
+        (-7.99, -7.0, -0.0, -7.999, 0, 5, 0, 0), (123456.78, 123456.0, 123400.0, 123456.789, 0, -5, 0, 0),
+        (1e300, 1e300, 1e300, 1e300, 0, 99, 0, 0), (0.3, 0.0, 0.0, 0.3, 0, 0, 0, 0),
+        (math.nan, math.nan, math.nan, math.nan, 0, 1, 0, 0), (None,) * 8])
+    assert str(got[1][1]) == "0.0" and str(got[4][2]) == "0.0"
+    assert [r["c"] for r in table(x=[0.29]).select(c=col("x").truncate(2)).collect(config).to_pylist()] == [0.29]
+
+
 FLOATS = st.one_of(st.none(), st.floats(), st.floats(-1e6, 1e6), st.decimals(-1000, 1000, places=4).map(float))
+
+
+@settings(max_examples=30, deadline=None)
+@given(x=st.lists(st.one_of(st.none(), st.floats(), st.decimals(-10**9, 10**9, places=8).map(float),
+                            st.integers(-2**60, 2**60).map(float)), min_size=1, max_size=20),
+       places=st.integers(-12, 12))
+def test_truncate_cuts_the_number_as_java_writes_it_on_both_engines(x, places):
+    """Compiled (no decimals below 2^48 units) and interpreted TRUNCATE against BigDecimal.valueOf's decimal (the
+    shortest that reads back, Python's repr) cut toward zero: decimals of up to 8 places, whose doubles sit
+    either side of them, at places either side of theirs."""
+    from decimal import ROUND_DOWN, Decimal
+
+    t = table(x=pa.array(x, pa.float64()))
+    query = f"SELECT ts, TRUNCATE(x, {places}) FROM t"
+    compiled, interpreted = (rows(query, t, config) for config in MODES)
+    expected = [(None if v is None else v if not math.isfinite(v) else
+                 float(Decimal(repr(v)).scaleb(places).to_integral_value(ROUND_DOWN).scaleb(-places)) + 0.0,)
+                for v in x]
+    assert same_floats(compiled, interpreted) and same_floats(compiled, expected)
+    assert all(str(c) == str(e) for (c,), (e,) in zip(compiled, expected))
 
 
 @settings(max_examples=40, deadline=None)
@@ -848,7 +891,8 @@ def test_numeric_functions_agree_on_both_engines(x, y, n, places, int_places):
     Math on NaN, infinities, zeros and negative numbers."""
     t = table(x=pa.array(x, pa.float64()), y=pa.array(y[:len(x)], pa.float64()), n=pa.array(n[:len(x)], pa.int64()))
     query = (f"SELECT ts, ROUND(x, {places}), FLOOR(x), CEIL(x), SIGN(x), SQRT(x), LN(x), LOG10(x), EXP(x), "
-             f"POWER(x, y), LOG(y, x), ROUND(n, {int_places}), SIGN(n), POWER(n, 2) FROM t")
+             f"POWER(x, y), LOG(y, x), ROUND(n, {int_places}), SIGN(n), POWER(n, 2), TRUNCATE(x, {places}), "
+             f"TRUNCATE(y, {min(places, 6)}), TRUNCATE(n, {int_places}) FROM t")
     compiled, interpreted = (rows(query, t, config) for config in MODES)
     assert same_floats(compiled, interpreted)
 
@@ -876,6 +920,8 @@ def test_power_with_a_literal_operand_is_cs_pow_on_both_engines():
     ("SELECT ROUND(s, 1) FROM t", "column 14: ROUND takes numbers; s is string"),
     ("SELECT ROUND(a, 23) FROM t", "column 17: ROUND's places are from -22 to 22"),
     ("SELECT ROUND(a, a) FROM t", "column 17: ROUND's places must be an integer literal"),
+    ("SELECT TRUNCATE(a, -23) FROM t", "column 21: TRUNCATE's places are from -22 to 22"),
+    ("SELECT TRUNCATE(s, 1) FROM t", "column 17: TRUNCATE takes numbers; s is string"),
     ("SELECT CEIL(a, 2) FROM t", "column 16: CEIL takes one number"),
     ("SELECT POWER(a, s) FROM t", "column 17: POWER takes numbers; s is string"),
 ])
