@@ -8,7 +8,8 @@ It defines Darwin's semantics, and the compiled engine is tested against it
 - a source's watermark advances per record: max event time seen − delay; a finished
   source's watermark is +infinity;
 - a batch goes through every operator it reaches before anything else happens; a node
-  with several consumers hands it to each in plan order;
+  with several consumers hands it to each in the order the compiled engine's pipelines reading it
+  are made (``_Operator.attach``);
 - then every stateful operator, inputs first, takes its new watermark (the minimum of its
   inputs'), fires the windows whose end <= watermark (ordered by window start, then by the
   order in which their groups first appeared) and frees join rows that can no longer match;
@@ -57,6 +58,7 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
     ctx = _Context(metrics, config)
     built = _Builder(ctx)
     root = built.visit(plan)
+    root.attach()
     out = _Collector()
     root.consumers.append((out, 0))
     ops = [built.results[id(n)][1] for n in pn.walk(plan) if id(n) in built.results]  # a lookup table loads apart
@@ -123,11 +125,28 @@ class _Operator:
     """One plan node's work. ``push`` takes rows arriving on input ``port``; ``emit`` hands rows
     to every consumer in turn; ``advance`` runs after each input batch."""
 
+    deferred = False  # a stateless operator becomes a consumer when the operator reading it does
+
     def __init__(self, inputs: list[_Operator]) -> None:
         self.inputs = inputs
         self.consumers: list[tuple[Any, int]] = []
         self.wm = NO_WATERMARK
-        for port, op in enumerate(inputs):
+        self.attached = False
+        if not self.deferred:
+            self.attach()
+
+    def attach(self) -> None:
+        """Become a consumer of each input, in port order, once.
+
+        A batch reaches a node's consumers in the order the compiled engine makes the pipelines reading
+        it: a chain of stateless operators is made when the operator reading it is (so a ``_Map`` attaches
+        then), a join's left input before its right one is visited and a union's parts in turn (so the
+        builder moves them to their places, ``_Builder.placed``), any other operator as it is built."""
+        if self.attached:
+            return
+        self.attached = True
+        for port, op in enumerate(self.inputs):
+            op.attach()
             op.consumers.append((self, port))
 
     def emit(self, rows: Rows, marks: Marks) -> None:
@@ -184,6 +203,8 @@ class _Scan(_Operator):
 
 class _Map(_Operator):
     """A stateless operator: each row becomes zero or more rows, keeping its watermark mark."""
+
+    deferred = True
 
     def __init__(self, fn: Callable[[Row], list[Row]], child: _Operator) -> None:
         super().__init__([child])
@@ -266,15 +287,34 @@ class _Builder(SharedNodeVisitor[_Operator]):
         return _Over(node, self.visit(node.input))
 
     def visit_Union(self, node: pn.Union) -> _Operator:
-        return _Union([self.visit(p) for p in node.parts], pn.updating(node), union_source(node) is not None)
+        parts = [self.placed(p) for p in node.parts]
+        return _placed(_Union([op for op, _ in parts], pn.updating(node), union_source(node) is not None), parts)
 
     def visit_Join(self, node: pn.Join) -> _Operator:
-        return _Join(node, self.ctx, self.visit(node.left), self.visit(node.right))
+        left = self.placed(node.left)
+        right = self.placed(node.right)
+        return _placed(_Join(node, self.ctx, left[0], right[0]), [left, right])
+
+    def placed(self, node: pn.PlanNode) -> tuple[_Operator, int]:
+        """``node``'s operator, attached, and the place among its consumers of the one reading it next:
+        the compiled engine makes a join's left pipeline (a union's part) before it visits the next input."""
+        op = self.visit(node)
+        op.attach()
+        return op, len(op.consumers)
 
     def visit_LookupJoin(self, node: pn.LookupJoin) -> _Operator:
         table = [row for out in run(node.table, self.ctx.config, Metrics()) if out.kind == "result"
                  for row in out.rows.to_pylist()]
         return _Map(_lookup(node, table), self.visit(node.input))
+
+
+def _placed(op: _Operator, inputs: list[tuple[_Operator, int]]) -> _Operator:
+    """``op`` moved among each input's consumers to the place it had when that input was visited (the
+    last input first, so one operator read twice keeps its ports in order)."""
+    for port, (child, place) in reversed(list(enumerate(inputs))):
+        child.consumers.remove((op, port))
+        child.consumers.insert(place, (op, port))
+    return op
 
 
 class _Union(_Operator):

@@ -190,6 +190,24 @@ def test_unions_agree(left, right, batch):
 
 
 @SETTINGS
+@given(left=streams("L"), how=st.sampled_from(HOW), batch=st.integers(1, 8), state=st.sampled_from(STATES),
+       shape=st.sampled_from(["filtered right", "filtered left", "updating right", "union"]))
+def test_one_source_read_by_both_sides_agrees_in_order(left, how, batch, state, shape):
+    """A source both inputs read: each batch reaches the join's left input, then its right one, on both
+    engines (the interpreter built the right side's stateless operators first, so their rows came first)."""
+    other = left.filter(col("v") > 0).select(k=col("v") % 3, w="v")
+    if shape == "filtered right":
+        q = left.join(other, on=[("k", "k")], how=how, where=col("v") > col("w") - 40)
+    elif shape == "filtered left":
+        q = other.join(left, on=[("k", "k")], how=how)
+    elif shape == "updating right":
+        q = left.join(left.group_by("k").agg(n=dw.count()), on=[("k", "k")], how=how)
+    else:
+        q = left.select("k", "v").union(other.select("k", v="w"), left.select("k", "v"))
+    assert_agree(q, batch, state)
+
+
+@SETTINGS
 @given(left=streams("L"), how=st.sampled_from(("inner", "left")), batch=st.integers(1, 8),
        table=st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 4)), st.text("ab", max_size=2)), max_size=8))
 def test_lookup_joins_agree(left, how, batch, table):
