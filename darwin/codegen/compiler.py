@@ -54,16 +54,13 @@ def kernel_name(ks: KernelSource) -> str:
     return "k_" + hashlib.sha256(f"{darwin_fingerprint()}:{ks.key}".encode()).hexdigest()[:32]
 
 
-def kernel_path(ks: KernelSource, cache_dir: str) -> Path:
-    return Path(cache_dir) / "kernels" / f"{kernel_name(ks)}.py"
-
-
 def load_kernel(ks: KernelSource, cache_dir: str) -> Any:
     """The Numba dispatcher of a generated kernel (compiled lazily at first call, or from cache)."""
     memo = (ks.key, cache_dir)
     if memo in _LOADED:
         return _LOADED[memo]
-    path = kernel_path(ks, cache_dir)
+    name = kernel_name(ks)
+    path = Path(cache_dir) / "kernels" / f"{name}.py"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
@@ -71,7 +68,7 @@ def load_kernel(ks: KernelSource, cache_dir: str) -> Any:
             f.write(ks.source)
         os.replace(tmp, path)  # atomic: readers never see half a module
         log.debug("wrote kernel %s", path)
-    spec = importlib.util.spec_from_file_location(f"darwin_kernel_{kernel_name(ks)}", path)
+    spec = importlib.util.spec_from_file_location(f"darwin_kernel_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # Numba's cache refers to the module by name when it loads machine code

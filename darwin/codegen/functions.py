@@ -232,6 +232,26 @@ def math_sign_int(n: np.int64) -> np.int64:
     return np.int64(1) if n > 0 else np.int64(-1) if n < 0 else np.int64(0)
 
 
+@njit(inline="always", cache=True, nogil=True)
+def _decimal_units(x: float, places: np.int64) -> float:
+    """|x| in units of 10^-places, as a double (maybe one unit off)."""
+    scale = POWERS_OF_TEN[abs(places)]
+    return abs(x) * scale if places >= 0 else abs(x) / scale
+
+
+@njit(inline="always", cache=True, nogil=True)
+def _units_as_double(units: float, places: np.int64) -> float:
+    """``units`` of 10^-places as the double nearest that decimal (10^|places| is exact as a double)."""
+    scale = POWERS_OF_TEN[abs(places)]
+    return units / scale if places >= 0 else units * scale
+
+
+@njit(inline="always", cache=True, nogil=True)
+def _signed_as(x: float, magnitude: float) -> float:
+    """``magnitude`` with x's sign, never -0.0 (BigDecimal has none)."""
+    return -magnitude if x < 0 and magnitude != 0 else magnitude
+
+
 @njit(cache=True)
 def math_round_float(x: float, places: np.int64) -> float:
     """BigDecimal.valueOf(x).setScale(places, HALF_UP).doubleValue() for |places| <= 22. Where |x| holds fewer
@@ -243,9 +263,7 @@ def math_round_float(x: float, places: np.int64) -> float:
     GIL taken for those rows only). From 10^16 units no digit of it is below the place."""
     if not np.isfinite(x):
         return x
-    magnitude = abs(x)
-    scale = POWERS_OF_TEN[abs(places)]
-    units = magnitude * scale if places >= 0 else magnitude / scale
+    units = _decimal_units(x, places)
     if units >= 1e16:
         return x
     if units >= 281474976710656.0:  # 2^48
@@ -253,13 +271,8 @@ def math_round_float(x: float, places: np.int64) -> float:
             rounded = round_float(x, int(places))
         return rounded
     k = np.floor(units)
-    if places >= 0:
-        k = k + 1.0 if magnitude >= (k + 0.5) / scale else k
-        rounded = k / scale
-    else:
-        k = k + 1.0 if magnitude >= (k + 0.5) * scale else k
-        rounded = k * scale
-    return -rounded if x < 0 and rounded != 0 else rounded
+    k = k + 1.0 if abs(x) >= _units_as_double(k + 0.5, places) else k
+    return _signed_as(x, _units_as_double(k, places))
 
 
 @njit(cache=True)
@@ -270,9 +283,7 @@ def math_truncate_float(x: float, places: np.int64) -> float:
     decimals; from 2^48 units Python's repr finds the decimal; from 10^16 no digit of it is below the place."""
     if not np.isfinite(x):
         return x
-    magnitude = abs(x)
-    scale = POWERS_OF_TEN[abs(places)]
-    units = magnitude * scale if places >= 0 else magnitude / scale
+    units = _decimal_units(x, places)
     if units >= 1e16:
         return x
     if units >= 281474976710656.0:  # 2^48
@@ -280,13 +291,10 @@ def math_truncate_float(x: float, places: np.int64) -> float:
             cut = truncate_float(x, int(places))
         return cut
     k = np.floor(units)
-    if places >= 0:
-        k = k + 1.0 if magnitude >= (k + 1.0) / scale else k - 1.0 if magnitude < k / scale else k
-        cut = k / scale
-    else:
-        k = k + 1.0 if magnitude >= (k + 1.0) * scale else k - 1.0 if magnitude < k * scale else k
-        cut = k * scale
-    return -cut if x < 0 and cut != 0 else cut
+    magnitude = abs(x)
+    k = (k + 1.0 if magnitude >= _units_as_double(k + 1.0, places)
+         else k - 1.0 if magnitude < _units_as_double(k, places) else k)
+    return _signed_as(x, _units_as_double(k, places))
 
 
 @njit(cache=True, nogil=True)

@@ -90,10 +90,7 @@ def rocksdb_errors(directory: Path) -> Iterator[None]:
 
 def encode_keys(keys: list[np.ndarray]) -> list[bytes]:
     """Each row's key columns as bytes whose lexicographic order is the columns' numeric order."""
-    rows = np.empty((len(keys[0]), len(keys)), dtype=">u8")
-    for j, k in enumerate(keys):
-        rows[:, j] = k.view(np.uint64) ^ SIGN
-    return _row_bytes(rows)
+    return _row_bytes(_ordered_key_columns(keys))
 
 
 FIRE_CHUNK = 1 << 16  # entries a window's read holds as bytes objects before it decodes them into arrays
@@ -113,10 +110,15 @@ def _row_bytes(rows: np.ndarray) -> list[bytes]:
 def _key_rows(keys: list[np.ndarray]) -> np.ndarray:
     """Each row's key columns as one opaque value (numpy's void) ordered as its RocksDB key: comparable and
     searchable in bulk."""
+    return _ordered_key_columns(keys).view(np.dtype((np.void, 8 * len(keys)))).ravel()
+
+
+def _ordered_key_columns(keys: list[np.ndarray]) -> np.ndarray:
+    """The key columns side by side, big-endian with the sign bit flipped: bytes ordered as the numbers."""
     rows = np.empty((len(keys[0]), len(keys)), dtype=">u8")
     for j, k in enumerate(keys):
         rows[:, j] = k.view(np.uint64) ^ SIGN
-    return rows.view(np.dtype((np.void, 8 * len(keys)))).ravel()
+    return rows
 
 
 def _rows(encoded: list[bytes], dtype: str, width: int) -> np.ndarray:
