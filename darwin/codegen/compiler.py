@@ -5,6 +5,8 @@ Numba's on-disk cache (``cache=True``) finds the machine code again in the next
 process: a second run of the same query compiles nothing. The hash covers
 Darwin's own source too: Numba's cache does not notice that a helper a kernel
 calls (and inlines) has changed, so another Darwin must not find this one's code.
+Each Darwin build keeps its kernels in a directory of its own, so that the kernels of builds nobody
+runs any more (every upgrade leaves a set behind) can be removed whole.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import hashlib
 import importlib.util
 import logging
 import os
+import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -54,15 +58,58 @@ def kernel_name(ks: KernelSource) -> str:
     return "k_" + hashlib.sha256(f"{darwin_fingerprint()}:{ks.key}".encode()).hexdigest()[:32]
 
 
+UNUSED_BUILD_DAYS = 7  # another Darwin build's kernels go once no process has used them for this long
+IN_USE = "in-use"  # a file in each build's directory, touched by every process that loads a kernel from it
+REMOVING = ".removing-"  # a build directory renamed so, then removed
+LOOKED = "looked-for-unused"  # touched when a process looked for unused builds: one looks a day
+
+
+@functools.cache
+def build_directory(cache_dir: str) -> Path:
+    """This Darwin build's kernel directory, marked as used now; other builds' directories unused for
+    UNUSED_BUILD_DAYS (and kernels of the older flat layout as old) are removed, looked for once a day."""
+    kernels = Path(cache_dir) / "kernels"
+    directory = kernels / darwin_fingerprint()[:16]
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / IN_USE).touch()
+    looked, now = kernels / LOOKED, time.time()
+    if not looked.exists() or looked.stat().st_mtime < now - 86_400:
+        looked.touch()
+        remove_unused_builds(kernels, keep=directory, before=now - UNUSED_BUILD_DAYS * 86_400)
+    return directory
+
+
+def remove_unused_builds(kernels: Path, keep: Path, before: float) -> None:
+    """Remove the build directories under ``kernels`` last used before ``before`` (a time), and files there
+    of the flat layout older Darwins wrote (kernels and Numba's cache of them) last written before it."""
+    flat = [kernels / "__pycache__"] if (kernels / "__pycache__").is_dir() else []
+    for entry in [*kernels.iterdir(), *(f for d in flat for f in d.iterdir())]:
+        try:
+            if entry == keep or entry in flat or entry.name == LOOKED:
+                continue
+            if entry.name.startswith(REMOVING):  # a removal another process did not finish
+                shutil.rmtree(entry, ignore_errors=True)
+            elif entry.is_dir():
+                marker = entry / IN_USE
+                if (marker if marker.exists() else entry).stat().st_mtime < before:
+                    unused = entry.with_name(f"{REMOVING}{entry.name}-{os.getpid()}")
+                    entry.rename(unused)  # at once: no process finds half a build
+                    shutil.rmtree(unused, ignore_errors=True)
+            elif entry.stat().st_mtime < before:
+                entry.unlink()
+        except OSError as e:  # another process removed it first, or cannot be helped: the cache stays usable
+            log.debug("kernel cache: %s not removed: %s", entry, e)
+
+
 def load_kernel(ks: KernelSource, cache_dir: str) -> Any:
     """The Numba dispatcher of a generated kernel (compiled lazily at first call, or from cache)."""
     memo = (ks.key, cache_dir)
     if memo in _LOADED:
         return _LOADED[memo]
     name = kernel_name(ks)
-    path = Path(cache_dir) / "kernels" / f"{name}.py"
+    path = build_directory(cache_dir) / f"{name}.py"
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)  # again: a long-running process's may have been removed
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "w") as f:
             f.write(ks.source)

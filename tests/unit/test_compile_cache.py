@@ -1,9 +1,13 @@
 """A second process running the same query compiles nothing; targets are honoured."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
+import time
+
+from darwin.codegen.compiler import IN_USE, LOOKED, UNUSED_BUILD_DAYS
 
 SCRIPT = textwrap.dedent("""
     import json, sys
@@ -31,7 +35,7 @@ def test_second_process_compiles_nothing(tmp_path):
     assert first["compiled"] >= 1 and first["cached"] == 0
     assert second["compiled"] == 0 and second["cached"] >= 1
     assert first["rows"] == second["rows"] == [1.5, 2.0, 3.0, 4.0]
-    assert list((tmp_path / "kernels").glob("k_*.py"))
+    assert list((tmp_path / "kernels").glob("*/k_*.py"))  # in this Darwin build's directory
 
 
 def test_generic_target_gives_the_same_result(tmp_path):
@@ -60,3 +64,39 @@ def test_another_darwin_does_not_load_this_ones_machine_code(tmp_path):
     assert first["compiled"] >= 1 and other["compiled"] == first["compiled"] and other["cached"] == 0
     assert other["rows"] == first["rows"]
     assert _run(tmp_path)["compiled"] == 0
+
+
+def _kernels_of_a_build(kernels, name, last_used):
+    build = kernels / name
+    (build / "__pycache__").mkdir(parents=True)
+    (build / "k_0.py").write_text("kernel = None\n")
+    (build / IN_USE).touch()
+    os.utime(build / IN_USE, (last_used, last_used))
+    return build
+
+
+def _written_at(path, when):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("")
+    os.utime(path, (when, when))
+    return path
+
+
+def test_kernels_of_builds_unused_for_a_week_are_removed(tmp_path):
+    """Every Darwin upgrade compiles its own kernels: the old ones go once no process has used them for
+    UNUSED_BUILD_DAYS, looked for at most once a day; a build used since stays."""
+    kernels, now, days = tmp_path / "kernels", time.time(), UNUSED_BUILD_DAYS * 86_400
+    unused = _kernels_of_a_build(kernels, "0123456789abcdef", now - days - 60)
+    used = _kernels_of_a_build(kernels, "fedcba9876543210", now - days + 3_600)
+    flat_old = [_written_at(kernels / "k_1.py", now - days - 60),
+                _written_at(kernels / "__pycache__" / "k_1.kernel-3.py311.nbi", now - days - 60)]
+    flat_recent = [_written_at(kernels / "k_2.py", now - 60),
+                   _written_at(kernels / "__pycache__" / "k_2.kernel-3.py311.nbi", now - 60)]
+    assert _run(tmp_path)["compiled"] >= 1
+    assert not unused.exists() and used.exists() and not any(p.exists() for p in flat_old)
+    assert all(p.exists() for p in flat_recent)
+    assert [p.parent.name for p in kernels.glob("*/k_*.py") if p.parent != used]  # this build's own
+    later = _kernels_of_a_build(kernels, "00112233445566aa", now - days - 60)
+    assert _run(tmp_path)["compiled"] == 0 and later.exists()  # looked today already
+    os.utime(kernels / LOOKED, (now - 86_500, now - 86_500))
+    assert _run(tmp_path)["compiled"] == 0 and not later.exists() and used.exists()
