@@ -209,7 +209,7 @@ def run_config(deployment: Deployment) -> Config:
     if q.sql is None:
         return deployment.config
     sql = q.sql
-    return _in_sql(deployment, q, lambda: script_settings(sql).applied(deployment.config))
+    return _in_sql(deployment, q, lambda: script_settings(sql).applied(deployment.config, deployment.write_path))
 
 
 def _sql(deployment: Deployment, q: QuerySpec, tables: Mapping[str, api.Table]) -> tuple[api.Table, Config]:
@@ -225,7 +225,7 @@ def _sql(deployment: Deployment, q: QuerySpec, tables: Mapping[str, api.Table]) 
         script = query_of_script(sql, tables=dict(tables), paths=lambda text: str(deployment.read_path(text)),
                                  insert_advice=INSERT_ADVICE)
         assert script.query is not None
-        return script.query, script.settings.applied(deployment.config)
+        return script.query, script.settings.applied(deployment.config, deployment.write_path)
     return _in_sql(deployment, q, planned)
 
 

@@ -120,6 +120,12 @@ class Deployment:
         ``allow_paths_outside``. A ``ConfigError`` without a place: the caller knows where it was."""
         return _Paths(self.directory.resolve(), self.allow_paths_outside).check(text, read=True)
 
+    def write_path(self, text: str) -> str:
+        """A directory the job writes, given inside the query (SET 'execution.checkpointing.dir'), held
+        to the rule of the file's own paths: resolved against its directory and kept under it unless
+        ``allow_paths_outside``. A ``ConfigError`` without a place: the caller knows where it was."""
+        return str(_Paths(self.directory.resolve(), self.allow_paths_outside).check(text))
+
     def summary(self, config: Config | None = None) -> str:
         """A few lines saying what the job reads, computes and writes; ``config``: what it runs with,
         if not its ``config:`` section (query.sql's SET statements change it)."""

@@ -21,7 +21,7 @@ from typing import Any
 from sqlglot.tokens import Token, TokenType
 
 from darwin.config import Config
-from darwin.errors import ConfigError, SqlError, UnsupportedError
+from darwin.errors import ConfigError, DarwinError, SqlError, UnsupportedError
 from darwin.plan import nodes as pn
 from darwin.plan.temporal import join_timing
 
@@ -136,6 +136,35 @@ def _runtime_mode(value: str) -> str:
 UTC_ZONES = ("UTC", "GMT", "Etc/UTC", "Etc/GMT", "Z", "+00:00")
 
 
+def _state_backend(value: str) -> str:
+    """Darwin's backend for a Flink state backend (Flink reads the name in any case): ``hashmap``
+    (and the older ``jobmanager`` and ``filesystem``, heap backends too) keeps state as objects on
+    the JVM heap, which Darwin's ``memory`` backend is; ``rocksdb`` is ``rocksdb``."""
+    backend = {"hashmap": "memory", "jobmanager": "memory", "filesystem": "memory",
+               "rocksdb": "rocksdb"}.get(value.strip().lower())
+    if backend is None:
+        raise BadValue("expected 'hashmap' or 'rocksdb' (Darwin's memory and rocksdb backends); Darwin has no "
+                       "other Flink state backend")
+    return backend
+
+
+_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _directory(value: str) -> str:
+    """A local directory, given as a path or a ``file://`` URI (Flink's usual form): the path."""
+    path = value.strip()
+    path = path.removeprefix("file://") if path.startswith("file://") else path
+    if path.startswith("file:"):
+        path = path.removeprefix("file:")
+    if not path:
+        raise BadValue("expected a directory, e.g. 'file:///data/checkpoints' or 'checkpoints'")
+    if _URI_SCHEME.match(path) and not re.match(r"^[A-Za-z]:[\\/]", path):
+        raise BadValue("Darwin writes to local directories; a distributed file system (hdfs://, s3://, ...) is "
+                       "not supported: give a local path or a file:// URI")
+    return path
+
+
 def _time_zone(value: str) -> str:
     if value not in UTC_ZONES:
         raise BadValue("Darwin computes times in UTC (as Flink does in a UTC session); other zones are not supported")
@@ -152,7 +181,14 @@ HONOURED: dict[str, Callable[[str], Any]] = {
     "table.optimizer.agg-phase-strategy": _choice("AUTO", "ONE_PHASE", "TWO_PHASE"),
     "table.local-time-zone": _time_zone,  # what Darwin does anyway: accepted only where it holds
     "execution.runtime-mode": _runtime_mode,  # likewise: streaming only
+    "state.backend.type": _state_backend,  # Config.state
+    "state.backend": _state_backend,  # the older key of the same setting (Flink < 1.19)
+    "execution.checkpointing.dir": _directory,  # Config.checkpoint_dir
+    "state.checkpoints.dir": _directory,  # the older key of the same setting (Flink < 2.0)
+    "state.backend.rocksdb.localdir": _directory,  # Config.state_path: where RocksDB keeps its files
 }
+# Keys whose value is a path: a script run from a deployment holds them to the deployment's rule.
+PATH_SETTINGS = ("execution.checkpointing.dir", "state.checkpoints.dir", "state.backend.rocksdb.localdir")
 # Keys that only tune Flink's performance or its client's display: read (a malformed value is still
 # refused) and otherwise ignored, since no result depends on them.
 IGNORED: dict[str, Callable[[str], Any]] = {
@@ -163,9 +199,18 @@ IGNORED: dict[str, Callable[[str], Any]] = {
     "table.optimizer.distinct-agg.split.enabled": _boolean,
     "table.optimizer.distinct-agg.split.bucket-num": lambda v: _integer(v, 1),
     "execution.checkpointing.mode": _choice("EXACTLY_ONCE", "AT_LEAST_ONCE"),  # Darwin's are exactly once
+    "state.backend.incremental": _boolean,  # how much a RocksDB checkpoint copies, not what it holds
     "sql-client.execution.result-mode": _choice("TABLE", "CHANGELOG", "TABLEAU"),
     "sql-client.verbose": _boolean,
 }
+
+
+# What a key that needs another setting says to give (a Config refuses it without).
+_LOCAL_DIR = (" (SET 'state.backend.rocksdb.localdir', or give Config(state_path=...) or a deployment's config: "
+              "state_path)")
+_WAYS_OUT = {"execution.checkpointing.interval": " (SET 'execution.checkpointing.dir', or give Config(checkpoint_dir="
+                                                 "...) or a deployment's config: checkpoint_dir)",
+             "state.backend.type": _LOCAL_DIR, "state.backend": _LOCAL_DIR}
 
 
 @dataclass(frozen=True)
@@ -182,8 +227,15 @@ class Settings:
         return self.values.get("table.exec.state.ttl") or None
 
     def config_changes(self) -> dict[str, tuple[Any, str]]:
-        """The Config fields these settings give, each with the key that gave it."""
+        """The Config fields these settings give, each with the key that gave it. Of a key and its
+        older name, the newer wins where both are set, as in Flink."""
         v, changes = self.values, {}
+        for field_name, keys in (("state", ("state.backend.type", "state.backend")),
+                                 ("checkpoint_dir", ("execution.checkpointing.dir", "state.checkpoints.dir")),
+                                 ("state_path", ("state.backend.rocksdb.localdir",))):
+            key = next((k for k in keys if k in v), None)
+            if key is not None:
+                changes[field_name] = (v[key], key)
         resource = v.get("table.exec.resource.default-parallelism", -1)
         if resource > 0:  # Flink: the SQL operators' parallelism where set, else parallelism.default
             changes["parallelism"] = (resource, "table.exec.resource.default-parallelism")
@@ -200,19 +252,28 @@ class Settings:
             changes["pre_aggregate"] = (not one, "table.optimizer.agg-phase-strategy")
         return changes
 
-    def applied(self, config: Config | None) -> Config:
+    def applied(self, config: Config | None, paths: Callable[[str], str] | None = None) -> Config:
         """``config`` (the caller's: Flink's flink-conf.yaml) with what the script SET: SET wins, as a
-        session's SET overrides the cluster's configuration; a RESET went back to ``config``'s value."""
+        session's SET overrides the cluster's configuration; a RESET went back to ``config``'s value.
+        ``paths`` turns a directory the script SET into the one to use (a deployment resolves it
+        against its directory and keeps it under it, as the paths of its CREATE TABLEs); its refusal
+        is an ``SqlError`` at the SET."""
         base = config or Config()
         changes = self.config_changes()
         if not changes:
             return base
+        if paths is not None:
+            for name, (value, key) in list(changes.items()):
+                if key in PATH_SETTINGS:
+                    try:
+                        changes[name] = (paths(value), key)
+                    except DarwinError as e:
+                        raise SqlError(f"{self.where[key]}: SET '{key}' = '{value}': {e}") from None
         try:
             return base.replace(**{name: value for name, (value, _) in changes.items()})
         except ConfigError as e:
             key = next((k for f, (_, k) in changes.items() if repr(f) in str(e)), next(iter(changes.values()))[1])
-            hint = (" (Darwin writes checkpoints where Config(checkpoint_dir=...) or a deployment's config: "
-                    "checkpoint_dir says)") if key == "execution.checkpointing.interval" else ""
+            hint = _WAYS_OUT.get(key, "")
             raise SqlError(f"{self.where[key]}: SET '{key}': {e}{hint}") from None
 
 

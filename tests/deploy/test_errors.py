@@ -138,6 +138,26 @@ def test_set_statements_of_the_sql_change_the_config_and_the_plan(job):
                               "'table.exec.state.ttl' = 'soon': expected a duration")
 
 
+def test_a_set_directory_of_the_sql_stays_under_the_deployment_directory(job, tmp_path):
+    """SET 'execution.checkpointing.dir' and 'state.backend.rocksdb.localdir' in query.sql are
+    resolved against the file's directory and kept under it, as its CREATE TABLE paths are."""
+    def with_sets(*sets: str) -> str:
+        return GOOD.replace("  sql: |\n", "  sql: |\n" + "".join(f"    {s}\n" for s in sets))
+    sets = ("SET 'state.backend.type' = 'rocksdb';", "SET 'state.backend.rocksdb.localdir' = 'state';",
+            "SET 'execution.checkpointing.dir' = 'file://checkpoints';",
+            "SET 'execution.checkpointing.interval' = '1 s';")
+    deployment = deploy.load(job(with_sets(*sets)))
+    config = deploy.jobs.run_config(deployment)
+    assert (config.state, config.state_path, config.checkpoint_dir) == (
+        "rocksdb", str(tmp_path.resolve() / "state"), str(tmp_path.resolve() / "checkpoints"))
+    assert deploy.jobs.plan(deployment).config == config
+    assert deploy.run(deployment).metrics["output_rows"] == 1
+    assert any((tmp_path / "checkpoints").iterdir())
+    message = error_of(job(with_sets("SET 'pipeline.name' = 'x';", "SET 'state.checkpoints.dir' = '../../else';")))
+    assert message.startswith("job.yaml:10: key 'query.sql': SQL line 2, column 5 (file column 9): SET "
+                              "'state.checkpoints.dir' = '../../else': the path '../../else' leads outside"), message
+
+
 def test_path_leaving_the_config_directory_is_refused_unless_allowed(job, tmp_path):
     message = error_of(job(GOOD.replace("path: out/doubled", "path: ../../elsewhere")))
     assert message.startswith("job.yaml:15: key 'sinks.out.path': the path '../../elsewhere' leads outside")

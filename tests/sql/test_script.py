@@ -453,13 +453,44 @@ def test_parallelism_and_checkpoint_interval_set_in_the_script_reach_the_run(tmp
     ("SET 'parallelism.default' = '3'; RESET 'parallelism.default';", {}),
     ("SET 'pipeline.name' = 'bids per auction'; SET 'table.exec.mini-batch.enabled' = 'true';"
      "SET 'table.exec.mini-batch.allow-latency' = '5 s'; SET 'table.exec.mini-batch.size' = '5000';"
-     "SET 'execution.runtime-mode' = 'streaming'; SET 'table.local-time-zone' = 'UTC';", {}),
+     "SET 'execution.runtime-mode' = 'streaming'; SET 'table.local-time-zone' = 'UTC';"
+     "SET 'state.backend.incremental' = 'true';", {}),
+    ("SET 'state.backend.type' = 'rocksdb';", {"state": "rocksdb"}),
+    ("SET 'state.backend' = 'HashMap';", {"state": "memory"}),  # Flink reads the name in any case
+    ("SET state.backend = rocksdb; SET 'state.backend.type' = 'hashmap';", {"state": "memory"}),  # the newer key
+    ("SET 'state.backend.type' = 'rocksdb'; SET 'state.backend.rocksdb.localdir' = 'rocks';",
+     {"state": "rocksdb", "state_path": "rocks"}),
+    ("SET 'execution.checkpointing.dir' = 'file:///data/checkpoints';", {"checkpoint_dir": "/data/checkpoints"}),
+    ("SET 'state.checkpoints.dir' = 'old'; SET 'execution.checkpointing.dir' = 'new';", {"checkpoint_dir": "new"}),
+    ("SET 'state.checkpoints.dir' = 'file:/data/c'; RESET 'state.checkpoints.dir';", {}),
 ])
 def test_settings_give_the_config_fields_of_the_same_meaning(tmp_path, sets, changes):
-    caller = dw.Config(parallelism=1, checkpoint_dir=str(tmp_path), idle_timeout="1s")
+    caller = dw.Config(parallelism=1, checkpoint_dir=str(tmp_path), idle_timeout="1s", state="mmap",
+                       state_path=str(tmp_path / "state"))
     insert = plan_script(f"{sets}\n{BLACKHOLE}INSERT INTO o SELECT k, COUNT(*) FROM t GROUP BY k",
                          {"t": idle_keys()}).inserts[0]
     assert insert.settings.applied(caller) == caller.replace(**changes)
+
+
+def test_a_script_sets_its_state_backend_and_where_it_checkpoints(tmp_path):
+    """SET 'state.backend.type', 'state.backend.rocksdb.localdir', 'execution.checkpointing.dir' and
+    the interval run the job on RocksDB with checkpoints there, with no Config given: the rows are
+    those of the memory backend, and a second run resumes the checkpoint."""
+    script = BLACKHOLE + "INSERT INTO o SELECT k, COUNT(*) FROM t GROUP BY k;\n"
+    sets = (f"SET 'state.backend.type' = 'rocksdb';\nSET 'state.backend.rocksdb.localdir' = '{tmp_path / 'rocks'}';\n"
+            f"SET 'execution.checkpointing.dir' = 'file://{tmp_path / 'checkpoints'}';\n"
+            "SET 'execution.checkpointing.interval' = '1 ms';\n")
+    expected = idle_keys().group_by("k").agg(n=dw.count()).collect(dw.Config(batch_size=1))
+    [run] = dw.sql_job(sets + script, tables={"t": idle_keys()}, config=dw.Config(batch_size=1))
+    assert run.metrics["checkpoints"] > 3 and any((tmp_path / "checkpoints").iterdir())
+    assert any((tmp_path / "rocks").iterdir())
+    [again] = dw.sql_job(sets + script, tables={"t": idle_keys()}, config=dw.Config(batch_size=1))
+    assert again.resumed_from is not None
+    planned = plan_script(sets + script, {"t": idle_keys()}).inserts[0]
+    on_rocksdb = planned.settings.applied(dw.Config(batch_size=1)).replace(
+        checkpoint_dir=None, checkpoint_interval=None, state_path=str(tmp_path / "collected"))
+    assert on_rocksdb.state == "rocksdb"
+    assert planned.table.collect(on_rocksdb).sort_by("k").equals(expected.sort_by("k"))
 
 
 @pytest.mark.parametrize(("sets", "match"), [
@@ -482,7 +513,14 @@ def test_settings_give_the_config_fields_of_the_same_meaning(tmp_path, sets, cha
     ("SET 'pipeline.name' = 'it''s';", r"line 1, column 1: write SET 'key' = 'value'"),
     ("SET 'execution.checkpointing.interval' = '10 s';",
      r"line 1, column 5: SET 'execution.checkpointing.interval': config key 'checkpoint_interval': needs "
-     r"'checkpoint_dir'.*Config\(checkpoint_dir=...\)"),
+     r"'checkpoint_dir'.*SET 'execution.checkpointing.dir'.*Config\(checkpoint_dir=...\)"),
+    ("SET 'state.backend.type' = 'forst';", r"line 1, column 28: .*expected 'hashmap' or 'rocksdb'"),
+    ("SET 'execution.checkpointing.dir' = 's3://bucket/checkpoints';",
+     r"line 1, column 37: .*Darwin writes to local directories"),
+    ("SET 'state.checkpoints.dir' = '';", r"line 1, column 31: .*expected a directory"),
+    ("SET 'pipeline.name' = 'x';\nSET 'state.backend.type' = 'rocksdb';",
+     r"line 2, column 5: SET 'state.backend.type': config key 'state_path': state backend 'rocksdb' keeps its "
+     r"files there.*SET 'state.backend.rocksdb.localdir'"),
 ])
 def test_bad_settings_are_refused_at_their_line_and_column_and_nothing_runs(tmp_path, sets, match):
     script = f"{sets}\nCREATE TABLE o (k BIGINT) WITH ('connector' = 'filesystem', 'path' = '{tmp_path / 'o'}');" \
