@@ -39,7 +39,7 @@ from darwin.plan.visitor import SharedNodeVisitor
 from darwin.plan.window import BarrierWindow
 from darwin.runtime.encoding import to_int64
 from darwin.runtime.output import Output
-from darwin.runtime.progress import LateRowsWarning, Metrics, WatermarkClock
+from darwin.runtime.progress import LateRowsWarning, Metrics, WatermarkClock, latest_event_time
 from darwin.timestamps import END_OF_INPUT, NO_WATERMARK
 from darwin.types import DType, Schema
 
@@ -194,6 +194,9 @@ class _Scan(_Operator):
         rows = rows_of(batch, self.node.schema, self.node.source.name)
         self.ctx.metrics.add("input_rows", len(rows))
         time_col, marks = self.node.time_column, []
+        if time_col is not None:
+            latest_event_time(to_int64(batch.column(time_col), self.node.source.name, time_col),
+                              self.node.source.name, time_col)
         for row in rows:
             if time_col is not None and row[time_col] is not None:
                 self.clock.observe(row[time_col])

@@ -29,7 +29,7 @@ from darwin.runtime.dictionary import load_dictionary, save_dictionary
 from darwin.runtime.encoding import EncodedBatch, StringPool, decode, encode, to_int64
 from darwin.runtime.output import BARRIER, Output
 from darwin.runtime.prefetch import in_order, prefetched
-from darwin.runtime.progress import Metrics, WatermarkClock
+from darwin.runtime.progress import Metrics, WatermarkClock, latest_event_time
 from darwin.timestamps import END_OF_INPUT, NO_WATERMARK
 
 if TYPE_CHECKING:
@@ -188,11 +188,11 @@ class SourceReader:
         if column is None or not batch.num_rows:
             return None
         times = to_int64(batch.column(column), self.scan.source.name, column)
-        values = times.to_numpy(zero_copy_only=False) if times.null_count == 0 else \
-            times.drop_null().to_numpy(zero_copy_only=False)
+        latest = latest_event_time(times, self.scan.source.name, column)
         if self.clock.max_future_ms is None:
-            return values.max(keepdims=True) if len(values) else values
-        return values
+            return np.array([] if latest is None else [latest], np.int64)
+        return times.to_numpy(zero_copy_only=False) if times.null_count == 0 else \
+            times.drop_null().to_numpy(zero_copy_only=False)
 
 
 class CompiledEngine:

@@ -7,11 +7,36 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from darwin.durations import MAX_EVENT_TIME_MS
+from darwin.errors import SourceError
 from darwin.timestamps import NO_WATERMARK
 
 LATE_WARNING_INTERVAL_S = 60.0
 
 log = logging.getLogger(__name__)
+
+
+def latest_event_time(times: pa.Array, source: str, column: str) -> int | None:
+    """The largest event time of a batch (None if it has none), refusing one beyond ``MAX_EVENT_TIME_MS`` of 1970.
+
+    Windows' ends, the watermark and lateness are computed in int64 from event times and durations of
+    at most 100 years, so only these times have windows int64 holds: near its ends a window's end
+    wrapped around (the compiled engine fired wrong windows, the interpreter failed in Arrow). Every
+    engine checks a source's time column here, in one pass that also finds the clock's maximum."""
+    extent = pc.min_max(times)
+    lowest, highest = extent["min"].as_py(), extent["max"].as_py()
+    if highest is None:
+        return None
+    for t in (lowest, highest):
+        if abs(t) > MAX_EVENT_TIME_MS:
+            raise SourceError(
+                f"source {source!r}: event time column {column!r} holds {t} ms since 1970, beyond the event "
+                f"times Darwin's windows and watermark support (-2^62 to 2^62 ms, about 146 million years "
+                f"either side of 1970)")
+    return int(highest)
 
 
 class WatermarkClock:

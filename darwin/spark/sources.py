@@ -35,7 +35,7 @@ from darwin.io.paced import Paced
 from darwin.io.source import Source
 from darwin.plan import nodes as pn
 from darwin.runtime.encoding import to_int64
-from darwin.runtime.progress import WatermarkClock
+from darwin.runtime.progress import WatermarkClock, latest_event_time
 from darwin.timestamps import END_OF_INPUT, NO_WATERMARK
 from darwin.types import DType
 
@@ -149,6 +149,7 @@ def _with_arrival(reader: _Reader, batch: pa.RecordBatch, seq: int) -> pa.Table:
         marks[:] = reader.clock.watermark
     else:
         times = columns[node.schema.names.index(node.time_column)]
+        latest_event_time(times, node.source.name, node.time_column)
         valid = times.is_valid().to_numpy(zero_copy_only=False)
         values = times.fill_null(0).to_numpy(zero_copy_only=False)
         clock = reader.clock

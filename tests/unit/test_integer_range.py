@@ -34,7 +34,7 @@ def test_uint64_within_int64_works(config):
 def test_seconds_beyond_int64_milliseconds_are_a_source_error(config):
     # times 1000 would wrap around silently; the largest that fits still works
     limit = (2**63 - 1) // 1000
-    ok = dw.from_arrow(pa.table({"ts": pa.array([-limit, limit], pa.timestamp("s"))}), time="ts")
+    ok = dw.from_arrow(pa.table({"ts": pa.array([-limit, limit], pa.timestamp("s"))}))  # no event time: past 2^62
     assert ok.select(t=col("ts").cast("int64")).collect(config)["t"].to_pylist() == [-limit * 1000, limit * 1000]
     for bad in (limit + 1, -limit - 1):
         t = dw.from_arrow(pa.table({"ts": pa.array([0, bad], pa.timestamp("s"))}), time="ts", name="secs")

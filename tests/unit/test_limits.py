@@ -5,9 +5,12 @@ from datetime import timedelta
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import darwin as dw
-from darwin.errors import ConfigError, PlanError
+from darwin.durations import MAX_DURATION_MS, MAX_EVENT_TIME_MS
+from darwin.errors import ConfigError, PlanError, SourceError
 from darwin.runtime import pipeline
 from darwin.testing import assert_engines_agree
 
@@ -82,3 +85,56 @@ def test_sliding_rows_are_written_in_bounded_chunks(monkeypatch):
          .select("window_start", "k"))
     result = assert_engines_agree(q, dw.Config(batch_size=7))
     assert result.table.num_rows == 5 * 1000
+
+
+DURATIONS = st.one_of(st.sampled_from([1, 1000, MAX_DURATION_MS // 2]), st.integers(1, MAX_DURATION_MS // 2))
+EDGE_TIMES = st.sampled_from([MAX_EVENT_TIME_MS, -MAX_EVENT_TIME_MS, MAX_EVENT_TIME_MS - 1, -MAX_EVENT_TIME_MS + 1])
+BEYOND = st.one_of(st.integers(MAX_EVENT_TIME_MS + 1, 2**63 - 1), st.integers(-2**63, -MAX_EVENT_TIME_MS - 1),
+                   st.sampled_from([2**63 - 1, -2**63, MAX_EVENT_TIME_MS + 1, -MAX_EVENT_TIME_MS - 1]))
+
+
+@st.composite
+def near_an_end(draw, size):
+    """Event times within 20 windows of ``size`` of one end of the supported times, the end among them."""
+    end = draw(st.sampled_from([MAX_EVENT_TIME_MS, -MAX_EVENT_TIME_MS]))
+    inward = -1 if end > 0 else 1
+    offsets = draw(st.lists(st.integers(0, 20 * size), min_size=1, max_size=8))
+    return [end + inward * o for o in [*offsets, 0]]
+
+
+def edge_windows(t, size, kind):
+    window = {"tumble": dw.Tumble(size, on="ts"), "slide": dw.Slide(size * 2, every=size, on="ts"),
+              "session": dw.Session(size, on="ts")}[kind]
+    return t.window(window).group_by("k").agg(n=dw.count(), s=dw.sum("k"))
+
+
+@pytest.mark.parametrize("state", ["memory", "mmap", "rocksdb"])
+@settings(max_examples=15, deadline=None)
+@given(data=st.data(), size=DURATIONS, delay=st.one_of(st.just(0), DURATIONS),
+       kind=st.sampled_from(["tumble", "slide", "session"]), batch_size=st.integers(1, 4))
+def test_windows_at_the_ends_of_the_supported_event_times(tmp_path_factory, state, data, size, delay, kind,
+                                                          batch_size):
+    """Every window of an event time within 2^62 ms of 1970, of durations up to 100 years, is held in int64
+    on both engines and every backend: its start at or before the time, its end after it."""
+    ts = data.draw(near_an_end(size))
+    t = dw.from_arrow(table(ts, [i % 3 for i in range(len(ts))]), time="ts", max_delay=delay, name="t")
+    path = None if state == "memory" else str(tmp_path_factory.mktemp("state"))
+    result = assert_engines_agree(edge_windows(t, size, kind),
+                                  dw.Config(batch_size=batch_size, state=state, state_path=path))
+    for start, end in zip(*(result.table[c].cast(pa.int64()).to_pylist() for c in ("window_start", "window_end"))):
+        assert start < end and any(start <= x < end for x in ts)
+
+
+@pytest.mark.parametrize("mode", ["compiled", "interpreted"])
+@settings(max_examples=15, deadline=None)
+@given(ts=st.lists(EDGE_TIMES, max_size=4), bad=BEYOND, at=st.integers(0, 4), kind=st.sampled_from(["tumble",
+                                                                                                    "session"]))
+def test_event_times_beyond_the_supported_ones_are_a_source_error(mode, ts, bad, at, kind):
+    """A time near int64's ends has no window int64 holds: the compiled engine fired one whose end had
+    wrapped around (an event at -2^63 in [2^63 - 192, -2^63 + 1000)), the interpreter failed in Arrow
+    ('Python int too large to convert to C long'), and both counted other rows late than each other."""
+    ts = [*ts[:at], bad, *ts[at:]]
+    t = dw.from_arrow(table(ts), time="ts", name="far")
+    with pytest.raises(SourceError, match=rf"source 'far': event time column 'ts' holds {bad} ms since 1970, "
+                                          r"beyond .* \(-2\^62 to 2\^62 ms"):
+        edge_windows(t, 1000, kind).collect(dw.Config(mode=mode, batch_size=2))
