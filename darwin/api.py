@@ -151,7 +151,8 @@ class Table:
         gets ``suffix``. A condition bounding both sides' event times makes an interval join, whose
         rows leave the state once they can no longer match; ``other`` from ``.lookup()`` makes a
         lookup join; ``state_ttl`` drops a regular join's rows once the watermark has moved that far
-        past their arrival.
+        past their arrival: one duration for both sides, or a pair ``(left, right)``, None keeping
+        that side's rows for ever (Flink's STATE_TTL hint gives each input its own).
         """
         left_keys, right_keys, safe = _join_keys(on, left_on, right_on)
         condition = None if where is None else _node(where)
@@ -165,9 +166,9 @@ class Table:
                             "a.window(dw.Tumble('10s', on='t')).join(b.window(dw.Tumble('10s', on='t')), ...)")
         if not isinstance(other, Table):
             raise PlanError(f"join() takes a Table, a windowed table or a .lookup() table, got {other!r}")
-        ttl = None if state_ttl is None else to_millis(state_ttl, "state_ttl", PlanError)
+        ttl, sides = _join_ttl(state_ttl)
         lk, rk = _paired_keys(self.plan, other.plan, left_keys, right_keys)
-        return Table(pn.Join(self.plan, other.plan, lk, rk, how, condition, suffix, ttl, safe))
+        return Table(pn.Join(self.plan, other.plan, lk, rk, how, condition, suffix, ttl, safe, sides))
 
     def union(self, *others: Table) -> Table:
         """Every row of this table and of ``others`` (UNION ALL); same column names and types."""
@@ -386,6 +387,16 @@ OrderBy = str | pn.SortKey | Sequence[str | pn.SortKey]
 
 def _state_ttl(value: Any) -> int | None:
     return None if value is None else to_millis(value, "state_ttl", PlanError)
+
+
+def _join_ttl(value: Any) -> tuple[int | None, tuple[int | None, int | None]]:
+    """A join's ``state_ttl=``: one duration for both sides, or ``(left, right)`` (0: for ever)."""
+    if not isinstance(value, (tuple, list)):
+        return _state_ttl(value), (None, None)
+    if len(value) != 2:
+        raise PlanError(f"join: state_ttl= takes a duration or a pair (left, right), got {value!r}")
+    left, right = (0 if v is None else to_millis(v, "state_ttl", PlanError) for v in value)
+    return None, (left, right)
 
 
 def asc(column: str) -> pn.SortKey:

@@ -346,6 +346,8 @@ class JoinOperator:
         pairs = ", ".join(pn.key_pairs(j, "="))
         kind = "regular" if self.timing is None else self.timing.describe()
         ttl = f" state_ttl={j.state_ttl_ms}ms" if j.state_ttl_ms is not None else ""
+        if j.side_ttl_ms != (None, None):
+            ttl += f" state_ttl left={j.ttl_of(0)} right={j.ttl_of(1)}"
         where = f" where {j.where}" if j.where is not None else ""
         unique = "".join(f" {side} unique on the keys" for side, u in zip(("left", "right"), self.unique) if u)
         return (f"join {self.id}: {j.how} of pipelines {self.left} and {self.right} on [{pairs}]{where} ({kind})"

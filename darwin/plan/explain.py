@@ -64,7 +64,7 @@ class _Describe(PlanVisitor[str]):
 
         timing = join_timing(node)
         kind = "regular" if timing is None else timing.kind
-        return f"Join {node.how} {kind} on [{_pairs(node)}]" + _where(node) + _ttl(node.state_ttl_ms)
+        return f"Join {node.how} {kind} on [{_pairs(node)}]" + _where(node) + _ttl(node.state_ttl_ms) + _sides(node)
 
     def visit_LookupJoin(self, node: pn.LookupJoin) -> str:
         return f"LookupJoin {node.how} on [{_pairs(node)}]" + _where(node)
@@ -75,6 +75,15 @@ class _Describe(PlanVisitor[str]):
 
 def _ttl(ms: int | None) -> str:
     return "" if ms is None else f" state_ttl={ms}ms"
+
+
+def _sides(node: pn.Join) -> str:
+    """The TTLs given per side, where any was (a plan with none reads as before them)."""
+    if node.side_ttl_ms == (None, None):
+        return ""
+    own = [("" if ms is None else f" {name}={ms}ms" if ms else f" {name}=never")
+           for name, ms in zip(("left", "right"), node.side_ttl_ms)]
+    return " state_ttl of" + "".join(own)
 
 
 def _pairs(node: pn.Join | pn.LookupJoin) -> str:

@@ -342,6 +342,9 @@ class GroupAggregate(_OneInput):
     keys: tuple[str, ...]
     aggs: tuple[tuple[str, AggCall], ...]
     state_ttl_ms: int | None = None  # a group leaves the state once the watermark is this far past its last row
+    # state_ttl_ms (None too) was given for this operator itself (Flink's STATE_TTL hint): a session's
+    # table.exec.state.ttl does not replace it
+    ttl_given: bool = False
 
     def __post_init__(self) -> None:
         _need_aggregates(self.aggs)
@@ -628,6 +631,9 @@ class Join:
     suffix: str = "_right"
     state_ttl_ms: int | None = None  # rows leave the state once the watermark has moved this far past them
     null_safe: frozenset[int] = frozenset()  # the key pairs (by position) whose NULLs match each other
+    # (left, right): a side's own TTL, where one was given for it (Flink's STATE_TTL hint names the
+    # inputs); 0 keeps that side's rows for ever; None: the side takes state_ttl_ms
+    side_ttl_ms: tuple[int | None, int | None] = (None, None)
 
     def __post_init__(self) -> None:
         if self.how not in JOIN_KINDS:
@@ -647,6 +653,8 @@ class Join:
             raise PlanError("join: suffix must not be empty")
         if self.state_ttl_ms is not None and self.state_ttl_ms <= 0:
             raise PlanError(f"join: state_ttl must be positive, got {self.state_ttl_ms}ms")
+        if any(ms is not None and ms < 0 for ms in self.side_ttl_ms):
+            raise PlanError(f"join: a side's state_ttl must not be negative, got {self.side_ttl_ms}")
         if self.where is not None:
             t = type_of(self.where, self.schema, "join condition (where=)")
             if t.dtype not in (DType.BOOL, None):
@@ -655,6 +663,16 @@ class Join:
     @property
     def inputs(self) -> tuple[PlanNode, ...]:
         return (self.left, self.right)
+
+    def ttl_of(self, side: int) -> int | None:
+        """How long a row of ``side`` (0 left, 1 right) is kept after its arrival; None: for ever."""
+        own = self.side_ttl_ms[side]
+        return self.state_ttl_ms if own is None else own or None
+
+    @property
+    def expires(self) -> bool:
+        """Whether rows of either side leave the state by a TTL."""
+        return self.ttl_of(0) is not None or self.ttl_of(1) is not None
 
     def with_inputs(self, *inputs: PlanNode) -> Join:
         return _over(self, ("left", "right"), inputs)

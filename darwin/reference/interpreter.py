@@ -540,8 +540,7 @@ class _Join(_Operator):
         timing = None if self.timing is None else (self.timing.left, self.timing.right)[side]
         if timing is not None:
             self._free(side, lambda e: e.bound < other_wm)
-        elif self.node.state_ttl_ms is not None and new != NO_WATERMARK:
-            ttl = self.node.state_ttl_ms
+        elif (ttl := self.node.ttl_of(side)) is not None and new != NO_WATERMARK:
             for e in self.state[side]:
                 if e.stamp == NO_WATERMARK:
                     e.stamp = new  # arrived before any watermark: its time starts with the first one

@@ -43,7 +43,7 @@ class JoinRunner:
         self.outer = (node.how in ("left", "full"), node.how in ("right", "full"))
         for rows, outer in zip(self.sides, self.outer):
             rows.track(matches=outer, bound=self.timing is not None,
-                       stamp=self.timing is None and node.state_ttl_ms is not None)
+                       stamp=self.timing is None and node.expires)
         self.updating = pn.updating(node)
         self.side_wm = [NO_WATERMARK, NO_WATERMARK]
         self.wm = NO_WATERMARK
@@ -201,8 +201,8 @@ class JoinRunner:
         self.side_wm = [left_wm, right_wm]
         new = min(left_wm, right_wm)
         parts = []
-        ttl = self.j.join.state_ttl_ms
         for side in (0, 1):
+            ttl = self.j.join.ttl_of(side)
             rows = self.sides[side]
             count = rows.count
             if self.timing is not None:

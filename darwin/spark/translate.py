@@ -272,7 +272,7 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         from pyspark.sql import functions as F
 
         timing = join_timing(node)
-        if timing is None and node.state_ttl_ms is not None:
+        if timing is None and node.expires:
             raise UnsupportedError(f"the Spark engine cannot translate {_name(node)} with state_ttl: which rows "
                                    "left the state depends on when Darwin's watermark moved")
         left, right = self.visit(node.left), self.visit(node.right)

@@ -91,6 +91,19 @@ class FlinkParser(parser.Parser):
     }
     SCHEMA_UNNAMED_CONSTRAINTS: ClassVar[set[str]] = {*parser.Parser.SCHEMA_UNNAMED_CONSTRAINTS, "WATERMARK"}
 
+    def _parse_hint(self) -> exp.Hint | None:
+        """``/*+ ... */``, its nodes placed where they are in the statement's text: sqlglot parses a
+        hint's text on its own, so their offsets counted from the hint's first character."""
+        token = self._curr
+        hint = super()._parse_hint()
+        if hint is not None and token is not None:
+            base = token.start + len("/*+")  # the hint's text starts after its opening
+            for node in hint.walk():
+                for key in ("start", "end"):
+                    if node.meta and key in node.meta:
+                        node.meta[key] += base
+        return hint
+
     def _parse_window_argument(self) -> exp.Expr | None:
         if self._match(TokenType.TABLE):
             table = self._parse_table_parts()

@@ -20,6 +20,7 @@ from darwin.plan.window import Session, SessionWindow, Slide, Tumble, Window
 from darwin.sql.dialect import Flink, WindowFunction
 from darwin.sql.errors import Located
 from darwin.sql.expressions import ExpressionTranslator, Replaced, Scope, interval_ms
+from darwin.sql.hints import StateTtlHint
 from darwin.sql.relations import Bounds, Relation
 
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ class GroupByClause:
     planner: QueryPlanner
     where: Located
     window: Window | None
+    ttl_hint: StateTtlHint  # the SELECT's STATE_TTL hints
+    from_name: str | None  # the name of the FROM item, where it is one (no joins)
 
     def error(self, node: exp.Expr | None, message: str) -> SqlError:
         return self.where.error(node, message)
@@ -148,6 +151,7 @@ class GroupByClause:
     def _grouped(self, node: exp.Expr, rel: Relation, plain: list[str], computed: dict[str, Expr],
                  aggs: dict[str, dx.Agg], bounds: bool, group_window: tuple[WindowFunction, Any] | None) -> Table:
         def build() -> Table:
+            self.ttl_hint.of(self.from_name)  # a hint may name a windowed aggregation's input, which reads no TTL
             if group_window is not None:
                 return _keyed_below(group_window[1], computed).group_by(*plain, *computed).agg(**aggs)
             if rel.session is not None:
@@ -158,7 +162,8 @@ class GroupByClause:
                 return source.window(window).group_by(*plain).agg(**aggs)
             if bounds and rel.windowed is not None:
                 return _keyed_below(rel.windowed, computed).group_by(*plain, *computed).agg(**aggs)
-            return rel.table.group_by(*plain, **computed).agg(**aggs)
+            aggregated = rel.table.group_by(*plain, **computed).agg(**aggs)
+            return Table(self.ttl_hint.aggregate(aggregated.plan, self.from_name, self.where))
         result: Table = self.planner._located(node, build)
         return result
 

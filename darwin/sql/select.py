@@ -23,6 +23,7 @@ from darwin.plan.window import Window
 from darwin.sql.dialect import Flink
 from darwin.sql.expressions import Entry, ExpressionTranslator, Replaced, Scope
 from darwin.sql.grouping import AGGREGATES, GroupByClause
+from darwin.sql.hints import input_name, state_ttl_hint
 from darwin.sql.relations import Bounds, RankedView, RankRequest, Relation, conjuncts, null_safe_equality, relation
 from darwin.types import DType
 
@@ -97,6 +98,8 @@ class SelectPlanner(GroupByClause):
         self.window: Window | None = None  # the window of this SELECT's windowed aggregation, if any
         self.ranked: str | None = None  # the rank column a window top-N added, when the query selects it
         self.over_window: tuple | None = None  # (partition, order, frame start) of the SELECT's first OVER
+        self.ttl_hint = state_ttl_hint(node, self.where)
+        self.from_name: str | None = None  # the name of the FROM item an aggregation reads, without joins
 
     def plan(self, rank: RankRequest | None) -> Table:
         node = self.node
@@ -116,6 +119,7 @@ class SelectPlanner(GroupByClause):
         if having is not None:
             predicate = self.translator(rel, replaced)(having.this)
             rel.table = self.planner._located(having, lambda: rel.table.filter(predicate))
+        self.ttl_hint.check_used(self.where)
         return self.select_list(rel, replaced, rank)
 
     def _where_clause(self, rel: Relation) -> None:
@@ -153,6 +157,7 @@ class SelectPlanner(GroupByClause):
             raise self.error(self.node, "a SELECT needs FROM: Darwin's SQL reads streams and tables")
         joins = self.node.args.get("joins") or []
         first = from_.this
+        self.from_name = None if joins else input_name(first)
         if not joins and isinstance(first, exp.Subquery):
             request = self._rank_request(first.this)
             if request is not None:
@@ -164,6 +169,7 @@ class SelectPlanner(GroupByClause):
                 return relation(view.plan(request), first.alias or first.name)
         rel = self.planner.from_item(first)
         inner = all(not j.args.get("side") for j in joins)
+        left_name = input_name(first)  # a join of joins has no name: a hint names only the inputs of the first
         for j in joins:
             right = self.planner.from_item(j.this)
             conditions = conjuncts(j.args.get("on"))
@@ -175,6 +181,8 @@ class SelectPlanner(GroupByClause):
                 conditions += taken
             how = str(j.args.get("side") or "inner").lower()
             rel = self.join(j, rel, right, conditions, how)
+            rel.table = Table(self.ttl_hint.join(rel.table.plan, left_name, input_name(j.this), self.where))
+            left_name = None
         return rel
 
     def _sides(self, node: exp.Expr, left: Relation, right: Relation) -> set[str]:

@@ -317,7 +317,8 @@ class Session:
 def state_ttl_applied(plan: pn.PlanNode, ttl_ms: int) -> pn.PlanNode:
     """``plan`` with ``ttl_ms`` as the state TTL of every operator that keeps state per key for ever
     and has no TTL of its own: updating aggregations, regular joins, deduplications and top-Ns
-    without a window. Windowed operators (their state leaves as windows fire), interval and window
+    without a window (a join side or an aggregation a STATE_TTL hint gave one keeps it). Windowed
+    operators (their state leaves as windows fire), interval and window
     joins (rows leave once they can no longer match) and lookup joins (no stream rows) need none,
     and Flink gives them none. An OVER window is refused: Flink clears an idle partition's rows
     (in processing time), Darwin's keeps them, so a late row's frame would differ."""
@@ -325,7 +326,9 @@ def state_ttl_applied(plan: pn.PlanNode, ttl_ms: int) -> pn.PlanNode:
         if isinstance(node, pn.Over):
             raise UnsupportedError("an OVER window keeps its partitions' rows and takes no state TTL yet (Flink "
                                    "clears an idle partition's rows); RESET 'table.exec.state.ttl' before it")
-        if isinstance(node, (pn.GroupAggregate, pn.Deduplicate)):
+        if isinstance(node, pn.GroupAggregate):  # a STATE_TTL hint's TTL wins, as in Flink
+            keyed = not isinstance(node.input, pn.WindowAssign) and not node.ttl_given
+        elif isinstance(node, pn.Deduplicate):
             keyed = not isinstance(node.input, pn.WindowAssign)
         elif isinstance(node, pn.TopN):
             keyed = not node.windowed

@@ -37,9 +37,12 @@ def ordered_streams(draw, name: str) -> dw.Table:
 
 @SETTINGS
 @given(left=ordered_streams("L"), right=ordered_streams("R"), how=st.sampled_from(("inner", "left", "full")),
-       batch=st.integers(1, 6), state=st.sampled_from(("memory", "mmap")))
-def test_joins_with_a_state_ttl_agree_with_the_interpreter(left, right, how, batch, state):
-    q = left.join(right, on=[("k", "k")], how=how, state_ttl="4s")
+       batch=st.integers(1, 6), state=st.sampled_from(("memory", "mmap", "rocksdb")),
+       ttl=st.sampled_from(("4s", ("4s", None), (None, "2s"), ("1s", "6s"))))
+def test_joins_with_a_state_ttl_agree_with_the_interpreter(left, right, how, batch, state, ttl):
+    """One TTL for both sides, or each side its own (a pair; None keeps that side's rows for ever,
+    as Flink's STATE_TTL hint on one input of a join)."""
+    q = left.join(right, on=[("k", "k")], how=how, state_ttl=ttl)
     with tempfile.TemporaryDirectory() as directory:
         compiled = q.execute(dw.Config(batch_size=batch, state=state,
                                        state_path=None if state == "memory" else directory))
@@ -56,12 +59,13 @@ def test_a_state_ttl_drops_rows_the_join_would_otherwise_match():
     right = stream("R", [2, 1, 1], [1_000, 9_500, 9_600])
     config = dw.Config(batch_size=1)
     rows = {}
-    for ttl in (None, "4s"):
+    for ttl in (None, "4s", ("4s", None), (None, "4s")):
         q = left.join(right, on=[("k", "k")], state_ttl=ttl)
         compiled = q.execute(config).table
         assert_table_equal(compiled, q.execute(config.replace(mode="interpreted")).table)
         rows[ttl] = compiled.num_rows
     assert rows[None] == 3 and rows["4s"] < 3  # L's key 1 (t=0) is gone when R's arrive at 9.5 s
+    assert rows[("4s", None)] == rows["4s"] and rows[(None, "4s")] == 3  # only the left side's TTL drops it
 
 
 def _index(capacity: int = 16) -> JoinRows:

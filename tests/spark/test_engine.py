@@ -53,7 +53,8 @@ def test_a_window_over_a_union_is_refused_naming_the_node(spark):
 
 @pytest.mark.parametrize("shape", [lambda t: t.deduplicate(on="k", state_ttl="1s"),
                                    lambda t: t.top_n(1, by="k", order="v", state_ttl="1s"),
-                                   lambda t: t.group_by("k").agg(n=dw.count(), state_ttl="1s")])
+                                   lambda t: t.group_by("k").agg(n=dw.count(), state_ttl="1s"),
+                                   lambda t: t.join(t, on=[("k", "k")], state_ttl=(None, "1s"))])
 def test_a_state_ttl_is_refused_naming_the_node(spark, shape):
     """Which keys expired depends on when Darwin's watermark moved, which a batch job does not have."""
     with pytest.raises(UnsupportedError, match="plan node .* with state_ttl"):

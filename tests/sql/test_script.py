@@ -425,6 +425,99 @@ def test_an_explicit_state_ttl_of_the_api_wins_over_the_set_one():
     assert "state_ttl=5000ms" in plan and "3600000" not in plan
 
 
+# -- STATE_TTL query hints (Flink 1.18+) ---------------------------------------------------------------------
+JOIN = "SELECT {} a.k, a.v, b.v AS w FROM t a JOIN u b ON a.k = b.k"
+
+
+@pytest.mark.parametrize(("sets", "hint", "ttl"), [
+    ("", "/*+ STATE_TTL('t' = '10 s') */", "10s"),
+    ("SET 'table.exec.state.ttl' = '1 h';", "/*+ STATE_TTL('x' = '10s'), STATE_TTL('x' = '1 h') */", "10s"),
+    ("SET 'table.exec.state.ttl' = '10 s';", "/*+ STATE_TTL('x' = '1 h', 'x' = '0') */", None),  # 0: none
+])
+def test_a_state_ttl_hint_gives_an_aggregation_its_ttl_over_the_set_one(mode, sets, hint, ttl):
+    """Flink's STATE_TTL hint names the aggregation's input (its alias where it has one) and wins over
+    table.exec.state.ttl; within one hint the last value of a name counts, across hints the first."""
+    source = "t" if "'t'" in hint else "t AS x"
+    query = f"{sets}\nSELECT {hint} k, COUNT(*) AS n, SUM(v) AS total FROM {source} GROUP BY k"
+    config = dw.Config(mode=mode, batch_size=1)
+    hinted = dw.sql(query, tables={"t": idle_keys()}).changelog(config)
+    api = idle_keys().group_by("k").agg(n=dw.count(), total=dw.sum("v"), state_ttl=ttl).changelog(config)
+    assert hinted.to_pylist() == api.to_pylist()
+
+
+@pytest.mark.parametrize(("hint", "sides"), [
+    ("/*+ STATE_TTL('a' = '10 s') */", ("10s", None)),
+    ("/*+ STATE_TTL('b' = '10 s', 'a' = '0') */", (None, "10s")),
+    ("/*+ STATE_TTL('a' = '10 s', 'b' = '10 s') */", "10s"),
+])
+def test_a_state_ttl_hint_gives_each_side_of_a_join_its_own_ttl(mode, hint, sides):
+    """Each side keeps its rows for its own TTL, as join(..., state_ttl=(left, right)) does; the
+    right side's idle key 1 is forgotten only where the right side has a TTL."""
+    config = dw.Config(mode=mode, batch_size=1)
+    hinted = dw.sql(JOIN.format(hint), tables={"t": idle_keys(), "u": idle_keys()}).changelog(config)
+    api = idle_keys().join(idle_keys(), on=[("k", "k")], state_ttl=sides).select(
+        "k", "v", w=dw.col("v_right")).changelog(config)
+    assert hinted.to_pylist() == api.to_pylist()
+    kept = dw.sql(JOIN.format(""), tables={"t": idle_keys(), "u": idle_keys()}).changelog(config)
+    assert len(hinted) < len(kept)
+    left, right = sides if isinstance(sides, tuple) else (sides, sides)
+    pairs = {(r["v"], r["w"]) for r in hinted.to_pylist()}  # key 1's rows: 10 at 0 s, 50 and 60 from 60 s
+    assert ((60, 10) in pairs) == (right is None) and ((10, 60) in pairs) == (left is None)
+
+
+def test_a_hinted_side_keeps_its_ttl_and_the_other_takes_the_set_one():
+    """A side the hint does not name takes table.exec.state.ttl, as Flink's; in a join of joins the
+    hint names the first join's inputs and the next join's right input only."""
+    plan = explained("SET 'table.exec.state.ttl' = '1 h';\nSELECT /*+ STATE_TTL('b' = '1 min', 'c' = '0') */ "
+                     "a.k FROM t a JOIN u b ON a.k = b.k JOIN u c ON a.k = c.k")
+    joins = [line.strip() for line in plan.splitlines() if "Join" in line]
+    assert joins == ["Join inner regular on [col('k') = col('k')] state_ttl=3600000ms state_ttl of right=never",
+                     "Join inner regular on [col('k') = col('k')] state_ttl=3600000ms state_ttl of right=60000ms"]
+
+
+def test_a_state_ttl_hint_leaves_windows_and_interval_joins_as_flink_does():
+    """Operators that free their state as time passes read no TTL, hinted or not (Flink's too)."""
+    plan = explained("""SELECT /*+ STATE_TTL('t' = '1 h') */ k, window_start, COUNT(*) AS w
+        FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' SECOND)) AS t GROUP BY k, window_start, window_end""")
+    assert "state_ttl" not in plan
+    plan = explained("SELECT /*+ STATE_TTL('t' = '1 h', 'u' = '1 h') */ t.k FROM t, u "
+                     "WHERE t.k = u.k AND u.ts BETWEEN t.ts AND t.ts + INTERVAL '1' SECOND")
+    assert "interval" in plan and "state_ttl" not in plan
+
+
+@pytest.mark.parametrize(("query", "match"), [
+    ("SELECT /*+ STATE_TTL('t' = '1 h') */ k, COUNT(*) AS n FROM t AS x GROUP BY k",
+     r"line 1, column 22: STATE_TTL names 't', which is no input .*its alias where it has one.*here: x\)"),
+    ("SELECT /*+ STATE_TTL('a' = '1 h', 'c' = '1 h') */ a.k FROM t a JOIN u b ON a.k = b.k",
+     r"line 1, column 35: STATE_TTL names 'c', which is no input .*here: a, b\)"),
+    ("SELECT /*+ STATE_TTL('t' = '1 h') */ k FROM t", r"line 1, column 22: .*here: none: it has no join and no "
+                                                      r"GROUP BY"),
+    ("SELECT k FROM (SELECT /*+ STATE_TTL('t' = '1 h') */ k FROM t) GROUP BY k", r"line 1, column 37: .*here: none"),
+    ("SELECT /*+ STATE_TTL('t' = 'soon') */ k, COUNT(*) FROM t GROUP BY k",
+     r"line 1, column 28: STATE_TTL\('t' = 'soon'\): expected a duration"),
+    ("SELECT\n  /*+ STATE_TTL() */ k, COUNT(*) FROM t GROUP BY k",
+     r"line 2, column 7: STATE_TTL needs at least one 'input' = 'duration' pair"),
+    ("SELECT /*+ STATE_TTL('t') */ k, COUNT(*) FROM t GROUP BY k",
+     r"line 1, column 22: STATE_TTL takes 'input' = 'duration' pairs"),
+    ("SELECT\n  /*+ BROADCAST(a) */ 1 AS one", r"line 2, column 7: a SELECT needs FROM"),  # placed in the text
+    ("SELECT /*+ LOOKUP('table' = 'u') */ k, COUNT(*) FROM t GROUP BY k",
+     r"line 1, column 12: the hint LOOKUP\('table' = 'u'\) is not supported"),
+    ("SELECT /*+ STATE_TTL('t' = '1 h') */ k, COUNT(DISTINCT v) AS d FROM t GROUP BY k",
+     r"line 1, column 22: STATE_TTL for 't': agg: state_ttl with a distinct count"),
+    ("SELECT /*+ STATE_TTL('c' = '1 h') */ n, COUNT(*) AS m FROM (SELECT k, COUNT(*) AS n FROM t GROUP BY k) c "
+     "GROUP BY n", r"line 1, column 22: STATE_TTL for 'c': agg: state_ttl over an updating"),
+])
+def test_a_state_ttl_hint_flink_or_darwin_refuses_is_refused_at_its_position(query, match):
+    with pytest.raises(SqlError, match=match):
+        dw.sql(query, tables={"t": idle_keys(), "u": idle_keys()})
+
+
+def test_flinks_batch_join_strategy_hints_are_ignored_as_in_a_streaming_job():
+    hinted = dw.sql(JOIN.format("/*+ BROADCAST(a), SHUFFLE_HASH(b) */"), tables={"t": idle_keys(), "u": idle_keys()})
+    plain = dw.sql(JOIN.format(""), tables={"t": idle_keys(), "u": idle_keys()})
+    assert hinted.explain() == plain.explain()
+
+
 BLACKHOLE = "CREATE TABLE o (k BIGINT, n BIGINT) WITH ('connector' = 'blackhole');\n"
 
 

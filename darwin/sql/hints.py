@@ -1,0 +1,117 @@
+"""Flink's query hints of a SELECT: ``SELECT /*+ STATE_TTL('orders' = '1d', 'customers' = '20h') */ ...``.
+
+STATE_TTL (Flink 1.18+, "State TTL Hints") gives the regular joins and the aggregations without a
+window of its query block a TTL per input, named by the input's alias where it has one, else by
+its table's or view's name: a join's two sides each keep their own, an aggregation takes its input's.
+It wins over ``table.exec.state.ttl``; a side it does not name keeps the session's. Operators that
+free their state as time passes (windows, interval and window joins, lookup joins) read no TTL, in
+Flink as here. docs/decisions.md ("SQL", STATE_TTL hints) says what Darwin refuses and why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from darwin.errors import DarwinError
+from darwin.plan import nodes as pn
+from darwin.plan.temporal import join_timing
+from darwin.sql.errors import Located
+from darwin.sql.settings import BadValue, duration_ms
+
+# Flink's join strategy hints choose how a batch job joins; a streaming job ignores them, as Darwin does.
+JOIN_STRATEGIES = ("BROADCAST", "SHUFFLE_HASH", "SHUFFLE_MERGE", "NEST_LOOP")
+
+
+@dataclass
+class StateTtlHint:
+    """The TTLs a SELECT's STATE_TTL hints give, by input name, and the names an operator took."""
+
+    ttl_ms: dict[str, tuple[int, exp.Expr]] = field(default_factory=dict)  # name -> (ms, where it is named)
+    used: set[str] = field(default_factory=set)
+    inputs: list[str] = field(default_factory=list)  # the names of the block's joins' and aggregation's inputs
+
+    def of(self, name: str | None) -> int | None:
+        """The TTL hinted for the input ``name`` (0: none, the state kept for ever); None where no
+        hint names it."""
+        if name is None:
+            return None
+        self.inputs.append(name)
+        if name not in self.ttl_ms:
+            return None
+        self.used.add(name)
+        return self.ttl_ms[name][0]
+
+    def join(self, plan: pn.PlanNode, left: str | None, right: str | None, where: Located) -> pn.PlanNode:
+        """``plan`` (a join of inputs named ``left`` and ``right``) with the TTLs hinted for its sides."""
+        sides = (self.of(left), self.of(right))
+        if sides == (None, None) or not isinstance(plan, pn.Join) or join_timing(plan) is not None:
+            return plan  # an interval or window join frees its rows as time passes: Flink reads no TTL there
+        named = left if sides[0] is not None else right
+        return self._replaced(plan, named, where, side_ttl_ms=sides)
+
+    def aggregate(self, plan: pn.PlanNode, name: str | None, where: Located) -> pn.PlanNode:
+        """``plan`` (an aggregation without a window over the input ``name``) with its hinted TTL."""
+        ms = self.of(name)
+        if ms is None or not isinstance(plan, pn.GroupAggregate):
+            return plan
+        return self._replaced(plan, name, where, state_ttl_ms=ms or None, ttl_given=True)
+
+    def _replaced(self, plan: pn.PlanNode, name: str | None, where: Located, **changes: object) -> pn.PlanNode:
+        assert name is not None
+        try:
+            return dataclasses.replace(plan, **changes)  # type: ignore[arg-type]
+        except DarwinError as e:
+            raise where.error(self.ttl_ms[name][1], f"STATE_TTL for '{name}': {e}") from None
+
+    def check_used(self, where: Located) -> None:
+        """Refuse a name no join or aggregation of the block reads, as Flink does (at its position)."""
+        for name, (_, node) in self.ttl_ms.items():
+            if name not in self.used:
+                known = ", ".join(dict.fromkeys(self.inputs)) or "none: it has no join and no GROUP BY"
+                raise where.error(node, f"STATE_TTL names '{name}', which is no input of a join or an aggregation "
+                                        f"of this query (an input is named by its alias where it has one, else by "
+                                        f"its table's or view's name; here: {known})")
+
+
+def state_ttl_hint(select: exp.Select, where: Located) -> StateTtlHint:
+    """The STATE_TTL hints of ``select``: in one hint the last value given for a name wins, across
+    hints the first (Flink's rule). Another hint is refused, but Flink's batch join strategies."""
+    hint = select.args.get("hint")
+    found = StateTtlHint()
+    for item in hint.expressions if hint is not None else []:
+        name = str(item.this).upper() if isinstance(item, exp.Anonymous) else item.name.upper()
+        if name in JOIN_STRATEGIES:
+            continue
+        if name != "STATE_TTL" or not isinstance(item, exp.Anonymous):
+            raise where.error(item, f"the hint {item.sql()} is not supported: Darwin takes STATE_TTL('input' = "
+                                    f"'duration', ...) and ignores the batch join strategies "
+                                    f"({', '.join(JOIN_STRATEGIES)}), as Flink's streaming jobs do")
+        if not item.expressions:
+            raise where.error(item, "STATE_TTL needs at least one 'input' = 'duration' pair, e.g. "
+                                    "STATE_TTL('orders' = '1d')")
+        given: dict[str, tuple[int, exp.Expr]] = {}
+        for option in item.expressions:
+            key, value = (option.this, option.expression) if isinstance(option, exp.EQ) else (None, None)
+            if not isinstance(key, (exp.Literal, exp.Column)) or not isinstance(value, exp.Literal) \
+                    or not value.is_string:
+                raise where.error(option, "STATE_TTL takes 'input' = 'duration' pairs, e.g. "
+                                          "STATE_TTL('orders' = '1d', 'customers' = '20h')")
+            try:
+                given[key.name] = (duration_ms(value.name), key)
+            except BadValue as e:
+                raise where.error(value, f"STATE_TTL('{key.name}' = '{value.name}'): {e}") from None
+        for input_name, ttl in given.items():
+            found.ttl_ms.setdefault(input_name, ttl)
+    return found
+
+
+def input_name(item: exp.Expr) -> str | None:
+    """The name a hint gives a FROM item by: its alias, else its table's or view's name."""
+    if item.alias:
+        return item.alias
+    if isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier):
+        return item.name
+    return None
