@@ -320,12 +320,13 @@ def state_ttl_applied(plan: pn.PlanNode, ttl_ms: int) -> pn.PlanNode:
     without a window (a join side or an aggregation a STATE_TTL hint gave one keeps it). Windowed
     operators (their state leaves as windows fire), interval and window
     joins (rows leave once they can no longer match) and lookup joins (no stream rows) need none,
-    and Flink gives them none. An OVER window is refused: Flink clears an idle partition's rows
-    (in processing time), Darwin's keeps them, so a late row's frame would differ."""
+    and Flink gives them none. An OVER window is refused: Flink clears an idle partition's rows by a
+    processing-time timer (docs/decisions.md, "SQL", SET statements), Darwin's keeps them."""
     def expiring(node: pn.PlanNode) -> pn.PlanNode:
         if isinstance(node, pn.Over):
-            raise UnsupportedError("an OVER window keeps its partitions' rows and takes no state TTL yet (Flink "
-                                   "clears an idle partition's rows); RESET 'table.exec.state.ttl' before it")
+            raise UnsupportedError("an OVER window keeps its partitions' rows and takes no state TTL (Flink clears "
+                                   "an idle partition by a processing-time timer, between the TTL and 1.5 times it, "
+                                   "which no event-time rule reproduces); RESET 'table.exec.state.ttl' before it")
         if isinstance(node, pn.GroupAggregate):  # a STATE_TTL hint's TTL wins, as in Flink
             keyed = not isinstance(node.input, pn.WindowAssign) and not node.ttl_given
         elif isinstance(node, pn.Deduplicate):

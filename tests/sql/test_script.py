@@ -626,7 +626,8 @@ def test_bad_settings_are_refused_at_their_line_and_column_and_nothing_runs(tmp_
 @pytest.mark.parametrize(("query", "match"), [
     ("SELECT k, v, SUM(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM t",
      r"line 2, column 8: SET 'table.exec.state.ttl' \(line 1, column 5\) cannot apply to this statement: an OVER "
-     r"window keeps its partitions' rows"),
+     r"window keeps its partitions' rows and takes no state TTL \(Flink clears an idle partition by a "
+     r"processing-time timer"),
     ("SELECT n, COUNT(*) AS c FROM (SELECT k, COUNT(*) AS n FROM t GROUP BY k) GROUP BY n",
      r"line 2, column 8: .*agg: state_ttl over an updating"),
     ("SELECT k, COUNT(DISTINCT v) AS d FROM t GROUP BY k", r"line 2, column 8: .*state_ttl with a distinct count"),
