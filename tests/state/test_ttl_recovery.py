@@ -14,6 +14,9 @@ EXPIRING = {
     "top_n": lambda t, ttl: t.top_n(2, by="k", order=[dw.desc("v")], rank="r", state_ttl=ttl),
     "aggregation": lambda t, ttl: t.group_by("k").agg(n=dw.count(), total=dw.sum("v"), high=dw.max("v"),
                                                       state_ttl=ttl),
+    # each side its own (Flink's STATE_TTL hint on one input): the right side keeps its rows for ever
+    "join_sides": lambda t, ttl: t.join(t.filter(dw.col("v") > 1), on=[("k", "k")],
+                                        state_ttl=None if ttl is None else (ttl, None)),
 }
 
 
