@@ -153,10 +153,7 @@ _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 def _directory(value: str) -> str:
     """A local directory, given as a path or a ``file://`` URI (Flink's usual form): the path."""
-    path = value.strip()
-    path = path.removeprefix("file://") if path.startswith("file://") else path
-    if path.startswith("file:"):
-        path = path.removeprefix("file:")
+    path = re.sub(r"^file:(//)?", "", value.strip())  # file:///abs, file:/abs
     if not path:
         raise BadValue("expected a directory, e.g. 'file:///data/checkpoints' or 'checkpoints'")
     if _URI_SCHEME.match(path) and not re.match(r"^[A-Za-z]:[\\/]", path):
