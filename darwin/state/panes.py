@@ -76,30 +76,77 @@ def _first_start_after(fired: int, window: Window) -> int:
 
 
 @njit(nogil=True, cache=True)
+def _windows_holding(panes: np.ndarray, first: int, last: int, slide: int, size: int) -> np.ndarray:
+    """The starts, ascending, of the windows from ``first`` to ``last`` holding one of ``panes``. Only
+    those: a watermark that jumps far past sparse panes (a day between events under a 1 ms slide) spans
+    far more windows than memory holds, nearly all of them empty."""
+    if not len(panes):
+        return np.empty(0, np.int64)
+    low, high = panes.min(), panes.max()
+    span = (high - low) // slide + 1
+    if span <= 4 * len(panes) + 1024:  # the panes in order without sorting them
+        held = np.zeros(span, np.bool_)
+        for p in panes:
+            held[(p - low) // slide] = True
+        ordered = low + np.flatnonzero(held) * slide
+    else:
+        ordered = np.unique(panes)
+    count, reach = 0, first - slide  # the windows so far, the last one's start
+    for p in ordered:
+        lo, hi = max(first, p - size + slide, reach + slide), min(last, p)
+        if lo <= hi:
+            count += (hi - lo) // slide + 1
+            reach = hi
+    starts = np.empty(count, np.int64)
+    count, reach = 0, first - slide
+    for p in ordered:
+        lo, hi = max(first, p - size + slide, reach + slide), min(last, p)
+        if lo <= hi:
+            for s in range(lo, hi + 1, slide):
+                starts[count] = s
+                count += 1
+            reach = hi
+    return starts
+
+
+@njit(inline="always", nogil=True, cache=True)
+def _window_number(window_start: np.ndarray, start: int, slide: int) -> int:
+    """Where window ``start`` (one of them) is in ``window_start``: by arithmetic where no window
+    between the first and the last is missing (panes not far apart), else by a binary search."""
+    if window_start[-1] - window_start[0] == (len(window_start) - 1) * slide:
+        return (start - window_start[0]) // slide
+    return int(np.searchsorted(window_start, start))
+
+
+@njit(nogil=True, cache=True)
 def _window_groups(panes: np.ndarray, keys: np.ndarray, hashes: np.ndarray, order: np.ndarray, first: int,
                    last: int, slide: int, size: int) \
         -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The groups (a window's keys, in first-seen order) of the windows starting at ``first``,
-    ``first + slide``, ... ``last``, whose members are the entries of their panes taken in ``order``:
-    each group's oldest entry and window start; and every other member, with its group and its rank
-    there (1: the group's second entry). ``keys``: the key columns stacked (one row per column),
-    ``hashes``: each entry's hash of them."""
-    windows = (last - first) // slide + 1
+    ``first + slide``, ... ``last`` that hold a pane, whose members are the entries of their panes taken
+    in ``order``: each group's oldest entry and window start; and every other member, with its group
+    and its rank there (1: the group's second entry). ``keys``: the key columns stacked (one row per
+    column), ``hashes``: each entry's hash of them."""
+    window_start = _windows_holding(panes, first, last, slide, size)
+    windows = len(window_start)
     bounds = np.zeros(windows + 1, np.int64)
     for j in order:  # how many members each window has
         lo, hi = max(first, panes[j] - size + slide), min(last, panes[j])
-        for s in range(lo, hi + 1, slide):
-            bounds[(s - first) // slide + 1] += 1
+        w = _window_number(window_start, lo, slide)
+        for _ in range(lo, hi + 1, slide):
+            w += 1
+            bounds[w] += 1
     for w in range(windows):
         bounds[w + 1] += bounds[w]
     members = np.empty(bounds[windows], np.int64)
     at = bounds[:-1].copy()
     for j in order:  # each window's members in first-seen order
         lo, hi = max(first, panes[j] - size + slide), min(last, panes[j])
-        for s in range(lo, hi + 1, slide):
-            w = (s - first) // slide
+        w = _window_number(window_start, lo, slide)
+        for _ in range(lo, hi + 1, slide):
             members[at[w]] = j
             at[w] += 1
+            w += 1
     n = members.shape[0]
     oldest, starts, sizes = np.empty(n, np.int64), np.empty(n, np.int64), np.zeros(n, np.int64)
     later, later_group, later_rank = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
@@ -123,7 +170,7 @@ def _window_groups(panes: np.ndarray, keys: np.ndarray, hashes: np.ndarray, orde
                 break
         if one_pane:  # a pane holds each key once: every member is a group of its own
             for m in range(a, b):
-                oldest[groups], starts[groups] = members[m], first + w * slide
+                oldest[groups], starts[groups] = members[m], window_start[w]
                 groups += 1
             continue
         for m in range(a, b):
@@ -143,7 +190,7 @@ def _window_groups(panes: np.ndarray, keys: np.ndarray, hashes: np.ndarray, orde
                 slot = (slot + np.uint64(1)) & mask
             if g < 0:
                 table_window[slot], table_group[slot] = w, groups
-                oldest[groups], starts[groups] = j, first + w * slide
+                oldest[groups], starts[groups] = j, window_start[w]
                 sizes[groups] = 1
                 groups += 1
             else:

@@ -98,3 +98,35 @@ def test_a_long_stream_fires_each_window_once(workers):
     assert result.metrics.get("windows_fired") == (n * 10 + 900) // 100  # starts -900 ms .. 199,900 ms
     assert sum(result.table["n"].to_pylist()) == n * 10  # each row in ten windows
     assert_table_equal(result.table, _run(query, batch_size=1000, panes=False).table, rel_tol=0.0)
+
+
+@st.composite
+def sparse_times(draw):
+    """Clusters of event times, out of order within one, and between them gaps of up to 100 years:
+    far more 1 ms windows than memory holds, nearly all empty."""
+    times, at = [], draw(st.integers(-2**40, 2**40))
+    for _ in range(draw(st.integers(1, 4))):
+        times += [at + d for d in draw(st.lists(st.integers(0, 20), min_size=1, max_size=5))]
+        at += draw(st.sampled_from([10**12, 3_153_600_000_000, 86_400_000 * 36_500 // 2]))
+    return times
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sparse_times(), st.sampled_from([("2ms", "1ms"), ("10ms", "1ms"), ("6ms", "2ms")]), st.integers(0, 5),
+       st.integers(1, 5), st.sampled_from([1, 2]))
+def test_a_watermark_far_past_sparse_panes_fires_only_the_windows_they_are_in(times, window, delay, batch_size,
+                                                                            workers):
+    """A gap of years between events under a millisecond slide: firing counted every window from the
+    oldest pane's to the watermark's, one number each, and failed ('MemoryError: Allocation failed') for
+    a gap of 10^12 windows. Now only windows holding a pane are counted, as folding each row into each of
+    its windows gives."""
+    keys = [i % 3 for i in range(len(times))]
+    t = dw.from_arrow(pa.table({"ts": pa.array(times, pa.timestamp("ms")), "k": keys, "v": keys}), time="ts",
+                      max_delay=delay, name="t")
+    query = _sliding(t, ("k",), *window)
+    assert "panes" in _explained(query, parallelism=workers)
+    actual = _run(query, batch_size=batch_size, parallelism=workers)
+    reference = query.execute(dw.Config(mode="interpreted", batch_size=batch_size))
+    assert_table_equal(actual.table, reference.table, rel_tol=0.0)
+    for key in COUNTERS:
+        assert actual.metrics.get(key) == reference.metrics.get(key), key
