@@ -376,10 +376,10 @@ def math_add_months(ms: np.int64, months: np.int64) -> np.int64:
     """Calcite's addMonths, as ``darwin.plan.numeric.add_months``: the day cut to the month's last."""
     of_day = ms % 86_400_000
     year, month, day = _civil(ms)
-    total = np.int64(year) * 12 + month - 1 + months
+    total = add_int(np.int64(year) * 12 + month - 1, months)  # wraps, as the interpreter's BIGINT of months
     y, m = _floor_div(total, 12), total % 12 + 1
     days = _days_from_civil(np.int64(y), np.int64(m), np.int64(min(day, _month_days(y, m))))
-    return days * 86_400_000 + of_day
+    return add_int(mul_int(days, np.int64(86_400_000)), of_day)
 
 
 @njit(cache=True, nogil=True)

@@ -101,7 +101,12 @@ def round_int(n: int, decimals: int) -> int:
         return n
     unit = 10 ** -decimals
     magnitude = (abs(n) + unit // 2) // unit * unit
-    return ((magnitude if n >= 0 else -magnitude) + 2**63) % 2**64 - 2**63
+    return wrap_long(magnitude if n >= 0 else -magnitude)
+
+
+def wrap_long(n: int) -> int:
+    """``n`` wrapped into a BIGINT, as Java's long arithmetic (and the compiled code's int64) leaves it."""
+    return (n + 2**63) % 2**64 - 2**63
 
 
 def truncate_int(n: int, decimals: int) -> int:
@@ -149,7 +154,7 @@ def add_months(ms: int, months: int) -> int:
     month is Feb 28 or 29)."""
     days, of_day = divmod(ms, DAY_MS)
     year, month, day = civil(days)
-    total = year * 12 + month - 1 + months
+    total = wrap_long(year * 12 + month - 1 + months)  # a BIGINT of months, as the compiled code counts it
     year, month = total // 12, total % 12 + 1
     return days_from_civil(year, month, min(day, month_days(year, month))) * DAY_MS + of_day
 

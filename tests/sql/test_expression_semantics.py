@@ -1404,6 +1404,26 @@ def test_calendar_months_agree_with_calcite_on_both_engines(data):
         assert rows(query, t, config) == expected
 
 
+ANY_LONG = st.one_of(st.integers(INT64_MIN, 2**63 - 1), st.sampled_from([INT64_MIN, 2**63 - 1, 2**62, -(2**62)]),
+                    st.integers(2**63 - 10**6, 2**63 - 1), st.integers(INT64_MIN, INT64_MIN + 10**6))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.lists(st.tuples(st.one_of(STAMPS_MS, ANY_LONG), ANY_LONG), min_size=1, max_size=10))
+def test_calendar_months_past_bigint_wrap_alike_on_both_engines(data):
+    """A count of months whose total (the timestamp's year * 12 + month + n) passes BIGINT wrapped in the
+    compiled code and not in the interpreter: TIMESTAMPADD(MONTH, 9223372036854752168, TIMESTAMP '1970-01-01')
+    was -62167295232000 ms compiled and -62167229568000 interpreted. Both now count the months in a BIGINT,
+    wrapping as Java's long (Calcite's own count is an int, so Flink has no such months to compare with)."""
+    stamps, counts = (list(c) for c in zip(*data))
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(data)), pa.timestamp("ms")),
+                                "a": pa.array(stamps, pa.timestamp("ms")), "n": pa.array(counts, pa.int64())}),
+                      name="t")
+    query = "SELECT ts, TIMESTAMPADD(MONTH, n, a) - a, TIMESTAMPADD(YEAR, n, a) - a FROM t"
+    compiled, interpreted = (rows(query, t, config) for config in MODES)
+    assert compiled == interpreted
+
+
 @pytest.mark.parametrize("text, problem", [
     ("SELECT ts + INTERVAL '1.5' MONTH FROM t", "column 22: interval INTERVAL '1.5' MONTH: give a whole number of "
                                                 "months"),
