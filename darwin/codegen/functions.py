@@ -15,6 +15,7 @@ from numba.extending import intrinsic
 from darwin.plan.numeric import round_float, truncate_float
 
 INT64_MIN = np.int64(-(2**63))
+DAY_MS = np.int64(86_400_000)
 
 # C's pow under a name LLVM does not know: it rewrites a call of its pow intrinsic with a literal operand
 # (x to the 2 as x * x, 2 to the x as exp2, x to the 0.5 as sqrt), rounding otherwise than C's pow that
@@ -94,8 +95,15 @@ def _floor_div(a: np.int64, b: int) -> np.int64:
 
 @njit(inline="always", cache=True, nogil=True)
 def _civil(ms: np.int64) -> tuple:
-    """(year, month, day) of a UTC millisecond timestamp (H. Hinnant's days_from_civil inverse)."""
-    z = _floor_div(ms, 86_400_000) + 719_468
+    """(year, month, day) of a UTC millisecond timestamp."""
+    return _civil_days(_floor_div(ms, 86_400_000))
+
+
+@njit(inline="always", cache=True, nogil=True)
+def _civil_days(days: np.int64) -> tuple:
+    """(year, month, day) of a day counted from 1970-01-01 (H. Hinnant's days_from_civil inverse), taken
+    as a day, not as its milliseconds, which int64 does not hold for every day it holds."""
+    z = days + 719_468
     era = _floor_div(z, 146_097)
     doe = z - era * 146_097
     yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
@@ -166,7 +174,7 @@ def dt_week(ms: np.int64) -> np.int64:
     """ISO 8601 week of the year (1 to 53): the week, Monday to Sunday, counted in the year its Thursday is in."""
     days = _floor_div(ms, 86_400_000)
     thursday = days - (days + 3) % 7 + 3
-    return (thursday - _january_first(np.int64(_civil(thursday * 86_400_000)[0]))) // 7 + 1
+    return (thursday - _january_first(np.int64(_civil_days(thursday)[0]))) // 7 + 1
 
 
 @njit(inline="always", cache=True, nogil=True)
@@ -179,33 +187,36 @@ def _days_from_civil(year: np.int64, month: np.int64, day: np.int64) -> np.int64
     return era * 146_097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719_468
 
 
+# A floor's milliseconds wrap (mul_int) as the interpreter's do, where a unit's start is past int64: multiplied
+# as int64, LLVM folded a floor of the floor into one of the timestamp itself (FLOOR(FLOOR(ts TO DAY) TO YEAR)
+# near -2^63 gave the year of ts, not of the wrapped day), as in ae06e80's expressions.
 @njit(inline="always", cache=True, nogil=True)
 def dt_floor_length(ms: np.int64, length: int) -> np.int64:
     """The start of the unit of ``length`` milliseconds holding ``ms`` (``ex.FIXED_UNITS_MS``), before 1970 too."""
-    return _floor_div(ms, length) * length
+    return mul_int(_floor_div(ms, length), np.int64(length))
 
 
 @njit(inline="always", cache=True, nogil=True)
 def dt_floor_week(ms: np.int64) -> np.int64:
     """Midnight of the week's Sunday, as Flink's FLOOR(ts TO WEEK): 1970-01-01 was a Thursday."""
     days = _floor_div(ms, 86_400_000)
-    return (days - (days + 4) % 7) * 86_400_000
+    return mul_int(days - (days + 4) % 7, DAY_MS)
 
 
 @njit(inline="always", cache=True, nogil=True)
 def dt_floor_month(ms: np.int64) -> np.int64:
-    return (_floor_div(ms, 86_400_000) - _civil(ms)[2] + 1) * 86_400_000
+    return mul_int(_floor_div(ms, 86_400_000) - _civil(ms)[2] + 1, DAY_MS)
 
 
 @njit(inline="always", cache=True, nogil=True)
 def dt_floor_quarter(ms: np.int64) -> np.int64:
     year, month, _ = _civil(ms)
-    return _days_from_civil(np.int64(year), np.int64(month - (month - 1) % 3), np.int64(1)) * 86_400_000
+    return mul_int(_days_from_civil(np.int64(year), np.int64(month - (month - 1) % 3), np.int64(1)), DAY_MS)
 
 
 @njit(inline="always", cache=True, nogil=True)
 def dt_floor_year(ms: np.int64) -> np.int64:
-    return _january_first(np.int64(_civil(ms)[0])) * 86_400_000
+    return mul_int(_january_first(np.int64(_civil(ms)[0])), DAY_MS)
 
 
 # numeric functions, as darwin.plan.numeric defines them (Java's Math; ROUND as BigDecimal's HALF_UP)
@@ -379,13 +390,13 @@ def math_add_months(ms: np.int64, months: np.int64) -> np.int64:
     total = add_int(np.int64(year) * 12 + month - 1, months)  # wraps, as the interpreter's BIGINT of months
     y, m = _floor_div(total, 12), total % 12 + 1
     days = _days_from_civil(np.int64(y), np.int64(m), np.int64(min(day, _month_days(y, m))))
-    return add_int(mul_int(days, np.int64(86_400_000)), of_day)
+    return add_int(mul_int(days, DAY_MS), of_day)
 
 
 @njit(cache=True, nogil=True)
 def _day_months(later: np.int64, earlier: np.int64) -> np.int64:
-    year_l, month_l, day_l = _civil(later * 86_400_000)
-    year_e, month_e, day_e = _civil(earlier * 86_400_000)
+    year_l, month_l, day_l = _civil_days(later)
+    year_e, month_e, day_e = _civil_days(earlier)
     months = (np.int64(year_l) - year_e) * 12 + month_l - month_e
     short = day_e > day_l and day_l != _month_days(np.int64(year_l), np.int64(month_l))
     return months - 1 if short else months

@@ -224,6 +224,37 @@ def test_wrapped_integer_arithmetic_is_not_folded_as_if_it_could_not_wrap(rows, 
             assert r["days"] == wrap(r["n"] * k) // 86_400_000 and r["sql_k"] == wrap(wrap(r["n"] + k) - r["n"])
 
 
+TIME_UNITS = ("second", "minute", "hour", "day", "week", "month", "quarter", "year")
+
+
+def q_floors_of_floors(t):
+    """A unit's start past int64 wraps; what follows takes the wrapped value (CEIL to a calendar unit floors the
+    floor of the day, plus a span)."""
+    ts = col("n").cast("timestamp")
+    day = ts.dt.floor("day")
+    return t.select("ts", "n", **{f"floor_{u}": day.dt.floor(u) for u in TIME_UNITS},
+                    **{f"ceil_{u}": ts.dt.ceil(u) for u in TIME_UNITS},
+                    next_year=(day.dt.floor("year") + 366 * 86_400_000).dt.floor("year"),
+                    week=day.dt.week(), year=day.dt.year(), same=day.dt.floor("year") == day)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.one_of(st.none(), WIDE_INTS, st.integers(-2**63, -2**63 + 10**12),
+                               st.integers(2**63 - 10**12, 2**63 - 1)), min_size=1, max_size=10),
+       batch_size=st.integers(1, 4))
+@example(rows=[-9223372036828800001], batch_size=1)  # CEIL(ts TO YEAR): 19785600001 ms past ts, not -11750399999
+def test_floors_of_wrapped_floors_are_not_folded_as_if_they_could_not_wrap(rows, batch_size):
+    """FLOOR(FLOOR(ts TO DAY) TO YEAR) of a ts whose day starts before -2^63 (it wraps to year 292278994)
+    was the year of ts itself compiled: the floor's milliseconds were multiplied as int64, and LLVM folded
+    the next floor's day of them back into ts's day, as ae06e80 found for expressions; so CEIL(ts TO YEAR),
+    MONTH, QUARTER and WEEK, which floor the floor of the day, differed from the interpreter's."""
+    import pyarrow as pa
+
+    t = dw.from_arrow(pa.table({"ts": pa.array(range(len(rows)), pa.timestamp("ms")),
+                                "n": pa.array(rows, pa.int64())}), time="ts", name="t")
+    assert_engines_agree(q_floors_of_floors(t), dw.Config(batch_size=batch_size))
+
+
 FLOATS = st.one_of(st.floats(), st.sampled_from([0.0, -0.0, 1e7, 9999999.0, 1e-3, 9.99e-4, 1e23, 5e-324, 2.0**63]))
 
 
