@@ -123,3 +123,44 @@ def test_parts_in_runs_are_merged_without_moving_rows(parts, scrambled, seed):
             into += take_rows(which, rows, columns).tolist()
     assert got_halves == (all_seen[want] / 2).tolist() and got_odd == (all_seen[want] % 2 == 1).tolist()
     assert got_starts == all_starts[want].tolist() and got_seen == all_seen[want].tolist()
+
+
+# a worker's rows: (key offset, value, the windows the row is in); a row in several windows (a sliding
+# window's) makes an entry of each with the same first-seen serial
+rows = st.lists(st.tuples(st.integers(0, SIZE - 1), st.integers(-50, 50), st.sets(st.integers(0, 2), min_size=1)),
+                max_size=25)
+
+
+def _ring_of(rows_with_serials, shuffle: np.random.Generator | None):
+    """One worker's ring entries of its rows: per window and key, the sum, count and max of its rows
+    and the serial of the first, in firing order (or walked slot by slot: shuffled)."""
+    ring: dict[tuple[int, int], list[int]] = {}
+    for serial, (k, x, windows) in rows_with_serials:
+        for w in windows:
+            e = ring.setdefault((w, k), [0, 0, x, serial])
+            e[0], e[1], e[2] = e[0] + x, e[1] + 1, max(e[2], x)
+    items = sorted(ring.items(), key=lambda e: (e[0][0], e[1][3]))
+    if shuffle is not None:
+        items = [items[i] for i in shuffle.permutation(len(items))]
+    starts = np.array([w * 10_000 for (w, _), _ in items], np.int64)
+    keys = np.array([LOW + k for (_, k), _ in items], np.int64)
+    values = [np.array([e[i] for _, e in items], np.int64) for i in range(4)]
+    return [starts, keys], values
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(rows, min_size=1, max_size=5), st.booleans(), st.integers(0, 2**32 - 1))
+def test_workers_rings_merge_into_one_rings_windows(workers_rows, shuffled, seed):
+    """Workers folding the slices of a stream of rows into rings of their own (rows in several
+    windows, so a serial is first seen in several windows; parts of any number and length, empty
+    ones too, in firing order or walked slot by slot) merge into the ring one thread would hold
+    over every row: the same entries, combined, in its firing order."""
+    rng = np.random.default_rng(seed) if shuffled else None
+    serial, slices = 0, []
+    for worker_rows in workers_rows:  # worker i's slice comes after worker i - 1's
+        slices.append(list(enumerate(worker_rows, start=serial)))
+        serial += len(worker_rows)
+    keys, values = merge_ring_entries(LAY, Ring(4, LOW, SIZE), [_ring_of(s, rng) for s in slices])
+    want_keys, want_values = _ring_of([r for s in slices for r in s], None)
+    assert [k.tolist() for k in keys] == [k.tolist() for k in want_keys]
+    assert [v.tolist() for v in values] == [v.tolist() for v in want_values]
