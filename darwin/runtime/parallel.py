@@ -247,9 +247,11 @@ class KeyedRunner(_Shared):
         def run(k: int) -> list[None]:
             for r in self.replicas[:k]:
                 r.ctl[ctl.ROW_BASE] = self.rows_seen
-            done = self.workers.run([partial(_ring_slice, r, batch, input_watermark, n * i // k, n * (i + 1) // k,
-                                             times, self.max_time) for i, r in enumerate(self.replicas[:k])],
-                                    self.worker_busy)
+            slices = [partial(_ring_slice, r, batch, input_watermark, n * i // k, n * (i + 1) // k, times,
+                              self.max_time) for i, r in enumerate(self.replicas[:k])]
+            # the first part runs on this thread at once, the others once a pool thread wakes and takes
+            # the GIL; the last slice first reads every row before it for their progress, so it goes here
+            done = self.workers.run([slices[-1], *slices[:-1]], self.worker_busy)
             if times is not None:  # the last slice's progress is the batch's
                 self.max_time = int(self.replicas[k - 1].ctl[ctl.MAX_TIME])
             return done
@@ -452,8 +454,8 @@ def _ring_slice(runner: PipelineRunner, batch: EncodedBatch, input_watermark: in
     """A worker's slice of a batch into its ring: the kernel judges lateness as one thread would, by
     the largest event time of every row before it, the rows of the slices before this one included
     (each worker finds their maximum itself: a vectorized pass, not a step of its own)."""
-    if times is not None:
-        runner.ctl[ctl.MAX_TIME] = _max_before(*times, first, progress)
+    if times is not None:  # the first slice's is the batch's start: no call (nor the GIL taken back after it)
+        runner.ctl[ctl.MAX_TIME] = _max_before(*times, first, progress) if first else progress
     runner.process(batch, input_watermark, (first, end))
 
 
