@@ -61,7 +61,7 @@ class NexmarkConnector:
 
 
 CONNECTOR = NexmarkConnector()
-register_connector("nexmark", CONNECTOR)
+register_connector("nexmark", CONNECTOR, options=("stream", "events.num", "first-event.rate", "seed"))
 
 
 def script(name: str, events: int, rate: int = 10_000_000, seed: int = 0) -> str:

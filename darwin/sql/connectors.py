@@ -61,17 +61,44 @@ class Connector(Protocol):
 
 
 _REGISTRY: dict[str, Connector] = {}
+_OPTIONS: dict[str, frozenset[str]] = {}  # by connector: the option keys it reads, where it says
 
 
-def register_connector(name: str, connector: Connector) -> None:
-    """Make ``'connector' = name`` build tables with ``connector``."""
+def register_connector(name: str, connector: Connector, options: Iterable[str] | None = None) -> None:
+    """Make ``'connector' = name`` build tables with ``connector``. ``options`` are the keys its
+    tables may set beside 'connector' (a table setting another is refused, as Flink's factories
+    refuse an option they do not know); None lets the connector take any."""
     _REGISTRY[name] = connector
+    if options is None:
+        _OPTIONS.pop(name, None)
+    else:
+        _OPTIONS[name] = frozenset(options)
+
+
+def unknown_option(connector_name: str, keys: Iterable[str]) -> str | None:
+    """A message naming the first of ``keys`` the connector does not read; None where it reads them all."""
+    known = _OPTIONS.get(connector_name)
+    for key in keys:
+        if known is not None and key != "connector" and key not in known:
+            takes = ", ".join(f"'{k}'" for k in sorted(known)) or "none"
+            return f"connector '{connector_name}' has no option '{key}' (it takes {takes})"
+    return None
+
+
+def check_options(spec: TableSpec) -> None:
+    """Refuse an option of ``spec`` its connector does not read: ignored, it would change nothing
+    where the user asked for a change (a CSV delimiter, a start position)."""
+    problem = unknown_option(spec.options.get("connector", ""), spec.options)
+    if problem is not None:
+        raise SqlError(f"table {spec.name}: {problem}")
 
 
 def connector(name: str, table: str) -> Connector:
     if name not in _REGISTRY:
         for ep in entry_points(group="darwin.connectors", name=name):
-            register_connector(name, ep.load())
+            loaded = ep.load()  # its module may register it itself, with its options
+            if name not in _REGISTRY:
+                register_connector(name, loaded)
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -157,5 +184,5 @@ class BlackholeConnector:
         return Blackhole()
 
 
-register_connector("filesystem", Filesystem())
-register_connector("blackhole", BlackholeConnector())
+register_connector("filesystem", Filesystem(), options=("path", "format"))
+register_connector("blackhole", BlackholeConnector(), options=())

@@ -18,6 +18,7 @@ from sqlglot.helper import seq_get
 from sqlglot.tokens import TokenType
 
 WINDOW_FUNCTIONS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
+TABLE_HINTS = "table_hints"  # the arg of an exp.Table holding the hints written after its name
 
 
 class WindowFunction(exp.Expression):
@@ -102,7 +103,33 @@ class FlinkParser(parser.Parser):
                 for key in ("start", "end"):
                     if node.meta and key in node.meta:
                         node.meta[key] += base
+            if not any(node.meta and "start" in node.meta for node in hint.walk()):
+                hint.meta["start"] = token.start  # a hint sqlglot keeps as text: placed at its opening
         return hint
+
+    def _parse_table_parts(self, schema: bool = False, is_db_reference: bool = False, wildcard: bool = False,
+                           fast: bool = False) -> exp.Table | exp.Dot | None:
+        """A table's name and the hints written right after it (``t /*+ OPTIONS('k' = 'v') */``), kept
+        as its ``table_hints``: Flink's table hints, which sqlglot reads nowhere."""
+        table = super()._parse_table_parts(schema=schema, is_db_reference=is_db_reference, wildcard=wildcard,
+                                           fast=fast)
+        hints = []
+        while table is not None and self._curr is not None and self._curr.token_type is TokenType.HINT:
+            hint = self._parse_hint()
+            self._prev_comments = []  # the hint's text: not a comment of the node parsed next
+            if hint is not None:
+                hints.append(hint)
+        if hints and table is not None:
+            table.set(TABLE_HINTS, hints)
+        return table
+
+    def _parse_table_alias(self, alias_tokens: Any = None) -> exp.TableAlias | None:
+        """A table's alias; a hint after it is refused saying where it goes, as Flink's parser refuses it."""
+        alias = super()._parse_table_alias(alias_tokens)
+        if alias is not None and self._curr is not None and self._curr.token_type is TokenType.HINT:
+            self.raise_error("a table hint follows the table's name, before its alias: "
+                             "FROM t /*+ OPTIONS('key' = 'value') */ AS alias")
+        return alias
 
     def _parse_window_argument(self) -> exp.Expr | None:
         if self._match(TokenType.TABLE):
@@ -127,6 +154,9 @@ class Flink(Dialect):
         # SESSION is a window function in Flink, not the keyword of SET SESSION
         KEYWORDS: ClassVar[dict[str, TokenType]] = {  # type: ignore[misc]
             k: v for k, v in tokens.Tokenizer.KEYWORDS.items() if k != "SESSION"}
+        # `/*+` opens a hint wherever it is, as in Calcite: after SELECT a query hint, after a table's name
+        # its table hints, elsewhere a syntax error (sqlglot took it for a comment there: dropped unread)
+        TOKENS_PRECEDING_HINT: ClassVar[set[TokenType]] = set(TokenType)  # type: ignore[misc]
 
     Parser = FlinkParser
 

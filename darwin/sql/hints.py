@@ -1,4 +1,5 @@
-"""Flink's query hints of a SELECT: ``SELECT /*+ STATE_TTL('orders' = '1d', 'customers' = '20h') */ ...``.
+"""Flink's hints: the query hints of a SELECT (``SELECT /*+ STATE_TTL('orders' = '1d') */ ...``) and
+the table hints of a table's name (``FROM t /*+ OPTIONS('path' = '...') */``).
 
 STATE_TTL (Flink 1.18+, "State TTL Hints") gives the regular joins and the aggregations without a
 window of its query block a TTL per input, named by the input's alias where it has one, else by
@@ -18,6 +19,7 @@ from sqlglot import exp
 from darwin.errors import DarwinError
 from darwin.plan import nodes as pn
 from darwin.plan.temporal import join_timing
+from darwin.sql.dialect import TABLE_HINTS
 from darwin.sql.errors import Located
 from darwin.sql.settings import BadValue, duration_ms
 
@@ -115,3 +117,58 @@ def input_name(item: exp.Expr) -> str | None:
     if isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier):
         return item.name
     return None
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """The options a table reference's OPTIONS hints give (Flink's dynamic table options:
+    ``FROM t /*+ OPTIONS('path' = '...') */``), each with the ``'key' = 'value'`` pair that gives it."""
+
+    values: dict[str, str]
+    pairs: dict[str, exp.Expr]
+    hint: exp.Expr  # the first hint: where a problem of the table it makes is reported
+
+    def sql(self) -> str:
+        return "OPTIONS(" + ", ".join(f"'{k}' = '{v}'" for k, v in self.values.items()) + ")"
+
+
+def table_options(table: exp.Expr, where: Located) -> TableOptions | None:
+    """The OPTIONS hints written after ``table``'s name, None where it has none: a key given twice
+    takes its last value, as Flink merges a reference's OPTIONS hints. Any other table hint is refused."""
+    hints = table.args.get(TABLE_HINTS) or []
+    values: dict[str, str] = {}
+    pairs: dict[str, exp.Expr] = {}
+    for hint, item in ((h, i) for h in hints for i in h.expressions):
+        if not isinstance(item, exp.Anonymous) or str(item.this).upper() != "OPTIONS":
+            advice = ("STATE_TTL is a query hint: write it after SELECT (SELECT /*+ STATE_TTL('t' = '1d') */ ...)"
+                      if hint_name(item) == "STATE_TTL" else "a table takes OPTIONS('key' = 'value', ...), Flink's "
+                                                             "dynamic table options, and no other hint")
+            raise where.error(hint_node(hint, item), f"the table hint {hint_text(item)} is not supported: {advice}")
+        if not item.expressions:
+            raise where.error(item, "OPTIONS needs at least one 'key' = 'value' pair, e.g. OPTIONS('path' = '...')")
+        for option in item.expressions:
+            key, value = (option.this, option.expression) if isinstance(option, exp.EQ) else (None, None)
+            if not isinstance(key, (exp.Literal, exp.Column)) or not isinstance(value, exp.Literal) \
+                    or not value.is_string:
+                raise where.error(option, "OPTIONS takes 'key' = 'value' pairs of strings, e.g. "
+                                          "OPTIONS('format' = 'csv')")
+            values[key.name], pairs[key.name] = value.name, option
+    if not values:
+        return None
+    return TableOptions(values, pairs, hints[0])
+
+
+def hint_name(item: exp.Expr | str) -> str:
+    """The name of one hint of a ``/*+ ... */`` (``OPTIONS`` of ``OPTIONS('k' = 'v')``), in capitals."""
+    if isinstance(item, str):  # sqlglot keeps a hint it cannot parse as its text
+        return item.strip().upper()
+    return str(item.this).upper() if isinstance(item, exp.Anonymous) else item.sql().upper()
+
+
+def hint_text(item: exp.Expr | str) -> str:
+    return item.strip() if isinstance(item, str) else item.sql()
+
+
+def hint_node(hint: exp.Expr, item: exp.Expr | str) -> exp.Expr:
+    """Where to report ``item``: itself, or the hint holding it where it is text."""
+    return hint if isinstance(item, str) else item

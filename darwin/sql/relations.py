@@ -11,6 +11,7 @@ from sqlglot import exp
 from darwin.api import Table, WindowedTable
 from darwin.plan.window import SessionWindow, Window
 from darwin.sql.expressions import Entry, Scope
+from darwin.sql.hints import TableOptions
 
 
 @dataclass
@@ -64,30 +65,42 @@ class Catalog:
     (built on first use by ``resolve``); views ranking their rows are planned where they are read."""
 
     tables: dict[str, Table] = field(default_factory=dict)
-    resolve: Callable[[str], Table | None] = lambda name: None
+    resolve: Callable[[str, TableOptions | None], Table | None] = lambda name, options: None
     ranked: dict[str, RankedView] = field(default_factory=dict)
+    declared: set[str] = field(default_factory=set)  # names in ``tables`` that are CREATE TABLE's, not views
 
     def get(self, name: str) -> Table | None:
         table = self.tables.get(name)
         if table is None and name in self.ranked:
             return self.ranked[name].plan(None)  # read other than by a top-N: refused where it ranks
         if table is None:
-            table = self.resolve(name)
+            table = self.resolve(name, None)
             if table is not None:
                 self.tables[name] = table
+                self.declared.add(name)
         return table
+
+    def is_view(self, name: str) -> bool:
+        """Whether ``name`` is a view, a WITH table or a table given by the caller: no CREATE TABLE's."""
+        return name in self.ranked or (name in self.tables and name not in self.declared)
+
+    def hinted(self, name: str, options: TableOptions) -> Table | None:
+        """The CREATE TABLE ``name`` read with ``options`` over its WITH options (``resolve`` keeps one
+        table per set of options); None if no CREATE TABLE has that name."""
+        return self.resolve(name, options)
 
     def define(self, name: str, table: Table | RankedView) -> None:
         """A view or WITH table, replacing any table of that name."""
         self.tables.pop(name, None)
         self.ranked.pop(name, None)
+        self.declared.discard(name)
         if isinstance(table, RankedView):
             self.ranked[name] = table
         else:
             self.tables[name] = table
 
     def child(self) -> Catalog:
-        return Catalog(dict(self.tables), self.resolve, dict(self.ranked))
+        return Catalog(dict(self.tables), self.resolve, dict(self.ranked), set(self.declared))
 
 
 def conjuncts(node: exp.Expr | None) -> list[exp.Expr]:

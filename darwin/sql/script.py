@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TypeGuard
+from typing import TypeGuard, TypeVar
 
 from sqlglot import exp
 from sqlglot.errors import ParseError
@@ -26,10 +26,11 @@ from darwin.plan import nodes as pn
 from darwin.plan.exprs import type_of
 from darwin.runtime.job import JobResult
 from darwin.sql.computed_time import ComputedTime
-from darwin.sql.connectors import TableSpec, connector
+from darwin.sql.connectors import TableSpec, check_options, connector, unknown_option
 from darwin.sql.dialect import Flink, Watermark
 from darwin.sql.errors import Located
 from darwin.sql.expressions import Entry, ExpressionTranslator, Scope, interval_ms, sql_type
+from darwin.sql.hints import TableOptions, table_options
 from darwin.sql.relations import Catalog
 from darwin.sql.settings import (
     Session,
@@ -79,6 +80,7 @@ class Computed:
 
 
 Statement = exp.Expr | SessionStatement
+T = TypeVar("T")
 
 
 def parse(text: str) -> list[Statement]:
@@ -96,8 +98,15 @@ def parse(text: str) -> list[Statement]:
         return statements
     except ParseError as e:
         first = e.errors[0] if e.errors else {}
+        if str(first.get("highlight", "")).startswith("/*+") and "\n" not in first["highlight"] \
+                and first.get("description", "").startswith("Invalid expression"):
+            first = {**first, "col": first["col"] - len(first["highlight"]) + 1, "description": MISPLACED_HINT}
         where = f"line {first.get('line')}, column {first.get('col')}: " if first.get("line") else ""
         raise SqlError(f"{where}{first.get('description', str(e))}") from None
+
+
+MISPLACED_HINT = ("a hint /*+ ... */ goes right after SELECT (a query hint: STATE_TTL) or right after a table's name "
+                  "(a table hint: OPTIONS), as in Flink's grammar")
 
 
 def _statement_tokens(tokens: list[Token]) -> list[list[Token]]:
@@ -133,13 +142,28 @@ def _plan(statements: list[Statement], where: Located, tables: Mapping[str, Tabl
             raise SqlError(f"tables={{{name!r}: ...}}: a table is a dw.Table (from dw.from_arrow, dw.read_parquet, "
                            f"a query...), got {type(table).__name__}")
 
-    def resolve(name: str) -> Table | None:
+    hinted: dict[tuple[str, tuple[tuple[str, str], ...]], Table] = {}  # by name and options: OPTIONS-hinted tables
+
+    def resolve(name: str, options: TableOptions | None) -> Table | None:
         spec = script.specs.get(name)
         if spec is None:
             return None
+        if options is None:
+            return source_of(spec)
+        merged = hinted_spec(spec, options, where, paths)
+        if merged.options == spec.options:
+            return script.catalog.get(name)
+        key = (name, tuple(sorted(merged.options.items())))
+        if key not in hinted:
+            hinted[key] = built_at_hint(options, name, where, lambda: source_of(merged))
+        return hinted[key]
+
+    def source_of(spec: TableSpec) -> Table:
+        name = spec.name
         computed = script.computed.get(name)
         timed = computed is not None and spec.time_column in computed.names  # the time is computed: not read
         read = replace(spec, time_column=None, max_delay_ms=None) if timed else spec
+        check_options(spec)
         table = connector(spec.options.get("connector", ""), name).source(read)
         if computed is not None:
             table = planner._located(computed.columns[0][1], lambda: with_computed(table, spec, computed, where))
@@ -164,12 +188,14 @@ def _plan(statements: list[Statement], where: Located, tables: Mapping[str, Tabl
                 if computed.columns:
                     script.computed[spec.name] = computed
                 script.catalog.tables.pop(spec.name, None)
+                for key in [k for k in hinted if k[0] == spec.name]:
+                    del hinted[key]
             elif kind == "VIEW":
                 planner.define(statement.this.name, statement.expression)
             else:
                 raise where.error(statement, f"CREATE {kind} is not supported; CREATE TABLE and CREATE VIEW are")
         elif isinstance(statement, exp.Insert):
-            planned, settings = insert(statement, script, planner, where), session.settings()
+            planned, settings = insert(statement, script, planner, where, paths), session.settings()
             table = with_state_ttl(planned.table, settings, statement, where)
             script.inserts.append(replace(planned, table=table, settings=settings))
         elif isinstance(statement, (exp.Select, exp.Union, exp.Subquery)):
@@ -251,6 +277,33 @@ def table_spec(node: exp.Create, where: Located, paths: PathRule | None = None) 
     return TableSpec(name, tuple(columns), options, time_column, delay, partition, tuple(proctime), primary_key)
 
 
+def hinted_spec(spec: TableSpec, options: TableOptions, where: Located, paths: PathRule | None) -> TableSpec:
+    """``spec`` with a reference's OPTIONS hints over its WITH options, read as CREATE TABLE reads
+    them (a 'path' under ``paths``' rule); a key its connector does not read is refused at the hint."""
+    values = dict(options.values)
+    if "path" in values and paths is not None:
+        try:
+            values["path"] = paths(values["path"])
+        except DarwinError as e:
+            raise where.error(options.pairs["path"], f"table {spec.name}: {e}") from None
+    merged = {**spec.options, **values}
+    for key in values:
+        problem = unknown_option(merged.get("connector", ""), [key])
+        if problem is not None:
+            raise where.error(options.pairs[key], f"OPTIONS of table {spec.name}: {problem}")
+    return replace(spec, options=merged)
+
+
+def built_at_hint(options: TableOptions, name: str, where: Located, build: Callable[[], T]) -> T:
+    """``build()``'s result; its errors (a connector's) reported at the OPTIONS hint, naming its options."""
+    try:
+        return build()
+    except DarwinError as e:
+        if isinstance(e, SqlError) and str(e).startswith("line "):
+            raise
+        raise where.error(options.hint, f"{name} /*+ {options.sql()} */: {e}") from None
+
+
 def computed_columns(node: exp.Create, spec: TableSpec, where: Located) -> Computed:
     """CREATE TABLE's computed columns (``price2 AS price * 2``, ``ts AS TO_TIMESTAMP(s)``), as Flink's: an
     expression of the table's declared columns, computed as rows are read and never written by an INSERT. Each
@@ -320,7 +373,8 @@ def watermark_delay(node: Watermark, where: Located) -> int:
                             "supported form")
 
 
-def insert(node: exp.Insert, script: Script, planner: QueryPlanner, where: Located) -> Insert:
+def insert(node: exp.Insert, script: Script, planner: QueryPlanner, where: Located,
+           paths: PathRule | None = None) -> Insert:
     target = node.this
     columns = None
     if isinstance(target, exp.Schema):
@@ -329,6 +383,9 @@ def insert(node: exp.Insert, script: Script, planner: QueryPlanner, where: Locat
     spec = script.specs.get(target.name)
     if spec is None:
         raise where.error(target, f"INSERT INTO {target.name}: declare the table first with CREATE TABLE")
+    options = table_options(target, where)
+    if options is not None:
+        spec = hinted_spec(spec, options, where, paths)
     declared_types = dict(spec.columns)
     listed = columns or []
     for name in listed:
@@ -356,7 +413,12 @@ def insert(node: exp.Insert, script: Script, planner: QueryPlanner, where: Locat
         values = {n: values[n] if n in values else lit(None, t) for n, t in spec.columns}
     if cast or table.columns != list(values):
         table = table.select(**values)
-    sink = planner._located(target, lambda: connector(spec.options["connector"], spec.name).sink(spec))
+    def sink_of() -> Sink:
+        check_options(spec)
+        return connector(spec.options["connector"], spec.name).sink(spec)
+
+    sink = planner._located(target, sink_of if options is None
+                            else lambda: built_at_hint(options, target.name, where, sink_of))
     return Insert(target.name, table, sink)
 
 

@@ -20,9 +20,10 @@ from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
 from darwin.plan.nodes import WINDOW_END, WINDOW_START
 from darwin.plan.window import Session, Slide, Tumble
-from darwin.sql.dialect import Descriptor, Flink, TableArgument, WindowFunction
+from darwin.sql.dialect import TABLE_HINTS, Descriptor, Flink, TableArgument, WindowFunction
 from darwin.sql.errors import Located
 from darwin.sql.expressions import Entry, interval_ms
+from darwin.sql.hints import TableOptions, table_options
 from darwin.sql.relations import Bounds, Catalog, RankedView, RankRequest, Relation, relation
 from darwin.sql.select import SelectPlanner, row_number
 from darwin.types import DType
@@ -120,6 +121,9 @@ class QueryPlanner:
             rel.bounds = self.bounds_of(table)
             rel.scope.proctime = self.proctime_of(table)
             return rel
+        if isinstance(node, exp.Table) and not isinstance(node.this, exp.Identifier) and node.args.get(TABLE_HINTS):
+            raise self.error(node.args[TABLE_HINTS][0], "a table hint follows a table's name (FROM t /*+ OPTIONS(...) "
+                                                        "*/ AS alias), not a table function")
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) \
                 and str(node.this.this).upper() == "TABLE" and len(node.this.expressions) == 1 \
                 and isinstance(node.this.expressions[0], WindowFunction):
@@ -138,7 +142,23 @@ class QueryPlanner:
         raise self.error(node, f"{node.sql(dialect=Flink)} is not supported in FROM")
 
     def named_table(self, node: exp.Table) -> Table:
+        options = table_options(node, self.where)
+        if options is not None:
+            return self.hinted_table(node, options)
         table = self._located(node, lambda: self.catalog.get(node.name))  # a connector's errors, located here
+        if table is None:
+            raise self.error(node, f"unknown table {node.name!r}; known: {', '.join(sorted(self.catalog.tables))}"
+                                   " (and the tables of CREATE TABLE)")
+        return table
+
+    def hinted_table(self, node: exp.Table, options: TableOptions) -> Table:
+        """The CREATE TABLE ``node`` names, read with its OPTIONS hints over its WITH options: a table of its
+        own, so two references with different options are two sources. A view takes none, as in Flink."""
+        if self.catalog.is_view(node.name):
+            raise self.error(options.hint, f"OPTIONS hints apply to the tables of CREATE TABLE; {node.name!r} is a "
+                                           "view (or a WITH table, or a table given to dw.sql), which has no "
+                                           "connector options to change (Flink: hints can only be applied to tables)")
+        table = self.catalog.hinted(node.name, options)
         if table is None:
             raise self.error(node, f"unknown table {node.name!r}; known: {', '.join(sorted(self.catalog.tables))}"
                                    " (and the tables of CREATE TABLE)")

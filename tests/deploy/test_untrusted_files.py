@@ -131,6 +131,21 @@ def test_a_create_table_path_outside_the_directory_is_refused_at_its_sql_line(jo
     assert not (tmp_path / "jobs" / "team" / "out").exists()
 
 
+def test_an_options_hint_path_outside_the_directory_is_refused_at_its_sql_line(job, tmp_path):
+    """SECURITY: a hint's 'path' (`FROM s /*+ OPTIONS('path' = ...) */`) is held to the rule of CREATE TABLE's;
+    before, the hint was dropped, and now that it is read it must not reach outside either."""
+    (tmp_path / "jobs" / "team" / "data" / "more.csv").write_text("9\n")
+    outside = tmp_path / "outside" / "secret.csv"
+    text = sql_job(f"{ddl('data/more.csv')}\nSELECT secret FROM s /*+ OPTIONS('path' = '{outside}') */\n")
+    message = error_of(job(text))
+    assert message.startswith("job.yaml:9: key 'query.sql': SQL line 2, column 34 (file column 38): table s: the path")
+    assert "table s: the path" in message and "leads outside the deployment file's directory" in message
+    inside = sql_job(f"{ddl(str(outside))}\nSELECT secret FROM s /*+ OPTIONS('path' = 'data/more.csv') */\n")
+    assert "leads outside" in error_of(job(inside))  # the declared path is checked where it is declared
+    relative = sql_job(f"{ddl('data/bids.csv')}\nSELECT secret FROM s /*+ OPTIONS('path' = 'data/more.csv') */\n")
+    assert deploy.plan(deploy.load(job(relative))).table.collect().to_pylist() == [{"secret": "9"}]
+
+
 def test_a_create_table_path_is_relative_to_the_deployment_file(job, tmp_path, monkeypatch):
     (tmp_path / "jobs" / "team" / "data" / "more.csv").write_text("9\n")
     monkeypatch.chdir(tmp_path / "outside")  # a relative path meant the working directory's

@@ -8,7 +8,7 @@ import pytest
 
 import darwin as dw
 from darwin.errors import ConfigError, SqlError
-from darwin.plan.nodes import GroupAggregate, walk
+from darwin.plan.nodes import GroupAggregate, Scan, walk
 from darwin.sql import TableSpec, plan_script, register_connector
 
 ROWS = {"ts": [0, 1_000, 2_000, 11_000, 12_000, 25_000], "auction": [1, 1, 2, 1, 2, 2],
@@ -516,6 +516,175 @@ def test_flinks_batch_join_strategy_hints_are_ignored_as_in_a_streaming_job():
     hinted = dw.sql(JOIN.format("/*+ BROADCAST(a), SHUFFLE_HASH(b) */"), tables={"t": idle_keys(), "u": idle_keys()})
     plain = dw.sql(JOIN.format(""), tables={"t": idle_keys(), "u": idle_keys()})
     assert hinted.explain() == plain.explain()
+
+
+@pytest.fixture
+def later_bids(tmp_path):
+    """Other bids than ``bids_parquet``'s, as Parquet and as Flink's CSV (no header): another file, or
+    the same topic read from another position."""
+    rows = {"ts": [3_000, 4_000, 14_000, 31_000], "auction": [2, 1, 2, 3], "price": [7, 9, 11, 13]}
+    parquet, csv = tmp_path / "later.parquet", tmp_path / "later.csv"
+    pq.write_table(pa.table({"ts": pa.array(rows["ts"], pa.timestamp("ms")), "auction": rows["auction"],
+                             "price": rows["price"]}), parquet)
+    csv.write_text("".join(f"{datetime.fromtimestamp(t / 1000, UTC):%Y-%m-%d %H:%M:%S},{a},{p}\n"
+                           for t, a, p in zip(*rows.values())))
+    return {"parquet": parquet, "csv": csv}
+
+
+def rows_of(table, config):
+    return sorted(tuple(r.values()) for r in table.collect(config).to_pylist())
+
+
+WINDOWED = ("SELECT window_start, auction, SUM(price) AS total FROM TABLE(TUMBLE(TABLE {table}, DESCRIPTOR(ts), "
+            "INTERVAL '10' SECOND)) GROUP BY window_start, window_end, auction")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_options_hints_read_a_table_as_declared_with_the_merged_options(mode, bids_parquet, later_bids, fmt):
+    """Flink's dynamic table options (`FROM t /*+ OPTIONS('k' = 'v') */`) were dropped silently, so the hinted
+    query read the declared file: other rows, no error. The hint's options override or add to the WITH options
+    for that reference, which reads what a table declared with the merged options reads (its watermark too)."""
+    config = dw.Config(mode=mode)
+    hint = f"/*+ OPTIONS('path' = '{later_bids[fmt]}'" + (", 'format' = 'csv') */" if fmt == "csv" else ") */")
+    hinted = dw.sql(ddl(bids_parquet) + WINDOWED.format(table=f"bids {hint}"))
+    declared = dw.sql(ddl(later_bids[fmt], fmt, name="later") + WINDOWED.format(table="later"))
+    assert rows_of(hinted, config) == rows_of(declared, config)
+    assert rows_of(hinted, config) != rows_of(dw.sql(ddl(bids_parquet) + WINDOWED.format(table="bids")), config)
+    plain = f"SELECT auction, price FROM bids {hint} WHERE price > 8"
+    assert rows_of(dw.sql(ddl(bids_parquet) + plain), config) == [(1, 9), (2, 11), (3, 13)]
+
+
+def test_one_table_hinted_twice_differently_is_two_sources(mode, bids_parquet, later_bids):
+    """A self-join of a table read from two positions (Flink's `kafka_table1 /*+ OPTIONS(...) */ t1 JOIN
+    kafka_table1 t2`): each reference reads its own options; the same options read one source."""
+    config = dw.Config(mode=mode)
+    query = ("SELECT a.auction, a.price, b.price AS other FROM {left} a JOIN {right} b ON a.auction = b.auction "
+             "WHERE a.price < b.price")
+    hint = f"/*+ OPTIONS('path' = '{later_bids['parquet']}') */"
+    hinted = dw.sql(ddl(bids_parquet) + query.format(left="bids", right=f"bids {hint}"))
+    declared = dw.sql(ddl(bids_parquet) + ddl(later_bids["parquet"], name="later")
+                      + query.format(left="bids", right="later"))
+    assert rows_of(hinted, config) == rows_of(declared, config) == [(1, 5, 9)]
+    assert [s.name for s in sources(hinted)] == ["bids.parquet", "later.parquet"]
+    twice = dw.sql(ddl(bids_parquet) + query.format(left=f"bids {hint}", right=f"bids {hint}"))
+    assert [s.name for s in sources(twice)] == ["later.parquet"]
+    as_declared = dw.sql(ddl(bids_parquet) + query.format(left="bids", right=f"bids /*+ OPTIONS('path' = "
+                                                                               f"'{bids_parquet}') */"))
+    assert [s.name for s in sources(as_declared)] == ["bids.parquet"]
+
+
+def sources(table):
+    """The distinct sources ``table`` reads, in plan order."""
+    return list({id(n.source): n.source for n in walk(table.plan) if isinstance(n, Scan)}.values())
+
+
+def test_options_hints_of_an_insert_target_write_where_the_merged_table_writes(mode, tmp_path, bids_parquet):
+    """`INSERT INTO t /*+ OPTIONS(...) */ SELECT ...` wrote to the declared path and format."""
+    declared_path, hinted_path = tmp_path / "declared", tmp_path / "hinted"
+    script = ddl(bids_parquet) + f"""
+    CREATE TABLE o (auction BIGINT, price BIGINT) WITH ('connector' = 'filesystem', 'path' = '{declared_path}');
+    INSERT INTO o /*+ OPTIONS('path' = '{hinted_path}', 'format' = 'csv') */ (price, auction)
+    SELECT price, auction FROM bids WHERE price > 12;
+    """
+    dw.sql_job(script, config=dw.Config(mode=mode))
+    assert not declared_path.exists()
+    read_back = f"CREATE TABLE r (auction BIGINT, price BIGINT) WITH ('connector' = 'filesystem', 'path' = " \
+                f"'{hinted_path}', 'format' = 'csv');\nSELECT * FROM r"
+    assert rows_of(dw.sql(read_back), dw.Config(mode=mode)) == [(1, 30), (2, 15), (2, 20), (2, 40)]
+
+
+def test_options_hints_reach_a_window_functions_table_and_a_state_ttl_hint_names_the_reference(bids_parquet,
+                                                                                               later_bids):
+    hint = f"/*+ OPTIONS('path' = '{later_bids['parquet']}') */"
+    windowed = dw.sql(ddl(bids_parquet) + WINDOWED.format(table=f"bids {hint}"))
+    assert [s.name for s in sources(windowed)] == ["later.parquet"]
+    counted = dw.sql(ddl(bids_parquet) + f"SELECT /*+ STATE_TTL('b' = '1 h') */ auction, COUNT(*) AS n "
+                                         f"FROM bids {hint} AS b GROUP BY auction")
+    assert sorted(tuple(r.values()) for r in counted.collect().to_pylist()) == [(1, 1), (2, 2), (3, 1)]
+    assert [n.state_ttl_ms for n in walk(counted.plan) if isinstance(n, GroupAggregate)] == [3_600_000]
+
+
+@pytest.mark.parametrize(("query", "match"), [
+    ("SELECT price FROM bids /*+ OPTIONS('path' = 'x', 'csv.field-delimiter' = ';') */",
+     r"^line 8, column 54: OPTIONS of table bids: connector 'filesystem' has no option 'csv.field-delimiter' "
+     r"\(it takes 'format', 'path'\)$"),
+    ("SELECT price FROM bids /*+ OPTIONS('format' = 'orc') */",
+     r"^line 8, column 32: bids /\*\+ OPTIONS\('format' = 'orc'\) \*/: table bids: format 'orc' is not supported"),
+    ("SELECT price FROM bids /*+ OPTIONS('path' = '{missing}') */",
+     r"^line 8, column 32: bids /\*\+ OPTIONS\('path' = '.*missing.parquet'\) \*/: Parquet file .* does not exist"),
+    ("SELECT price FROM bids /*+ OPTIONS() */", r"^line 8, column 32: OPTIONS needs at least one 'key' = 'value'"),
+    ("SELECT price FROM bids /*+ OPTIONS('format' = 1) */", r"^line 8, column 40: OPTIONS takes 'key' = 'value' "
+                                                           r"pairs of strings"),
+    ("SELECT price FROM bids /*+ OPTIONS('format' = 'csv'), STATE_TTL('bids' = '1d') */",
+     r"^line 8, column 59: the table hint STATE_TTL\('bids' = '1d'\) is not supported: STATE_TTL is a query hint"),
+    ("SELECT price FROM bids /*+ LOOKUP('table' = 'bids') */",
+     r"^line 8, column 32: the table hint LOOKUP\('table' = 'bids'\) is not supported: a table takes OPTIONS"),
+    ("SELECT price FROM bids /*+ INDEX */", r"^line 8, column 28: the table hint INDEX is not supported"),
+    ("SELECT price FROM bids /*+ OPTIONS */", r"^line 8, column 28: the table hint OPTIONS is not supported"),
+    ("CREATE VIEW v AS SELECT * FROM bids;\nSELECT price FROM v /*+ OPTIONS('format' = 'csv') */",
+     r"^line 9, column 25: OPTIONS hints apply to the tables of CREATE TABLE; 'v' is a view"),
+    ("WITH w AS (SELECT * FROM bids) SELECT price FROM w /*+ OPTIONS('format' = 'csv') */",
+     r"^line 8, column 60: OPTIONS hints apply to the tables of CREATE TABLE; 'w' is a view"),
+    ("SELECT k FROM given /*+ OPTIONS('format' = 'csv') */", r"^line 8, column 29: .*'given' is a view .*a table "
+                                                            r"given to dw.sql"),
+    ("SELECT price FROM bids b /*+ OPTIONS('format' = 'csv') */",
+     r"^line 8, column 61: a table hint follows the table's name, before its alias"),
+    ("SELECT price /*+ OPTIONS('format' = 'csv') */ FROM bids", r"^line 8, column 18: a hint /\*\+ \.\.\. \*/ goes "
+                                                               r"right after SELECT .* or right after a table's name"),
+    ("SELECT price FROM bids WHERE price > 1 /*+ OPTIONS('format' = 'csv') */",
+     r"^line 8, column 44: a hint /\*\+ \.\.\. \*/ goes right after SELECT"),
+    ("SELECT * FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '1' SECOND)) /*+ OPTIONS('format' = 'csv') */",
+     r"^line 8, column 86: a table hint follows a table's name .*not a table function"),
+    ("SELECT price FROM nothing /*+ OPTIONS('format' = 'csv') */", r"^line 8, column 23: unknown table 'nothing'"),
+])
+def test_options_hints_flink_or_darwin_refuses_are_refused_at_their_position(tmp_path, bids_parquet, query, match):
+    query = query.format(missing=tmp_path / "missing.parquet")
+    with pytest.raises(SqlError, match=match):
+        dw.sql(ddl(bids_parquet) + query, tables={"given": dw.from_arrow(pa.table({"k": [1]}))}).collect()
+
+
+def test_options_hints_of_an_insert_target_are_refused_at_their_position(tmp_path, bids_parquet):
+    script = ddl(bids_parquet) + f"""CREATE TABLE o (price BIGINT)
+    WITH ('connector' = 'filesystem', 'path' = '{tmp_path}');
+    INSERT INTO o /*+ OPTIONS('format' = 'avro') */ SELECT price FROM bids;"""
+    with pytest.raises(SqlError, match=r"^line 10, column 23: o /\*\+ OPTIONS\('format' = 'avro'\) \*/: table o: "
+                                       r"format 'avro' is not supported"):
+        dw.sql_job(script)
+    with pytest.raises(SqlError, match=r"^line 10, column 58: OPTIONS of table o: connector 'blackhole' has no "
+                                       r"option 'path' \(it takes none\)"):
+        dw.sql_job(script.replace("'format' = 'avro'", "'connector' = 'blackhole', 'path' = 'x'"))
+
+
+def test_a_path_rule_holds_the_paths_of_options_hints(tmp_path, bids_parquet):
+    """A deployment's query.sql keeps its paths under its directory: a hinted 'path' as a declared one."""
+    def rule(path):
+        if ".." in path:
+            raise ConfigError("the path leads outside")
+        return str(tmp_path / path)
+
+    pq.write_table(pq.read_table(bids_parquet), tmp_path / "b.parquet")
+    script = plan_script(ddl("b.parquet") + "CREATE TABLE o (p BIGINT) WITH ('connector' = 'filesystem', "
+                                            "'path' = 'out');\nINSERT INTO o /*+ OPTIONS('path' = 'elsewhere') */ "
+                                            "SELECT price FROM bids /*+ OPTIONS('path' = 'b.parquet') */",
+                         paths=rule)
+    assert script.inserts[0].sink.path == tmp_path / "elsewhere"
+    for hinted in ("INSERT INTO o /*+ OPTIONS('path' = '../x') */ SELECT price FROM bids",
+                   "INSERT INTO o SELECT price FROM bids /*+ OPTIONS('path' = '../x') */"):
+        with pytest.raises(SqlError, match=r"^line 9, column \d+: table (o|bids): the path leads outside$"):
+            plan_script(ddl("b.parquet") + "CREATE TABLE o (p BIGINT) WITH ('connector' = 'filesystem', "
+                                           "'path' = 'out');\n" + hinted, paths=rule)
+
+
+def test_an_option_the_connector_does_not_read_is_refused_where_the_table_is_read_or_written(tmp_path, bids_parquet):
+    """A WITH option Darwin's connector does not read (Flink's 'csv.field-delimiter') was ignored: the file was read
+    with ',' where the user said ';'. Flink's factories refuse an option they do not know; so does Darwin now."""
+    declared = ddl(bids_parquet).replace("'format' = 'parquet'", "'format' = 'parquet', 'csv.field-delimiter' = ';'")
+    with pytest.raises(SqlError, match=r"^line 8, column 23: table bids: connector 'filesystem' has no option "
+                                       r"'csv.field-delimiter' \(it takes 'format', 'path'\)$"):
+        dw.sql(declared + "SELECT price FROM bids")
+    with pytest.raises(SqlError, match=r"^line 2, column 13: table o: connector 'blackhole' has no option 'path'"):
+        dw.sql_job("CREATE TABLE o (a BIGINT) WITH ('connector' = 'blackhole', 'path' = 'x');\n"
+                   "INSERT INTO o SELECT auction FROM b", tables={"b": dw.read_parquet(bids_parquet)})
 
 
 BLACKHOLE = "CREATE TABLE o (k BIGINT, n BIGINT) WITH ('connector' = 'blackhole');\n"
