@@ -83,14 +83,17 @@ def state_ttl_hint(select: exp.Select, where: Located) -> StateTtlHint:
     hints the first (Flink's rule). Another hint is refused, but Flink's batch join strategies."""
     hint = select.args.get("hint")
     found = StateTtlHint()
-    for item in hint.expressions if hint is not None else []:
-        name = str(item.this).upper() if isinstance(item, exp.Anonymous) else item.name.upper()
+    if hint is None:
+        return found
+    for item in hint.expressions:
+        name = hint_name(item) if isinstance(item, (exp.Anonymous, str)) else item.name.upper()
         if name in JOIN_STRATEGIES:
             continue
         if name != "STATE_TTL" or not isinstance(item, exp.Anonymous):
-            raise where.error(item, f"the hint {item.sql()} is not supported: Darwin takes STATE_TTL('input' = "
-                                    f"'duration', ...) and ignores the batch join strategies "
-                                    f"({', '.join(JOIN_STRATEGIES)}), as Flink's streaming jobs do")
+            raise where.error(hint_node(hint, item), f"the hint {hint_text(item)} is not supported: Darwin takes "
+                                                     f"STATE_TTL('input' = 'duration', ...) and ignores the batch join "
+                                                     f"strategies ({', '.join(JOIN_STRATEGIES)}), as Flink's "
+                                                     "streaming jobs do")
         if not item.expressions:
             raise where.error(item, "STATE_TTL needs at least one 'input' = 'duration' pair, e.g. "
                                     "STATE_TTL('orders' = '1d')")

@@ -502,6 +502,8 @@ def test_a_state_ttl_hint_leaves_windows_and_interval_joins_as_flink_does():
     ("SELECT\n  /*+ BROADCAST(a) */ 1 AS one", r"line 2, column 7: a SELECT needs FROM"),  # placed in the text
     ("SELECT /*+ LOOKUP('table' = 'u') */ k, COUNT(*) FROM t GROUP BY k",
      r"line 1, column 12: the hint LOOKUP\('table' = 'u'\) is not supported"),
+    ("SELECT /*+ INDEX */ k FROM t", r"line 1, column 8: the hint INDEX is not supported"),  # kept as text
+    ("SELECT /*+ 1 + */ k FROM t", r"line 1, column 8: the hint 1 \+ is not supported"),
     ("SELECT /*+ STATE_TTL('t' = '1 h') */ k, COUNT(DISTINCT v) AS d FROM t GROUP BY k",
      r"line 1, column 22: STATE_TTL for 't': agg: state_ttl with a distinct count"),
     ("SELECT /*+ STATE_TTL('c' = '1 h') */ n, COUNT(*) AS m FROM (SELECT k, COUNT(*) AS n FROM t GROUP BY k) c "
