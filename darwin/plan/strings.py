@@ -17,6 +17,7 @@ from typing import Any
 from darwin.errors import DarwinTypeError
 from darwin.plan import javatime
 from darwin.plan.casts import parse_bool, parse_float, parse_integer, parse_timestamp
+from darwin.plan.javaregex import UnsupportedRegex, java_regex
 from darwin.plan.similar import similar_regex
 from darwin.types import DType
 
@@ -38,15 +39,10 @@ class StringFunction:
         return self.may_give_null
 
 
-@lru_cache(maxsize=256)
-def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
-
-
 def _regexp_extract(s: str, pattern: str, group: int) -> str | None:
     """The ``group`` of the first match; NULL without a match and for a group the pattern does not
     have, a negative one too (Flink's REGEXP_EXTRACT: Java's ``group(-1)`` throws, and Flink gives NULL)."""
-    m = _regex(pattern).search(s)
+    m = java_regex(pattern).search(s)
     if m is None or not 0 <= group <= m.re.groups:
         return None
     return m.group(group)
@@ -56,12 +52,12 @@ def _regexp_replace(s: str, pattern: str, replacement: str) -> str:
     """Flink's REGEXP_REPLACE: every match of ``pattern`` replaced by ``replacement`` as it is written (Flink quotes
     it with Java's ``Matcher.quoteReplacement``, so ``$1`` and a backslash are plain characters, not group
     references); an empty match counts between characters, as in Java's ``replaceAll``."""
-    return _regex(pattern).sub(lambda _: replacement, s)
+    return java_regex(pattern).sub(lambda _: replacement, s)
 
 
 def _regexp(s: str, pattern: str) -> bool:
     """Flink's REGEXP: whether ``pattern`` matches anywhere in ``s``; the empty pattern matches nothing."""
-    return bool(pattern) and _regex(pattern).search(s) is not None
+    return bool(pattern) and java_regex(pattern).search(s) is not None
 
 
 def _split_index(s: str, sep: str, index: int) -> str | None:
@@ -310,11 +306,12 @@ def check_args(name: str, args: tuple[Any, ...]) -> None:
             _similar_regex(pattern, escape)
         else:
             like_tokens(pattern, escape)
-    if name in ("regexp_extract", "regexp_replace", "regexp"):
+    if name in ("regexp_extract", "regexp_replace", "regexp"):  # a Java pattern, as Flink's (darwin.plan.javaregex)
         try:
-            _regex(args[0])
-        except re.error as e:
-            raise DarwinTypeError(f"str.{name}(): invalid pattern {args[0]!r}: {e}") from None
+            java_regex(args[0])
+        except UnsupportedRegex as e:
+            raise DarwinTypeError(f"str.{name}(): the Java pattern {args[0]!r} is refused: {e.problem} at position "
+                                  f"{e.position + 1}") from None
     if name == "map" and not all(isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, str) for x in p)
                                  for p in args[0]):
         raise DarwinTypeError("str.map() takes a dict from strings to strings")

@@ -12,8 +12,8 @@ Darwin's rule out:
 - casts of NaN, infinities or out-of-range floats to integers give NULL, not a saturated value;
 - ``isin`` never matches NaN; int64 arithmetic wraps around (Spark with ANSI mode off does too);
 - ``regexp_extract`` gives NULL where nothing matches (Spark gives ""), and for a group the
-  pattern does not have; its pattern is Unicode-aware (``(?U)``) and ends lines only at ``\n``
-  (``(?d)``), as Python's does;
+  pattern does not have; patterns go to Java as written (Darwin's engines read them as Java does,
+  ``darwin.plan.javaregex``);
 - float ``%`` gives a zero remainder the divisor's sign, as Python does (Java: the dividend's);
 - ``strftime``'s ``%Y`` and ``%y`` of years before 0 or after 9999 are Darwin's, not Java's, and two
   fields side by side (``%m%m``) stay two fields.
@@ -24,7 +24,6 @@ Literals are Spark literals (values, never spliced into SQL text).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING
 from darwin.errors import UnsupportedError
 from darwin.plan import exprs as ex
 from darwin.plan import numeric
+from darwin.plan.javaregex import translate
 from darwin.plan.strings import FUNCTIONS
 from darwin.plan.timeformat import parse
 from darwin.types import DType, Schema
@@ -44,12 +44,6 @@ if TYPE_CHECKING:
 DAY_MS = 86_400_000
 JAVA_INT_MAX = 2**31 - 1
 YEAR_0_MS, YEAR_10000_MS = -62_167_219_200_000, 253_402_300_800_000  # 0000-01-01 and 10000-01-01, UTC
-# Java's UNICODE_CHARACTER_CLASS (and UNICODE_CASE): \w \d \s \b and case-insensitive matching over
-# Unicode, as Python's ``re`` does for str patterns (Java's are ASCII-only without it: 'café' was
-# 'caf'); and UNIX_LINES: '\n' is the only line terminator for . ^ $, as in Python (Java's also ends
-# lines at \r, \u0085, \u2028 and \u2029, so '.' skipped them and '$' matched before them). Where
-# the two still differ is in docs/decisions.md (The Spark engine)
-JAVA_FLAGS = "(?dU)"
 SPARK_TYPES = {DType.INT64: "bigint", DType.TIMESTAMP: "bigint", DType.FLOAT64: "double", DType.BOOL: "boolean",
                DType.STRING: "string"}
 # True while translating an outer join's condition, where Spark refuses a Python UDF (``strict_math``)
@@ -428,17 +422,16 @@ def _string(e: ex.StringCall, s: Column) -> Column:
         return F.startswith(s, F.lit(args[0]))
     if name == "regexp_extract":
         pattern, group = args
-        if not 0 <= group <= re.compile(pattern).groups:  # NULL, as on Darwin's engines (Spark would fail)
+        if not 0 <= group <= translate(pattern).groups:  # NULL, as on Darwin's engines (Spark would fail)
             return F.when(s.isNull(), F.lit(None)).otherwise(F.lit(None)).cast("string")
-        java = JAVA_FLAGS + pattern
-        return F.when(F.regexp_like(s, F.lit(java)), F.regexp_extract(s, java, group)).otherwise(
+        return F.when(F.regexp_like(s, F.lit(pattern)), F.regexp_extract(s, pattern, group)).otherwise(
             F.lit(None).cast("string"))
     if name == "regexp_replace":  # the replacement literal, as Flink's quoteReplacement makes it
         pattern, replacement = args
         quoted = replacement.replace("\\", "\\\\").replace("$", "\\$")
-        return F.regexp_replace(s, F.lit(JAVA_FLAGS + pattern), F.lit(quoted))
+        return F.regexp_replace(s, F.lit(pattern), F.lit(quoted))
     if name == "regexp":  # the empty pattern matches nothing, as in Flink
-        return F.regexp_like(s, F.lit(JAVA_FLAGS + args[0])) if args[0] else F.when(s.isNotNull(), F.lit(False))
+        return F.regexp_like(s, F.lit(args[0])) if args[0] else F.when(s.isNotNull(), F.lit(False))
     if name == "split_index":
         sep, index = args
         if not 0 <= index <= JAVA_INT_MAX:  # no piece has it; Spark's get() would wrap a larger index to an int

@@ -854,7 +854,8 @@ class ExpressionTranslator:
         pattern = self._text(node.expression, "REGEXP_EXTRACT's pattern")
         group = node.args.get("group")
         index = 0 if group is None else self._integer(group, "REGEXP_EXTRACT's group")
-        return self(node.this).str.regexp_extract(pattern, index)
+        value = self(node.this)
+        return self._checked(node.expression, lambda: value.str.regexp_extract(pattern, index))
 
     def visit_RegexpReplace(self, node: exp.RegexpReplace) -> Expr:
         """REGEXP_REPLACE(s, pattern, replacement) with a literal pattern and replacement, as Flink's: the replacement

@@ -340,3 +340,67 @@ def test_a_cast_that_meets_text_that_does_not_parse_fails_naming_it(mode):
         t.filter(col("s") != "1").select(n=col("s").cast("timestamp")).collect(config=dw.Config(mode=mode))
     rows = t.select(n=col("s").try_cast("int64")).collect(config=dw.Config(mode=mode))
     assert rows["n"].to_pylist() == [1, 2, None, None]
+
+
+# Java patterns (Flink's REGEXP functions) and a Python pattern meaning the same, spelled out from Pattern's docs
+JAVA_ATOMS = st.sampled_from([
+    ("a", "a"), ("é", "é"), ("٣", "٣"), ("\\.", "\\."), ("\\d", "[0-9]"), ("\\D", "[^0-9]"), ("\\w", "[a-zA-Z0-9_]"),
+    ("\\W", "[^a-zA-Z0-9_]"), ("\\s", "[ \\t\\n\\x0b\\f\\r]"), ("\\S", "[^ \\t\\n\\x0b\\f\\r]"),
+    ("\\p{Alpha}", "[a-zA-Z]"),
+    ("\\P{Alpha}", "[^a-zA-Z]"), ("\\p{Alnum}", "[a-zA-Z0-9]"), ("\\p{Punct}", "[!-/:-@\\[-`{-~]"),
+    ("\\p{Space}", "[ \\t\\n\\x0b\\f\\r]"), ("\\h", "[ \\t\\xa0\\u1680\\u180e\\u2000-\\u200a\\u202f\\u205f\\u3000]"),
+    ("\\v", "[\\n\\x0b\\f\\r\\x85\\u2028\\u2029]"), (".", "[^\\n\\r\\x85\\u2028\\u2029]"), ("(?s:.)", "(?s:.)"),
+    ("\\Qa.\\E", "a\\."), ("[a-z&&[^e]]", "[a-df-z]"), ("[\\w&&[^\\d]]", "[a-zA-Z_]"), ("[^a[\\d]]", "[^a0-9]"),
+    ("[a-d[x-z]]", "[a-dx-z]"), ("\\x{e9}", "é"), ("\\u0663", "٣"), ("\\t", "\\t"), ("\\x0A", "\\n"),
+])
+JAVA_TEXT = st.text(alphabet="aAeEé٣1_ .!\t\n\r\x85\u2028\xa0\x0bz", max_size=6)
+
+
+@st.composite
+def java_patterns(draw, depth=0):
+    """(Java pattern, the Python pattern of the same meaning under re.ASCII): atoms, repetitions, (?i:...), groups
+    (capturing ones never repeated: Java and Python set a repeated group differently), alternatives, \\A and \\z."""
+    items = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["atom", "atom", "repeat", "group", "fold", "anchor"] if depth < 2 else ["atom"]))
+        if kind == "anchor":
+            items.append(draw(st.sampled_from([("\\A", "\\A"), ("\\z", "\\Z"), ("^", "\\A")])))
+            continue
+        java, python = draw(JAVA_ATOMS) if kind in ("atom", "repeat") else draw(java_patterns(depth + 1))
+        if kind == "repeat":
+            q = draw(st.sampled_from(["*", "+", "?", "{1,2}", "*?", "+?", "{2}", "*+"]))
+            java, python = java + q, python + q
+        elif kind == "group":
+            java, python = f"({java})", f"({python})"
+        elif kind == "fold":
+            java, python = f"(?i:{java})", f"(?i:{python})"
+        items.append((java, python))
+    java, python = "".join(j for j, _ in items), "".join(p for _, p in items)
+    if depth == 0 and draw(st.booleans()):
+        other_java, other_python = draw(JAVA_ATOMS)
+        java, python = f"{java}|{other_java}", f"{python}|{other_python}"
+    return java, python
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(st.one_of(st.none(), JAVA_TEXT), min_size=1, max_size=8), pattern=java_patterns(),
+       batch_size=st.integers(1, 4))
+def test_java_regular_expressions(texts, pattern, batch_size):
+    """A pattern is read as Java reads it (ASCII classes and case folding, Java's line ends for '.') by the compiled
+    engine and the interpreter alike, over text with Unicode digits and letters and every line end: each matches
+    what the Python pattern spelled out from Java's documentation matches."""
+    import re
+
+    import pyarrow as pa
+
+    java, python = pattern
+    expected = re.compile(python, re.ASCII)
+    t = dw.from_arrow(pa.table({"s": pa.array(texts, pa.string())}), name="t")
+    s = col("s").str
+    query = t.select("s", m=s.regexp(java), whole=s.regexp_extract(java, 0), first=s.regexp_extract(java, 1))
+    result = assert_engines_agree(query, dw.Config(batch_size=batch_size))
+    for row in result.table.to_pylist():
+        found = None if row["s"] is None else expected.search(row["s"])
+        assert row["m"] == (None if row["s"] is None else found is not None and java != "")
+        assert row["whole"] == (found and found.group(0))
+        assert row["first"] == (found.group(1) if found and expected.groups else None)

@@ -291,38 +291,43 @@ def test_an_integer_key_joins_a_float_key_as_a_double_on_spark(spark):
     assert assert_three_engines_agree(windowed.select("a", "b")).table.num_rows == 3
 
 
-def test_regular_expressions_are_unicode_aware_on_spark(spark):
-    """\\w \\d \\s \\b match Unicode letters, digits and spaces on Spark as in Python's re (Java's are
-    ASCII-only without (?U): 'café' gave 'caf', Arabic-Indic digits nothing)."""
+def test_regular_expressions_are_javas_on_spark(spark):
+    r"""Spark gets the pattern as written and Darwin's engines read it as Java does, so the three agree on Java's
+    ASCII \w \d \s \p{Alpha} and (?i), its line ends for '.', '$' and \Z, \Q...\E and class intersections. Spark's
+    pattern had (?dU) before it, for Python's Unicode classes and '\n'-only line ends, which Flink's Java has not."""
     from engines import assert_three_engines_agree
 
-    words = ["café au lait", "straße 12", "İstanbul", "東京 tower", "price ٣٤ EUR", "plain ascii 42", "a\u00a0b",
-             "Ωmega", None]
+    words = ["café au lait", "straße 12", "price ٣٤ EUR", "plain ascii 42", "a\u00a0b c", "Ωmega OMEGA", "a\r",
+             "a\u0085b", "q\r\nb", "x\u2028", "a.b*", None]
     t = dw.from_arrow(pa.table({"s": words}), name="words")
     s = col("s").str
     q = t.select("s", word=s.regexp_extract(r"(\w+)", 1), digits=s.regexp_extract(r"(\d+)", 1),
-                 spaced=s.regexp_extract(r"(\S+)\s", 1), bounded=s.regexp_extract(r"\b(\w)\w*$", 1),
-                 folded=s.regexp_extract(r"(?i)(STRASSE|STRAßE|ωMEGA)", 1))
+                 spaced=s.regexp_extract(r"(\S+)\s", 1), alpha=s.regexp_extract(r"\p{Alpha}+", 0),
+                 folded=s.regexp_extract(r"(?i)(straSSe|ωMEGA|omega)", 1), last=s.regexp_extract("(.)$", 1),
+                 dot=s.regexp_extract("a.b", 0), line=s.regexp_extract(r"(?m)(.)$", 1), end=s.regexp(r"a\Z"),
+                 quoted=s.regexp_replace(r"\Qa.b*\E|[a-z&&[^aeiou]]", "_"))
     got = {r["s"]: r for r in assert_three_engines_agree(q).table.to_pylist()}
-    assert got["café au lait"]["word"] == "café" and got["price ٣٤ EUR"]["digits"] == "٣٤"
-    assert got["a\u00a0b"]["spaced"] == "a" and got["Ωmega"]["folded"] == "Ωmega"
+    assert (got["café au lait"]["word"], got["price ٣٤ EUR"]["digits"], got["a\u00a0b c"]["spaced"]) == \
+        ("caf", None, "a\u00a0b")
+    assert (got["Ωmega OMEGA"]["folded"], got["a\r"]["last"], got["q\r\nb"]["line"], got["a\u0085b"]["dot"]) == \
+        ("OMEGA", "a", "q", None)
+    assert got["a\r"]["end"] and got["a.b*"]["quoted"] == "_" and got["plain ascii 42"]["quoted"] == "__ai_ a__ii 42"
 
 
-def test_regular_expressions_end_lines_only_at_newline_on_spark(spark):
-    """'.' matches \\r, \\u0085 and \\u2028, and '$' matches only at the end or before a last \\n, as in
-    Python's re; Java also ends lines at those, so Spark gave 'a' for '(.)$' of 'a\\r' and nothing
-    for 'a.b' of 'a\\u0085b'."""
-    from engines import assert_three_engines_agree
+def test_darwins_reading_of_java_patterns_is_the_jvms(spark):
+    """Darwin's translation against java.util.regex itself, in Spark's JVM: the first match and its groups."""
+    from darwin.plan.javaregex import java_regex
 
-    texts = ["a\r", "a\u2028", "a\u0085b", "x\rb", "a\n", "q\r\nb", None]
-    t = dw.from_arrow(pa.table({"s": texts}), name="t")
-    s = col("s").str
-    q = t.select("s", last=s.regexp_extract("(.)$", 1), dot=s.regexp_extract("a.b", 0),
-                 line_end=s.regexp_extract("(?m)(.)$", 1))
-    got = {r["s"]: (r["last"], r["dot"], r["line_end"]) for r in assert_three_engines_agree(q).table.to_pylist()}
-    assert got == {"a\r": ("\r", None, "\r"), "a\u2028": ("\u2028", None, "\u2028"),
-                   "a\u0085b": ("b", "a\u0085b", "b"), "x\rb": ("b", None, "b"), "a\n": ("a", None, "a"),
-                   "q\r\nb": ("b", None, "\r"), None: (None, None, None)}
+    patterns = [r"\w+", r"\p{Punct}+|\h", r"[a-z&&[^m-p]]+\v?", r"(?i)[^a[\d]]+", r"(.)$", r"(?m)^(\S)(.)$",
+                r"\Qa.\E(?s:.)\Z", r"(?<w>\p{Alnum})\k<w>", r"(?i)(a)\1", r"[^\s\x{e9}]+?\z", r"\0101{2}+"]
+    texts = ["", "ab\r\n", "Mé٣a\u00a0\t!", "a.\u2028", "AA aa", "x\rAé\u0085", "zz\n1\r\n"]
+    jvm = spark.sparkContext._jvm.java.util.regex.Pattern
+    for pattern in patterns:
+        for text in texts:
+            matcher = jvm.compile(pattern).matcher(text)
+            java = [matcher.group(g) for g in range(matcher.groupCount() + 1)] if matcher.find() else None
+            found = java_regex(pattern).search(text)
+            assert (None if found is None else [found.group(0), *found.groups()]) == java, (pattern, text)
 
 
 def test_a_negative_regexp_group_is_null_on_spark(spark):

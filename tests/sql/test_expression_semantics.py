@@ -1229,15 +1229,68 @@ def test_regexp_replace_of_its_own_results_does_not_grow_without_end():
 
 @pytest.mark.parametrize("text, problem", [
     ("SELECT REGEXP_REPLACE(s, s, 'x') FROM t", "column 26: REGEXP_REPLACE's pattern must be a string literal"),
-    ("SELECT REGEXP_REPLACE(s, '(', 'x') FROM t", "column 26: str.regexp_replace\\(\\): invalid pattern '\\('"),
+    ("SELECT REGEXP_REPLACE(s, '(', 'x') FROM t",
+     "column 26: str.regexp_replace\\(\\): the Java pattern '\\(' is refused: an unclosed group"),
     ("SELECT REGEXP_REPLACE(s, 'a', s) FROM t", "column 31: REGEXP_REPLACE's replacement must be a string literal"),
     ("SELECT REGEXP_REPLACE(a, 'a', 'b') FROM t", "column 23: REGEXP_REPLACE takes strings; a is int64"),
-    ("SELECT REGEXP(s, '[') FROM t", "column 18: str.regexp\\(\\): invalid pattern"),
+    ("SELECT REGEXP(s, '[') FROM t", "column 18: str.regexp\\(\\): the Java pattern '\\[' is refused: an unclosed"),
     ("SELECT REGEXP(s) FROM t", "column 8: REGEXP takes a string and a pattern"),
 ])
 def test_regexp_replace_and_regexp_refuse_what_they_cannot_take_at_its_position(text, problem):
     with pytest.raises(SqlError, match=problem):
         dw.sql(text, tables={"t": table(a=[1], s=["x"])})
+
+
+# -- Java's regular expressions -------------------------------------------------------------------------
+
+# (pattern, text, Java's first match, None for none), from java.util.regex.Pattern's documentation: Flink compiles
+# the patterns of REGEXP, REGEXP_REPLACE and REGEXP_EXTRACT with no flags
+JAVA_REGEX_CASES = [
+    (r"\d+", "٣4", "4"), (r"\w+", "café", "caf"), (r"\s", "a\u00a0b c", " "), (r"\s+", "\x0b\f", "\x0b\f"),
+    (r"\p{Alpha}+", "éab", "ab"), (r"\p{Punct}+", "a!\"#b", "!\"#"), (r"\P{Digit}+", "12ab3", "ab"),
+    (r"\p{XDigit}+", "xyzBEEF", "BEEF"), (r"\p{Space}", "\u2028 ", " "), (r"\h+", "a\t\u2003b", "\t\u2003"),
+    (r"\v", "a\u2028", "\u2028"), (r"[a-d[m-p]]+", "xamz", "am"), (r"[a-z&&[def]]+", "abcdef", "def"),
+    (r"[a-z&&[^bc]]+", "bcad", "ad"), (r"[a-z&&[^m-p]]+", "mnoplq", "lq"), (r"[^a[b]]", "abc", "c"),
+    (r"\Qa.b*\E", "axb a.b*", "a.b*"), (r"\Qa.b", "a.b", "a.b"), (r"(?i)straße", "STRAßE", "STRAßE"),
+    (r"(?i)é", "É", None), (r"(?i)[^a]", "Ab", "b"), (r"a.b", "a\rb", None), (r"a.b", "a\u0085b", None),
+    (r"(?s)a.b", "a\rb", "a\rb"), (r"(.)$", "ab\r\n", "b"), (r"(.)$", "ab\u2028", "b"), (r"(?m)^b", "a\rb", "b"),
+    (r"(?m).$", "a\r\nb", "a"), (r"a\Z", "a\r\n", "a"), (r"a\z", "a\n", None), (r"(a)(?i)b|B", "xB", "B"),
+    (r"(?<year>\d{4})-\k<year>", "2020-2020", "2020-2020"), (r"\x{1F600}|\u00e9", "é", "é"),
+    (r"\0101\cA\e", "A\x01\x1b", "A\x01\x1b"), (r"\ud83d\ude00", "😀", "😀"),
+]
+
+
+@pytest.mark.parametrize("config", MODES)
+def test_regular_expressions_are_read_as_java_reads_them(config):
+    r"""Darwin's engines read a pattern as Flink's Java does, not as Python's re: \d \w \s and the POSIX classes are
+    ASCII, (?i) folds ASCII letters only, '.', '^' and '$' end lines at \r, \r\n, U+0085, U+2028 and U+2029 too,
+    \Z is the end before a last line end; \p{Alpha}, \h, \Q...\E, class unions and intersections, (?<name>...) and
+    \k<name> are Java's (before, Python's re refused some and read \d, \w, (?i), '.' and '$' otherwise)."""
+    t = table(s=[text for _, text, _ in JAVA_REGEX_CASES])
+    query = t.select("ts", **{f"m{i}": col("s").str.regexp_extract(p, 0)
+                              for i, (p, _, _) in enumerate(JAVA_REGEX_CASES)})
+    got = sorted(query.collect(config).to_pylist(), key=lambda r: r["ts"])
+    assert [(p, got[i][f"m{i}"]) for i, (p, _, _) in enumerate(JAVA_REGEX_CASES)] == \
+        [(p, want) for p, _, want in JAVA_REGEX_CASES]
+
+
+@pytest.mark.parametrize("text, problem", [
+    (r"SELECT REGEXP(s, '(?P<n>a)') FROM t", r"column 18: .*\(\?P\.\.\.\) \(Python's named groups.* at position 1"),
+    (r"SELECT REGEXP(s, 'x\p{L}') FROM t", r"\\p\{L\} \(a Unicode property.* at position 2"),
+    (r"SELECT REGEXP_EXTRACT(s, '\bx', 0) FROM t", r"column 26: .*\\b \(a word boundary.* at position 1"),
+    (r"SELECT REGEXP_REPLACE(s, '(?U)\w', '') FROM t", r"column 26: .*\(\?U\) \(UNICODE_CHARACTER_CLASS\)"),
+    (r"SELECT REGEXP(s, '(a?)*') FROM t", r"a capturing group in a repetition that may match nothing .* position 5"),
+    (r"SELECT REGEXP(s, '(?>(a))') FROM t", r"a capturing group in an atomic group"),
+    (r"SELECT REGEXP(s, '[a&&]') FROM t", r"'&&' with nothing after it at position 5"),
+    (r"SELECT REGEXP(s, 'a{,2}') FROM t", r"a repetition that is not \{n\}"),
+    (r"SELECT REGEXP(s, '(?<=a+)b') FROM t", r"a look-behind without a greatest length"),
+    (r"SELECT REGEXP(s, '\y') FROM t", r"\\y, an escape Java does not have"),
+])
+def test_java_patterns_darwin_cannot_read_alike_are_refused_at_their_position(text, problem):
+    r"""Python-only syntax, Java's Unicode properties and flags, \b (whose word characters depend on the JVM's version)
+    and groups Java and Python set differently are refused, never read two ways; so is what Java refuses."""
+    with pytest.raises(SqlError, match=problem):
+        dw.sql(text, tables={"t": table(s=["x"])})
 
 
 # -- LEFT, RIGHT, REPEAT, REVERSE -----------------------------------------------------------------------
