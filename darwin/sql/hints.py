@@ -136,17 +136,23 @@ class TableOptions:
 
 
 def table_options(table: exp.Expr, where: Located) -> TableOptions | None:
-    """The OPTIONS hints written after ``table``'s name, None where it has none: a key given twice
-    takes its last value, as Flink merges a reference's OPTIONS hints. Any other table hint is refused."""
+    """The OPTIONS hint written after ``table``'s name, None where it has none: a key given twice
+    takes its last value, as in Flink. A second OPTIONS hint is refused (Flink reads the first and
+    drops the others unread), and so is any other table hint."""
     hints = table.args.get(TABLE_HINTS) or []
     values: dict[str, str] = {}
     pairs: dict[str, exp.Expr] = {}
+    first: exp.Expr | None = None
     for hint, item in ((h, i) for h in hints for i in h.expressions):
         if not isinstance(item, exp.Anonymous) or str(item.this).upper() != "OPTIONS":
             advice = ("STATE_TTL is a query hint: write it after SELECT (SELECT /*+ STATE_TTL('t' = '1d') */ ...)"
                       if hint_name(item) == "STATE_TTL" else "a table takes OPTIONS('key' = 'value', ...), Flink's "
                                                              "dynamic table options, and no other hint")
             raise where.error(hint_node(hint, item), f"the table hint {hint_text(item)} is not supported: {advice}")
+        if first is not None:
+            raise where.error(item, "a second OPTIONS hint of one table: Flink reads only the first and drops the "
+                                    "others unread; give every option in one OPTIONS('key' = 'value', ...)")
+        first = item
         if not item.expressions:
             raise where.error(item, "OPTIONS needs at least one 'key' = 'value' pair, e.g. OPTIONS('path' = '...')")
         for option in item.expressions:
@@ -156,7 +162,7 @@ def table_options(table: exp.Expr, where: Located) -> TableOptions | None:
                 raise where.error(option, "OPTIONS takes 'key' = 'value' pairs of strings, e.g. "
                                           "OPTIONS('format' = 'csv')")
             values[key.name], pairs[key.name] = value.name, option
-    if not values:
+    if first is None:
         return None
     return TableOptions(values, pairs, hints[0])
 

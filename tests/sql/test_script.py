@@ -604,6 +604,8 @@ def test_options_hints_reach_a_window_functions_table_and_a_state_ttl_hint_names
                                          f"FROM bids {hint} AS b GROUP BY auction")
     assert sorted(tuple(r.values()) for r in counted.collect().to_pylist()) == [(1, 1), (2, 2), (3, 1)]
     assert [n.state_ttl_ms for n in walk(counted.plan) if isinstance(n, GroupAggregate)] == [3_600_000]
+    twice = dw.sql(ddl(bids_parquet) + "SELECT price FROM bids /*+ OPTIONS('format' = 'csv', 'format' = 'parquet') */")
+    assert sorted(twice.collect()["price"].to_pylist()) == sorted(ROWS["price"])  # in one OPTIONS, the last value
 
 
 @pytest.mark.parametrize(("query", "match"), [
@@ -621,6 +623,10 @@ def test_options_hints_reach_a_window_functions_table_and_a_state_ttl_hint_names
      r"^line 8, column 59: the table hint STATE_TTL\('bids' = '1d'\) is not supported: STATE_TTL is a query hint"),
     ("SELECT price FROM bids /*+ LOOKUP('table' = 'bids') */",
      r"^line 8, column 32: the table hint LOOKUP\('table' = 'bids'\) is not supported: a table takes OPTIONS"),
+    ("SELECT price FROM bids /*+ OPTIONS('format' = 'csv', 'format' = 'parquet'), OPTIONS('path' = 'x') */",
+     r"^line 8, column 81: a second OPTIONS hint of one table: Flink reads only the first"),
+    ("SELECT price FROM bids /*+ OPTIONS('format' = 'csv') */ /*+ OPTIONS('path' = 'x') */",
+     r"^line 8, column 65: a second OPTIONS hint of one table"),
     ("SELECT price FROM bids /*+ INDEX */", r"^line 8, column 28: the table hint INDEX is not supported"),
     ("SELECT price FROM bids /*+ OPTIONS */", r"^line 8, column 28: the table hint OPTIONS is not supported"),
     ("CREATE VIEW v AS SELECT * FROM bids;\nSELECT price FROM v /*+ OPTIONS('format' = 'csv') */",
