@@ -51,8 +51,17 @@ def _regexp_extract(s: str, pattern: str, group: int) -> str | None:
 def _regexp_replace(s: str, pattern: str, replacement: str) -> str:
     """Flink's REGEXP_REPLACE: every match of ``pattern`` replaced by ``replacement`` as it is written (Flink quotes
     it with Java's ``Matcher.quoteReplacement``, so ``$1`` and a backslash are plain characters, not group
-    references); an empty match counts between characters, as in Java's ``replaceAll``."""
-    return java_regex(pattern).sub(lambda _: replacement, s)
+    references). The matches are Java's ``replaceAll``'s: after an empty match the next search starts a character
+    on (``Matcher.find``), where Python's ``sub`` would take a longer match at the same place ('|b' of 'abc')."""
+    regex = java_regex(pattern)
+    out: list[str] = []
+    copied = at = 0
+    while at <= len(s) and (m := regex.search(s, at)) is not None:
+        out += (s[copied:m.start()], replacement)
+        copied = m.end()
+        at = m.end() + (m.start() == m.end())
+    out.append(s[copied:])
+    return "".join(out)
 
 
 def _regexp(s: str, pattern: str) -> bool:

@@ -315,11 +315,14 @@ def test_regular_expressions_are_javas_on_spark(spark):
 
 
 def test_darwins_reading_of_java_patterns_is_the_jvms(spark):
-    """Darwin's translation against java.util.regex itself, in Spark's JVM: the first match and its groups."""
+    """Darwin's translation against java.util.regex itself, in Spark's JVM: the first match and its groups, and
+    REGEXP_REPLACE as Java's replaceAll (which searches on a character after an empty match)."""
     from darwin.plan.javaregex import java_regex
+    from darwin.plan.strings import apply
 
-    patterns = [r"\w+", r"\p{Punct}+|\h", r"[a-z&&[^m-p]]+\v?", r"(?i)[^a[\d]]+", r"(.)$", r"(?m)^(\S)(.)$",
-                r"\Qa.\E(?s:.)\Z", r"(?<w>\p{Alnum})\k<w>", r"(?i)(a)\1", r"[^\s\x{e9}]+?\z", r"\0101{2}+"]
+    patterns = [r"|b", r"a*?", r"\w+", r"\p{Punct}+|\h", r"[a-z&&[^m-p]]+\v?", r"(?i)[^a[\d]]+", r"(.)$",
+                r"(?m)^(\S)(.)$", r"\Qa.\E(?s:.)\Z", r"(?<w>\p{Alnum})\k<w>", r"(?i)(a)\1", r"[^\s\x{e9}]+?\z",
+                r"\0101{2}+"]
     texts = ["", "ab\r\n", "Mé٣a\u00a0\t!", "a.\u2028", "AA aa", "x\rAé\u0085", "zz\n1\r\n"]
     jvm = spark.sparkContext._jvm.java.util.regex.Pattern
     for pattern in patterns:
@@ -328,6 +331,7 @@ def test_darwins_reading_of_java_patterns_is_the_jvms(spark):
             java = [matcher.group(g) for g in range(matcher.groupCount() + 1)] if matcher.find() else None
             found = java_regex(pattern).search(text)
             assert (None if found is None else [found.group(0), *found.groups()]) == java, (pattern, text)
+            assert apply("regexp_replace", (pattern, "<>"), text) == jvm.compile(pattern).matcher(text).replaceAll("<>")
 
 
 def test_a_negative_regexp_group_is_null_on_spark(spark):

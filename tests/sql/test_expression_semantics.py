@@ -1218,6 +1218,16 @@ def test_regexp_replace_and_regexp_are_flinks(config):
                    ("x1y22", "-x-1-y-2-2-", "x<$1\\>y<$1\\>", "x1y22", False, False, None, None)]
 
 
+@pytest.mark.parametrize("config", MODES)
+def test_regexp_replace_searches_on_a_character_after_an_empty_match(config):
+    """Java's replaceAll searches again one character after an empty match, so a longer match starting there is not
+    taken: '|b' of 'abc' is '-a-b-c-' in Flink; Python's re.sub gave '-a--c-', 'a*?' of 'aa' '-----' (Java: '-a-a-')."""
+    t = table(s=["abc", "aa", ""])
+    got = rows("SELECT ts, REGEXP_REPLACE(s, '|b', '-'), REGEXP_REPLACE(s, 'a*?', '-'), "
+               "REGEXP_REPLACE(s, '(?=b)|b', '-') FROM t", t, config)
+    assert got == [("-a-b-c-", "-a-b-c-", "a-bc"), ("-a-a-", "-a-a-", "aa"), ("-", "-", "")]
+
+
 def test_regexp_replace_of_its_own_results_does_not_grow_without_end():
     """A replacement longer than its match lengthens strings: applied again to its own results it would grow them
     batch after batch, so it is computed for the values kernels meet (as an expanding REPLACE is)."""
