@@ -8,8 +8,10 @@ pieces: every character class becomes the set of code points Java's would match 
 negation and ``(?i)`` are settled here, not by Python), every line anchor a lookaround over Java's line ends.
 What cannot be written so that both mean the same raises ``UnsupportedRegex`` naming the construct and where
 it is: Java's Unicode properties (``\\p{L}``; the two Unicode tables differ), ``\\b`` (Java 11-18 take any
-Unicode letter as a word character, 19 on only ``\\w``'s), and the flags and escapes listed in ``_refused``.
-A pattern Java refuses is refused too, so no pattern means two things on Darwin's engines and Spark's.
+Unicode letter as a word character, 19 on only ``\\w``'s), the flags ``(?U) (?u) (?d) (?x)``, the escapes in
+``REFUSED_ESCAPES``, and groups Java and Python set differently (a capturing group in a repetition that may match
+nothing, a possessive one, an atomic group or a look-around). A pattern Java refuses is refused too, so no pattern
+means two things on Darwin's engines and Spark's.
 """
 
 from __future__ import annotations
@@ -291,7 +293,7 @@ class _Reader:
                 capture = self.groups
                 self.names[name] = capture
                 head = f"(?P<{name}>"
-            elif c in "imsdux-U" and c:
+            elif c in "imsduxU-":
                 self.i -= 1
                 if self.inline_flags(at):  # (?i) alone: the flags hold to the end of the enclosing group
                     return []
