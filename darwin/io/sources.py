@@ -37,21 +37,32 @@ class ArrowSource:
         yield from self.batches_from(columns, batch_size, 0)
 
     def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
-        yield from self.table.select(list(columns)).slice(offset).to_batches(max_chunksize=batch_size)
+        """From row ``offset``, in batches of ``batch_size`` rows counted from the table's first row,
+        whatever its chunks: a table of many small chunks (``pq.read_table``, ``concat_tables``) is
+        read in batches of the size configured, not of its chunks'."""
+        yield from self._rows(columns, batch_size, offset, self.table.num_rows - offset)
+
+    def _rows(self, columns: tuple[str, ...], batch_size: int, start: int, rows: int) -> Iterator[pa.RecordBatch]:
+        """Rows [start, start + rows) cut on the batch grid: zero-copy slices of a chunk, pieces of
+        several chunks combined into one batch."""
+        if rows <= 0:
+            return
+        # slice with its length: a table without columns sliced to its end keeps all its rows
+        pieces = self.table.select(list(columns)).slice(start, rows).to_batches()
+        yield from on_grid(pieces, start, batch_size)
 
     def splits(self, columns: tuple[str, ...], batch_size: int, offset: int, split_rows: int) -> Iterator[Split]:
         """Slices of whole batches of the in-order read (at least ``split_rows`` rows a split)."""
-        start, rows = offset, 0
-        for batch in self.batches_from(columns, batch_size, offset):  # zero-copy slices: their lengths
-            rows += batch.num_rows
-            if rows >= split_rows:
-                yield Split(start, rows, ())
-                start, rows = start + rows, 0
-        if rows:
-            yield Split(start, rows, ())
+        start, end = offset, self.table.num_rows
+        at = start
+        while at < end:
+            at = min(end, (at // batch_size + 1) * batch_size)  # where the in-order read's batch ends
+            if at - start >= split_rows or at == end:
+                yield Split(start, at - start, ())
+                start = at
 
     def read_split(self, split: Split, columns: tuple[str, ...], batch_size: int) -> list[pa.RecordBatch]:
-        return self.table.select(list(columns)).slice(split.start, split.rows).to_batches(max_chunksize=batch_size)
+        return list(self._rows(columns, batch_size, split.start, split.rows))
 
     def bounds(self, column: str) -> tuple[int, int] | None:
         if column not in self._bounds:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import random
 from contextlib import contextmanager
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from streams import SHAPES, source
+from streams import SHAPES, q_late_output, source
 from streams import streams as single_streams
 from test_joins import streams
 
@@ -81,6 +82,34 @@ def _pre_aggregation(pays_off: float):
 def test_window_shapes_are_the_same_at_every_parallelism(shape, data, seed):
     table, cuts, delay, batch_size = data
     assert_same_at_every_parallelism(shape(source(table, cuts, delay)), batch_size, seed)
+
+
+CHUNKED_SHAPES = {
+    "updating_aggregation": lambda t: t.group_by("k").agg(n=dw.count(), high=dw.max("v")),
+    "late_output": q_late_output,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHUNKED_SHAPES))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=single_streams(), chunks=st.lists(st.integers(0, 60), max_size=12))
+def test_a_table_of_any_chunks_gives_the_one_chunk_tables_output(name, data, chunks):
+    """from_arrow reads batches of the size configured across the table's chunks: a table of many
+    chunks (pq.read_table, concat_tables) was read in batches no longer than its chunks, so an
+    updating result emitted other changes, and other rows were late, than the same rows in one chunk."""
+    table, _, delay, batch_size = data
+    bounds = sorted({0, table.num_rows, *(c for c in chunks if c <= table.num_rows)})
+    chunked = pa.concat_tables([table.slice(a, b - a) for a, b in zip(bounds, bounds[1:])]) if table.num_rows \
+        else table
+    query = CHUNKED_SHAPES[name]
+    expected = query(dw.from_arrow(table, time="ts", max_delay=delay)).execute(
+        dw.Config(batch_size=batch_size, mode="interpreted"))
+    for workers in (1, 2):
+        actual = query(dw.from_arrow(chunked, time="ts", max_delay=delay)).execute(
+            dw.Config(batch_size=batch_size, parallelism=workers))
+        assert_table_equal(sequence(actual), sequence(expected), rel_tol=0.0)
+        for key in COUNTERS:
+            assert actual.metrics.get(key) == expected.metrics.get(key), (workers, key)
 
 
 OTHER_SHAPES = {

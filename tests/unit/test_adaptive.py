@@ -47,3 +47,18 @@ def test_a_pipeline_with_little_work_per_batch_ends_on_fewer_workers_with_the_sa
     assert actual.table.equals(expected.table)
     [shared] = [p for p in actual.metrics["pipelines"] if p.get("workers_most") == 2]
     assert shared["worker_changes"] >= 1 and shared["workers"] in (1, 2)
+
+
+def test_a_table_of_small_chunks_keeps_both_workers():
+    """from_arrow of a table of many small chunks (pq.read_table of a file of many row groups) was read
+    in batches of its chunks whatever the batch size: each batch carried too little work to share, and
+    the job went on with one worker of two. Its batches are now of the size configured."""
+    n, chunk = 4_000_000, 4_000
+    i = np.arange(n, dtype=np.int64)
+    whole = pa.table({"t": pa.array(i // 100, pa.timestamp("ms")), "k": i * 7919 % 100_000, "v": i % 97})
+    chunked = pa.concat_tables([whole.slice(a, chunk) for a in range(0, n, chunk)])
+    query = dw.from_arrow(chunked, time="t").window(dw.Tumble("10s", on="t")).group_by("k").agg(s=dw.sum("v"),
+                                                                                                   n=dw.count())
+    result = query.execute(dw.Config(batch_size=1 << 19, parallelism=2))  # about 5 ms of work a batch
+    [shared] = [p for p in result.metrics["pipelines"] if p.get("workers_most") == 2]
+    assert shared["workers"] == 2 and shared["worker_changes"] == 0

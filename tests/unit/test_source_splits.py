@@ -7,6 +7,7 @@ threads with workers stalled at random, from any offset.
 """
 
 import random
+from itertools import accumulate
 
 import numpy as np
 import pyarrow as pa
@@ -195,3 +196,33 @@ def test_chunk_ranges_of_ysb_ads_give_the_batches_of_the_batch_factory(batch_siz
     assert_same_batches(source, columns, batch_size, offset, split_rows)
     got = list(compiled.read_from(source, columns, batch_size, offset, 2))
     assert all(g.equals(w) for g, w in zip(got, want))
+
+
+def _chunked(t: pa.Table, cuts: list[int]) -> pa.Table:
+    bounds = sorted({0, t.num_rows, *cuts})
+    return pa.concat_tables([t.slice(a, b - a) for a, b in zip(bounds, bounds[1:])])
+
+
+@SETTINGS
+@given(columns=COLUMNS, batch_size=st.integers(1, 600), offset=st.integers(0, ROWS + 10),
+       cuts=st.lists(st.integers(0, ROWS), max_size=40))
+def test_a_table_of_many_chunks_is_read_in_batches_of_the_size_configured(columns, batch_size, offset, cuts):
+    """Batches are cut every ``batch_size`` rows from the table's first row, across its chunks (a table
+    of chunks of 20 rows was read in batches of 20 rows whatever the batch size); a batch within one
+    chunk is a slice of it, not a copy."""
+    chunked = _chunked(table(), cuts)
+    got = list(read_from(ArrowSource(chunked), columns, batch_size, offset))
+    grid = [min(ROWS, (at // batch_size + 1) * batch_size) for at in range(offset, ROWS)
+            if at == offset or at % batch_size == 0]
+    assert [b.num_rows for b in got] == [end - start for start, end in zip([offset, *grid], grid)]
+    if got:
+        assert pa.Table.from_batches(got).equals(table().select(list(columns)).slice(offset, ROWS - offset))
+    if "k" in columns:
+        chunk_starts = list(accumulate((len(c) for c in chunked.column("k").chunks), initial=0))
+        at = offset
+        for batch in got:
+            within = any(a <= at and at + batch.num_rows <= b for a, b in zip(chunk_starts, chunk_starts[1:]))
+            if within:  # shares the chunk's buffer
+                chunk = chunked.column("k").chunks[max(i for i, a in enumerate(chunk_starts) if a <= at)]
+                assert batch.column(columns.index("k")).buffers()[1].address == chunk.buffers()[1].address
+            at += batch.num_rows
