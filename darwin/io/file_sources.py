@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from darwin.errors import CheckpointError, SourceError
-from darwin.io.source import Source, Split, SplitSource, read_from, skip_rows
+from darwin.io.source import Source, Split, SplitSource, on_grid, read_from, skip_rows
 from darwin.types import Field, Schema
 
 _CSV_COLUMN = re.compile(r"In CSV column #(\d+): ")
@@ -69,10 +69,11 @@ def _only_below(directory: Path, suffixes: tuple[str, ...]) -> str:
             "of its own (a partition's values are in its directory's name, not in its files)")
 
 
-def _rechunked(batches: Iterator[pa.RecordBatch], batch_size: int) -> Iterator[pa.RecordBatch]:
-    for batch in batches:
-        for start in range(0, max(batch.num_rows, 1), batch_size):
-            yield batch.slice(start, batch_size)
+def _on_grid(batches: Iterator[pa.RecordBatch], batch_size: int) -> Iterator[pa.RecordBatch]:
+    """A file's batches as ``batch_size`` rows each, across the reader's own batches: Arrow reads CSV
+    in blocks of 1 MB (70,000 rows of two numbers) and an IPC file in the batches it was written in,
+    which were the batches a job ran in whatever its batch size."""
+    return on_grid(batches, 0, batch_size)
 
 
 # NULL is an empty unquoted field, of any type: what dw.sinks.CSV writes for NULL (and Spark's
@@ -240,7 +241,7 @@ class CsvSource:
         reader = self._open(convert, "read")
         order = list(columns)
         try:
-            for batch in _rechunked(self._held_back(reader), batch_size):
+            for batch in _on_grid(self._held_back(reader), batch_size):
                 yield batch.select(order)
         except pa.ArrowInvalid as e:
             raise self._error(e, convert, "read") from None
@@ -309,8 +310,7 @@ class IpcSource:
             raise SourceError(f"error while reading Arrow IPC file {str(self.path)!r}: {e}") from None
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
-        for batch in _rechunked(self._all(), batch_size):
-            yield batch.select(list(columns))
+        yield from _on_grid((batch.select(list(columns)) for batch in self._all()), batch_size)
 
     def __repr__(self) -> str:
         return f"IpcSource({str(self.path)!r})"

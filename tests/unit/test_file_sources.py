@@ -1,6 +1,7 @@
 """dw.read_csv and dw.read_ipc: files and directories, types, and errors naming file and column."""
 
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.feather as feather
 import pytest
 
@@ -194,6 +195,31 @@ def test_read_ipc_file_stream_and_directory(tmp_path):
     assert dw.read_ipc(tmp_path / "d" / "a.arrow").collect().equals(table)
     assert dw.read_ipc(tmp_path / "d" / "b.arrows").agg(s=dw.sum("x")).collect()["s"].to_pylist() == [6]
     assert dw.read_ipc(tmp_path / "d").collect()["x"].to_pylist() == [1, 2, 3, 1, 2, 3]
+
+
+@pytest.mark.parametrize("kind", ["csv", "ipc file", "ipc stream"])
+@pytest.mark.parametrize("batch_size", [50_000, 64_000, 1 << 20])
+def test_a_file_is_read_in_batches_of_the_size_configured(tmp_path, kind, batch_size):
+    """Arrow reads a CSV file in blocks of 1 MB and an IPC file in the batches it was written in: a job
+    ran in batches of those (70,000 rows, 7,000 here) whatever its batch size, each too little work to
+    share between workers. Batches are batch_size rows across them, the last one shorter."""
+    from darwin.io.file_sources import CsvSource, IpcSource
+
+    n = 150_000
+    table = pa.table({"k": pa.array(range(n), pa.int64()), "v": [i * 0.5 for i in range(n)]})
+    path = tmp_path / {"csv": "t.csv", "ipc file": "t.arrow", "ipc stream": "t.arrows"}[kind]
+    if kind == "csv":
+        pacsv.write_csv(table, path)
+        source = CsvSource(path, table.schema)
+    else:
+        new = pa.ipc.new_file if kind == "ipc file" else pa.ipc.new_stream
+        with pa.OSFile(str(path), "wb") as sink, new(sink, table.schema) as writer:
+            writer.write_table(table, max_chunksize=7_000)
+        source = IpcSource(path)
+    for columns in (("k", "v"), ("v",)):
+        batches = list(source.batches(columns, batch_size))
+        assert [b.num_rows for b in batches] == [min(batch_size, n - at) for at in range(0, n, batch_size)]
+        assert pa.Table.from_batches(batches).equals(table.select(list(columns)))
 
 
 def test_read_ipc_malformed_file(tmp_path):
