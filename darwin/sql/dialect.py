@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from sqlglot import exp, generator, parser, tokens
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.helper import seq_get
+from sqlglot.tokenizer_core import TokenizerCore
 from sqlglot.tokens import TokenType
 
 WINDOW_FUNCTIONS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
@@ -143,6 +144,24 @@ class FlinkParser(parser.Parser):
         return self._parse_assignment()
 
 
+class HintTokenizerCore(TokenizerCore):
+    """sqlglot's tokenizer, with every ``/*+`` a hint token placed at its opening. sqlglot makes a hint
+    only after a token, so a script's leading hint was a comment, dropped unread; and it places the
+    token where the hint ends, so an error at a hint of several lines named its last line."""
+
+    __slots__ = ()
+
+    def _scan_comment(self, comment_start: str) -> bool:
+        line, col, before = self._line, self._col, len(self.tokens)
+        if not super()._scan_comment(comment_start):
+            return False
+        if comment_start == self.hint_start and not before:  # the script's first token
+            self._add(TokenType.HINT)
+        if len(self.tokens) > before:
+            self.tokens[-1].line, self.tokens[-1].col = line, col
+        return True
+
+
 class Flink(Dialect):
     """Flink SQL: parse with ``sqlglot.parse(text, read=Flink)``."""
 
@@ -157,6 +176,11 @@ class Flink(Dialect):
         # `/*+` opens a hint wherever it is, as in Calcite: after SELECT a query hint, after a table's name
         # its table hints, elsewhere a syntax error (sqlglot took it for a comment there: dropped unread)
         TOKENS_PRECEDING_HINT: ClassVar[set[TokenType]] = set(TokenType)  # type: ignore[misc]
+
+        def _init_core(self) -> TokenizerCore:
+            core = super()._init_core()
+            core.__class__ = HintTokenizerCore  # the same slots: sqlglot builds the core with many arguments
+            return core
 
     Parser = FlinkParser
 

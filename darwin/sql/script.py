@@ -98,13 +98,14 @@ def parse(text: str) -> list[Statement]:
         return statements
     except ParseError as e:
         first = e.errors[0] if e.errors else {}
-        if str(first.get("highlight", "")).startswith("/*+") and "\n" not in first["highlight"] \
-                and first.get("description", "").startswith("Invalid expression"):
-            first = {**first, "col": first["col"] - len(first["highlight"]) + 1, "description": MISPLACED_HINT}
+        if str(first.get("highlight", "")).startswith("/*+") \
+                and first.get("description", "").startswith(SQLGLOT_SYNTAX):  # a hint the parser took nowhere
+            first = {**first, "description": MISPLACED_HINT}  # the dialect places a hint at its opening
         where = f"line {first.get('line')}, column {first.get('col')}: " if first.get("line") else ""
         raise SqlError(f"{where}{first.get('description', str(e))}") from None
 
 
+SQLGLOT_SYNTAX = ("Invalid expression", "Required keyword", "Expecting", "Unexpected")  # not the dialect's own
 MISPLACED_HINT = ("a hint /*+ ... */ goes right after SELECT (a query hint: STATE_TTL) or right after a table's name "
                   "(a table hint: OPTIONS), as in Flink's grammar")
 

@@ -504,6 +504,16 @@ def test_a_state_ttl_hint_leaves_windows_and_interval_joins_as_flink_does():
      r"line 1, column 12: the hint LOOKUP\('table' = 'u'\) is not supported"),
     ("SELECT /*+ INDEX */ k FROM t", r"line 1, column 8: the hint INDEX is not supported"),  # kept as text
     ("SELECT /*+ 1 + */ k FROM t", r"line 1, column 8: the hint 1 \+ is not supported"),
+    # sqlglot makes a hint only after a token: one opening a script was a comment, dropped unread
+    ("/*+ STATE_TTL('t' = '1 h') */ SELECT k FROM t", r"^line 1, column 1: a hint /\*\+ \.\.\. \*/ goes right after "
+                                                      r"SELECT"),
+    ("-- a note\n  /* more */ /*+ note */\nSELECT k FROM t", r"^line 2, column 14: a hint /\*\+ \.\.\. \*/ goes"),
+    ("/*+ note */", r"^line 1, column 1: a hint /\*\+ \.\.\. \*/ goes right after SELECT"),
+    # a hint of several lines is placed where it opens, not where it ends
+    ("SELECT k FROM t WHERE /*+ STATE_TTL(\n  't' = '1 h') */ k > 1",
+     r"^line 1, column 23: a hint /\*\+ \.\.\. \*/ goes right after SELECT"),
+    ("SELECT k FROM t AS x\n  /*+ OPTIONS(\n'a' = 'b') */", r"^line 2, column 3: a table hint follows the table's "
+                                                           r"name, before its alias"),
     ("SELECT /*+ STATE_TTL('t' = '1 h') */ k, COUNT(DISTINCT v) AS d FROM t GROUP BY k",
      r"line 1, column 22: STATE_TTL for 't': agg: state_ttl with a distinct count"),
     ("SELECT /*+ STATE_TTL('c' = '1 h') */ n, COUNT(*) AS m FROM (SELECT k, COUNT(*) AS n FROM t GROUP BY k) c "
@@ -636,7 +646,7 @@ def test_options_hints_reach_a_window_functions_table_and_a_state_ttl_hint_names
     ("SELECT k FROM given /*+ OPTIONS('format' = 'csv') */", r"^line 8, column 29: .*'given' is a view .*a table "
                                                             r"given to dw.sql"),
     ("SELECT price FROM bids b /*+ OPTIONS('format' = 'csv') */",
-     r"^line 8, column 61: a table hint follows the table's name, before its alias"),
+     r"^line 8, column 30: a table hint follows the table's name, before its alias"),
     ("SELECT price /*+ OPTIONS('format' = 'csv') */ FROM bids", r"^line 8, column 18: a hint /\*\+ \.\.\. \*/ goes "
                                                                r"right after SELECT .* or right after a table's name"),
     ("SELECT price FROM bids WHERE price > 1 /*+ OPTIONS('format' = 'csv') */",
