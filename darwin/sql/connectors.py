@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -37,6 +37,8 @@ class TableSpec:
     proctime: tuple[str, ...] = ()  # `p AS PROCTIME()`: lookup times, not columns (no processing time)
     # PRIMARY KEY (...) NOT ENFORCED: a source's rows never share it (trusted, lets joins keep less)
     primary_key: tuple[str, ...] | None = None
+    # `ts TIMESTAMP(3) METADATA FROM 'timestamp'`: (column, the connector's metadata key), columns of `columns`
+    metadata: tuple[tuple[str, str], ...] = ()
 
     @property
     def names(self) -> list[str]:
@@ -62,24 +64,33 @@ class Connector(Protocol):
 
 _REGISTRY: dict[str, Connector] = {}
 _OPTIONS: dict[str, frozenset[str]] = {}  # by connector: the option keys it reads, where it says
+_METADATA: dict[str, tuple[str, ...]] = {}  # by connector: the metadata keys its tables may declare columns of
 
 
-def register_connector(name: str, connector: Connector, options: Iterable[str] | None = None) -> None:
+def register_connector(name: str, connector: Connector, options: Iterable[str] | None = None,
+                       metadata: Iterable[str] = ()) -> None:
     """Make ``'connector' = name`` build tables with ``connector``. ``options`` are the keys its
     tables may set beside 'connector' (a table setting another is refused, as Flink's factories
-    refuse an option they do not know); None lets the connector take any."""
+    refuse an option they do not know; ``'properties.*'`` takes every key starting ``properties.``);
+    None lets the connector take any. ``metadata`` are the keys of ``METADATA FROM '...'`` columns
+    it fills (``TableSpec.metadata``); a table declaring another is refused."""
     _REGISTRY[name] = connector
     if options is None:
         _OPTIONS.pop(name, None)
     else:
         _OPTIONS[name] = frozenset(options)
+    _METADATA[name] = tuple(metadata)
+
+
+def _reads(known: frozenset[str], key: str) -> bool:
+    return key in known or any(k.endswith(".*") and key.startswith(k[:-1]) for k in known)
 
 
 def unknown_option(connector_name: str, keys: Iterable[str]) -> str | None:
     """A message naming the first of ``keys`` the connector does not read; None where it reads them all."""
     known = _OPTIONS.get(connector_name)
     for key in keys:
-        if known is not None and key != "connector" and key not in known:
+        if known is not None and key != "connector" and not _reads(known, key):
             takes = ", ".join(f"'{k}'" for k in sorted(known)) or "none"
             return f"connector '{connector_name}' has no option '{key}' (it takes {takes})"
     return None
@@ -87,10 +98,18 @@ def unknown_option(connector_name: str, keys: Iterable[str]) -> str | None:
 
 def check_options(spec: TableSpec) -> None:
     """Refuse an option of ``spec`` its connector does not read: ignored, it would change nothing
-    where the user asked for a change (a CSV delimiter, a start position)."""
-    problem = unknown_option(spec.options.get("connector", ""), spec.options)
+    where the user asked for a change (a CSV delimiter, a start position); and a metadata column
+    it cannot fill."""
+    name = spec.options.get("connector", "")
+    problem = unknown_option(name, spec.options)
     if problem is not None:
         raise SqlError(f"table {spec.name}: {problem}")
+    has = _METADATA.get(name, ())
+    for column, key in spec.metadata:
+        if key not in has:
+            offers = f"its metadata keys are {', '.join(repr(k) for k in has)}" if has else "it has no metadata columns"
+            raise SqlError(f"table {spec.name}: column {column} METADATA FROM '{key}': connector '{name}' cannot "
+                           f"fill it ({offers})")
 
 
 def connector(name: str, table: str) -> Connector:
@@ -118,6 +137,9 @@ def check_columns(spec: TableSpec, schema: Schema, mapping: Mapping[str, str] | 
                            f"has {actual.value}")
 
 
+_PASSED_ON = ("position_at", "resume", "checkpointed", "lag", "close", "stop")
+
+
 class RenamedSource:
     """A source whose columns are known by other names (``dateTime`` for ``date_time``)."""
 
@@ -140,6 +162,13 @@ class RenamedSource:
     def bounds(self, column: str) -> tuple[int, int] | None:
         """The source's cheap bounds of an integer column, if it knows them."""
         return column_bounds(self.inner, self.names[column])
+
+    def __getattr__(self, name: str) -> Any:
+        """The inner source's positions, checkpoint reports, lag and close (what the runtime asks a source
+        for where it has them), which do not depend on column names."""
+        if name in _PASSED_ON:
+            return getattr(self.inner, name)
+        raise AttributeError(name)
 
     @staticmethod
     def _renamed(batches: Iterable[pa.RecordBatch], columns: tuple[str, ...]) -> Iterator[pa.RecordBatch]:
@@ -186,3 +215,8 @@ class BlackholeConnector:
 
 register_connector("filesystem", Filesystem(), options=("path", "format"))
 register_connector("blackhole", BlackholeConnector(), options=())
+
+from darwin.sql.kafka import METADATA_KEYS, OPTIONS, KafkaConnector, UpsertKafkaConnector  # noqa: E402 - builds on the above
+
+register_connector("kafka", KafkaConnector(), options=OPTIONS, metadata=METADATA_KEYS)
+register_connector("upsert-kafka", UpsertKafkaConnector())

@@ -4,7 +4,8 @@ Flink's identifiers are backticked and case-sensitive, its strings single-quoted
 sqlglot's generic parser this dialect parses the windowing table-valued functions
 (``TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '10' SECOND))``, ``HOP``, ``CUMULATE``,
 ``SESSION``), the group window ``SESSION(ts, INTERVAL ...)`` of ``GROUP BY``, and
-``WATERMARK FOR ts AS ...`` in ``CREATE TABLE``. ``FOR SYSTEM_TIME AS OF``, ``FILTER (WHERE ...)``,
+``WATERMARK FOR ts AS ...`` and metadata columns (``ts TIMESTAMP(3) METADATA FROM 'timestamp'``)
+in ``CREATE TABLE``. ``FOR SYSTEM_TIME AS OF``, ``FILTER (WHERE ...)``,
 ``OVER (...)`` and ``WITH ('k' = 'v')`` are sqlglot's own.
 """
 
@@ -52,6 +53,23 @@ class Watermark(exp.Expression):
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "expression": True}
 
 
+class Metadata(exp.Expression, exp.ColumnConstraintKind):
+    """``METADATA [FROM 'key'] [VIRTUAL]`` of a CREATE TABLE column: the column is the connector's
+    metadata ``key`` (the column's name if not given), not a field of the record; VIRTUAL, read only."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": False, "virtual": False}
+
+
+def _metadata(self: FlinkParser) -> Metadata:
+    key = None
+    if self._match(TokenType.FROM):
+        key = self._parse_string()
+        if not isinstance(key, exp.Literal):
+            self.raise_error("METADATA FROM takes the metadata key as a string: METADATA FROM 'timestamp'")
+    virtual = exp.true() if self._match_text_seq("VIRTUAL") else None
+    return self.expression(Metadata(this=key, virtual=virtual))
+
+
 def _timestampdiff(args: list[exp.Expr]) -> exp.Expr:
     """``TIMESTAMPDIFF(unit, t1, t2)``, the unit (a bare word, read as a column; sqlglot makes it a word) keeping
     where it was written."""
@@ -90,6 +108,7 @@ class FlinkParser(parser.Parser):
         "WATERMARK": lambda self: self.expression(Watermark(
             this=self._match(TokenType.FOR) and self._parse_column(),
             expression=self._match(TokenType.ALIAS) and self._parse_disjunction())),
+        "METADATA": _metadata,
     }
     SCHEMA_UNNAMED_CONSTRAINTS: ClassVar[set[str]] = {*parser.Parser.SCHEMA_UNNAMED_CONSTRAINTS, "WATERMARK"}
 

@@ -27,7 +27,7 @@ from darwin.plan.exprs import type_of
 from darwin.runtime.job import JobResult
 from darwin.sql.computed_time import ComputedTime
 from darwin.sql.connectors import TableSpec, check_options, connector, unknown_option
-from darwin.sql.dialect import Flink, Watermark
+from darwin.sql.dialect import Flink, Metadata, Watermark
 from darwin.sql.errors import Located
 from darwin.sql.expressions import Entry, ExpressionTranslator, Scope, interval_ms, sql_type
 from darwin.sql.hints import TableOptions, table_options
@@ -231,6 +231,7 @@ def table_spec(node: exp.Create, where: Located, paths: PathRule | None = None) 
     proctime: list[str] = []
     computed_names: list[str] = []  # `price2 AS price * 2`: computed_columns() plans them
     primary_key: tuple[str, ...] | None = None
+    metadata: list[tuple[str, str]] = []
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
             constraint = item.find(exp.PrimaryKeyColumnConstraint)
@@ -247,6 +248,9 @@ def table_spec(node: exp.Create, where: Located, paths: PathRule | None = None) 
                 computed_names.append(item.name)
                 continue
             columns.append((item.name, sql_type(item.args["kind"], where)))
+            meta = item.find(Metadata)
+            if meta is not None:  # `ts TIMESTAMP(3) METADATA FROM 'timestamp'`: the key defaults to the name
+                metadata.append((item.name, meta.this.name if meta.this is not None else item.name))
         elif isinstance(item, Watermark):
             time_column, delay = item.this.name, watermark_delay(item, where)
         elif isinstance(item, exp.PrimaryKey):  # `PRIMARY KEY (a, b) NOT ENFORCED`
@@ -275,7 +279,8 @@ def table_spec(node: exp.Create, where: Located, paths: PathRule | None = None) 
     for column in primary_key or ():
         if column not in dict(columns):
             raise where.error(schema, f"PRIMARY KEY ({', '.join(primary_key or ())}): no column {column!r} in {name}")
-    return TableSpec(name, tuple(columns), options, time_column, delay, partition, tuple(proctime), primary_key)
+    return TableSpec(name, tuple(columns), options, time_column, delay, partition, tuple(proctime), primary_key,
+                     tuple(metadata))
 
 
 def hinted_spec(spec: TableSpec, options: TableOptions, where: Located, paths: PathRule | None) -> TableSpec:

@@ -104,6 +104,9 @@ class KafkaSource:
     (``schema``, if given, picks and casts some of them). ``avro_wire='confluent'`` expects magic byte 0 and
     the 4-byte schema id ``avro_schema_id`` before each value.
 
+    ``time_column`` is the event time the partitions are merged by (None: the record timestamps, for a
+    table without event time).
+
     ``config`` passes librdkafka settings (security, timeouts...); ``group`` names the consumer group
     that checkpointed offsets are committed to.
 
@@ -119,7 +122,7 @@ class KafkaSource:
                  metadata: tuple[str, ...] = tuple(METADATA), bounded: bool = True, start: str = "earliest",
                  group: str | None = None, partitions: tuple[int, ...] | None = None,
                  idle_timeout: str | int = "5s", poll_timeout: str | int = "100ms",
-                 config: dict[str, Any] | None = None, time_column: str = "timestamp", name: str | None = None,
+                 config: dict[str, Any] | None = None, time_column: str | None = "timestamp", name: str | None = None,
                  avro_schema: str | dict[str, Any] | None = None, avro_wire: str = "plain",
                  avro_schema_id: int | None = None) -> None:
         where = f"KafkaSource({topic!r})"
@@ -450,7 +453,8 @@ class KafkaSource:
                 raise SourceError(f"{where}: a message's key is not UTF-8 text") from None
         if "headers" in wanted:
             arrays["headers"] = pa.array([_headers(m.headers()) for m in messages], pa.string())
-        times = arrays.get(self.time_column, stamps).cast(pa.int64()).fill_null(NO_TIME)
+        timed = arrays.get(self.time_column, stamps) if self.time_column is not None else stamps
+        times = timed.cast(pa.int64()).fill_null(NO_TIME)
         part.add(pa.table([arrays[c] for c in columns], schema=self._schema_of(columns)), offsets,
                  times.to_numpy(zero_copy_only=False))
 
