@@ -361,18 +361,22 @@ class Parquet(FileSink):
 
 
 class CSV(FileSink):
-    """Results as CSV files, each with a header row unless ``header=False`` (Flink's CSV format has none)."""
+    """Results as CSV files, each with a header row unless ``header=False`` (Flink's CSV format has none),
+    fields separated by ``delimiter``."""
 
     extension = "csv"
 
     def __init__(self, path: str | os.PathLike[str], late_path: str | os.PathLike[str] | None = None, *,
                  mode: str | None = None, partition_by: str | Sequence[str] | None = None,
-                 key: str | Sequence[str] | None = None, header: bool = True) -> None:
+                 key: str | Sequence[str] | None = None, header: bool = True, delimiter: str = ",") -> None:
         super().__init__(path, late_path, mode=mode, partition_by=partition_by, key=key)
-        self.header = header
+        if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in '"\r\n':
+            raise SinkError(f"CSV(delimiter=...) is one character other than a quote or a line break, got "
+                            f"{delimiter!r}")
+        self.header, self.delimiter = header, delimiter
 
     def _open_writer(self, path: Path, schema: pa.Schema) -> Any:
-        return _CsvFile(path, schema, self.header)
+        return _CsvFile(path, schema, self.header, self.delimiter)
 
 
 class _CsvFile:
@@ -381,12 +385,12 @@ class _CsvFile:
     ``nan``, ``inf`` and ``-inf``, which Spark read as NULL and Flink refused. Such a batch writes
     that column as text (so quoted, as Arrow quotes text); every reader parses a quoted number."""
 
-    def __init__(self, path: Path, schema: pa.Schema, header: bool) -> None:
+    def __init__(self, path: Path, schema: pa.Schema, header: bool, delimiter: str = ",") -> None:
         self._out = pa.OSFile(str(path), "wb")
         self._floats = [i for i, f in enumerate(schema) if pa.types.is_floating(f.type)]
-        self._options = pacsv.WriteOptions(include_header=False)
+        self._options = pacsv.WriteOptions(include_header=False, delimiter=delimiter)
         if header:
-            pacsv.write_csv(schema.empty_table(), self._out)
+            pacsv.write_csv(schema.empty_table(), self._out, pacsv.WriteOptions(delimiter=delimiter))
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
         for i in self._floats:

@@ -91,9 +91,20 @@ def unknown_option(connector_name: str, keys: Iterable[str]) -> str | None:
     known = _OPTIONS.get(connector_name)
     for key in keys:
         if known is not None and key != "connector" and not _reads(known, key):
-            takes = ", ".join(f"'{k}'" for k in sorted(known)) or "none"
+            takes = ", ".join(f"'{k}'" for k in sorted(known - _IGNORED.get(connector_name, {}).keys())) or "none"
             return f"connector '{connector_name}' has no option '{key}' (it takes {takes})"
     return None
+
+
+_IGNORED: dict[str, Mapping[str, str]] = {}  # by connector: options it takes and ignores, each with why
+
+
+def ignore_options(name: str, reasons: Mapping[str, str]) -> None:
+    """Let the tables of connector ``name`` (registered with its ``options``) set the keys of ``reasons``,
+    which it takes and ignores: Flink options that tune how files are written or when, never which rows
+    (a DDL written for Flink carries them). Each maps to why ignoring it changes no row."""
+    _IGNORED[name] = {**_IGNORED.get(name, {}), **reasons}
+    _OPTIONS[name] = _OPTIONS.get(name, frozenset()) | frozenset(reasons)
 
 
 def check_options(spec: TableSpec) -> None:
@@ -177,30 +188,82 @@ class RenamedSource:
 
 
 class Filesystem:
-    """``'connector' = 'filesystem', 'path' = ..., 'format' = 'parquet' | 'csv'``."""
+    """``'connector' = 'filesystem', 'path' = ..., 'format' = 'parquet' | 'csv'``, and for CSV Flink's
+    ``'csv.field-delimiter'``."""
 
     def source(self, spec: TableSpec) -> api.Table:
-        path, fmt = spec.option("path").removeprefix("file://"), spec.option("format", "parquet")
+        path, fmt = spec.option("path").removeprefix("file://"), self._format(spec)
         if fmt == "parquet":
             table = api.read_parquet(path, time=spec.time_column, max_delay=spec.max_delay_ms,
                                      primary_key=spec.primary_key)
-        elif fmt == "csv":  # Flink's CSV: no header row, the declared columns in order
+        else:  # Flink's CSV: no header row, the declared columns in order
             schema = pa.schema([(n, ARROW[t]) for n, t in spec.columns])
-            table = api.read_csv(path, schema, header=False, time=spec.time_column, max_delay=spec.max_delay_ms,
-                                 primary_key=spec.primary_key)
-        else:
-            raise SqlError(f"table {spec.name}: format {fmt!r} is not supported; use 'parquet' or 'csv'")
+            table = api.read_csv(path, schema, header=False, delimiter=field_delimiter(spec), time=spec.time_column,
+                                 max_delay=spec.max_delay_ms, primary_key=spec.primary_key)
         check_columns(spec, table.plan.schema)
         return table.select(*spec.names)
 
     def sink(self, spec: TableSpec) -> Sink:
-        path, fmt = spec.option("path").removeprefix("file://"), spec.option("format", "parquet")
+        path, fmt = spec.option("path").removeprefix("file://"), self._format(spec)
         partition = list(spec.partition_by) or None
         if fmt == "parquet":
             return Parquet(path, partition_by=partition)
-        if fmt == "csv":
-            return CSV(path, partition_by=partition, header=False)
-        raise SqlError(f"table {spec.name}: format {fmt!r} is not supported; use 'parquet' or 'csv'")
+        return CSV(path, partition_by=partition, header=False, delimiter=field_delimiter(spec))
+
+    @staticmethod
+    def _format(spec: TableSpec) -> str:
+        """The table's format; a format's option on a table of another is refused, as Flink refuses it."""
+        fmt = spec.option("format", "parquet")
+        if fmt not in ("parquet", "csv"):
+            raise SqlError(f"table {spec.name}: format {fmt!r} is not supported; use 'parquet' or 'csv'")
+        for key in spec.options:
+            if key.startswith("csv.") and fmt != "csv":
+                raise SqlError(f"table {spec.name}: '{key}' is an option of the csv format; this table's format "
+                               f"is {fmt!r}")
+        return fmt
+
+
+# Flink's spelling of a delimiter that is no printable character: its CSV format unescapes the option
+JAVA_ESCAPES = {"\\t": "\t"}
+
+
+def field_delimiter(spec: TableSpec) -> str:
+    """``'csv.field-delimiter'``: one character (',' unless given), or '\\t' for a tab as in Flink."""
+    given = spec.option("csv.field-delimiter", ",")
+    delimiter = JAVA_ESCAPES.get(given, given)
+    if len(delimiter) != 1 or delimiter in "\"\r\n":
+        raise SqlError(f"table {spec.name}: 'csv.field-delimiter' = {given!r}: a delimiter is one character other "
+                       "than a quote or a line break ('\\t' for a tab)")
+    return delimiter
+
+
+# Flink filesystem options that say how part files are rolled, compacted and committed and by how many
+# writers, or feed the planner: never which rows are read or written. Darwin takes and ignores them: its
+# sink writes a part file per checkpoint, committed with the checkpoint, and marks no partition complete.
+FILESYSTEM_TUNING = {
+    "sink.rolling-policy.file-size": "the size at which a part file is closed and another begun",
+    "sink.rolling-policy.rollover-interval": "how long a part file stays open",
+    "sink.rolling-policy.inactivity-interval": "how long an idle part file stays open",
+    "sink.rolling-policy.check-interval": "how often the rolling policy is checked",
+    "auto-compaction": "merging small part files into larger ones",
+    "compaction.file-size": "the size compaction merges part files to",
+    "compaction.parallelism": "how many tasks compact",
+    "sink.parallelism": "how many tasks write",
+    "sink.shuffle-by-partition.enable": "which task writes a partition",
+    "sink.partition-commit.trigger": "when a partition counts as complete",
+    "sink.partition-commit.delay": "when a partition counts as complete",
+    "sink.partition-commit.watermark-time-zone": "when a partition counts as complete",
+    "sink.partition-commit.policy.kind": "what marks a complete partition (a _SUCCESS file, a metastore entry)",
+    "sink.partition-commit.policy.class": "what marks a complete partition",
+    "sink.partition-commit.policy.class.parameters": "what marks a complete partition",
+    "sink.partition-commit.success-file.name": "the name of the file marking a complete partition",
+    "partition.time-extractor.kind": "a partition's time, read by the partition-time commit trigger only",
+    "partition.time-extractor.class": "a partition's time, read by the partition-time commit trigger only",
+    "partition.time-extractor.timestamp-pattern": "a partition's time, read by the partition-time commit trigger only",
+    "partition.time-extractor.timestamp-formatter": "a partition's time, read by the partition-time commit trigger "
+                                                    "only",
+    "source.report-statistics": "statistics for Flink's planner",
+}
 
 
 class BlackholeConnector:
@@ -213,7 +276,8 @@ class BlackholeConnector:
         return Blackhole()
 
 
-register_connector("filesystem", Filesystem(), options=("path", "format"))
+register_connector("filesystem", Filesystem(), options=("path", "format", "csv.field-delimiter"))
+ignore_options("filesystem", FILESYSTEM_TUNING)
 register_connector("blackhole", BlackholeConnector(), options=())
 
 from darwin.sql.kafka import METADATA_KEYS, OPTIONS, KafkaConnector, UpsertKafkaConnector  # noqa: E402 - builds on the above

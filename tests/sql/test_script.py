@@ -619,9 +619,9 @@ def test_options_hints_reach_a_window_functions_table_and_a_state_ttl_hint_names
 
 
 @pytest.mark.parametrize(("query", "match"), [
-    ("SELECT price FROM bids /*+ OPTIONS('path' = 'x', 'csv.field-delimiter' = ';') */",
-     r"^line 8, column 54: OPTIONS of table bids: connector 'filesystem' has no option 'csv.field-delimiter' "
-     r"\(it takes 'format', 'path'\)$"),
+    ("SELECT price FROM bids /*+ OPTIONS('path' = 'x', 'source.monitor-interval' = '1 s') */",
+     r"^line 8, column 54: OPTIONS of table bids: connector 'filesystem' has no option 'source.monitor-interval' "
+     r"\(it takes 'csv.field-delimiter', 'format', 'path'\)$"),
     ("SELECT price FROM bids /*+ OPTIONS('format' = 'orc') */",
      r"^line 8, column 32: bids /\*\+ OPTIONS\('format' = 'orc'\) \*/: table bids: format 'orc' is not supported"),
     ("SELECT price FROM bids /*+ OPTIONS('path' = '{missing}') */",
@@ -694,15 +694,84 @@ def test_a_path_rule_holds_the_paths_of_options_hints(tmp_path, bids_parquet):
 
 
 def test_an_option_the_connector_does_not_read_is_refused_where_the_table_is_read_or_written(tmp_path, bids_parquet):
-    """A WITH option Darwin's connector does not read (Flink's 'csv.field-delimiter') was ignored: the file was read
-    with ',' where the user said ';'. Flink's factories refuse an option they do not know; so does Darwin now."""
-    declared = ddl(bids_parquet).replace("'format' = 'parquet'", "'format' = 'parquet', 'csv.field-delimiter' = ';'")
+    """A WITH option Darwin's connector does not read (Flink's 'csv.null-literal') was ignored: the file was read
+    as if it were not there. Flink's factories refuse an option they do not know; so does Darwin now."""
+    declared = ddl(bids_parquet, "csv").replace("'format' = 'csv'", "'format' = 'csv', 'csv.null-literal' = 'n/a'")
     with pytest.raises(SqlError, match=r"^line 8, column 23: table bids: connector 'filesystem' has no option "
-                                       r"'csv.field-delimiter' \(it takes 'format', 'path'\)$"):
+                                       r"'csv.null-literal' \(it takes 'csv.field-delimiter', 'format', 'path'\)$"):
         dw.sql(declared + "SELECT price FROM bids")
     with pytest.raises(SqlError, match=r"^line 2, column 13: table o: connector 'blackhole' has no option 'path'"):
         dw.sql_job("CREATE TABLE o (a BIGINT) WITH ('connector' = 'blackhole', 'path' = 'x');\n"
                    "INSERT INTO o SELECT auction FROM b", tables={"b": dw.read_parquet(bids_parquet)})
+
+
+CSV_ROWS = [("2024-01-01 00:00:00", 1, 10), ("2024-01-01 00:00:01", 2, 20)]
+
+
+@pytest.mark.parametrize(("option", "delimiter"), [("';'", ";"), ("'\\t'", "\t"), ("','", ",")])
+def test_a_csv_tables_field_delimiter_reads_and_writes_its_files(mode, tmp_path, option, delimiter):
+    """'csv.field-delimiter' was refused (and before that ignored: the file was read with commas). Flink's CSV
+    format splits and writes fields at it, '\\t' spelling a tab; so does Darwin's filesystem connector."""
+    source, written = tmp_path / "in.csv", tmp_path / "out"
+    source.write_text("".join(delimiter.join(map(str, row)) + "\n" for row in CSV_ROWS))
+    delimited = f"'format' = 'csv', 'csv.field-delimiter' = {option}"
+    script = ddl(source, "csv").replace("'format' = 'csv'", delimited) \
+        + ddl(written, "csv", name="o").replace("'format' = 'csv'", delimited)
+    read = dw.sql(script + "SELECT auction, price FROM bids")
+    assert rows_of(read, dw.Config(mode=mode)) == [(1, 10), (2, 20)]
+    dw.sql_job(script + "INSERT INTO o SELECT ts, auction, price * 2 FROM bids", config=dw.Config(mode=mode))
+    lines = sorted(line for f in written.glob("**/*.csv") for line in f.read_text().splitlines())
+    assert [line.split(delimiter) for line in lines] == [[f"{t}.000", str(a), str(p * 2)] for t, a, p in CSV_ROWS]
+    assert rows_of(dw.sql(script + "SELECT auction, price FROM o"), dw.Config(mode=mode)) == [(1, 20), (2, 40)]
+
+
+# what a Flink DDL of a filesystem table carries to roll, compact and commit its files: no row changes
+FLINK_FILE_TUNING = """, 'sink.rolling-policy.file-size' = '128MB', 'sink.rolling-policy.rollover-interval' = '15 min',
+    'sink.rolling-policy.inactivity-interval' = '5 min', 'sink.rolling-policy.check-interval' = '1 min',
+    'auto-compaction' = 'true', 'compaction.file-size' = '256MB', 'sink.parallelism' = '4',
+    'sink.shuffle-by-partition.enable' = 'true', 'sink.partition-commit.trigger' = 'partition-time',
+    'sink.partition-commit.delay' = '1 h', 'sink.partition-commit.watermark-time-zone' = 'UTC',
+    'sink.partition-commit.policy.kind' = 'success-file', 'sink.partition-commit.success-file.name' = '_DONE',
+    'partition.time-extractor.kind' = 'default', 'partition.time-extractor.timestamp-pattern' = '$dt $hr:00:00',
+    'partition.time-extractor.timestamp-formatter' = 'yyyy-MM-dd HH:mm:ss', 'source.report-statistics' = 'NONE')"""
+
+
+def tuned(declared, fmt):
+    with_tuning = declared.replace(f"'format' = '{fmt}')", f"'format' = '{fmt}'" + FLINK_FILE_TUNING)
+    assert with_tuning != declared
+    return with_tuning
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_flink_options_that_only_tune_files_are_taken_and_change_no_row(mode, tmp_path, bids_parquet, fmt):
+    """A Flink DDL's rolling, compaction and partition-commit options were refused since connectors name the
+    options they read; they say how Flink's part files are cut and committed, not which rows: Darwin takes
+    them and reads and writes what the table without them does."""
+    config = dw.Config(mode=mode)
+    plain_out, tuned_out = tmp_path / "plain", tmp_path / "tuned"
+    query = "INSERT INTO o SELECT ts, auction, price FROM bids WHERE price > 10"
+    dw.sql_job(ddl(bids_parquet) + ddl(plain_out, fmt, name="o") + query, config=config)
+    dw.sql_job(tuned(ddl(bids_parquet), "parquet") + tuned(ddl(tuned_out, fmt, name="o"), fmt) + query, config=config)
+    read = "SELECT auction, price FROM o"
+    assert rows_of(dw.sql(tuned(ddl(tuned_out, fmt, name="o"), fmt) + read), config) \
+        == rows_of(dw.sql(ddl(plain_out, fmt, name="o") + read), config) == [(1, 30), (2, 15), (2, 20), (2, 40)]
+
+
+@pytest.mark.parametrize(("options", "match"), [
+    ("'format' = 'csv', 'source.monitor-interval' = '10 s'", r"has no option 'source.monitor-interval'"),
+    ("'format' = 'csv', 'csv.ignore-parse-errors' = 'true'", r"has no option 'csv.ignore-parse-errors'"),
+    ("'format' = 'csv', 'json.fail-on-missing-field' = 'false'", r"has no option 'json.fail-on-missing-field'"),
+    ("'format' = 'csv', 'partition.default-name' = 'none'", r"has no option 'partition.default-name'"),
+    ("'format' = 'parquet', 'csv.field-delimiter' = ';'",
+     r"table bids: 'csv.field-delimiter' is an option of the csv format; this table's format is 'parquet'$"),
+    ("'format' = 'csv', 'csv.field-delimiter' = ';;'", r"'csv.field-delimiter' = ';;': a delimiter is one character"),
+    ("'format' = 'csv', 'csv.field-delimiter' = '\\n'", r"a delimiter is one character other than a quote"),
+])
+def test_filesystem_options_that_change_rows_and_are_not_read_are_refused(bids_parquet, options, match):
+    """What Flink's filesystem connector reads differently under an option Darwin cannot honour (a directory
+    watched for new files, rows with parse errors skipped, another null partition's name) is refused."""
+    with pytest.raises(SqlError, match=r"^line 8, column 23: .*" + match):
+        dw.sql(ddl(bids_parquet).replace("'format' = 'parquet'", options) + "SELECT price FROM bids").collect()
 
 
 BLACKHOLE = "CREATE TABLE o (k BIGINT, n BIGINT) WITH ('connector' = 'blackhole');\n"
