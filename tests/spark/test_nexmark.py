@@ -30,7 +30,8 @@ def test_query_is_equal_on_three_engines(spark, name):
 
 
 def test_nexmark_run_shows_three_engines(spark, tmp_path):
-    """``nexmark run --engine darwin,spark,darwin-spark``: every query on each engine, all equal."""
+    """``nexmark run --engine darwin,spark,darwin-spark``: a query on each engine, all equal (every query on the
+    three is the test above)."""
     import json
 
     from typer.testing import CliRunner
@@ -38,9 +39,9 @@ def test_nexmark_run_shows_three_engines(spark, tmp_path):
     from nexmark.cli import app
 
     out = tmp_path / "m.json"
-    result = CliRunner().invoke(app, ["run", "q1", "q12", "--events", "5K", "--engine", "darwin,spark,darwin-spark",
+    result = CliRunner().invoke(app, ["run", "q12", "--events", "5K", "--engine", "darwin,spark,darwin-spark",
                                       "--data-dir", str(tmp_path / "data"), "--json", str(out)])
     assert result.exit_code == 0, result.output
     rows = {(r["query"], r["engine"]): r for r in json.loads(out.read_text())}
-    assert set(rows) == {(q, e) for q in ("q1", "q12") for e in ("darwin", "spark", "darwin-spark")}
+    assert set(rows) == {("q12", e) for e in ("darwin", "spark", "darwin-spark")}
     assert all(r["equal"] is True and r["seconds"] is not None for r in rows.values())
