@@ -283,4 +283,6 @@ register_connector("blackhole", BlackholeConnector(), options=())
 from darwin.sql.kafka import METADATA_KEYS, OPTIONS, KafkaConnector, UpsertKafkaConnector  # noqa: E402 - builds on the above
 
 register_connector("kafka", KafkaConnector(), options=OPTIONS, metadata=METADATA_KEYS)
+ignore_options("kafka", {"sink.parallelism": "how many tasks write: a keyed record's partition is its key's, "
+                                            "whichever task writes it (Flink's default partitioner)"})
 register_connector("upsert-kafka", UpsertKafkaConnector())

@@ -85,6 +85,11 @@ def test_flink_options_map_onto_the_kafka_source_and_sink(tmp_path):
     assert sink.config == {"linger.ms": "1", "partitioner": "murmur2_random"}
 
 
+def test_how_many_tasks_write_is_taken_and_ignored():
+    """Flink's 'sink.parallelism' tunes the writers, never which partition a keyed record goes to."""
+    assert dw.sql(_script(", 'sink.parallelism' = '4'")).explain() == dw.sql(_script()).explain()
+
+
 def _script(source_options: str = "", columns: str = "", query: str = "SELECT auction FROM bids") -> str:
     return (f"CREATE TABLE bids (auction BIGINT{columns}) WITH ('connector' = 'kafka', 'topic' = 'bids', "
             f"'properties.bootstrap.servers' = '127.0.0.1:9', 'format' = 'json'{source_options});\n{query}")
@@ -113,8 +118,8 @@ def _script(source_options: str = "", columns: str = "", query: str = "SELECT au
     (_script(columns=", PRIMARY KEY (auction) NOT ENFORCED"), (2, 21), "takes no PRIMARY KEY"),
     (_script(query="SELECT auction FROM bids /*+ OPTIONS('scan.startup.mode' = 'oldest') */"), (2, 30),
      "'scan.startup.mode' = 'oldest'; use one of"),
-    (_script(query="SELECT auction FROM bids /*+ OPTIONS('sink.parallelism' = '2') */"), (2, 38),
-     "has no option 'sink.parallelism'"),
+    (_script(query="SELECT auction FROM bids /*+ OPTIONS('sink.buffer-flush.max-rows' = '2') */"), (2, 38),
+     "has no option 'sink.buffer-flush.max-rows'"),
 ])
 def test_what_the_connector_cannot_do_is_refused_where_the_table_is_used(script, position, problem):
     with pytest.raises(SqlError) as e:
