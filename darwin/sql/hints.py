@@ -99,11 +99,8 @@ def state_ttl_hint(select: exp.Select, where: Located) -> StateTtlHint:
                                     "STATE_TTL('orders' = '1d')")
         given: dict[str, tuple[int, exp.Expr]] = {}
         for option in item.expressions:
-            key, value = (option.this, option.expression) if isinstance(option, exp.EQ) else (None, None)
-            if not isinstance(key, (exp.Literal, exp.Column)) or not isinstance(value, exp.Literal) \
-                    or not value.is_string:
-                raise where.error(option, "STATE_TTL takes 'input' = 'duration' pairs, e.g. "
-                                          "STATE_TTL('orders' = '1d', 'customers' = '20h')")
+            key, value = string_pair(option, where, "STATE_TTL takes 'input' = 'duration' pairs, e.g. "
+                                                    "STATE_TTL('orders' = '1d', 'customers' = '20h')")
             try:
                 given[key.name] = (duration_ms(value.name), key)
             except BadValue as e:
@@ -156,15 +153,21 @@ def table_options(table: exp.Expr, where: Located) -> TableOptions | None:
         if not item.expressions:
             raise where.error(item, "OPTIONS needs at least one 'key' = 'value' pair, e.g. OPTIONS('path' = '...')")
         for option in item.expressions:
-            key, value = (option.this, option.expression) if isinstance(option, exp.EQ) else (None, None)
-            if not isinstance(key, (exp.Literal, exp.Column)) or not isinstance(value, exp.Literal) \
-                    or not value.is_string:
-                raise where.error(option, "OPTIONS takes 'key' = 'value' pairs of strings, e.g. "
-                                          "OPTIONS('format' = 'csv')")
+            key, value = string_pair(option, where, "OPTIONS takes 'key' = 'value' pairs of strings, e.g. "
+                                                    "OPTIONS('format' = 'csv')")
             values[key.name], pairs[key.name] = value.name, option
     if first is None:
         return None
     return TableOptions(values, pairs, hints[0])
+
+
+def string_pair(option: exp.Expr, where: Located, usage: str) -> tuple[exp.Expr, exp.Literal]:
+    """A hint's ``'key' = 'value'`` (the key quoted or not, the value a string), else ``usage`` as the
+    error at the option."""
+    key, value = (option.this, option.expression) if isinstance(option, exp.EQ) else (None, None)
+    if not isinstance(key, (exp.Literal, exp.Column)) or not isinstance(value, exp.Literal) or not value.is_string:
+        raise where.error(option, usage)
+    return key, value
 
 
 def hint_name(item: exp.Expr | str) -> str:

@@ -11,6 +11,7 @@ connectors).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -189,28 +190,30 @@ def _format(spec: TableSpec) -> str:
 
 
 def _startup(spec: TableSpec) -> str:
-    mode = spec.options.get("scan.startup.mode", "group-offsets")  # Flink's default
-    if mode in STARTUP_MODES:
-        for key in ("scan.startup.timestamp-millis", "scan.startup.specific-offsets"):
-            if key in spec.options:
-                raise SqlError(f"table {spec.name}: '{key}' is for another 'scan.startup.mode' than '{mode}'")
-        return STARTUP_MODES[mode]
-    if mode in FLINK_STARTUP_MODES:
-        raise SqlError(f"table {spec.name}: 'scan.startup.mode' = '{mode}' is not supported; Darwin's Kafka source "
-                       "starts at the 'earliest-offset', the 'latest-offset' or the 'group-offsets'")
-    raise SqlError(f"table {spec.name}: 'scan.startup.mode' = {mode!r}; use one of "
-                   f"{', '.join(repr(m) for m in FLINK_STARTUP_MODES)}")
+    mode = _mode(spec, "scan.startup.mode", "group-offsets", STARTUP_MODES, FLINK_STARTUP_MODES,  # Flink's default
+                 "starts at the 'earliest-offset', the 'latest-offset' or the 'group-offsets'")
+    for key in ("scan.startup.timestamp-millis", "scan.startup.specific-offsets"):
+        if key in spec.options:
+            raise SqlError(f"table {spec.name}: '{key}' is for another 'scan.startup.mode' than '{mode}'")
+    return STARTUP_MODES[mode]
 
 
 def _bounded(spec: TableSpec) -> bool:
-    mode = spec.options.get("scan.bounded.mode", "unbounded")  # Flink's default: read until stopped
-    if mode in BOUNDED_MODES:
-        return BOUNDED_MODES[mode]
-    if mode in FLINK_BOUNDED_MODES:
-        raise SqlError(f"table {spec.name}: 'scan.bounded.mode' = '{mode}' is not supported; Darwin's Kafka source "
-                       "reads 'unbounded' or up to the 'latest-offset' seen when it starts")
-    raise SqlError(f"table {spec.name}: 'scan.bounded.mode' = {mode!r}; use one of "
-                   f"{', '.join(repr(m) for m in FLINK_BOUNDED_MODES)}")
+    mode = _mode(spec, "scan.bounded.mode", "unbounded", BOUNDED_MODES, FLINK_BOUNDED_MODES,  # read until stopped
+                 "reads 'unbounded' or up to the 'latest-offset' seen when it starts")
+    return BOUNDED_MODES[mode]
+
+
+def _mode(spec: TableSpec, key: str, default: str, supported: Mapping[str, object], flink: tuple[str, ...],
+          darwin_does: str) -> str:
+    """The value of the mode option ``key``: one Darwin's Kafka source ``supported``; one of Flink's it is not
+    (``darwin_does`` says what it does instead) or none of Flink's is refused."""
+    mode = spec.options.get(key, default)
+    if mode in supported:
+        return mode
+    if mode in flink:
+        raise SqlError(f"table {spec.name}: '{key}' = '{mode}' is not supported; Darwin's Kafka source {darwin_does}")
+    raise SqlError(f"table {spec.name}: '{key}' = {mode!r}; use one of {', '.join(repr(m) for m in flink)}")
 
 
 def _key_column(spec: TableSpec) -> str | None:
