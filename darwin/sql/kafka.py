@@ -105,7 +105,6 @@ class KafkaConnector:
                            "with Kafka's default partitioner ('default': a key's murmur2 hash)")
         config = _properties(spec)
         config.pop("group.id", None)  # a consumer's setting, which Flink's sink ignores too
-        config.setdefault("partitioner", "murmur2_random")  # Java's default partitioner, as Flink's 'default'
         return AppendOnlyKafkaSink(_topic(spec), _servers(spec), format=fmt, key=_key_column(spec),
                                    guarantee=GUARANTEES[guarantee], config=config)
 

@@ -37,3 +37,29 @@ def consume_all(bootstrap, topic, isolation="read_committed", quiet_s=1.5):
 
 def json_values(messages):
     return [json.loads(v) for v, _, _ in messages]
+
+
+def java_murmur2(data: bytes) -> int:
+    """Kafka's Java Utils.murmur2 (a signed 32-bit int), which its default partitioner hashes keys with."""
+    m, mask = 0x5BD1E995, 0xFFFFFFFF
+    h = (0x9747B28C ^ len(data)) & mask
+    whole = len(data) & ~3
+    for i in range(0, whole, 4):
+        k = (int.from_bytes(data[i:i + 4], "little") * m) & mask
+        k = ((k ^ (k >> 24)) * m) & mask
+        h = ((h * m) & mask) ^ k
+    tail = data[whole:]
+    if len(tail) == 3:
+        h ^= tail[2] << 16
+    if len(tail) >= 2:
+        h ^= tail[1] << 8
+    if tail:
+        h = ((h ^ tail[0]) * m) & mask
+    h = ((h ^ (h >> 13)) * m) & mask
+    h ^= h >> 15
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def java_partition(key: bytes, partitions: int) -> int:
+    """The partition Java's producer (and Flink's 'default' sink partitioner) gives a keyed record."""
+    return (java_murmur2(key) & 0x7FFFFFFF) % partitions

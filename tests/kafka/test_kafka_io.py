@@ -9,7 +9,7 @@ from datetime import datetime
 import pyarrow as pa
 import pytest
 from crashes import run_until_done
-from kafka_helpers import consume_all, json_values, produce
+from kafka_helpers import consume_all, java_murmur2, java_partition, json_values, produce
 
 import darwin as dw
 from darwin.errors import SinkError, SourceError
@@ -218,6 +218,22 @@ def test_a_key_is_written_as_the_value_writes_its_column(broker, topic):
                 assert json.dumps(json.loads(value)[key]).strip('"').encode() == k
     assert got == {"b": [b"true", b"false"], "n": [b"7", None], "f": [b"1.5", b"2"],
                    "ts": [b"1970-01-01 00:00:00.005", b"1970-01-01 00:00:00.006"]}
+
+
+def test_a_keyed_record_goes_to_the_partition_a_java_producer_gives_it(broker, topic):
+    """The sink hashed keys with librdkafka's default partitioner (CRC32), so a key landed elsewhere than Flink's or
+    any Java producer's puts it (murmur2), and elsewhere than the same job written in SQL; a producer setting
+    still chooses another."""
+    assert [java_murmur2(s.encode()) for s in ("21", "foobar", "abc")] == [-973932308, -790332482, 479470107]
+    keys = pa.table({"k": [f"key-{i}" for i in range(60)], "ts": pa.array(range(60), pa.timestamp("ms"))})
+    java, chosen = topic(4), topic(4)
+    dw.from_arrow(keys, time="ts").sink(KafkaSink(java, broker.bootstrap, key="k")).run()
+    got = {k: part for _, k, part in consume_all(broker.bootstrap, java, quiet_s=0.5)}
+    assert got == {k.encode(): java_partition(k.encode(), 4) for k in keys.column("k").to_pylist()}
+    dw.from_arrow(keys, time="ts").sink(KafkaSink(chosen, broker.bootstrap, key="k",
+                                                  config={"partitioner": "consistent"})).run()
+    crc = {k: part for _, k, part in consume_all(broker.bootstrap, chosen, quiet_s=0.5)}
+    assert len(crc) == 60 and crc != got
 
 
 def test_a_value_column_named_like_a_metadata_column_left_out_keeps_the_values(broker, topic):

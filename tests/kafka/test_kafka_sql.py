@@ -47,8 +47,7 @@ def test_a_sql_job_reads_a_topic_and_writes_one_as_the_fluent_api_does(broker, t
         .agg(n=dw.count(), top=dw.max("price")) \
         .select("auction", auction_text=dw.col("auction").cast("string"), n="n", top="top", window_start="window_start",
                 window_end="window_end")
-    java_partitions = {"partitioner": "murmur2_random"}  # Flink's 'default' sink.partitioner: Java's murmur2 of the key
-    fluent.sink(KafkaSink(by_api, broker.bootstrap, key="auction_text", config=java_partitions)) \
+    fluent.sink(KafkaSink(by_api, broker.bootstrap, key="auction_text")) \
         .run(dw.Config(batch_size=100))
     got, expected = consume_all(broker.bootstrap, by_sql), consume_all(broker.bootstrap, by_api)
     assert result.metrics["input_rows"] == 600 and len(got) > 13
@@ -82,7 +81,7 @@ def test_flink_options_map_onto_the_kafka_source_and_sink(tmp_path):
                           "'key.fields' = 's', 'properties.linger.ms' = '1'")
     sink = plan_script(script).inserts[0].sink
     assert (sink.topic, sink.key, sink.guarantee, sink.format) == ("o", "s", "at_least_once", "json")
-    assert sink.config == {"linger.ms": "1", "partitioner": "murmur2_random"}
+    assert sink.config == {"linger.ms": "1"}  # keys partitioned as Java does: KafkaSink's default
 
 
 def test_how_many_tasks_write_is_taken_and_ignored():

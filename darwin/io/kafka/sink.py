@@ -43,11 +43,17 @@ log = logging.getLogger(__name__)
 GUARANTEES = ("at_least_once", "exactly_once")
 _ROW_HEADER = "darwin-row"  # exactly-once: '<transactional id>:<epoch>:<row>' of each message
 _TIMEOUT_S = 30.0
+# A keyed record's partition: Java's default partitioner (murmur2 of the key; random without a key, which sticks
+# per batch in Java), as Flink's 'default' sink partitioner and every Java producer choose it. librdkafka's own
+# default (CRC32) puts a key in another partition.
+JAVA_PARTITIONER = "murmur2_random"
 
 
 class KafkaSink:
     """Rows as messages of ``topic``: the value in ``format`` ('json', 'csv', 'avro' or 'raw' for one text
-    column), the key from column ``key`` and the record timestamp from column ``timestamp`` if given.
+    column), the key from column ``key`` and the record timestamp from column ``timestamp`` if given. A keyed
+    record goes to the partition Java's producer gives its key (``JAVA_PARTITIONER``, unless ``config`` sets
+    librdkafka's ``partitioner``).
 
     Avro: the value is a record of ``avro_schema`` (JSON text or a dict) whose fields are the result's columns
     (besides ``key`` and ``timestamp``, which may stay out of it); ``avro_wire='confluent'`` puts magic byte 0
@@ -124,7 +130,7 @@ class KafkaSink:
 
         self._schema = result.schema
         settings = {"bootstrap.servers": self.bootstrap_servers, "linger.ms": 5, "enable.idempotence": True,
-                    "acks": "all", **self.config}
+                    "acks": "all", "partitioner": JAVA_PARTITIONER, **self.config}
         try:
             if self.guarantee == "at_least_once":
                 self._producer = Producer(settings)
