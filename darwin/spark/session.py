@@ -13,10 +13,12 @@ import pyarrow as pa
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-# Spark's optimizer takes out a join or a union whose input it finds empty, with everything under it:
-# the late rows the translation counts there (``DataFrame.observe``) would go uncounted
-KEEP_EMPTY_INPUTS = {
-    "spark.sql.optimizer.excludedRules": "org.apache.spark.sql.catalyst.optimizer.PropagateEmptyRelation",
+# Spark's optimizer takes out a join or a union whose input it finds empty, and a filter it folds to
+# FALSE or NULL, with everything under them: the late rows the translation counts there
+# (``DataFrame.observe``) would go uncounted
+KEEP_OBSERVED_INPUTS = {
+    "spark.sql.optimizer.excludedRules": "org.apache.spark.sql.catalyst.optimizer.PropagateEmptyRelation,"
+                                         "org.apache.spark.sql.catalyst.optimizer.PruneFilters",
     "spark.sql.adaptive.optimizer.excludedRules":
         "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation",
 }
@@ -29,9 +31,9 @@ def spark_session(app_name: str = "darwin", master: str | None = None,
                   conf: Mapping[str, str] | None = None) -> SparkSession:
     """The process's SparkSession: local[*] unless ``master`` says otherwise, quiet, UTC, ANSI off
     (x/0 is NULL, as in Darwin), column names case-sensitive (as Darwin's: ``a`` and ``A`` are two
-    columns), inputs found empty kept in the plan (``KEEP_EMPTY_INPUTS``), with ``conf`` on top. Asking
-    for another master or conf stops the session and starts one with them (a process has one
-    SparkContext)."""
+    columns), inputs found empty and filters found FALSE kept in the plan (``KEEP_OBSERVED_INPUTS``),
+    with ``conf`` on top. Asking for another master or conf stops the session and starts one with them
+    (a process has one SparkContext)."""
     global _SESSION, _SETTINGS
     if _SESSION is not None and master is None and not conf:
         return _SESSION  # no wish: whatever session the process has
@@ -62,7 +64,7 @@ def spark_session(app_name: str = "darwin", master: str | None = None,
                .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(p for p in sys.path if p)))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    for key, rule in KEEP_EMPTY_INPUTS.items():  # beside the rules ``conf`` excludes
+    for key, rule in KEEP_OBSERVED_INPUTS.items():  # beside the rules ``conf`` excludes
         builder = builder.config(key, ",".join(r for r in ((conf or {}).get(key), rule) if r))
     _SESSION = builder.getOrCreate()
     _SETTINGS = settings

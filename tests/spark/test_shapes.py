@@ -218,3 +218,28 @@ def test_late_rows_counted_where_dropped(spark, tmp_path):
         SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE e, DESCRIPTOR(ts), INTERVAL '1' SECOND))
         GROUP BY window_start, window_end""")
     assert assert_three_engines_agree(computed, 3).metrics["late_rows"] > 0
+
+
+def test_late_rows_counted_under_a_false_filter(spark):
+    """A filter that is FALSE (or folds to FALSE or NULL) above a window, a session, a window top-N or
+    an interval join leaves no row, but the late rows the operator under it dropped are counted, as the
+    compiled engine and the interpreter count them: Spark's optimizer (PruneFilters) replaced the
+    filter and everything under it with an empty relation, and counted 0."""
+    import pyarrow as pa
+
+    times = [0, 1000, 20_000, 1500, 800, 21_000, 19_500, 3000, 22_000, 21_500]
+    table = pa.table({"t": pa.array(times, pa.timestamp("ms")), "k": pa.array([1, 2, 3, 1, 2, 2, 3, 4, 4, 4]),
+                      "v": pa.array(range(len(times)))})
+    events = dw.from_arrow(table, time="t", max_delay="1s", name="events")
+    other = dw.from_arrow(table, time="t", max_delay="1s", name="other").select(t2="t", k2="k")
+    false, folded = dw.lit(False), dw.lit(1) > dw.lit(2)
+    queries = [events.window(dw.Tumble("1s", on="t")).agg(n=dw.count()).filter(false),
+               events.window(dw.Slide("4s", every="2s", on="t")).group_by("k").agg(n=dw.count())
+               .filter((col("n") > 0) & folded),
+               events.window(dw.Session("2s", on="t")).group_by("k").agg(n=dw.count()).filter(folded),
+               events.window(dw.Tumble("2s", on="t")).top_n(1, by="k", order=[dw.desc("v")]).filter(false),
+               events.join(other, on=[("k", "k2")], where=col("t2").between(col("t"), col("t") + 1000))
+               .filter(false)]
+    for q in queries:
+        result = assert_three_engines_agree(q, 3)
+        assert result.table.num_rows == 0 and result.metrics["late_rows"] > 0
