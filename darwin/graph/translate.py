@@ -400,8 +400,9 @@ def _ring(agg: pn.Aggregate, source: op.SourcePort, chain: list[op.StatelessOp])
 
     Only on a backend whose tables live in DRAM (``StateTraits.in_memory``): a ring is DRAM by design.
 
-    Open windows have starts in (max time - delay - size, max time], so (delay + size) / slide + 2
-    slots always suffice (not with ``max_future``: its rows open windows beyond max time); rounded up
+    Open windows of the source's event time have starts in (max time - delay - size, max time], so
+    (delay + size) / slide + 2 slots always suffice (not with ``max_future``: its rows open windows
+    beyond max time, nor for a window on another column: its rows open them anywhere); rounded up
     to a power of two, a window's slot is its index masked. The key
     must be one NOT NULL integer column read unchanged from the source, whose statistics give its
     exact range; no key at all is a domain of one. Slots x domain stays within ``RING_CELLS``, with
@@ -411,6 +412,8 @@ def _ring(agg: pn.Aggregate, source: op.SourcePort, chain: list[op.StatelessOp])
             or any(isinstance(o, (op.WindowAssignOp, op.LookupJoinOp)) for o in chain)):
         return None  # rows beyond max_future open windows arbitrarily far ahead of max time: no bound
     w = agg.input.window
+    if _source_column(w.on, chain) != source.scan.time_column:
+        return None  # another time (a second timestamp, one computed) opens windows anywhere ahead of max time
     # a power of two, so a window's slot is a mask of its index, not a division
     slots = 1 << ((source.delay_ms + w.size_ms) // w.slide_ms + 1).bit_length()
     if slots > RING_CELLS:  # a long delay or window over a short slide: the hash table holds only live windows

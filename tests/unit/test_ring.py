@@ -98,3 +98,22 @@ def test_a_key_outside_the_promised_domain_is_a_clear_error():
     t = dw.from_source(LyingStatistics(table([0, 1, 2], [1, 2, 7], [1, 1, 1])), "ts")
     with pytest.raises(dw.errors.SourceError, match=r"group key 'k' is outside \[0, 3\]"):
         t.window(dw.Tumble("1s", on="ts")).group_by("k").agg(n=dw.count()).collect()
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_a_window_on_another_time_than_the_sources_takes_the_hash_table(data):
+    """A ring has slots for the windows the source's watermark bounds: those of its own event time. A window
+    on another timestamp column of its rows (a second one, or the event time moved ahead) opens windows
+    anywhere ahead of max time: a row 4 s ahead of a watermark 0 (windows of 1 s, delay 1 s) took the slot
+    of an open window and stopped the run ('internal error: a window ring is full of open windows')."""
+    n = data.draw(st.integers(1, 12))
+    ts = [i * 1000 for i in range(n)]
+    us = [data.draw(st.integers(-5000, 60_000)) for _ in range(n)]
+    t = dw.from_arrow(table(ts, [i % 3 for i in range(n)], us), time="ts", max_delay="1s")
+    t = t.with_columns(u=col("v").cast("timestamp"), ahead=col("ts") + 30_000)
+    on = data.draw(st.sampled_from(["u", "ahead"]))
+    window = data.draw(st.sampled_from([dw.Tumble("1s", on=on), dw.Slide("2s", every="1s", on=on)]))
+    q = t.window(window).group_by("k").agg(n=dw.count(), s=dw.sum("v"))
+    assert sink_of(q).ring is None
+    assert_engines_agree(q, dw.Config(batch_size=data.draw(st.integers(1, 4))))
