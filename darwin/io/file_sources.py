@@ -333,10 +333,29 @@ class FilesSource:
             nullable |= {f.name for f in part.schema.fields if f.nullable}
         self.schema = Schema(tuple(Field(f.name, f.dtype, f.name in nullable) for f in first.fields),
                              first.unsupported)
+        self._agreed = _agreed_types(self.parts)
+
+    def _glued(self, columns: tuple[str, ...]) -> pa.Schema | None:
+        """The files' agreed Arrow types of ``columns``, under which a batch may span files, or None
+        where files store one of them as different Arrow types (int32 in one, int64 in another): each
+        file's batches then pass as they are, as the engine converts each batch on its own."""
+        if any(self._agreed.get(c) is None for c in columns):
+            return None
+        return pa.schema([pa.field(c, self._agreed[c]) for c in columns])
+
+    def _parts_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
+        """Each file's batches from row ``offset``, the files before it skipped unread where every file
+        knows its size."""
+        starts = self._starts()
+        if starts is None:
+            yield from skip_rows((b for part in self.parts for b in part.batches(columns, batch_size)), offset)
+            return
+        for i, part in enumerate(self.parts):
+            if offset < starts[i + 1]:
+                yield from read_from(part, columns, batch_size, max(0, offset - starts[i]))
 
     def batches(self, columns: tuple[str, ...], batch_size: int) -> Iterator[pa.RecordBatch]:
-        for part in self.parts:
-            yield from part.batches(columns, batch_size)
+        yield from self.batches_from(columns, batch_size, 0)
 
     def _starts(self) -> list[int] | None:
         """The first row of each file and the number of rows last, when every file knows its size."""
@@ -351,32 +370,39 @@ class FilesSource:
         return self._starts() is not None and all(isinstance(p, SplitSource) for p in self.parts)
 
     def batches_from(self, columns: tuple[str, ...], batch_size: int, offset: int) -> Iterator[pa.RecordBatch]:
-        """From row ``offset``: the files before it are skipped unread when every file knows its size."""
-        starts = self._starts()
-        if starts is None:
-            yield from skip_rows(self.batches(columns, batch_size), offset)
-            return
-        for i, part in enumerate(self.parts):
-            if offset < starts[i + 1]:
-                yield from read_from(part, columns, batch_size, max(0, offset - starts[i]))
+        """From row ``offset``, in batches of ``batch_size`` rows counted from the first file's first row,
+        spanning files as a file's batches span its row groups: a directory of many small files is read
+        in whole batches, not a batch or less a file (400 files of 10,000 rows ran 4.7x slower than one
+        file of their rows, per-batch costs paid 400 times, and two workers fell back to one)."""
+        read = self._parts_from(columns, batch_size, offset)
+        target = self._glued(columns)
+        yield from read if target is None else on_grid((_as(b, target) for b in read), offset, batch_size)
 
     def splits(self, columns: tuple[str, ...], batch_size: int, offset: int, split_rows: int) -> Iterator[Split]:
-        """Each file's splits in turn (a batch never spans two files), the file's index first in ``where``."""
+        """Each file's splits in turn, the file's index first in ``where``; a split starting off the grid
+        of ``batches_from`` continues the one before, across files too."""
         starts = self._starts()
         assert starts is not None, "splits() of files that do not know their sizes"
+        glued, first = self._glued(columns) is not None, True
         for i, part in enumerate(self.parts):
             if offset < starts[i + 1]:
                 assert isinstance(part, SplitSource)
                 for s in part.splits(columns, batch_size, max(0, offset - starts[i]), split_rows):
-                    yield Split(starts[i] + s.start, s.rows, (i, *s.where), s.continues)
+                    start = starts[i] + s.start
+                    continues = (not first and start % batch_size != 0) if glued else s.continues
+                    yield Split(start, s.rows, (i, *s.where), continues)
+                    first = False
 
     def read_split(self, split: Split, columns: tuple[str, ...], batch_size: int) -> list[pa.RecordBatch]:
+        """The split's rows from its file, cut on the grid of ``batches_from``."""
         i = split.where[0]
         part = self.parts[i]
         assert isinstance(part, SplitSource)
         start = self._starts()[i]  # type: ignore[index]
-        return part.read_split(Split(split.start - start, split.rows, split.where[1:], split.continues), columns,
-                               batch_size)
+        target = self._glued(columns)
+        local = Split(split.start - start, split.rows, split.where[1:], split.continues and target is None)
+        read = part.read_split(local, columns, batch_size)
+        return read if target is None else list(on_grid((_as(b, target) for b in read), split.start, batch_size))
 
     # -- checkpoints: a resume counts rows from the first file, so the files read must be as they were
     def position_at(self, offset: int) -> dict[str, Any]:
@@ -405,6 +431,29 @@ class FilesSource:
 
     def __repr__(self) -> str:
         return f"FilesSource({self.name!r}, {len(self.parts)} files)"
+
+
+def _agreed_types(parts: Sequence[Source]) -> dict[str, pa.DataType | None]:
+    """Each column's Arrow type in every file that types it (a column of only NULLs, typed null, takes
+    the others'), or None where files disagree."""
+    agreed: dict[str, pa.DataType | None] = {}
+    schemas = [getattr(part, "arrow_schema", None) for part in parts]
+    for f in (f for schema in schemas if schema is not None for f in schema):
+        known = agreed.setdefault(f.name, f.type)
+        if known is not None and known != f.type and not pa.types.is_null(f.type):
+            agreed[f.name] = f.type if pa.types.is_null(known) else None
+    return {} if any(schema is None for schema in schemas) else agreed
+
+
+def _as(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """``batch``'s arrays in ``target``'s order, nullable and without metadata, for batches of several
+    files to be concatenated; a column of only NULLs, typed null, takes the files' agreed type. Other
+    columns keep the type they were read as (a file's INT96 times are read as milliseconds where its
+    schema says nanoseconds, alike in every file)."""
+    arrays = [batch.column(f.name) for f in target]
+    arrays = [pa.nulls(len(a), f.type) if pa.types.is_null(a.type) else a for a, f in zip(arrays, target)]
+    schema = pa.schema([pa.field(f.name, a.type) for a, f in zip(arrays, target)])
+    return batch if batch.schema.equals(schema) else pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _untyped(part: Source) -> set[str]:

@@ -226,3 +226,66 @@ def test_a_table_of_many_chunks_is_read_in_batches_of_the_size_configured(column
                 chunk = chunked.column("k").chunks[max(i for i, a in enumerate(chunk_starts) if a <= at)]
                 assert batch.column(columns.index("k")).buffers()[1].address == chunk.buffers()[1].address
             at += batch.num_rows
+
+
+def _directory(tmp_path_factory, sizes: list[int], name: str, retype=None) -> list:
+    """Parquet files of ``sizes`` rows, together the rows of ``table(sum(sizes))``; ``retype(i, t)`` may
+    store file i's columns as other Arrow types."""
+    d = tmp_path_factory.mktemp(name)
+    whole = table(sum(sizes))
+    for i, (start, n) in enumerate(zip(accumulate(sizes, initial=0), sizes)):
+        part = whole.slice(start, n)
+        pq.write_table(retype(i, part) if retype else part, d / f"part-{i:04d}.parquet", row_group_size=37)
+    return sorted(d.glob("*.parquet"))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.integers(1, 90), min_size=2, max_size=30), batch_size=st.integers(1, 700),
+       offset=st.integers(0, 800), split_rows=st.integers(1, 400), columns=COLUMNS)
+def test_a_directory_of_small_files_is_read_in_batches_spanning_files(tmp_path_factory, sizes, batch_size, offset,
+                                                                       split_rows, columns):
+    """Batches are cut every ``batch_size`` rows from the first file's first row, across files: a
+    directory of 400 files of 10,000 rows was read in 400 batches (at a batch size of 65,536), each
+    paying a step's costs, and two workers fell back to one."""
+    files = FilesSource(_directory(tmp_path_factory, sizes, "small"), ParquetSource, "dir")
+    rows = sum(sizes)
+    got = list(read_from(files, columns, batch_size, offset))
+    grid = [min(rows, (at // batch_size + 1) * batch_size) for at in range(offset, rows)
+            if at == offset or at % batch_size == 0]
+    assert [b.num_rows for b in got] == [end - start for start, end in zip([offset, *grid], grid)]
+    if got and columns:
+        assert pa.Table.from_batches(got).equals(table(rows).select(list(columns)).slice(offset))
+    assert_same_batches(files, columns, batch_size, offset, split_rows)
+
+
+def test_files_storing_a_column_as_other_arrow_types_are_read_each_in_its_own_batches(tmp_path_factory):
+    """int32 in one file and int64 in another are both Darwin's int64, but batches of both cannot be
+    concatenated: each file's batches pass as they are (the engine converts each batch), split or not.
+    A column of only NULLs, which Arrow types null, takes the other files' type and spans files."""
+    def narrow(i, t):
+        return t.set_column(1, "k", t.column("k").cast(pa.int32())) if i == 1 else t
+
+    def empty(i, t):
+        return t.set_column(3, "v", pa.nulls(t.num_rows)) if i == 1 else t
+    narrowed = FilesSource(_directory(tmp_path_factory, [30, 30, 30], "types", narrow), ParquetSource, "dir")
+    assert [b.num_rows for b in read_from(narrowed, ("ts", "k"), 50)] == [30, 30, 30]
+    assert layout(read_from(narrowed, ("ts", "s"), 50))[0] == [50, 40]  # k not read: the files agree
+    for columns in [("ts", "k"), ("ts", "s")]:
+        assert_same_batches(narrowed, columns, 50, 7, 20)
+    nulls = FilesSource(_directory(tmp_path_factory, [30, 30, 30], "nulls", empty), ParquetSource, "dir")
+    sizes, got = layout(read_from(nulls, ("k", "v"), 50))
+    assert sizes == [50, 40] and got.column("v").type == pa.float64()
+    assert got.column("v").null_count == 30 and got.column("v").to_pylist()[:3] == [0.0, 1.0, 2.0]
+    assert_same_batches(nulls, ("k", "v"), 50, 7, 20)
+
+
+def test_a_directory_of_int96_times_spans_files_in_milliseconds(tmp_path):
+    """Spark's legacy INT96 times are read as milliseconds, though the file's schema says nanoseconds."""
+    for i in range(3):
+        pq.write_table(table(30, 30 * i).select(["ts", "k"]), tmp_path / f"p{i}.parquet",
+                       use_deprecated_int96_timestamps=True)
+    files = FilesSource(sorted(tmp_path.glob("*.parquet")), ParquetSource, "dir")
+    sizes, got = layout(read_from(files, ("ts", "k"), 50))
+    assert sizes == [50, 40] and got.column("ts").type == pa.timestamp("ms")
+    assert got.column("ts").equals(table(90).column("ts"))
+    assert_same_batches(files, ("ts", "k"), 50, 7, 20)
