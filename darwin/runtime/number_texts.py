@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from numba import njit
 
 from darwin.codegen.functions import dt_day, dt_month, dt_year
@@ -28,14 +29,23 @@ def number_texts(dtype: DType, values: np.ndarray) -> pa.Array:
     if dtype is DType.INT64:
         return pa.array(values, pa.int64()).cast(pa.string())
     if dtype is DType.FLOAT64:
-        shortest = pa.array(values, pa.float64()).cast(pa.large_string())
-        _, offsets, data = shortest.buffers()
-        arrays = (np.frombuffer(offsets, np.int64, len(values) + 1), np.frombuffer(data, np.uint8)
-                  if data is not None else np.zeros(0, np.uint8))
-        return _built(len(values), FLOAT_TEXT_BYTES, lambda o, b: _java_floats(values, *arrays, o, b))
+        return java_float_texts(pa.array(values, pa.float64()))
     if dtype is DType.TIMESTAMP:
         return _built(len(values), TIMESTAMP_TEXT_BYTES, lambda o, b: _timestamps(values, o, b))
     raise TypeError(f"no text of {dtype.value} values here")  # a boolean's text is a constant of the kernel
+
+
+def java_float_texts(floats: pa.Array) -> pa.Array:
+    """Java's ``Double.toString`` of each value of a float64 column (``Float.toString`` of a float32 one: Arrow's
+    shortest digits are those of the column's own width); NULL stays NULL."""
+    shortest = floats.cast(pa.large_string())
+    _, offsets, data = shortest.buffers()
+    n = len(floats)
+    arrays = (np.frombuffer(offsets, np.int64, n + 1), np.frombuffer(data, np.uint8)
+              if data is not None else np.zeros(0, np.uint8))
+    values = floats.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
+    texts = _built(n, FLOAT_TEXT_BYTES, lambda o, b: _java_floats(values, *arrays, o, b))
+    return texts if floats.null_count == 0 else pc.if_else(floats.is_valid(), texts, pa.scalar(None, pa.string()))
 
 
 def _built(n: int, most: int, fill: Callable[[np.ndarray, np.ndarray], object]) -> pa.Array:

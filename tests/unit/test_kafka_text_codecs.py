@@ -31,9 +31,9 @@ def test_nan_and_infinities_are_written_as_java_reads_them(fmt):
     """Arrow's nan, inf and -inf are no numbers to Java's Double.parseDouble (Flink's and Spark's
     readers): NaN, Infinity and -Infinity are, and JSON quotes them as Jackson does."""
     batch = pa.record_batch({"f": [float("nan"), float("inf"), float("-inf"), 1.5]})
-    quote = '' if fmt == "raw" else '"'
+    quote = '"' if fmt == "json" else ''
     words = [f"{quote}{w}{quote}" for w in ("NaN", "Infinity", "-Infinity")]
-    expected = [f'{{"f":{w}}}' for w in words + ["1.5"]] if fmt == "json" else words + [f"{quote}1.5{quote}"]
+    expected = [f'{{"f":{w}}}' for w in words + ["1.5"]] if fmt == "json" else words + ["1.5"]
     assert [p.decode() for p in encode(fmt, batch)] == expected
 
 
@@ -50,8 +50,31 @@ def test_a_csv_batch_of_one_column_keeps_its_rows_of_null():
     off with the text's final line break, so the sink published fewer messages than rows."""
     batch = pa.record_batch({"i": [1, None, None]})
     payloads = encode("csv", batch)
-    assert payloads == [b'"1"', b"", b""]
+    assert payloads == [b"1", b"", b""]
     assert decode("csv", payloads, batch.schema, offset).to_pylist() == batch.to_pylist()
+
+
+def test_csv_values_are_written_as_flinks_csv_format():
+    """Flink's csv format (Jackson's CsvMapper, its default loose quoting check) writes numbers and booleans bare,
+    a float as Java's Double.toString, a timestamp as its SQL format without trailing zeros, and quotes a text
+    longer than 24 UTF-16 units or holding a character below '-' (a space, quote, comma, line break...) or a
+    backslash, doubling quotes. Every value was quoted, numbers too ('"0"', '"1"', '"2.5e+20"')."""
+    batch = pa.record_batch({
+        "i": [0, -3, None, 9_007_199_254_740_993],
+        "f": [1.0, 2.5e20, float("nan"), 1e-4],
+        "b": [True, False, None, True],
+        "t": pa.array([0, 1_500, None, 1_001], pa.timestamp("ms")),
+        "s": ["plain-text", 'say "hi", twice', None, "line\nbreak"],
+        "e": ["", "a b", "x" * 24, "x" * 25],
+        "u": ["back\\slash", "#hash", "\U0001F600" * 12, "\U0001F600" * 13]})
+    assert [p.decode() for p in encode("csv", batch)] == [
+        '0,1.0,true,"1970-01-01 00:00:00",plain-text,"","back\\slash"',
+        '-3,2.5E20,false,"1970-01-01 00:00:01.5","say ""hi"", twice","a b","#hash"',
+        ',NaN,,,,' + "x" * 24 + "," + "\U0001F600" * 12,
+        '9007199254740993,1.0E-4,true,"1970-01-01 00:00:01.001","line\nbreak","' + "x" * 25 + '","'
+        + "\U0001F600" * 13 + '"']
+    back = decode("csv", encode("csv", batch), batch.schema, offset)
+    assert as_text(back.to_pylist()) == as_text(batch.to_pylist())
 
 
 @pytest.mark.parametrize("payloads", [[None], [b'"a",1,1', None], [None, b'"a",1,1'], [b'"a",1,1', None, None]])

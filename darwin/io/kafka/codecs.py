@@ -10,7 +10,6 @@ library decodes Avro messages into Arrow in bulk (fastavro decodes to Python dic
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import re
@@ -226,19 +225,50 @@ def _json_lines(batch: pa.RecordBatch) -> list[bytes]:
 
 
 def _csv_lines(batch: pa.RecordBatch) -> list[bytes]:
+    """Each row as one line of Flink's csv format (Jackson's CsvMapper), fields joined by commas."""
     if batch.num_rows == 0:
         return []
-    texts = [text(c) for c in batch.columns]
-    newlines = any(pa.types.is_string(t.type) and pc.any(pc.match_substring_regex(t, "[\r\n]")).as_py()
-                   for t in texts)
-    if newlines:  # a quoted value spans lines: the lines of the whole batch no longer split per row
-        out = []
-        for row in zip(*(t.to_pylist() for t in texts)):
-            buffer = io.StringIO()
-            csv.writer(buffer, lineterminator="").writerow(["" if v is None else v for v in row])
-            out.append(buffer.getvalue().encode())
-        return out
-    sink = io.BytesIO()
-    pacsv.write_csv(pa.record_batch(texts, names=batch.schema.names), sink,
-                    pacsv.WriteOptions(include_header=False, quoting_style="needed"))
-    return sink.getvalue().split(b"\n")[:-1]  # after the last line break: nothing (a row of one NULL is empty)
+    fields = [_csv_field(c) for c in batch.columns]
+    return [v.encode() for v in pc.binary_join_element_wise(*fields, ",").to_pylist()]
+
+
+def _csv_field(column: pa.Array) -> pa.Array:
+    """Each value as Flink's csv format writes it: numbers and booleans bare (a float as Java's
+    ``Double.toString``: ``1.0``, ``1.0E7``, ``NaN``), text quoted where Jackson quotes it, a timestamp as
+    Flink's SQL format (``2015-07-15 00:00:01.5``, no fraction when it is 0); NULL an empty field and the
+    empty string ``""``, so the two read back apart (where Flink writes both empty)."""
+    t = column.type
+    if pa.types.is_boolean(t):
+        field = pc.if_else(column, "true", "false")
+    elif pa.types.is_integer(t):
+        field = column.cast(pa.string())
+    elif pa.types.is_floating(t):
+        from darwin.runtime.number_texts import java_float_texts  # Numba: loaded at the first CSV float
+
+        field = java_float_texts(column)
+    elif pa.types.is_timestamp(t):
+        field = _jackson_quoted(_flink_timestamp(column))
+    else:
+        field = _jackson_quoted(text(column))
+    return pc.fill_null(field, "")
+
+
+_JACKSON_UNSAFE = r'[\x00-,\\]'  # below ',' + 1 (a space, a quote, a comma, a line break...) or a backslash
+_JACKSON_LONGEST_BARE = 24  # Jackson's CsvEncoder.MAX_QUOTE_CHECK: a longer text is quoted without a look
+
+
+def _jackson_quoted(texts: pa.Array) -> pa.Array:
+    """Texts as Jackson's CsvGenerator writes a string (its default, loose check, which Flink's csv format keeps):
+    quoted, quotes doubled, if longer than 24 UTF-16 units or holding a character below '-' or a backslash; else
+    bare. The empty string is quoted (Jackson leaves it bare, which reads back as NULL)."""
+    units = pc.add(pc.utf8_length(texts), pc.count_substring_regex(texts, r"[\x{10000}-\x{10FFFF}]"))
+    unsafe = pc.or_(pc.match_substring_regex(texts, _JACKSON_UNSAFE), pc.equal(units, 0))
+    quote = pc.or_(pc.greater(units, _JACKSON_LONGEST_BARE), unsafe)
+    quoted = pc.binary_join_element_wise('"', pc.replace_substring(texts, '"', '""'), '"', "")
+    return pc.if_else(quote, quoted, texts)
+
+
+def _flink_timestamp(column: pa.Array) -> pa.Array:
+    """'2015-07-15 00:00:01.500' as Flink's SQL timestamp format writes it: '2015-07-15 00:00:01.5', and
+    '2015-07-15 00:00:01' for a whole second (the fraction's trailing zeros left out)."""
+    return pc.replace_substring_regex(pc.replace_substring_regex(text(column), r"(\.\d*?)0+$", r"\1"), r"\.$", "")
