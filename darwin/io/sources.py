@@ -89,8 +89,8 @@ class ParquetSource:
         self.path = Path(path)
         self.name = self.path.name
         try:
-            meta = pq.read_metadata(self.path)
-            arrow_schema = pq.read_schema(self.path)
+            with pq.ParquetFile(self.path) as opened:  # the footer read once, for both
+                meta, arrow_schema = opened.metadata, opened.schema_arrow
         except FileNotFoundError:
             raise SourceError(f"Parquet file {str(self.path)!r} does not exist") from None
         except (OSError, pa.ArrowInvalid) as e:
@@ -133,7 +133,8 @@ class ParquetSource:
         return next((g for g in range(len(starts) - 1) if row < starts[g + 1]), None)
 
     def _file(self) -> pq.ParquetFile:
-        return pq.ParquetFile(self.path, coerce_int96_timestamp_unit="ms")
+        """The file opened with the footer already read (a directory of small files is opened file by file)."""
+        return pq.ParquetFile(self.path, metadata=self._meta, coerce_int96_timestamp_unit="ms")
 
     def _group_starts(self) -> list[int]:
         """The first row of each row group, and the number of rows last."""
