@@ -3,25 +3,20 @@
 The compiled engine makes the texts of all the values a batch's kernel lacks in one call, not one Python
 call per value: integers by Arrow's cast, timestamps and floats by compiled loops. A float's digits are
 Arrow's shortest round-trip digits (those of Python's ``repr``, which ``to_text`` reads), laid out as
-Java's ``Double.toString`` lays them out (``darwin.io.java_floats.java_double``).
+Java's ``Double.toString`` lays them out (``darwin.io.float_texts``, which Kafka's CSV values use too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from numba import njit
 
 from darwin.codegen.functions import dt_day, dt_month, dt_year
+from darwin.io.float_texts import MINUS, POINT, built, java_float_texts, put_decimal
 from darwin.types import DType
 
-FLOAT_TEXT_BYTES = 32  # the longest Java float text: '-', 17 digits, '.', 'E-324' (or '0.00' and 17 digits)
 TIMESTAMP_TEXT_BYTES = 32  # '-', a year of up to 9 digits, '-MM-dd HH:mm:ss.SSS'
-
-_MINUS, _POINT, _ZERO, _E = ord("-"), ord("."), ord("0"), ord("e")
 
 
 def number_texts(dtype: DType, values: np.ndarray) -> pa.Array:
@@ -31,51 +26,8 @@ def number_texts(dtype: DType, values: np.ndarray) -> pa.Array:
     if dtype is DType.FLOAT64:
         return java_float_texts(pa.array(values, pa.float64()))
     if dtype is DType.TIMESTAMP:
-        return _built(len(values), TIMESTAMP_TEXT_BYTES, lambda o, b: _timestamps(values, o, b))
+        return built(len(values), TIMESTAMP_TEXT_BYTES, lambda o, b: _timestamps(values, o, b))
     raise TypeError(f"no text of {dtype.value} values here")  # a boolean's text is a constant of the kernel
-
-
-def java_float_texts(floats: pa.Array) -> pa.Array:
-    """Java's ``Double.toString`` of each value of a float64 column (``Float.toString`` of a float32 one: Arrow's
-    shortest digits are those of the column's own width); NULL stays NULL."""
-    shortest = floats.cast(pa.large_string())
-    _, offsets, data = shortest.buffers()
-    n = len(floats)
-    arrays = (np.frombuffer(offsets, np.int64, n + 1), np.frombuffer(data, np.uint8)
-              if data is not None else np.zeros(0, np.uint8))
-    values = floats.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
-    texts = _built(n, FLOAT_TEXT_BYTES, lambda o, b: _java_floats(values, *arrays, o, b))
-    return texts if floats.null_count == 0 else pc.if_else(floats.is_valid(), texts, pa.scalar(None, pa.string()))
-
-
-def _built(n: int, most: int, fill: Callable[[np.ndarray, np.ndarray], object]) -> pa.Array:
-    """A string array of ``n`` texts of at most ``most`` bytes each, which ``fill(offsets, bytes)`` writes."""
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    data = np.empty(n * most, dtype=np.uint8)
-    fill(offsets, data)
-    used = data[:offsets[-1]]
-    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(used)).cast(pa.string())
-
-
-@njit(cache=True, nogil=True)
-def _put(out: np.ndarray, at: int, text: bytes) -> int:
-    for j in range(len(text)):
-        out[at + j] = text[j]
-    return at + len(text)
-
-
-@njit(cache=True, nogil=True)
-def _digits(out: np.ndarray, at: int, value: int | np.int64, width: int) -> int:
-    """``value`` (not negative) in decimal, zero-padded to ``width`` digits."""
-    count, rest = 1, value // 10
-    while rest > 0:
-        count += 1
-        rest //= 10
-    count = max(count, width)
-    for j in range(count - 1, -1, -1):
-        out[at + j] = _ZERO + value % 10
-        value //= 10
-    return at + count
 
 
 @njit(cache=True, nogil=True)
@@ -86,113 +38,20 @@ def _timestamps(values: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> Non
         ms = values[r]
         year = dt_year(ms)
         if year < 0:
-            out[at] = _MINUS
+            out[at] = MINUS
             at += 1
-        at = _digits(out, at, abs(year), 4)
-        out[at] = _MINUS
-        at = _digits(out, at + 1, dt_month(ms), 2)
-        out[at] = _MINUS
-        at = _digits(out, at + 1, dt_day(ms), 2)
+        at = put_decimal(out, at, abs(year), 4)
+        out[at] = MINUS
+        at = put_decimal(out, at + 1, dt_month(ms), 2)
+        out[at] = MINUS
+        at = put_decimal(out, at + 1, dt_day(ms), 2)
         secs = ms % 86_400_000 // 1000
         out[at] = ord(" ")
-        at = _digits(out, at + 1, secs // 3600, 2)
+        at = put_decimal(out, at + 1, secs // 3600, 2)
         out[at] = ord(":")
-        at = _digits(out, at + 1, secs // 60 % 60, 2)
+        at = put_decimal(out, at + 1, secs // 60 % 60, 2)
         out[at] = ord(":")
-        at = _digits(out, at + 1, secs % 60, 2)
-        out[at] = _POINT
-        at = _digits(out, at + 1, ms % 1000, 3)
+        at = put_decimal(out, at + 1, secs % 60, 2)
+        out[at] = POINT
+        at = put_decimal(out, at + 1, ms % 1000, 3)
         offsets[r + 1] = at
-
-
-@njit(cache=True, nogil=True)
-def _java_floats(values: np.ndarray, offsets: np.ndarray, data: np.ndarray, out_offsets: np.ndarray,
-                 out: np.ndarray) -> None:
-    """Java's ``Double.toString`` of each value, from Arrow's shortest text of it (``1e+20``, ``0.000025``,
-    ``-0``): its significant digits, then plain from 1e-3 up to 1e7, with at least one fractional digit,
-    else one digit, a fraction and ``E`` with the power of ten; ``NaN``, ``Infinity``, ``-Infinity``."""
-    digits = np.empty(FLOAT_TEXT_BYTES, dtype=np.uint8)
-    at = 0
-    for r in range(values.shape[0]):
-        v = values[r]
-        if v != v:
-            at = _put(out, at, b"NaN")
-        elif v == np.inf:
-            at = _put(out, at, b"Infinity")
-        elif v == -np.inf:
-            at = _put(out, at, b"-Infinity")
-        else:
-            at = _java_float(data, offsets[r], offsets[r + 1], digits, out, at)
-        out_offsets[r + 1] = at
-
-
-@njit(cache=True, nogil=True)
-def _java_float(data: np.ndarray, start: int, end: int, digits: np.ndarray, out: np.ndarray, at: int) -> int:
-    """One finite float's Java text from its shortest text ``data[start:end]``, written at ``at``."""
-    if data[start] == _MINUS:
-        out[at] = _MINUS
-        at += 1
-        start += 1
-    count, point, j = 0, -1, start
-    while j < end and data[j] != _E:  # the digits, and where the point stands among them
-        if data[j] == _POINT:
-            point = count
-        else:
-            digits[count] = data[j]
-            count += 1
-        j += 1
-    if point < 0:
-        point = count
-    exponent, negative = 0, False
-    if j < end:
-        j += 1
-        if data[j] == _MINUS or data[j] == ord("+"):
-            negative = data[j] == _MINUS
-            j += 1
-        while j < end:
-            exponent = 10 * exponent + data[j] - _ZERO
-            j += 1
-    first, last = 0, count
-    while first < count and digits[first] == _ZERO:
-        first += 1
-    while last > first and digits[last - 1] == _ZERO:
-        last -= 1
-    if first == last:
-        return _put(out, at, b"0.0")
-    power = point - first - 1 + (-exponent if negative else exponent)  # of the first significant digit
-    if -3 <= power < 7:
-        if power < 0:
-            at = _put(out, at, b"0.")
-            for _ in range(-power - 1):
-                out[at] = _ZERO
-                at += 1
-            for k in range(first, last):
-                out[at] = digits[k]
-                at += 1
-            return at
-        for k in range(power + 1):  # the whole part, padded with zeros
-            out[at] = digits[first + k] if first + k < last else _ZERO
-            at += 1
-        out[at] = _POINT
-        at += 1
-        if first + power + 1 >= last:
-            out[at] = _ZERO
-            return at + 1
-        for k in range(first + power + 1, last):
-            out[at] = digits[k]
-            at += 1
-        return at
-    out[at] = digits[first]
-    out[at + 1] = _POINT
-    at += 2
-    if first + 1 == last:
-        out[at] = _ZERO
-        at += 1
-    for k in range(first + 1, last):
-        out[at] = digits[k]
-        at += 1
-    out[at] = ord("E")
-    if power < 0:
-        out[at + 1] = _MINUS
-        at += 1
-    return _digits(out, at + 1, abs(power), 1)

@@ -243,7 +243,7 @@ def _csv_field(column: pa.Array) -> pa.Array:
     elif pa.types.is_integer(t):
         field = column.cast(pa.string())
     elif pa.types.is_floating(t):
-        from darwin.runtime.number_texts import java_float_texts  # Numba: loaded at the first CSV float
+        from darwin.io.float_texts import java_float_texts  # Numba: loaded at the first CSV float
 
         field = java_float_texts(column)
     elif pa.types.is_timestamp(t):
