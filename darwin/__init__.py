@@ -7,6 +7,8 @@
     q.collect()
 """
 
+from typing import TYPE_CHECKING
+
 from darwin import errors
 from darwin.api import (
                         Barrier,
@@ -32,8 +34,13 @@ from darwin.expr import Expr, avg, col, concat, concat_ws, count, count_distinct
 from darwin.io import sinks
 from darwin.plan.window import Session, Slide, Tumble, Window
 from darwin.spark.engine import register as _register_spark
-from darwin.sql import sql, sql_job  # binds dw.sql to the function, not the darwin.sql package
+from darwin.sql import sql_job
 from darwin.types import DType
+
+if TYPE_CHECKING:
+    from darwin.sql import sql
+else:
+    import darwin.sql as sql  # the package, called as its sql(): dotted imports of darwin.sql.* still find it
 
 _register_spark()  # Config(engine="spark"); pyspark is imported only when a query runs there
 

@@ -179,6 +179,18 @@ def test_partitioned_filesystem_sink_writes_hive_style_directories(tmp_path, bid
     assert sorted(read_parts(out)["price"].to_pylist()) == [30, 40]
 
 
+def test_the_sql_package_imports_by_its_dotted_name_and_dw_sql_still_runs_a_query():
+    """darwin bound dw.sql to the function, which hid the package: `import darwin.sql.connectors as c` failed with
+    "cannot import name 'connectors' from 'sql' (unknown location)"."""
+    import darwin.sql.connectors as c
+    import darwin.sql.kafka as k
+
+    assert c.TableSpec is dw.sql.TableSpec and k.KafkaConnector.__module__ == "darwin.sql.kafka"
+    t = dw.from_arrow(pa.table({"ts": pa.array([0, 1500], pa.timestamp("ms")), "k": [1, 2]}), time="ts")
+    assert dw.sql("SELECT k * 10 AS k10 FROM t WHERE k > 1", tables={"t": t}).collect()["k10"].to_pylist() == [20]
+    assert dw.sql.__call__.__doc__ == dw.sql.sql.__doc__
+
+
 def test_unregistered_connector_is_loaded_from_its_entry_point(monkeypatch, bids_parquet):
     from darwin.sql import connectors
 
