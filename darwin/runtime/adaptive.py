@@ -10,8 +10,9 @@ does not make it swing.
 
 Results cannot change: a stateless pipeline's slices are joined in order, merged window rings are
 merged in one thread's order, and pre-aggregated slices' partial entries merge into their owners in
-slice order, whatever the number of slices a batch was cut into (the owners of key groups keep
-their state: moving keys between them is a rescale).
+slice order, whatever the number of slices a batch was cut into; rows routed to their key's owner
+reach the same owner with the same progress whichever thread runs it (the owners of key groups
+keep their state: moving keys between them is a rescale).
 """
 
 from __future__ import annotations

@@ -23,13 +23,16 @@ the same state; the runner pre-aggregates only while partials are much fewer tha
 Where the key is a small dense integer range, each worker instead keeps a window ring over every
 key for its contiguous slice of each batch (merged rings): it runs the one-thread kernel from the
 event-time progress of the rows before its slice, and a fired window's entries from all workers
-are merged in one thread's order. Pipelines cut into slices may use fewer workers for a while
-(``darwin.runtime.adaptive``); their output does not depend on how many.
+are merged in one thread's order. Shared pipelines may use fewer workers for a while
+(``darwin.runtime.adaptive``): slices on fewer threads, key owners run by fewer threads (on one,
+the coordinating thread routes the batch once and runs every owner in turn; each owner keeps its
+key groups' state). Their output does not depend on how many.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
@@ -46,7 +49,7 @@ from darwin.runtime.adaptive import WorkerShare
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool, concat_columns
 from darwin.runtime.pipeline import FIRST_SEEN, PipelineRunner, concatenated
 from darwin.runtime.rescale import COUNTER_SLOTS, RetiredTables, read_saved, table_names
-from darwin.runtime.routing import key_columns, key_groups, owned_rows, owners, split_rows
+from darwin.runtime.routing import key_columns, key_groups, owned_rows, owners, rows_by_owner, split_rows
 from darwin.runtime.static_index import StaticIndex
 from darwin.runtime.workers import WorkerPool
 from darwin.state.backend import StateBackend
@@ -57,6 +60,7 @@ from darwin.state.ring import RingState
 from darwin.timestamps import NO_WATERMARK
 
 T = TypeVar("T")
+Processed = tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]]  # a runner's process()
 COUNTERS = ("late_rows", "null_time_rows", "future_rows")
 # pre-aggregate while a slice's partial entries are at most this share of its rows; after a batch
 # where they were not, route rows directly for this many batches before trying again. Merging an
@@ -188,6 +192,8 @@ class KeyedRunner(_Shared):
         # kept from batch to batch (fresh memory costs more than filling it): each worker's row numbers
         # and progress column when rows are routed
         self.owned = [(np.empty(0, np.int64), np.empty(0, np.int64)) for _ in replicas]
+        # one thread running every owner: row numbers grouped by owner, each row's owner, the progress
+        self.grouped = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
         self.routed_batches = 0  # batches left to route rows directly before pre-aggregating again
         self.pre_aggregated_batches = 0
 
@@ -225,13 +231,43 @@ class KeyedRunner(_Shared):
         keys = tuple(key_columns([batch.columns[k] for k in self.p.parallel.keys], self.nullable_keys))
         for r in self.replicas:
             r.ctl[ctl.ROW_BASE] = self.rows_seen
-        parts = [partial(_owned, r, batch, input_watermark, keys, self.owner, w, times, self.max_time, *buffers)
-                 for w, (r, buffers) in enumerate(zip(self.replicas, self.owned))]
-        done = self.workers.run(parts, self.worker_busy)
+
+        def run(k: int) -> list[list[tuple[Processed, int]]]:
+            """Every owner's rows of the batch, on ``k`` threads: on one, this thread routes the batch
+            once and runs the owners in turn; on more, thread j runs owners j, j + k, ..., each
+            routing the batch to itself. Each owner gets the same rows and progress either way."""
+            if k == 1:
+                return [self._owned_here(batch, input_watermark, keys, times)]
+            parts = [partial(_owned_each, [(r, w, *self.owned[w]) for w, r in enumerate(self.replicas)
+                                           if w % k == j], batch, input_watermark, keys, self.owner, times,
+                             self.max_time) for j in range(k)]
+            return self.workers.run(parts, self.worker_busy)
+        done = [d for part in self._adapted(run) for d in part]
         # windows fire mid-batch only where a row late for some of its panes' windows waits for them
         self.fired_early += [b for (_, _, fired), _ in done for b in fired]
         if times is not None and batch.length:  # the progress the next batch goes on from
             self.max_time = int(done[0][1])
+
+    def _owned_here(self, batch: EncodedBatch, input_watermark: int, keys: tuple[np.ndarray, ...],
+                    times: tuple[np.ndarray, np.ndarray] | None) -> list[tuple[Processed, int]]:
+        """Every owner's rows of the batch run on this thread, the batch routed once; counted as
+        the first worker's busy time (the pipeline's work, for the share)."""
+        started = time.perf_counter()
+        n = batch.length
+        if len(self.grouped[0]) < n:  # kept from batch to batch, as the workers' buffers are
+            self.grouped = (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64))
+        rows, owners_of, progress = self.grouped
+        values, valid = (_NO_TIMES, _NO_VALID) if times is None else times
+        counts, end = rows_by_owner(keys, self.owner, len(self.replicas), values, valid, self.max_time,
+                                    progress, owners_of, rows)
+        mine = batch if times is None else \
+            EncodedBatch({**batch.columns, op.PROGRESS_COLUMN: Column(progress[:n], None)}, n, batch.arrow)
+        done, first = [], 0
+        for r, count in zip(self.replicas, counts.tolist()):
+            done.append((r.process(mine, input_watermark, None, rows[first:first + count]), end))
+            first += count
+        self.worker_busy[0] += time.perf_counter() - started
+        return done
 
     def _slices(self, n: int, k: int) -> list[np.ndarray]:
         """Rows 0..n-1 cut into k contiguous selections (views of one array)."""
@@ -461,8 +497,7 @@ def _ring_slice(runner: PipelineRunner, batch: EncodedBatch, input_watermark: in
 
 def _owned(runner: PipelineRunner, batch: EncodedBatch, input_watermark: int, keys: tuple[np.ndarray, ...],
            owner: np.ndarray, worker: int, times: tuple[np.ndarray, np.ndarray] | None, start: int,
-           rows: np.ndarray, progress: np.ndarray) \
-        -> tuple[tuple[EncodedBatch | None, EncodedBatch | None, list[EncodedBatch]], int]:
+           rows: np.ndarray, progress: np.ndarray) -> tuple[Processed, int]:
     """A worker's rows of a batch (those of the key groups it owns, into its ``rows`` buffer), found
     by the worker itself reading every row, with the event-time progress at them (in its own
     ``progress`` column); then its kernel over them. Also the batch's progress at its end."""
@@ -473,6 +508,14 @@ def _owned(runner: PipelineRunner, batch: EncodedBatch, input_watermark: int, ke
     mine = EncodedBatch({**batch.columns, op.PROGRESS_COLUMN: Column(progress[:batch.length], None)}, batch.length,
                         batch.arrow)
     return runner.process(mine, input_watermark, None, rows[:count]), end
+
+
+def _owned_each(owned: list[tuple[PipelineRunner, int, np.ndarray, np.ndarray]], batch: EncodedBatch,
+                input_watermark: int, keys: tuple[np.ndarray, ...], owner: np.ndarray,
+                times: tuple[np.ndarray, np.ndarray] | None, start: int) -> list[tuple[Processed, int]]:
+    """``_owned`` for each of a thread's owners (runner, worker, its buffers), in turn."""
+    return [_owned(r, batch, input_watermark, keys, owner, w, times, start, rows, progress)
+            for r, w, rows, progress in owned]
 
 
 _NO_TIMES, _NO_VALID = np.zeros(0, np.int64), np.zeros(0, np.bool_)

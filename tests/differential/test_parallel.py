@@ -43,8 +43,9 @@ def _random_stalls(seed: int):
 def assert_same_at_every_parallelism(query: dw.Table, batch_size: int, seed: int) -> None:
     """At 4 workers rows are routed to their keys' owners; at 2 and 8, where the aggregates merge
     exactly, slices are pre-aggregated too, switching between the two ways at random batches.
-    Pipelines cut into slices run each batch on a random number of their workers (as adapting
-    them while the job runs may)."""
+    Shared pipelines run each batch on a random number of their workers (as adapting them while
+    the job runs may): slices on fewer threads, rows routed to their owners on fewer threads or,
+    on one, every owner in turn on the coordinating thread."""
     expected = query.execute(dw.Config(batch_size=batch_size))
     for workers in PARALLELISM:
         switches = random.Random(seed).random()  # a threshold on partials per row: some batches each way

@@ -62,3 +62,21 @@ def test_a_table_of_small_chunks_keeps_both_workers():
     result = query.execute(dw.Config(batch_size=1 << 19, parallelism=2))  # about 5 ms of work a batch
     [shared] = [p for p in result.metrics["pipelines"] if p.get("workers_most") == 2]
     assert shared["workers"] == 2 and shared["worker_changes"] == 0
+
+
+def test_rows_routed_to_key_owners_give_workers_back_with_the_same_result():
+    """A keyed aggregation whose rows go to their key's owner (hash tables, no pre-aggregation) kept
+    every worker whatever its work per batch: a step on the pool for microseconds of kernel. Now on
+    one worker the coordinating thread routes the batch once and runs every owner in turn, so the
+    owners keep their key groups' state and the result is the one thread's."""
+    rng = np.random.default_rng(5)
+    n = 4_000
+    t = dw.from_arrow(pa.table({"t": pa.array(np.arange(n) * 10, pa.timestamp("ms")),
+                                "k": rng.integers(0, 50, n) * 1_000_003, "v": rng.integers(0, 100, n)}), time="t")
+    query = t.window(dw.Tumble("1s", on="t")).group_by("k").agg(s=dw.sum("v"), c=dw.count())
+    expected = query.execute(dw.Config(batch_size=16))
+    for workers in (2, 4):
+        actual = query.execute(dw.Config(batch_size=16, parallelism=workers, pre_aggregate=False))
+        assert actual.table.equals(expected.table)
+        [shared] = [p for p in actual.metrics["pipelines"] if p.get("workers_most") == workers]
+        assert shared["worker_changes"] >= 1 and shared["workers"] < workers

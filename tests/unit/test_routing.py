@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from darwin.runtime.routing import key_groups, owned_rows, owners, split_rows
+from darwin.runtime.routing import key_groups, owned_rows, owners, rows_by_owner, split_rows
 
 int64s = st.integers(-(2**63), 2**63 - 1)
 
@@ -35,6 +35,13 @@ def test_each_worker_takes_the_rows_of_its_key_groups_with_their_progress(data, 
         assert np.array_equal(progress[mine], running[mine])
         taken[mine] += 1
     assert (taken == 1).all()  # every row goes to exactly one worker
+    # one thread routing for every owner at once: the same rows, grouped by owner, and the same progress
+    progress, owners_of, grouped = np.full(rows, 7, np.int64), np.empty(rows, np.int64), np.empty(rows, np.int64)
+    counts, end = rows_by_owner(tuple(keys), owner, workers, times, valid, start, progress, owners_of, grouped)
+    assert end == (running[-1] if rows else start)
+    assert [len(e) for e in expected] == counts.tolist()
+    assert np.array_equal(grouped, np.concatenate(expected))
+    assert np.array_equal(progress, running)
 
 
 def test_without_event_times_no_progress_is_written():
@@ -44,3 +51,6 @@ def test_without_event_times_no_progress_is_written():
     found = [owned_rows(keys, owners(2), w, none, np.zeros(0, np.bool_), 5, none, buffer) for w in range(2)]
     assert sum(count for count, _ in found) == 100 and min(count for count, _ in found) > 0
     assert [end for _, end in found] == [5, 5]  # no event time moves the progress
+    counts, end = rows_by_owner(keys, owners(2), 2, none, np.zeros(0, np.bool_), 5, none, np.empty(100, np.int64),
+                                buffer)
+    assert counts.tolist() == [count for count, _ in found] and end == 5
