@@ -280,9 +280,17 @@ register_connector("filesystem", Filesystem(), options=("path", "format", "csv.f
 ignore_options("filesystem", FILESYSTEM_TUNING)
 register_connector("blackhole", BlackholeConnector(), options=())
 
-from darwin.sql.kafka import METADATA_KEYS, OPTIONS, KafkaConnector, UpsertKafkaConnector  # noqa: E402 - builds on the above
+from darwin.sql.kafka import (  # noqa: E402 - builds on the above
+    METADATA_KEYS,
+    OPTIONS,
+    UPSERT_OPTIONS,
+    KafkaConnector,
+    UpsertKafkaConnector,
+)
 
 register_connector("kafka", KafkaConnector(), options=OPTIONS, metadata=METADATA_KEYS)
 ignore_options("kafka", {"sink.parallelism": "how many tasks write: a keyed record's partition is its key's, "
                                             "whichever task writes it (Flink's default partitioner)"})
-register_connector("upsert-kafka", UpsertKafkaConnector())
+register_connector("upsert-kafka", UpsertKafkaConnector(), options=UPSERT_OPTIONS)
+ignore_options("upsert-kafka", {"sink.parallelism": "how many tasks write: a key's partition is its key's, "
+                                                   "whichever task writes it"})

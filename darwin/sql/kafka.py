@@ -4,9 +4,9 @@ A Flink job declares its topics as tables: ``CREATE TABLE bids (...) WITH ('conn
 'topic' = 'bids', 'properties.bootstrap.servers' = '...', 'scan.startup.mode' = 'earliest-offset',
 'format' = 'json')``. Each Flink option is read here as the Kafka source or sink takes it; an option
 whose Flink meaning Darwin cannot give (a topic pattern, a start at a timestamp, an exactly-once
-sink without a staging directory) is refused naming it, never ignored. ``'upsert-kafka'`` is
-refused with what to use instead: Darwin's Kafka sink writes appends only (docs/decisions.md, SQL
-connectors).
+sink without a staging directory) is refused naming it, never ignored. ``'upsert-kafka'`` writes an
+updating result as keyed messages and tombstones (``UpsertKafkaSink``); reading one is refused with what
+to use instead (docs/decisions.md, SQL connectors).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pyarrow as pa
 
 import darwin.api as api
 from darwin.errors import SinkError, SqlError
-from darwin.io.kafka import KafkaSink, KafkaSource
+from darwin.io.kafka import KafkaSink, KafkaSource, UpsertKafkaSink
 from darwin.io.kafka.codecs import RAW_COLUMN
 from darwin.io.sinks import ResultSpec, Sink
 from darwin.sql.connectors import ARROW, RenamedSource, TableSpec, check_columns
@@ -35,6 +35,8 @@ OPTIONS = ("topic", "topic-pattern", "properties.*", "format", "value.format", "
            "value.fields-include", "scan.startup.mode", "scan.startup.timestamp-millis",
            "scan.startup.specific-offsets", "scan.bounded.mode", "sink.delivery-guarantee",
            "sink.transactional-id-prefix", "sink.partitioner")
+UPSERT_OPTIONS = ("topic", "properties.*", "key.format", "value.format", "value.fields-include",
+                  "sink.delivery-guarantee", "sink.transactional-id-prefix")
 
 
 class KafkaConnector:
@@ -123,7 +125,7 @@ class AppendOnlyKafkaSink(KafkaSink):
 
 
 class UpsertKafkaConnector:
-    """``'connector' = 'upsert-kafka'``: refused, saying what to use."""
+    """``'connector' = 'upsert-kafka'``: written as Flink writes it; read it is refused, saying what to use."""
 
     def source(self, spec: TableSpec) -> api.Table:
         raise SqlError(f"table {spec.name}: 'upsert-kafka' is not supported: Darwin reads no changelog topic (a row "
@@ -131,10 +133,36 @@ class UpsertKafkaConnector:
                        "'connector' = 'kafka'")
 
     def sink(self, spec: TableSpec) -> Sink:
-        raise SqlError(f"table {spec.name}: 'upsert-kafka' is not supported: Darwin's Kafka sink writes appends only "
-                       "(no tombstone for a delete); write an append-only result (a window aggregation) to a 'kafka' "
-                       "table, or an updating one to a 'filesystem' table (its changelog, each change's kind in "
-                       "column op)")
+        """The latest row per PRIMARY KEY: keyed messages in 'key.format', the row in 'value.format', a tombstone
+        for a deleted row (``UpsertKafkaSink``)."""
+        if spec.primary_key is None:
+            raise SqlError(f"table {spec.name}: an 'upsert-kafka' table needs a PRIMARY KEY (...) NOT ENFORCED, as "
+                           "in Flink: its columns are each message's key")
+        if spec.metadata:
+            column, key = spec.metadata[0]
+            raise SqlError(f"table {spec.name}: column {column} METADATA FROM '{key}': Darwin's Kafka sink writes no "
+                           "metadata columns; declare the table without it to write it")
+        _check_value_fields(spec)
+        formats = {}
+        for option in ("key.format", "value.format"):
+            fmt = spec.option(option)
+            if fmt not in FORMATS:
+                raise SqlError(f"table {spec.name}: '{option}' = {fmt!r} is not supported; 'upsert-kafka' takes "
+                               f"{', '.join(repr(f) for f in FORMATS)}")
+            formats[option] = fmt
+        key_types = dict(spec.columns)
+        for option, columns in (("key.format", spec.primary_key), ("value.format", tuple(n for n, _ in spec.columns))):
+            if formats[option] == "raw" and (len(columns) != 1 or key_types[columns[0]] is not DType.STRING):
+                raise SqlError(f"table {spec.name}: '{option}' = 'raw' writes one STRING column; the "
+                               f"{option.split('.')[0]} has {', '.join(columns)}")
+        guarantee = spec.options.get("sink.delivery-guarantee", "at-least-once")
+        if guarantee not in GUARANTEES:
+            raise SqlError(f"table {spec.name}: 'sink.delivery-guarantee' = {guarantee!r}; use 'at-least-once' or "
+                           "'none' (written at least once)")
+        config = _properties(spec)
+        config.pop("group.id", None)
+        return UpsertKafkaSink(_topic(spec), _servers(spec), key=spec.primary_key, key_format=formats["key.format"],
+                               format=formats["value.format"], guarantee=GUARANTEES[guarantee], config=config)
 
 
 def _check_value_fields(spec: TableSpec) -> None:

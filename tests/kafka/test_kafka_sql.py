@@ -1,12 +1,13 @@
 """Flink SQL's 'kafka' connector: tables of topics read and written by a SQL script, as the fluent API's
 Kafka source and sink do; what Darwin cannot do as Flink does is refused at the table's use."""
 
+import json
 import re
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from kafka_helpers import consume_all, json_values, produce
+from kafka_helpers import consume_all, java_partition, json_values, produce
 from test_kafka_io import BIDS, as_rows, bid_records
 
 import darwin as dw
@@ -150,12 +151,27 @@ INSERT INTO out SELECT a, s FROM src;
     ("kafka", "", ", 'sink.partitioner' = 'round-robin'", "'sink.partitioner' = 'round-robin' is not supported"),
     ("kafka", ", ts TIMESTAMP(3) METADATA FROM 'timestamp'", "", "Darwin's Kafka sink writes no metadata columns"),
     ("kafka", "", ", 'value.format' = 'raw'", "'format' and 'value.format' both name"),
-    ("upsert-kafka", ", PRIMARY KEY (a) NOT ENFORCED", "", "'upsert-kafka' is not supported: Darwin's Kafka sink"),
+    ("upsert-kafka", ", PRIMARY KEY (a) NOT ENFORCED", ", 'key.format' = 'json'", "has no option 'format'"),
 ])
 def test_a_sink_table_the_kafka_sink_cannot_write_is_refused_at_the_insert(tmp_path, connector, columns, options,
                                                                            problem):
     script = SINKS.format(path=_rows(tmp_path), connector=connector, columns=columns, options=options) \
         .replace("INSERT INTO out SELECT", "INSERT INTO out (a, s) SELECT")
+    with pytest.raises(SqlError, match=rf"^line 4, column 13: .*{re.escape(problem)}"):
+        dw.sql_job(script)
+
+
+@pytest.mark.parametrize("columns, options, problem", [
+    ("", ", 'key.format' = 'json'", "needs a PRIMARY KEY (...) NOT ENFORCED"),
+    (", PRIMARY KEY (a) NOT ENFORCED", "", "needs the option 'key.format'"),
+    (", PRIMARY KEY (a) NOT ENFORCED", ", 'key.format' = 'raw'", "'key.format' = 'raw' writes one STRING column; "
+                                                                 "the key has a"),
+    (", PRIMARY KEY (a) NOT ENFORCED", ", 'key.format' = 'avro'", "'key.format' = 'avro' is not supported"),
+    (", PRIMARY KEY (a) NOT ENFORCED", ", 'key.format' = 'json', 'key.fields' = 'a'", "has no option 'key.fields'"),
+])
+def test_an_upsert_kafka_table_darwin_cannot_write_is_refused_at_the_insert(tmp_path, columns, options, problem):
+    script = SINKS.format(path=_rows(tmp_path), connector="upsert-kafka", columns=columns, options=options) \
+        .replace("'format' = 'json'", "'value.format' = 'json'")
     with pytest.raises(SqlError, match=rf"^line 4, column 13: .*{re.escape(problem)}"):
         dw.sql_job(script)
 
@@ -171,3 +187,41 @@ def test_an_updating_result_is_refused_by_a_kafka_table_before_it_runs(tmp_path)
         "SELECT a, s FROM src", "SELECT COUNT(*), s FROM src GROUP BY s")
     with pytest.raises(SinkError, match="a 'kafka' table takes appends only, as in Flink"):
         dw.sql_job(script)
+
+
+UPSERT = """CREATE TABLE src (a BIGINT, s STRING) WITH ('connector' = 'filesystem', 'path' = '{path}');
+CREATE TABLE counts (s STRING, n BIGINT, total BIGINT, PRIMARY KEY (s) NOT ENFORCED) WITH (
+  'connector' = 'upsert-kafka', 'topic' = '{topic}', 'properties.bootstrap.servers' = '{servers}',
+  'key.format' = '{key_format}', 'value.format' = 'json', 'sink.parallelism' = '2');
+INSERT INTO counts SELECT s, COUNT(*) AS n, SUM(a) AS total FROM src GROUP BY s HAVING COUNT(*) < 40;
+"""
+
+
+@pytest.mark.parametrize("key_format, key_of", [("json", lambda s: json.dumps({"s": s}, separators=(",", ":"))),
+                                                ("raw", lambda s: s)])
+def test_an_updating_result_into_upsert_kafka_is_the_latest_row_per_key_and_tombstones(broker, topic, tmp_path,
+                                                                                       key_format, key_of):
+    """Flink's 'upsert-kafka' sink was refused. Each key's changes are keyed messages in its Java partition, in
+    order; an update writes the new row only (no tombstone before it); a row leaving the result (its count
+    reaching 40) is a tombstone; the topic compacted is the query's final table."""
+    path = tmp_path / "in.parquet"
+    n = 400
+    pq.write_table(pa.table({"a": list(range(n)), "s": [f"k{i % 7}" if i < 250 else f"k{i % 3}" for i in range(n)]}),
+                   path)
+    name = topic(3)
+    script = UPSERT.format(path=path, topic=name, servers=broker.bootstrap, key_format=key_format)
+    dw.sql_job(script, config=dw.Config(batch_size=25))
+    messages = consume_all(broker.bootstrap, name)
+    latest = {}
+    for value, key, part in messages:
+        assert part == java_partition(key, 3)
+        latest[key] = value
+    query = script.split("INSERT INTO counts ")[1]
+    final = dw.sql(script.split("INSERT INTO")[0] + query).collect()
+    assert {k: json.loads(v) for k, v in latest.items() if v is not None} == \
+        {key_of(r["s"]).encode(): r for r in final.to_pylist()}
+    gone = {k for k, v in latest.items() if v is None}
+    assert gone == {key_of(s).encode() for s in ("k0", "k1", "k2")}  # counted to 40: left the result
+    tombstones = [k for v, k, _ in messages if v is None]
+    assert sorted(tombstones) == sorted(gone)  # one each: an update writes no tombstone before its new row
+    assert len(messages) > 3 * len(latest)

