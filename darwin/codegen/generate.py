@@ -36,6 +36,7 @@ from darwin.codegen.signature import (
     TextArg,
 )
 from darwin.codegen.source import SourceBuilder, number
+from darwin.durations import MAX_EVENT_TIME_MS
 from darwin.graph import operators as op
 from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
@@ -364,6 +365,8 @@ class _Generator:
         elif isinstance(first, op.WindowAssignOp):
             w = first.window
             t = self._time_value(env, w.on)
+            if first.checks_times:
+                self._check_window_time(t, w.on)
             windowed = pn.windowed_schema(schema)
             drops_late = first.drops_late and self.p.source_timed
             if drops_late:
@@ -485,6 +488,18 @@ class _Generator:
         self.src.line(f"{t} = {v}")
         return t
 
+    def _check_window_time(self, t: str, column: str) -> None:
+        """A time beyond ``MAX_EVENT_TIME_MS`` stops the run (the runtime refuses it, naming the window's
+        column by its place in ``Pipeline.checked_times``): its windows' ends would wrap around int64.
+        Only where a window's column is no time attribute, whose times the source's reader checked."""
+        if self.checking:  # a scout changes no state: the run that follows it stops at the row
+            return
+        b = self.src
+        with b.block(f"if {t} > {number(MAX_EVENT_TIME_MS)} or {t} < {number(-MAX_EVENT_TIME_MS)}:"):
+            b.line(f"ctl[{ctl.FORMAT_SITE}] = {self.p.checked_times.index(column)}")
+            b.line(f"ctl[{ctl.FORMAT_KEY}] = {t}")
+            self._stop(ctl.WINDOW_TIME_BEYOND)
+
     @contextmanager
     def _windows(self, t: str, w: Window, pane: bool = False) -> Iterator[tuple[str, str, str]]:
         """Open a loop over the windows holding time ``t`` (no loop for tumbling windows): each one's
@@ -538,6 +553,8 @@ class _Generator:
         if not self.hashed:
             self._ring_entry(env)
         t = self._time_value(env, w.on)
+        if agg.checks_times:
+            self._check_window_time(t, w.on)
         if not self.p.source_timed:  # the runtime passes the input's watermark: the rows travel ahead of the next one
             b.line("wm = input_wm")
         elif self.keyed:  # the progress column moved max_time: the watermark follows it

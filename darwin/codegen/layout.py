@@ -29,4 +29,6 @@ NEEDS_STRING = 4  # a timestamp formatted into a string the kernel has no code f
 NEEDS_PAIR = 6  # two strings concatenated that the kernel has no code for: join and intern them
 CAST_FAILED = 7  # a string CAST does not parse: FORMAT_SITE is its lookup table, FORMAT_KEY the string's code
 STRINGS_MISSED = 8  # a scouting kernel's record of strings its tables lack (``ptm``) is full
+WINDOW_TIME_BEYOND = 9  # a window's time beyond the supported event times: FORMAT_SITE is the window's place
+#                         in ``Pipeline.checked_times``, FORMAT_KEY the time
 WINDOWS_DUE = 5  # panes: a row late for some of its windows, which the watermark closed but have not fired

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from darwin.plan import nodes as pn
 from darwin.plan.exprs import ExprNode
-from darwin.plan.temporal import JoinTiming
+from darwin.plan.temporal import JoinTiming, checks_window_times
 from darwin.plan.window import Window
 from darwin.types import Schema
 
@@ -102,10 +102,12 @@ class WindowAssignOp:
     the watermark has closed are dropped here and their rows counted late, judged row by row as a
     windowed aggregation judges them, for an operator that keeps a window's rows until it fires (a
     window top-N): judged there, by its watermark after each batch, the verdict would depend on
-    where batches end."""
+    where batches end. ``checks_times``: its column is no time attribute, so each row's time is checked
+    against the supported event times (``darwin.plan.temporal.checks_window_times``)."""
 
     window: Window
     drops_late: bool = False
+    checks_times: bool = False
 
     def describe(self) -> str:
         return f"window-assign {self.window}" + (" dropping late windows" if self.drops_late else "")
@@ -184,6 +186,11 @@ class WindowAggregateSink:
     @property
     def late_output(self) -> bool:
         return self.aggregate.input.late_output
+
+    @property
+    def checks_times(self) -> bool:
+        """Whether each row's time is checked against the supported event times (not a time attribute)."""
+        return checks_window_times(self.aggregate.input.input, self.window.on)
 
     @property
     def undo_log(self) -> bool:
@@ -291,6 +298,15 @@ class Pipeline:
         are merged into one thread's order, and a window's panes combine in the order one fold takes."""
         return (self.parallel is not None and self.parallel.keyed) or (
             isinstance(self.sink, WindowAggregateSink) and self.sink.panes)
+
+    @property
+    def checked_times(self) -> tuple[str, ...]:
+        """The columns of the windows that check each row's time, in the order of the pipeline's steps: a
+        kernel that meets one beyond the supported times names it by its place here (``ctl.FORMAT_SITE``)."""
+        windows = [o.window for o in self.operators if isinstance(o, WindowAssignOp) and o.checks_times]
+        if isinstance(self.sink, WindowAggregateSink) and self.sink.checks_times:
+            windows.append(self.sink.window)
+        return tuple(w.on for w in windows)
 
     @property
     def moved_inputs(self) -> frozenset[str]:

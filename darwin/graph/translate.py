@@ -15,7 +15,7 @@ from darwin.plan.inspected import inspected_columns
 from darwin.plan.keys import unique_on
 from darwin.plan.rules import map_children
 from darwin.plan.strings import VECTORIZED
-from darwin.plan.temporal import join_timing, union_source
+from darwin.plan.temporal import checks_window_times, join_timing, union_source
 from darwin.plan.visitor import SharedNodeVisitor
 from darwin.types import DType
 
@@ -96,7 +96,8 @@ class _Translator(SharedNodeVisitor[_Chain]):
         return chain.then(op.ProjectOp(exprs), schema)
 
     def visit_WindowAssign(self, node: pn.WindowAssign) -> _Chain:
-        return self.visit(node.input).then(op.WindowAssignOp(node.window), node.schema)
+        checks = checks_window_times(node.input, node.window.on)
+        return self.visit(node.input).then(op.WindowAssignOp(node.window, checks_times=checks), node.schema)
 
     def visit_LookupJoin(self, node: pn.LookupJoin) -> _Chain:
         chain = self.visit(node.input)
@@ -168,7 +169,9 @@ class _Translator(SharedNodeVisitor[_Chain]):
     def visit_TopN(self, node: pn.TopN | pn.Deduplicate) -> _Chain:
         inp = node.input
         if isinstance(inp, pn.WindowAssign):  # a window top-N: late windows go where rows are judged one by one
-            chain = self.visit(inp.input).then(op.WindowAssignOp(inp.window, drops_late=True), inp.schema)
+            assign = op.WindowAssignOp(inp.window, drops_late=True,
+                                       checks_times=checks_window_times(inp.input, inp.window.on))
+            chain = self.visit(inp.input).then(assign, inp.schema)
             return self._stream_operator(node, chain)
         return self._stream_operator(node, self.visit(inp))
 

@@ -116,6 +116,14 @@ def time_attributes(node: pn.PlanNode) -> frozenset[str]:
     return frozenset()  # a regular join: its output rows carry no bound on their times
 
 
+def checks_window_times(node: pn.PlanNode, column: str) -> bool:
+    """Whether a window on ``column`` of ``node``'s rows must check each time against the supported event
+    times (``MAX_EVENT_TIME_MS``): a time attribute is a source's event time, checked as the source is read,
+    or a window's end over one (within 100 years of it), but another column (a second timestamp of the
+    source's rows, one computed, a time attribute moved) may hold any int64."""
+    return column not in time_attributes(node)
+
+
 @dataclass(frozen=True)
 class TimeLag:
     """How far a timestamp column's rows (up to those counted late) may lie below its node's

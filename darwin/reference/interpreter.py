@@ -34,12 +34,12 @@ from darwin.plan.aggregates import Accumulator, function, order_key
 from darwin.plan.evaluate import Row, compile_expr
 from darwin.plan.exprs import Column
 from darwin.plan.ranking import Ranking, ranking_of
-from darwin.plan.temporal import join_timing, judged_by_source, producer, union_source
+from darwin.plan.temporal import checks_window_times, join_timing, judged_by_source, producer, union_source
 from darwin.plan.visitor import SharedNodeVisitor
 from darwin.plan.window import BarrierWindow
 from darwin.runtime.encoding import to_int64
 from darwin.runtime.output import Output
-from darwin.runtime.progress import LateRowsWarning, Metrics, WatermarkClock, latest_event_time
+from darwin.runtime.progress import LateRowsWarning, Metrics, WatermarkClock, check_window_time, latest_event_time
 from darwin.timestamps import END_OF_INPUT, NO_WATERMARK
 from darwin.types import DType, Schema
 
@@ -256,12 +256,15 @@ class _Builder(SharedNodeVisitor[_Operator]):
 
     def visit_WindowAssign(self, node: pn.WindowAssign) -> _Operator:
         w, ctx = node.window, self.ctx
+        checks = checks_window_times(node.input, w.on)
 
         def assign(row: Row) -> list[Row]:
             t = row[w.on]
             if t is None:
                 ctx.metrics.add("null_time_rows", 1)
                 return []
+            if checks:
+                check_window_time(t, w.on)
             return [{**row, pn.WINDOW_START: start, pn.WINDOW_END: start + w.size_ms}
                     for start in window_starts(t, w.size_ms, w.slide_ms)]
         return _Map(assign, self.visit(node.input))
@@ -582,6 +585,7 @@ class _WindowAggregate(_Operator):
         super().__init__([child])
         self.node, self.ctx = node, ctx
         self.window = node.input.window
+        self.checks = checks_window_times(node.input.input, self.window.on)
         schema = node.input.input.schema
         self.keys = [compile_expr(Column(k), schema) for k in node.keys]
         self.args = [(function(call.func), compile_expr(call.input, schema) if call.input is not None else None)
@@ -598,6 +602,8 @@ class _WindowAggregate(_Operator):
             if t is None:
                 self.ctx.metrics.add("null_time_rows", 1)
                 continue
+            if self.checks:
+                check_window_time(t, w.on)
             keys = tuple(_group_key(f(row)) for f in self.keys)
             accepted = False
             for start in window_starts(t, w.size_ms, w.slide_ms):
@@ -655,6 +661,7 @@ class _SessionAggregate(_Operator):
         super().__init__([child])
         self.node, self.ctx = node, ctx
         self.gap = node.window.gap_ms
+        self.checks = checks_window_times(node.input, node.window.on)
         schema = node.input.schema
         self.keys = [compile_expr(Column(k), schema) for k in node.keys]
         self.args = [(function(call.func), compile_expr(call.input, schema) if call.input is not None else None)
@@ -681,6 +688,8 @@ class _SessionAggregate(_Operator):
             if t is None:
                 self.ctx.metrics.add("null_time_rows", 1)
                 continue
+            if self.checks:
+                check_window_time(t, on)
             sessions = self.sessions.setdefault(key, [])
             met = [s for s in sessions if s.start <= t + self.gap and t <= s.end]
             if not met and t + self.gap <= wm:

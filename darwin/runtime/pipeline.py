@@ -30,7 +30,7 @@ from darwin.plan.casts import failure
 from darwin.plan.strings import PARSERS
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.lookups import FormatTable, LookupTable, PairTable
-from darwin.runtime.progress import LateRowsWarning
+from darwin.runtime.progress import LateRowsWarning, window_time_error
 from darwin.runtime.rescale import RetiredTables, read_saved, table_names
 from darwin.runtime.static_index import StaticIndex
 from darwin.state.backend import KeyedState, StateBackend
@@ -258,6 +258,8 @@ class PipelineRunner:
             if not drained and status == ctl.RING_FULL:
                 raise DarwinError("internal error: a window ring is full of open windows")
             fired.extend(drained)
+        elif status == ctl.WINDOW_TIME_BEYOND:
+            raise window_time_error(self.p.checked_times[int(self.ctl[ctl.FORMAT_SITE])], int(self.ctl[ctl.FORMAT_KEY]))
         elif status == ctl.OUT_OF_DOMAIN:
             ring, inp = self._agg.ring, self.p.input
             assert ring is not None and isinstance(inp, op.SourcePort)  # only a ring's kernel asks; rings read sources

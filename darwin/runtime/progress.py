@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -32,11 +33,39 @@ def latest_event_time(times: pa.Array, source: str, column: str) -> int | None:
         return None
     for t in (lowest, highest):
         if abs(t) > MAX_EVENT_TIME_MS:
-            raise SourceError(
-                f"source {source!r}: event time column {column!r} holds {t} ms since 1970, beyond the event "
-                f"times Darwin's windows and watermark support (-2^62 to 2^62 ms, about 146 million years "
-                f"either side of 1970)")
+            raise SourceError(f"source {source!r}: event time column {column!r} holds {t} ms since 1970, "
+                              f"beyond the event times {_SUPPORTED}")
     return int(highest)
+
+
+_SUPPORTED = "Darwin's windows and watermark support (-2^62 to 2^62 ms, about 146 million years either side of 1970)"
+
+
+def window_time_error(column: str, t: int) -> SourceError:
+    """The error of a window meeting time ``t`` beyond ``MAX_EVENT_TIME_MS`` on ``column``, one that is not a
+    time attribute (``darwin.plan.temporal.checks_window_times``): a source's event times are refused as they
+    are read, but a window on a second timestamp column, or on one computed, meets its values only there."""
+    return SourceError(window_time_message(column, str(t)))
+
+
+def window_time_message(column: str, t: str) -> str:
+    """``window_time_error``'s message, the time given as text (Spark's writes it in the JVM)."""
+    return f"window on column {column!r} meets {t} ms since 1970, beyond the times {_SUPPORTED}"
+
+
+def check_window_times(times: np.ndarray, column: str) -> None:
+    """Refuse a batch's times beyond ``MAX_EVENT_TIME_MS`` that a window on ``column`` meets (one pass each way)."""
+    if len(times):
+        for t in (int(times.min()), int(times.max())):
+            if abs(t) > MAX_EVENT_TIME_MS:
+                raise window_time_error(column, t)
+
+
+def check_window_time(t: int, column: str) -> int:
+    """``t``, a time a window on ``column`` meets, refused beyond ``MAX_EVENT_TIME_MS`` (the interpreter's check)."""
+    if abs(t) > MAX_EVENT_TIME_MS:
+        raise window_time_error(column, t)
+    return t
 
 
 class WatermarkClock:

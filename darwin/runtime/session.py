@@ -25,9 +25,11 @@ from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.plan import nodes as pn
 from darwin.plan.aggregates import agg_type
+from darwin.plan.temporal import checks_window_times
 from darwin.runtime.encoding import Column, EncodedBatch, StringPool
 from darwin.runtime.folds import Folds
 from darwin.runtime.group_keys import GroupKeys
+from darwin.runtime.progress import check_window_times
 from darwin.runtime.routing import order_by_bucket
 from darwin.timestamps import NO_WATERMARK
 
@@ -41,6 +43,7 @@ class SessionAggregateRunner:
         self.node, self.id, self.args = node, o.id, o.args
         self.timing = o.timing  # the source whose progress each row comes with, if its rows are judged one by one
         self.gap, self.on = node.window.gap_ms, node.window.on
+        self.checks_times = checks_window_times(node.input, self.on)  # not a time attribute: any int64
         schema = node.input.schema
         self.keys = GroupKeys([schema.field(k) for k in node.keys])
         self.folds = Folds(node.aggs, schema, config.cache_dir, "session window aggregation", pool)
@@ -70,8 +73,10 @@ class SessionAggregateRunner:
         self.null_time_rows += int(n - timed.sum())
         marks = self._marks(batch)
         rows = np.flatnonzero(timed)
-        session = self.sessions.assign(kid[rows], t.values[rows].astype(np.int64, copy=False), marks[rows],
-                                       self.gap, self.keys.count)
+        times = t.values[rows].astype(np.int64, copy=False)
+        if self.checks_times:
+            check_window_times(times, self.on)
+        session = self.sessions.assign(kid[rows], times, marks[rows], self.gap, self.keys.count)
         kept = session != LATE
         self.late_rows += int(len(kept) - kept.sum())
         rows = rows[kept]

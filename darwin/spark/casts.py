@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 FAILED = "DARWIN_CAST_FAILED"  # marks a failing CAST's message in Spark's error: <<message>>
 FAILURE = re.compile(FAILED + "<<(.*?)>>", re.DOTALL)
+BEYOND = "DARWIN_TIME_BEYOND"  # marks a window's time beyond the supported ones (a SourceError): <<message>>
+BEYOND_FAILURE = re.compile(BEYOND + "<<(.*?)>>", re.DOTALL)
 MAX_DIGITS = 17  # a double reads back from its 17 significant digits
 
 

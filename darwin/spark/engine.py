@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from darwin.config import Config
-from darwin.errors import CastError, ConfigError
+from darwin.errors import CastError, ConfigError, SourceError
 from darwin.plan import nodes as pn
 from darwin.runtime.output import Output
 from darwin.runtime.progress import Metrics
@@ -79,17 +79,19 @@ def run(plan: pn.PlanNode, config: Config, metrics: Metrics) -> Iterator[Output]
 
 
 def arrow(df: DataFrame) -> pa.Table:
-    """The DataFrame computed; a CAST that met text that does not parse fails it through ``raise_error``,
-    which comes back as the ``CastError`` the other engines raise."""
-    from darwin.spark.casts import FAILURE
+    """The DataFrame computed; a CAST that met text that does not parse, or a window a time beyond the
+    supported ones, fails it through ``raise_error``, which comes back as the ``CastError`` or
+    ``SourceError`` the other engines raise."""
+    from darwin.spark.casts import BEYOND_FAILURE, FAILURE
 
     try:
         return df.toArrow()
     except Exception as e:  # Spark's own exception types differ between its versions and call paths
-        failed = FAILURE.search(str(e))
-        if failed is None:
-            raise
-        raise CastError(failed.group(1)) from None
+        for marker, error in ((FAILURE, CastError), (BEYOND_FAILURE, SourceError)):
+            failed = marker.search(str(e))
+            if failed is not None:
+                raise error(failed.group(1)) from None
+        raise
 
 
 def dataframe(plan: pn.PlanNode, config: Config) -> DataFrame:

@@ -23,14 +23,17 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from darwin.config import Config
+from darwin.durations import MAX_EVENT_TIME_MS
 from darwin.errors import UnsupportedError
 from darwin.plan import exprs as ex
 from darwin.plan import nodes as pn
 from darwin.plan.aggregates import agg_type
 from darwin.plan.exprs import AggCall
 from darwin.plan.ranking import Ranking, ranking_of
-from darwin.plan.temporal import join_timing, time_attributes
+from darwin.plan.temporal import checks_window_times, join_timing, time_attributes
 from darwin.plan.visitor import SharedNodeVisitor
+from darwin.runtime.progress import window_time_message
+from darwin.spark.casts import BEYOND
 from darwin.spark.exprs import column, quoted, spark_type, strict_math, to_spark
 from darwin.spark.sources import BEFORE, HIDDEN, MARK, SEQ, delay_of, own_reader, read_scans, time_ordered, to_dataframe
 from darwin.types import DType, Schema
@@ -110,7 +113,7 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
 
     def visit_WindowAssign(self, node: pn.WindowAssign) -> Frame:
         f = self.visit(node.input)
-        df = _assign(f.df, node.window)
+        df = _assign(_checking_times(f.df, node.input, node.window.on), node.window)
         late = f.never_late | ({pn.WINDOW_START, pn.WINDOW_END} if node.window.on in f.never_late else set())
         return Frame(df.select(*[column(n) for n in node.schema.names], *_hidden()), node.schema, f.arrival,
                      frozenset(late))
@@ -140,7 +143,7 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
         f = self.visit(assign.input)
         exact = _lateness(f, w.on, node)
         t = column(w.on)
-        df = f.df
+        df = _checking_times(f.df, assign.input, w.on)
         if exact:  # a row is late once its last window (the one ending last) has closed
             late = t.isNotNull() & (t - F.pmod(t, F.lit(w.slide_ms)) + w.size_ms <= column(MARK))
             if assign.late_output:
@@ -228,7 +231,8 @@ class SparkTranslator(SharedNodeVisitor[Frame]):
             raise UnsupportedError(f"the Spark engine cannot merge the session windows of {_name(node)} over "
                                    "rows that do not come straight from one source: which sessions a row "
                                    "merges depends on when Darwin's watermark fired them")
-        df = sessions(f.df, node, _aggregates(node.aggs, node.input.schema), self.counting_late,
+        df = sessions(_checking_times(f.df, node.input, node.window.on), node,
+                      _aggregates(node.aggs, node.input.schema), self.counting_late,
                       node.window.on in f.in_order)
         return _stateful(df, node.schema, frozenset({pn.WINDOW_END}))
 
@@ -344,6 +348,21 @@ def _drop_late(f: Frame, time: str, shift: int, node: pn.Join, window: bool,
 # sliding windows of at most this many windows per row are assigned by Spark's window (an Expand of
 # each row per window); more would make one huge generated projection
 EXPANDED_WINDOWS = 64
+
+
+def _checking_times(df: DataFrame, node: pn.PlanNode, name: str) -> DataFrame:
+    """``df``, whose column ``name`` a window over ``node``'s rows reads, failing the job through
+    ``raise_error`` at a time beyond ``MAX_EVENT_TIME_MS`` where the column is no time attribute
+    (``checks_window_times``): the engine raises the ``SourceError`` the other engines raise."""
+    from pyspark.sql import functions as F
+
+    if not checks_window_times(node, name):
+        return df
+    t = column(name)
+    before, after = window_time_message(name, "\0").split("\0")
+    message = F.concat(F.lit(f"{BEYOND}<<{before}"), t.cast("string"), F.lit(f"{after}>>"))
+    within = t.isNull() | ((t >= -MAX_EVENT_TIME_MS) & (t <= MAX_EVENT_TIME_MS))
+    return df.withColumn(name, F.when(within, t).otherwise(F.raise_error(message)))
 
 
 def _assign(df: DataFrame, w: Any) -> DataFrame:

@@ -243,3 +243,28 @@ def test_late_rows_counted_under_a_false_filter(spark):
     for q in queries:
         result = assert_three_engines_agree(q, 3)
         assert result.table.num_rows == 0 and result.metrics["late_rows"] > 0
+
+
+@pytest.mark.parametrize("kind", ["tumble", "session", "top"])
+def test_windows_on_another_time_at_and_beyond_the_ends(spark, kind):
+    """A window on a timestamp column that is not the source's event time (a second one, or one computed):
+    at the ends of the supported times (2^62 ms) the three engines agree, late rows too; beyond them each
+    refuses the job with the same SourceError, where none refused them and the compiled engine's window
+    ends wrapped around int64 (of times 2^63 - 1, 2^63 - 2 and 0, 3 rows late; the interpreter found 1)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "unit"))
+    from test_limits import other_time_windows, with_other_time
+
+    from darwin.durations import MAX_EVENT_TIME_MS as M
+    from darwin.errors import SourceError
+
+    for computed in (False, True):
+        q = other_time_windows(with_other_time([M, -M, 5, 4000, 0, M - 1, -M + 1], computed), kind)
+        assert assert_three_engines_agree(q, 2).metrics["late_rows"] > 0
+        beyond = other_time_windows(with_other_time([0, M + 1, 5], computed), kind)
+        for config in (dw.Config(batch_size=2), dw.Config(batch_size=2, mode="interpreted"),
+                       dw.Config(batch_size=2, engine="spark")):
+            with pytest.raises(SourceError, match=rf"window on column 'u' meets {M + 1} ms since 1970, beyond"):
+                beyond.collect(config)

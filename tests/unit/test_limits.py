@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import darwin as dw
+from darwin import col
 from darwin.durations import MAX_DURATION_MS, MAX_EVENT_TIME_MS
 from darwin.errors import ConfigError, PlanError, SourceError
 from darwin.runtime import pipeline
@@ -138,3 +139,50 @@ def test_event_times_beyond_the_supported_ones_are_a_source_error(mode, ts, bad,
     with pytest.raises(SourceError, match=rf"source 'far': event time column 'ts' holds {bad} ms since 1970, "
                                           r"beyond .* \(-2\^62 to 2\^62 ms"):
         edge_windows(t, 1000, kind).collect(dw.Config(mode=mode, batch_size=2))
+
+
+def other_time_windows(t, kind):
+    """A window of ``kind`` on column ``u``, one of the source's rows but not its event time."""
+    window = {"tumble": dw.Tumble(1000, on="u"), "slide": dw.Slide(2000, every=1000, on="u"),
+              "session": dw.Session(1000, on="u"), "top": dw.Tumble(1000, on="u")}[kind]
+    if kind == "top":
+        return t.window(window).top_n(1, by="k", order=[dw.desc("v")])
+    return t.window(window).group_by("k").agg(n=dw.count(), s=dw.sum("v"))
+
+
+def with_other_time(us, computed):
+    """A source timed by ``ts`` (in order, a second apart) whose column ``u`` holds ``us``, or computes them
+    from integers (``computed``)."""
+    n = len(us)
+    columns = {"ts": pa.array([i * 1000 for i in range(n)], pa.timestamp("ms")), "k": [i % 2 for i in range(n)],
+               "v": list(range(n))}
+    if computed:
+        columns["i"] = pa.array(us, pa.int64())
+        t = dw.from_arrow(pa.table(columns), time="ts", max_delay="1s", name="far")
+        return t.select("ts", "k", "v", u=col("i").cast("timestamp"))
+    columns["u"] = pa.array(us, pa.timestamp("ms"))
+    return dw.from_arrow(pa.table(columns), time="ts", max_delay="1s", name="far")
+
+
+@settings(max_examples=25, deadline=None)
+@given(us=st.lists(st.one_of(EDGE_TIMES, st.integers(-5000, 5000)), min_size=1, max_size=6),
+       kind=st.sampled_from(["tumble", "slide", "session", "top"]), computed=st.booleans(),
+       batch_size=st.integers(1, 4))
+def test_windows_on_another_time_at_the_ends_agree(us, kind, computed, batch_size):
+    """A window on a timestamp column that is not the source's event time, at the ends of the supported
+    times: the same windows and late rows compiled and interpreted."""
+    assert_engines_agree(other_time_windows(with_other_time(us, computed), kind), dw.Config(batch_size=batch_size))
+
+
+@pytest.mark.parametrize("mode", ["compiled", "interpreted"])
+@settings(max_examples=15, deadline=None)
+@given(us=st.lists(EDGE_TIMES, max_size=4), bad=BEYOND, at=st.integers(0, 4),
+       kind=st.sampled_from(["tumble", "slide", "session", "top"]), computed=st.booleans())
+def test_windows_on_another_time_beyond_the_supported_ones_are_a_source_error(mode, us, bad, at, kind, computed):
+    """A window's time beyond 2^62 ms is refused when it is not the source's event time too (a second
+    timestamp column, or one computed): near int64's ends the compiled engine's window ends wrapped around,
+    so it counted rows late the interpreter did not (3 and 1 of [2^63 - 1, 2^63 - 2, 0])."""
+    us = [*us[:at], bad, *us[at:]]
+    with pytest.raises(SourceError, match=rf"window on column 'u' meets {bad} ms since 1970, "
+                                          r"beyond .* \(-2\^62 to 2\^62 ms"):
+        other_time_windows(with_other_time(us, computed), kind).collect(dw.Config(mode=mode, batch_size=2))
