@@ -377,14 +377,25 @@ def _assign(df: DataFrame, w: Any) -> DataFrame:
         out = rows.withColumn(pn.WINDOW_START, last)
     elif w.windows_per_row <= EXPANDED_WINDOWS:
         # Spark's own sliding window: one Expand of the row per window (code-generated), where an
-        # exploded array would build and walk an array per row (swa: 2.5x slower at 10M)
-        span = F.window(F.timestamp_millis(t), f"{w.size_ms} milliseconds", f"{w.slide_ms} milliseconds")
+        # exploded array would build and walk an array per row (swa: 2.5x slower at 10M). Its timestamps
+        # are microseconds, which hold +-2^53 ms, not every supported time (+-2^62): it windows the
+        # time's offset from a multiple of the slide near it, and the windows are moved back
+        base = t - F.pmod(t, F.lit(_span_base(w.slide_ms)))
+        span = F.window(F.timestamp_millis(t - base), f"{w.size_ms} milliseconds", f"{w.slide_ms} milliseconds")
         out = rows.withColumn("__dw_span", span)
-        out = out.withColumn(pn.WINDOW_START, F.unix_millis(column("__dw_span").getField("start"))).drop("__dw_span")
+        start = base + F.unix_millis(column("__dw_span").getField("start"))
+        out = out.withColumn(pn.WINDOW_START, start).drop("__dw_span")
     else:
         first = last - (w.windows_per_row - 1) * w.slide_ms
         out = rows.withColumn(pn.WINDOW_START, F.explode(F.sequence(first, last, F.lit(w.slide_ms).cast("bigint"))))
     return out.withColumn(pn.WINDOW_END, column(pn.WINDOW_START) + w.size_ms)
+
+
+def _span_base(slide_ms: int) -> int:
+    """A multiple of ``slide_ms`` of at least 2^42 ms (139 years, more than any window's size) and at most
+    2^43: a time's offset from the multiple of it below holds the time's windows, all within Spark's
+    timestamps, and starts them where the time's own would (the offset keeps the time's place in its slide)."""
+    return -(-(1 << 42) // slide_ms) * slide_ms
 
 
 def _aggregates(aggs: tuple[tuple[str, AggCall], ...], schema: Schema) -> list[Column]:

@@ -245,7 +245,7 @@ def test_late_rows_counted_under_a_false_filter(spark):
         assert result.table.num_rows == 0 and result.metrics["late_rows"] > 0
 
 
-@pytest.mark.parametrize("kind", ["tumble", "session", "top"])
+@pytest.mark.parametrize("kind", ["tumble", "slide", "session", "top"])
 def test_windows_on_another_time_at_and_beyond_the_ends(spark, kind):
     """A window on a timestamp column that is not the source's event time (a second one, or one computed):
     at the ends of the supported times (2^62 ms) the three engines agree, late rows too; beyond them each
@@ -268,3 +268,18 @@ def test_windows_on_another_time_at_and_beyond_the_ends(spark, kind):
                        dw.Config(batch_size=2, engine="spark")):
             with pytest.raises(SourceError, match=rf"window on column 'u' meets {M + 1} ms since 1970, beyond"):
                 beyond.collect(config)
+
+
+@pytest.mark.parametrize("end", [2**62, -2**62])
+def test_sliding_windows_at_the_ends_of_the_supported_event_times(spark, end):
+    """Sliding windows of a source's event times near 2^62 ms, the supported ends: Spark's own window
+    function takes timestamps in microseconds (+-2^53 ms), so Spark failed with DATETIME_OVERFLOW where the
+    other engines give the windows."""
+    import pyarrow as pa
+
+    inward = -1 if end > 0 else 1
+    ts = [end + inward * o for o in (0, 7000, 1500, 3000, 2999, 10, 5000)]
+    table = pa.table({"ts": pa.array(ts, pa.timestamp("ms")), "k": pa.array([i % 2 for i in range(len(ts))])})
+    q = dw.from_arrow(table, time="ts", max_delay="1s").window(dw.Slide("3s", every="1s", on="ts"), late_output=True) \
+        .group_by("k").agg(n=dw.count(), first=dw.min("ts"))
+    assert assert_three_engines_agree(q, 2).metrics["late_rows"] > 0
