@@ -128,4 +128,12 @@ def q_interval_join(left, right):
                                             where=col("ts_right").between(col("ts") - 500, col("ts") + 1000))
 
 
-JOIN_SHAPES = [q_full_join, q_interval_join]
+def q_window_maximum_join(left, right):
+    """Nexmark q7's shape: rows at the highest value of their 1 s window, an inner interval join with
+    the windows' maxima (the left side's rows wait unindexed for the rare probe, darwin.state.pending_rows)."""
+    maxima = right.window(dw.Tumble("1s", on="ts")).agg(top=dw.max("k")).select("top", window_time=col("window_end"))
+    return left.select("ts", "k", "s").join(maxima, on=[("k", "top")],
+                                            where=col("ts").between(col("window_time") - 1000, col("window_time")))
+
+
+JOIN_SHAPES = [q_full_join, q_interval_join, q_window_maximum_join]

@@ -269,3 +269,46 @@ def move_slots(old: np.ndarray, slots: np.ndarray) -> None:
         while slots[s, 0] != EMPTY:
             s = (s + 1) & mask
         slots[s, :] = old[o, :]
+
+
+@njit(cache=True, nogil=True)
+def scan_rows(slots: np.ndarray, nxt: np.ndarray, keys: np.ndarray, hashes: np.ndarray, alive: np.ndarray,
+              start: int, out_position: np.ndarray, out_row: np.ndarray, m: int) -> tuple[int, int]:
+    """The other way round from ``probe_rows``, for rows kept but not indexed: ``slots``/``nxt`` index
+    a probe's rows by position (``append_rows`` with ``first`` 0), and each live row ``j`` of ``keys``
+    from ``start`` on is looked up there; pairs (probe position, ``j``) are written from ``m`` on, a
+    row's positions newest first. Stops at a row whose pairs do not fit (none of them written).
+    Returns where it stopped (``len(keys)`` when done) and the pairs written. A probe's index is small
+    (it stays in the caches), so a scan costs a few ns a row: cheaper than indexing rows rarely probed."""
+    for j in range(start, keys.shape[0]):
+        if not alive[j]:
+            continue
+        s = find_slot(slots, keys, j, hashes[j])
+        p = slots[s, 0]
+        begin = m
+        while p != EMPTY:
+            if m == out_position.shape[0]:
+                return j, begin
+            out_position[m] = p
+            out_row[m] = j
+            m += 1
+            p = nxt[p]
+    return keys.shape[0], m
+
+
+@njit(cache=True, nogil=True)
+def grouped_order(groups: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """A stable order of ``groups`` (each in 0..count-1) by group, and where each group's run
+    begins in it (``count`` + 1 bounds): a counting sort, linear where a comparison sort is not."""
+    bounds = np.zeros(count + 1, dtype=np.int64)
+    for g in groups:
+        bounds[g + 1] += 1
+    for g in range(count):
+        bounds[g + 1] += bounds[g]
+    at = bounds[:-1].copy()
+    order = np.empty(groups.shape[0], dtype=np.int64)
+    for i in range(groups.shape[0]):
+        g = groups[i]
+        order[at[g]] = i
+        at[g] += 1
+    return order, bounds

@@ -41,9 +41,9 @@ class JoinRunner:
         self.schemas = (node.left.schema, node.right.schema)
         self.timing = None if j.timing is None else (j.timing.left, j.timing.right)
         self.outer = (node.how in ("left", "full"), node.how in ("right", "full"))
-        for rows, outer in zip(self.sides, self.outer):
+        for rows, outer, side in zip(self.sides, self.outer, (node.left, node.right)):
             rows.track(matches=outer, bound=self.timing is not None,
-                       stamp=self.timing is None and node.expires)
+                       stamp=self.timing is None and node.expires, withdrawn=pn.updating(side))
         self.updating = pn.updating(node)
         self.side_wm = [NO_WATERMARK, NO_WATERMARK]
         self.wm = NO_WATERMARK

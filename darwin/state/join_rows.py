@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from darwin.codegen import join_index as ji
+from darwin.state.pending_rows import PendingRows
 from darwin.state.placement import InMemory, Placement, copy_rows
 from darwin.state.snapshot import load_arrays, save_arrays
 from darwin.types import Schema
@@ -109,6 +110,9 @@ def _file_part(part: str) -> str:
 
 
 GROWTH = 4  # rows grow fourfold: a third of doubling's copying, and untouched room costs no memory
+SCANS_PER_INDEX = 8  # pending rows are indexed once probes' scans have read this many times as many rows
+CHUNK_SCAN_ROWS = 1024  # what scanning one more chunk costs in Python, in rows scanned
+SPILLING_PENDING_ROWS = 1 << 18  # rows a backend keeping state on disk lets wait unindexed in memory
 
 
 class JoinRows:
@@ -122,11 +126,19 @@ class JoinRows:
     stamp: np.ndarray
 
     def __init__(self, name: str, schema: Schema, key_width: int, placement: Placement | None = None,
-                 columns: ColumnStore | None = None, capacity: int = 1024) -> None:
+                 columns: ColumnStore | None = None, capacity: int = 1024, pending_limit: int | None = None) -> None:
+        """``pending_limit``: how many rows may wait unindexed in memory (``darwin.state.pending_rows``)
+        before they are indexed; None: any number (the rows would be in memory anyway)."""
         self.name, self.schema, self.key_width = name, schema, key_width
         self.placement = placement if placement is not None else InMemory()
         self.columns = columns if columns is not None else ArrayColumns(schema, self.placement)
-        self.count = 0
+        self.pending = PendingRows(schema)
+        self.pending_limit = pending_limit
+        self.defer = False  # whether rows wait unindexed (``track``)
+        self.scanned = 0  # pending rows scanned by probes since pending rows were last indexed
+        self.count = 0  # rows numbered: rows 0..stored-1 indexed, stored..count-1 pending
+        self.stored = 0
+        self._last_split: tuple[np.ndarray, int, tuple[tuple[np.ndarray, np.ndarray], ...]] | None = None
         self.dead = 0
         self.distinct = 0
         self.capacity = 0
@@ -138,11 +150,15 @@ class JoinRows:
         self._grow(capacity)
         self._index_room(capacity)
 
-    def track(self, matches: bool, bound: bool, stamp: bool) -> None:
+    def track(self, matches: bool, bound: bool, stamp: bool, withdrawn: bool = False) -> None:
         """Keep per row only what the join reads again, before any row arrives: how many rows it
         matched (an outer side), its bound (an interval or window join), its arrival watermark (a
-        state TTL). A regular inner join keeps none of them: 24 bytes a row less to write."""
+        state TTL). A regular inner join keeps none of them: 24 bytes a row less to write.
+
+        Rows wait unindexed (``darwin.state.pending_rows``) unless the join updates them in place
+        (match counts, stamps) or takes them back (``withdrawn``: an updating input's retractions)."""
         assert self.count == 0, "a join side's bookkeeping is chosen before it keeps rows"
+        self.defer = not (matches or stamp or withdrawn) and self.pending_limit != 0
         wanted = {"matches": matches, "bound": bound, "stamp": stamp}
         self.per_row = tuple(p for p in PER_ROW if wanted.get(p, True))
         for part in OPTIONAL:
@@ -157,7 +173,7 @@ class JoinRows:
             capacity *= GROWTH
         if capacity == self.capacity:
             return
-        count = self.count
+        count = self.stored
         for part, shape, dtype in (("keys", (capacity, self.key_width), np.int64), ("next", (capacity,), np.int64),
                                    ("matches", (capacity,), np.int64), ("alive", (capacity,), np.bool_),
                                    ("bound", (capacity,), np.int64), ("stamp", (capacity,), np.int64)):
@@ -185,20 +201,47 @@ class JoinRows:
     def _reindex(self) -> None:
         """Index the rows again (they were renumbered or restored)."""
         self.slots = np.zeros((0, 1 + self.key_width), dtype=np.int64)
-        self._index_room(max(self.count, 1))
-        self.distinct = ji.rebuild(self.slots, self.keys, self.next, self.count)
+        self._index_room(max(self.stored, 1))
+        self.distinct = ji.rebuild(self.slots, self.keys, self.next, self.stored)
 
     @property
     def live(self) -> int:
-        return self.count - self.dead
+        return self.stored - self.dead + self.pending.live
 
     def append(self, columns: dict[str, tuple[np.ndarray, np.ndarray | None]], rows: np.ndarray,
                keys: np.ndarray, hashes: np.ndarray, bound: np.ndarray, stamp: int, matches: np.ndarray) -> None:
-        """Keep batch rows ``rows`` (indices into ``columns``/``keys``/``hashes``/``bound``/``matches``)."""
-        n = len(rows)
-        if n == 0:
+        """Keep batch rows ``rows`` (ascending indices into ``columns``/``keys``/``hashes``/``bound``/``matches``),
+        numbered ``count``, ``count`` + 1, ... in order."""
+        if len(rows) == 0:
             return
-        first = self.count
+        if not self.defer:
+            self._store(columns, rows, keys, hashes, bound, stamp, matches)
+            self.count = self.stored
+            return
+        self.pending.add(columns, rows, keys, hashes, bound if "bound" in self.per_row else None)
+        self.lowest_bound = min(self.lowest_bound, self.pending.lowest_bound)
+        self.count = self.stored + self.pending.rows
+        if self.pending_limit is not None and self.pending.rows > self.pending_limit:
+            self.index_pending()
+
+    def index_pending(self) -> None:
+        """Move the pending rows into the arrays and the index, numbers unchanged (dead ones too, as dead rows)."""
+        for chunk in self.pending.take():
+            first = self.stored
+            n = chunk.rows
+            every = np.arange(n)
+            self._store(chunk.columns, every, chunk.keys, chunk.hashes, chunk.bound, 0, np.zeros(0, np.int64))
+            if chunk.dead:
+                self.alive[first + np.flatnonzero(~chunk.alive)] = False
+                self.dead += chunk.dead
+        self.scanned = 0
+        assert self.stored == self.count
+
+    def _store(self, columns: dict[str, tuple[np.ndarray, np.ndarray | None]], rows: np.ndarray,
+               keys: np.ndarray, hashes: np.ndarray, bound: np.ndarray, stamp: int, matches: np.ndarray) -> None:
+        """Write batch rows ``rows`` into the arrays as rows ``stored``, ``stored`` + 1, ... and index them."""
+        n = len(rows)
+        first = self.stored
         self._grow(first + n)
         end = first + n
         self.columns.write(first, columns, rows)
@@ -220,17 +263,38 @@ class JoinRows:
             self.distinct += added
             if done < n:
                 self._index_room(2 * self.distinct)
-        self.count = end
+        self.stored = end
 
     def probe(self, keys: np.ndarray, hashes: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if self.live == 0:
-            empty = np.zeros(0, dtype=np.int64)
+        """Pairs (batch row, kept row) of equal keys, in the order of ``rows``, each one's kept rows in
+        arrival order; pending rows are scanned, or indexed first once scans have cost about as much."""
+        empty = np.zeros(0, dtype=np.int64)
+        if self.live == 0 or not len(rows):
             return empty, empty
-        return ji.probe_rows(self.slots, self.next, self.alive, keys, hashes, rows)
+        if self.pending.live:
+            # a scan indexes the probe's rows and reads every pending one
+            self.scanned += len(rows) + self.pending.rows + CHUNK_SCAN_ROWS * len(self.pending.chunks)
+            if self.scanned > SCANS_PER_INDEX * self.pending.rows:
+                self.index_pending()
+        stored = ji.probe_rows(self.slots, self.next, self.alive, keys, hashes, rows) \
+            if self.stored > self.dead else (empty, empty)
+        if not self.pending.live:
+            return stored
+        positions, found = self.pending.scan(keys, hashes, rows)
+        if not len(positions):
+            return stored
+        # the indexed rows of a batch row before its pending ones, each in arrival order
+        position_of = np.empty(int(rows.max()) + 1, dtype=np.int64)
+        position_of[rows] = np.arange(len(rows))
+        order, _ = ji.grouped_order(np.concatenate((position_of[stored[0]], positions)), len(rows))
+        return (np.concatenate((stored[0], rows[positions]))[order],
+                np.concatenate((stored[1], found + self.stored))[order])
 
     def gather(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Values and validity of column ``name`` for kept rows ``rows`` (-1: NULL); None: all valid."""
         present = rows >= 0
+        if self.pending.rows and (rows >= self.stored).any():
+            return self._gather_both(name, rows, present)
         if present.all():
             return self.columns.gather(name, rows)
         values = np.zeros(len(rows), dtype=self.schema.field(name).dtype.numpy)
@@ -240,8 +304,33 @@ class JoinRows:
             valid[present] = True if got is None else got
         return values, valid
 
+    def _gather_both(self, name: str, rows: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """``gather`` of rows some of which are pending."""
+        values = np.zeros(len(rows), dtype=self.schema.field(name).dtype.numpy)
+        valid = np.zeros(len(rows), dtype=np.bool_)
+        (stored, at_stored), (pending, at_pending) = self._split(rows, present)
+        for part, got in ((stored, self.columns.gather(name, at_stored) if len(at_stored) else None),
+                          (pending, self.pending.gather(name, at_pending))):
+            if got is not None:
+                values[part] = got[0]
+                valid[part] = True if got[1] is None else got[1]
+        if present.all() and name not in self.pending.nullable:
+            return values, None
+        return values, valid
+
+    def _split(self, rows: np.ndarray, present: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        """Which of ``rows`` are indexed and which pending, each with their numbers there; found
+        once for every column gathered at the same rows."""
+        if self._last_split is not None and self._last_split[0] is rows and self._last_split[1] == self.stored:
+            return self._last_split[2]
+        stored, pending = present & (rows < self.stored), rows >= self.stored
+        split = ((stored, rows[stored]), (pending, rows[pending] - self.stored))
+        self._last_split = (rows, self.stored, split)
+        return split
+
     def free(self, expired: np.ndarray) -> np.ndarray:
         """Mark live rows where ``expired`` (over rows 0..count-1) dead; the freed rows, in order."""
+        self.index_pending()
         freed = np.flatnonzero(expired & self.alive[:self.count])
         self.alive[freed] = False
         self.dead += len(freed)
@@ -255,7 +344,12 @@ class JoinRows:
         """Free the live rows whose bound is below ``watermark``; the freed rows, in order."""
         if watermark <= self.lowest_bound:
             return np.zeros(0, dtype=np.int64)
-        freed = self.free(self.bound[:self.count] < watermark)
+        stored = self.stored
+        freed = np.flatnonzero((self.bound[:stored] < watermark) & self.alive[:stored])
+        self.alive[freed] = False
+        self.dead += len(freed)
+        if self.pending.rows:
+            freed = np.concatenate((freed, self.pending.free_below(watermark) + stored))
         self._find_lowest_bound()
         return freed
 
@@ -263,24 +357,27 @@ class JoinRows:
         if "bound" not in self.per_row:
             self.lowest_bound = INT64_MAX
             return
-        live = self.bound[:self.count][self.alive[:self.count]]
-        self.lowest_bound = int(live.min()) if len(live) else INT64_MAX
+        live = self.bound[:self.stored][self.alive[:self.stored]]
+        self.lowest_bound = min(int(live.min()) if len(live) else INT64_MAX, self.pending.lowest_bound)
 
     def compact(self) -> None:
-        """Drop dead rows once they outnumber the live ones (after the caller is done with them)."""
-        if self.dead == 0 or self.dead < self.live:
-            return
-        keep = np.flatnonzero(self.alive[:self.count])
-        for part in self.per_row:
-            array = getattr(self, part)
-            array[:len(keep)] = array[keep]
-        self.columns.keep(keep)
-        self.count, self.dead = len(keep), 0
-        self.alive[self.count:] = False
-        self._reindex()
+        """Drop dead rows once they outnumber the live ones (after the caller is done with them):
+        the indexed rows are renumbered and indexed again, pending rows only renumbered."""
+        self.pending.compact()
+        if self.dead and self.dead >= self.stored - self.dead:
+            keep = np.flatnonzero(self.alive[:self.stored])
+            for part in self.per_row:
+                array = getattr(self, part)
+                array[:len(keep)] = array[keep]
+            self.columns.keep(keep)
+            self.stored, self.dead = len(keep), 0
+            self.alive[self.stored:] = False
+            self._reindex()
+        self.count = self.stored + self.pending.rows
 
     # -- checkpoints ----------------------------------------------------------------------------
     def snapshot(self, directory: Path) -> tuple[dict[str, Any], list[str]]:
+        self.index_pending()  # a checkpoint's files are the arrays', as before pending rows were kept
         self.compact()
         count = self.count
         files = save_arrays(directory, self.name, {p: getattr(self, p)[:count] for p in self.per_row})
@@ -289,12 +386,14 @@ class JoinRows:
 
     def restore(self, directory: Path, meta: dict[str, Any]) -> None:
         count = int(meta["count"])
-        self.count, self.dead = 0, 0
+        self.pending.take()
+        self.count = self.stored = self.dead = self.scanned = 0
         self._grow(max(count, 1))
         for part, saved in zip(self.per_row, load_arrays(directory, self.name, list(self.per_row), mmap=True)):
             copy_rows(getattr(self, part), saved, count)
         self.columns.restore(directory, self.name, count)
-        self.count, self.dead = count, int(meta["dead"])
+        self.count = self.stored = count
+        self.dead = int(meta["dead"])
         self._find_lowest_bound()
         self._reindex()
 

@@ -33,7 +33,7 @@ from darwin.codegen.aggregates import AggLayout
 from darwin.codegen.hashtable import checksum, compact, rebuild_index
 from darwin.errors import RESET_HINT, CheckpointError
 from darwin.state.hash_table import HashTableState
-from darwin.state.join_rows import JoinRows
+from darwin.state.join_rows import SPILLING_PENDING_ROWS, JoinRows
 from darwin.state.ownership import StatePath
 from darwin.state.placement import MappedFiles
 from darwin.types import Schema
@@ -74,7 +74,8 @@ class MmapBackend:
         self.owned.drop_table(name)
 
     def join_rows(self, name: str, schema: Schema, key_width: int) -> JoinRows:
-        return JoinRows(name, schema, key_width, MappedFiles(self.owned.table(name)))
+        return JoinRows(name, schema, key_width, MappedFiles(self.owned.table(name)),
+                        pending_limit=SPILLING_PENDING_ROWS)
 
     def scratch(self, name: str) -> MappedFiles:
         return MappedFiles(self.owned.table(name, new=True))  # a restore copies the checkpoint back: start empty

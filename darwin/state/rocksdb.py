@@ -32,7 +32,7 @@ import rocksdict
 from darwin.codegen.aggregates import AggLayout
 from darwin.errors import CheckpointError, StateError
 from darwin.state.hash_table import HashTableState
-from darwin.state.join_rows import JoinRows
+from darwin.state.join_rows import SPILLING_PENDING_ROWS, JoinRows
 from darwin.state.merge import combine
 from darwin.state.ownership import StatePath
 from darwin.state.placement import MappedFiles
@@ -67,7 +67,8 @@ class RocksBackend:
 
         directory = self.owned.table(name)
         return JoinRows(name, schema, key_width, MappedFiles(directory), BlockColumns(directory, schema,
-                                                                                         self.delta_limit))
+                                                                                         self.delta_limit),
+                         pending_limit=SPILLING_PENDING_ROWS)
 
     def scratch(self, name: str) -> MappedFiles:
         return MappedFiles(self.owned.table(name, new=True))  # a restore copies the checkpoint back: start empty

@@ -7,7 +7,10 @@ its own: a key's kept rows come back in arrival order after growth, deaths and c
 
 from __future__ import annotations
 
+import os
 import tempfile
+from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pyarrow as pa
@@ -18,7 +21,9 @@ from test_joins import stream
 
 import darwin as dw
 from darwin.codegen import join_index as ji
+from darwin.state import join_rows
 from darwin.state.join_rows import JoinRows
+from darwin.state.placement import MappedFiles
 from darwin.testing import assert_table_equal
 from darwin.types import DType, Field, Schema
 
@@ -68,8 +73,9 @@ def test_a_state_ttl_drops_rows_the_join_would_otherwise_match():
     assert rows[("4s", None)] == rows["4s"] and rows[(None, "4s")] == 3  # only the left side's TTL drops it
 
 
-def _index(capacity: int = 16) -> JoinRows:
-    rows = JoinRows("t", Schema((Field("x", DType.INT64, False),)), 1, capacity=capacity)
+def _index(capacity: int = 16, pending_limit: int | None = 0) -> JoinRows:
+    """A side keeping arrival numbers ``x``; indexed at once unless ``pending_limit`` says otherwise."""
+    rows = JoinRows("t", Schema((Field("x", DType.INT64, False),)), 1, capacity=capacity, pending_limit=pending_limit)
     rows.track(matches=False, bound=True, stamp=False)
     return rows
 
@@ -90,8 +96,10 @@ def _matches(rows: JoinRows, keys: list[int]) -> list[list[int]]:
     return [values[probe == i].tolist() for i in range(len(keys))]
 
 
-def test_a_keys_rows_come_back_in_arrival_order_through_growth_deaths_and_compaction():
-    rows = _index()
+@pytest.mark.parametrize("pending_limit", [0, None, 700])
+def test_a_keys_rows_come_back_in_arrival_order_through_growth_deaths_and_compaction(pending_limit):
+    """Indexed at once (0), pending until probes have scanned them enough (None), or both (700)."""
+    rows = _index(pending_limit=pending_limit)
     rng = np.random.default_rng(7)
     keys = rng.integers(0, 50, 3000)
     for start in range(0, 3000, 250):  # the index and the rows grow many times
@@ -102,7 +110,7 @@ def test_a_keys_rows_come_back_in_arrival_order_through_growth_deaths_and_compac
     survivors = [[r for r in arrived[key] if r >= 2000] for key in (3, 49)]
     assert _matches(rows, [3, 49]) == survivors
     rows.compact()  # renumbers the live rows and indexes them again
-    assert rows.count == 1000 and rows.dead == 0
+    assert rows.count == 1000 and rows.live == 1000
     assert _matches(rows, [3, 49]) == survivors
     _append(rows, [3, 49, 3], [3000, 3001, 3002])
     assert _matches(rows, [49, 3]) == [survivors[1] + [3001], survivors[0] + [3000, 3002]]
@@ -152,3 +160,78 @@ def test_decoded_strings_are_the_pools_strings(lengths):
     decoded = pool.decode(codes[order], valid)
     assert decoded.to_pylist() == [s if v else None for s, v in zip(np.array(strings, dtype=object)[order], valid)]
     assert pool.decode(codes, None).to_pylist() == strings
+
+
+OPERATIONS = st.lists(st.one_of(
+    st.tuples(st.just("append"), st.lists(st.tuples(st.integers(0, 6), st.integers(0, 40), st.booleans()),
+                                          max_size=12)),
+    st.tuples(st.just("probe"), st.lists(st.integers(0, 7), max_size=6)),
+    st.tuples(st.just("free"), st.integers(0, 45)),
+    st.tuples(st.just("checkpoint"), st.none())), max_size=25)
+PENDING_SCHEMA = Schema((Field("x", DType.INT64, False), Field("y", DType.INT64, True)))
+
+
+def _side(pending_limit: int | None, directory: Path | None) -> JoinRows:
+    if directory is not None:
+        directory.mkdir()
+    placement = None if directory is None else MappedFiles(directory)
+    rows = JoinRows("t", PENDING_SCHEMA, 1, placement, capacity=4, pending_limit=pending_limit)
+    rows.track(matches=False, bound=True, stamp=False)
+    return rows
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(operations=OPERATIONS, pending_limit=st.sampled_from([0, None, 1, 5]), scans=st.sampled_from([0, 1, 8, 10**9]),
+       mapped=st.booleans())
+def test_pending_rows_are_found_gathered_and_freed_as_indexed_ones(operations, pending_limit, scans, mapped):
+    """Rows waiting unindexed (darwin.state.pending_rows), indexed in between by probes' scans
+    (``scans``: SCANS_PER_INDEX), by a limit on pending rows or by a checkpoint, restored from it:
+    each probe finds every live row of its key in arrival order, with its values and NULLs, and a
+    watermark frees exactly the rows whose bound it passed, in arrival order, as a plain model says."""
+    model: list[dict] = []  # each row kept: key, x (arrival number), y (x or NULL), bound, alive
+    with tempfile.TemporaryDirectory() as directory, mock.patch.object(join_rows, "SCANS_PER_INDEX", scans):
+        run = 0
+
+        def fresh() -> JoinRows:
+            nonlocal run
+            run += 1
+            return _side(pending_limit, Path(directory) / f"run{run}" if mapped else None)
+
+        rows = fresh()
+        for what, arg in operations:
+            if what == "append":
+                keys = np.array([[k] for k, _, _ in arg], dtype=np.int64).reshape(-1, 1)
+                x = np.arange(len(model), len(model) + len(arg), dtype=np.int64)
+                valid = np.array([v for _, _, v in arg], dtype=np.bool_)
+                bound = np.array([b for _, b, _ in arg], dtype=np.int64)
+                keep = np.flatnonzero(np.arange(len(arg)) % 3 != 2)  # a join keeps some of a batch's rows
+                rows.append({"x": (x, None), "y": (x, valid)}, keep, keys, ji.hash_keys(keys), bound, 0,
+                            np.zeros(len(arg), np.int64))
+                model += [{"key": arg[i][0], "x": int(x[i]), "y": int(x[i]) if arg[i][2] else None,
+                           "bound": arg[i][1], "alive": i % 3 != 2} for i in range(len(arg))]
+            elif what == "probe":
+                keys = np.array(arg, dtype=np.int64).reshape(-1, 1)
+                probe, kept = rows.probe(keys, ji.hash_keys(keys), np.arange(len(arg)))
+                x, _ = rows.gather("x", kept)
+                y, y_valid = rows.gather("y", kept)
+                found = [list(zip(x[probe == i].tolist(), [v if ok else None for v, ok in
+                                                           zip(y[probe == i].tolist(), y_valid[probe == i])]))
+                         for i in range(len(arg))]
+                assert found == [[(r["x"], r["y"]) for r in model if r["alive"] and r["key"] == k] for k in arg]
+            elif what == "free":
+                freed = rows.free_below(arg)
+                x, _ = rows.gather("x", freed)
+                expected = [r["x"] for r in model if r["alive"] and r["bound"] < arg]
+                assert x.tolist() == expected
+                for r in model:
+                    r["alive"] = r["alive"] and r["bound"] >= arg
+                rows.compact()
+            else:
+                checkpoint = Path(directory) / f"checkpoint{run}"
+                os.makedirs(checkpoint)
+                meta, _ = rows.snapshot(checkpoint)
+                rows.close()
+                rows = fresh()
+                rows.restore(checkpoint, meta)
+            assert rows.live == sum(r["alive"] for r in model)
+        rows.close()

@@ -91,6 +91,59 @@ def test_interval_joins_agree(left, right, how, batch, state):
     assert_agree(q, batch, state)
 
 
+def window_maxima_join(left: dw.Table, right: dw.Table, how: str = "inner") -> dw.Table:
+    """Nexmark q7's shape: rows at the highest key of the other side's 1 s window that ends within 1 s after them."""
+    maxima = right.window(dw.Tumble("1s", on="t")).agg(top=dw.max("k")).select("top", window_time=col("window_end"))
+    return left.join(maxima, on=[("k", "top")], how=how,
+                     where=col("t").between(col("window_time") - 1000, col("window_time")))
+
+
+@SETTINGS
+@given(left=streams("L"), right=streams("R"), how=st.sampled_from(HOW), batch=st.integers(1, 8),
+       state=st.sampled_from(STATES), scans=st.sampled_from([0, 1, 8]), spilling=st.sampled_from([1, 5, 1 << 18]),
+       maxima=st.booleans())
+def test_interval_joins_with_rows_pending_or_indexed_agree(left, right, how, batch, state, scans, spilling, maxima):
+    """An inner side's rows wait unindexed (darwin.state.pending_rows) until probes have scanned
+    ``scans`` times as many rows, or past a disk backend's limit (``spilling``), or a checkpoint:
+    the same changelog as the interpreter's however often that happens."""
+    from unittest import mock
+
+    from darwin.state import join_rows, mmap, rocksdb
+
+    q = window_maxima_join(left, right, how) if maxima else \
+        left.join(right, on=[("k", "k")], how=how, where=col("t_right").between(col("t") - 1000, col("t") + 2000))
+    with mock.patch.object(join_rows, "SCANS_PER_INDEX", scans), \
+            mock.patch.object(mmap, "SPILLING_PENDING_ROWS", spilling), \
+            mock.patch.object(rocksdb, "SPILLING_PENDING_ROWS", spilling):
+        assert_agree(q, batch, state)
+
+
+def test_a_side_probed_rarely_keeps_its_rows_unindexed():
+    """q7's shape over 60,000 rows in one 10 s window: its maximum probes the rows once, at the end,
+    scanning them; none of them is copied into the side's arrays or indexed, and the answer is the
+    interpreter's."""
+    from darwin.graph.translate import translate
+    from darwin.plan.rules import optimize
+    from darwin.runtime.compiled import CompiledEngine
+    from darwin.runtime.progress import Metrics
+
+    n = 60_000
+    table = pa.table({"k": pa.array([(i * 7919) % 50_000 for i in range(n)], pa.int64()),
+                      "t": pa.array([i // 10 for i in range(n)], pa.timestamp("ms"))})
+    bids = dw.from_arrow(table, time="t", name="bids")
+    maxima = bids.window(dw.Tumble("10s", on="t")).agg(top=dw.max("k")).select("top", window_time=col("window_end"))
+    q = bids.join(maxima, on=[("k", "top")], where=col("t").between(col("window_time") - 10_000, col("window_time")))
+    config = dw.Config(batch_size=4096)
+    engine = CompiledEngine(translate(optimize(q.plan), config), config, Metrics(), job="pending")
+    most = indexed = 0
+    for _ in engine.outputs():
+        bids_side = engine.joins[0].sides[0]
+        most, indexed = max(most, bids_side.count), max(indexed, bids_side.stored)
+    engine.close()
+    assert most == n and indexed == 0
+    assert_table_equal(q.collect(config), q.collect(config.replace(mode="interpreted")))
+
+
 @SETTINGS
 @given(unique=keyed_streams("U"), other=streams("R"), unique_left=st.booleans(), how=st.sampled_from(HOW),
        kind=st.sampled_from(["regular", "condition", "interval"]), batch=st.integers(1, 8),
