@@ -25,6 +25,7 @@ from darwin.config import Config
 from darwin.graph import operators as op
 from darwin.io import source as sources
 from darwin.io.paced import arrival
+from darwin.runtime.adaptive import ThreadBudget
 from darwin.runtime.dictionary import load_dictionary, save_dictionary
 from darwin.runtime.encoding import EncodedBatch, StringPool, decode, encode, to_int64
 from darwin.runtime.output import BARRIER, Output
@@ -222,6 +223,8 @@ class CompiledEngine:
                  for saved, p in zip((saved_graph or graph).pipelines, graph.pipelines)]
         self.runners = [pipeline_runner(p, config, self.pool, self.backend, self.static, self.workers, new)
                         for p, new in zip(graph.pipelines, moved)]
+        if all(p.parallel is None for p in graph.pipelines):  # nothing for the run's budget to give back
+            self.workers.budget = ThreadBudget(1)
         self.joins: list[JoinRunner] = []
         if graph.joins:  # its compiled building blocks load only for queries that join
             from darwin.runtime.join import JoinRunner
@@ -309,13 +312,16 @@ class CompiledEngine:
             asked = time.perf_counter()
             item = reader.next()
             waited += time.perf_counter() - asked
+            rows = 0
             if item is not None:
                 batch, encoded, self.ingested = item
-                self.metrics.add("input_rows", batch.num_rows)
+                rows = batch.num_rows
+                self.metrics.add("input_rows", rows)
                 for p, e in zip(reader.pipelines, encoded):
                     yield from self._push(p.id, e, NO_WATERMARK)
             yield from self._advance()
             yield BARRIER
+            self.workers.budget.observe(rows, time.perf_counter() - asked)  # the batch's whole time, output too
         for runner, p in zip(self.runners, self.graph.pipelines):
             for name, value in runner.counters().items():
                 if name != "future_rows" and not (name == "windows_fired" and _second_step(p)):
@@ -333,6 +339,7 @@ class CompiledEngine:
         self.metrics.add("future_rows", sum(r.clock.future_rows for r in self.readers))
         self.metrics.set("run_seconds", time.perf_counter() - started)
         self.metrics.set("input_wait_seconds", waited)  # the loop waiting for input: not busy
+        self.metrics.set("one_thread_batches", self.workers.budget.one_thread_batches)
         self.metrics.set("source_seconds", sum(r.timing.seconds for r in self.readers))
         self.metrics.set("source_lag_ms", max((r.timing.lag_ms for r in self.readers), default=0.0))
         self.metrics.set("source_lag_max_ms", max((r.timing.max_lag_ms for r in self.readers), default=0.0))

@@ -95,10 +95,24 @@ class _Shared:
 
     def _adapted(self, run: Callable[[int], list[T]]) -> list[T]:
         """``run(k)`` on the workers this batch gets, then its work (busy seconds over all of them)
-        told to the share, which adapts the count for the batches after."""
+        told to the share, which adapts the count for the batches after. A batch the run's budget
+        kept on fewer threads is not told: its work on one thread (routed rows: the batch routed
+        once, not by every worker) is not what the share's own count does."""
+        allowed = self.workers.budget.threads
         before = sum(self.worker_busy)
-        results = run(self.share.for_batch())
-        self.share.observe(sum(self.worker_busy) - before)
+        results = run(self.share.for_batch(allowed))
+        if allowed >= self.share.active:
+            self.share.observe(sum(self.worker_busy) - before)
+        return results
+
+    def _on_budget(self, parts: Sequence[Callable[[], T]]) -> list[T]:
+        """Every part's result: on the workers, or all on this thread while the run's budget has
+        given its other threads back (counted as the first worker's busy time)."""
+        if self.workers.budget.threads > 1:
+            return self.workers.run(parts, self.worker_busy)
+        started = time.perf_counter()
+        results = [part() for part in parts]
+        self.worker_busy[0] += time.perf_counter() - started
         return results
 
     def _counters(self) -> dict[str, int]:
@@ -356,7 +370,7 @@ class KeyedRunner(_Shared):
             yield from self._merged(early)
             return
         parts = [partial(_drained, r, wm, final) for r in self.replicas]
-        yield from self._merged(early + [b for fired in self.workers.run(parts, self.worker_busy) for b in fired])
+        yield from self._merged(early + [b for fired in self._on_budget(parts) for b in fired])
 
     def _merged_windows(self, wm: int, final: bool) -> list[EncodedBatch]:
         """Merged rings: every worker's entries of the windows fired (mid-batch or now), each key's

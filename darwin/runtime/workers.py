@@ -14,6 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TypeVar
 
+from darwin.runtime.adaptive import ThreadBudget
+
 T = TypeVar("T")
 _delay: Callable[[int], float] | None = None  # seconds worker ``i`` sleeps before its part (tests only)
 
@@ -45,6 +47,7 @@ class WorkerPool:
         self.steps = 0
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="darwin-worker") if workers > 1 else None
         self.lock = threading.Lock()  # for what workers share and change: the string pool's formats
+        self.budget = ThreadBudget(workers)  # whether the run uses its other threads now (measured)
 
     def run(self, parts: Sequence[Callable[[], T]], busy: list[float] | None = None) -> list[T]:
         """Every part's result, in the parts' order (part i runs on worker i); each part's seconds are

@@ -45,7 +45,9 @@ def assert_same_at_every_parallelism(query: dw.Table, batch_size: int, seed: int
     exactly, slices are pre-aggregated too, switching between the two ways at random batches.
     Shared pipelines run each batch on a random number of their workers (as adapting them while
     the job runs may): slices on fewer threads, rows routed to their owners on fewer threads or,
-    on one, every owner in turn on the coordinating thread."""
+    on one, every owner in turn on the coordinating thread; and the run's thread budget moves at
+    random (owners' windows fired on one thread or on the workers, splits read one at a time or
+    side by side)."""
     expected = query.execute(dw.Config(batch_size=batch_size))
     for workers in PARALLELISM:
         switches = random.Random(seed).random()  # a threshold on partials per row: some batches each way
