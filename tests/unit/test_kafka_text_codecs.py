@@ -77,6 +77,40 @@ def test_csv_values_are_written_as_flinks_csv_format():
     assert as_text(back.to_pylist()) == as_text(batch.to_pylist())
 
 
+def test_json_values_are_written_as_flinks_json_format():
+    """Flink's json format (Jackson, 'json.timestamp-format.standard' SQL) writes a DOUBLE as Java's Double.toString
+    (NaN and infinities quoted), a FLOAT as Float.toString, a TIMESTAMP(3) without the fraction's trailing zeros,
+    escapes a string's quote, backslash and control characters (five short forms, else \\u00XX in upper-case hex)
+    and nothing else (not '/', DEL or non-ASCII), field names too. Darwin wrote 1.0 as 1, 2.5e20 as 2.5e+20,
+    timestamps as '...00:00:01.500', and escaped other control characters and non-ASCII names as Python's json."""
+    batch = pa.record_batch({
+        "i": [0, -3, None, 9_223_372_036_854_775_807],
+        "f": [1.0, 2.5e20, float("nan"), 1e-4],
+        "g": pa.array([1.1, float("inf"), None, -0.0], pa.float32()),
+        "b": [True, False, None, True],
+        "t": pa.array([0, 1_500, None, -1], pa.timestamp("ms")),
+        "s": ['say "hi"\\', "\b\t\n\f\r", None, "\x00\x1f\x7f/é\U0001F600"],
+        'ü "n"\t': ["", "x", None, "y"]})
+    field = '"ü \\"n\\"\\t"'
+    assert [p.decode() for p in encode("json", batch)] == [
+        '{"i":0,"f":1.0,"g":1.1,"b":true,"t":"1970-01-01 00:00:00","s":"say \\"hi\\"\\\\",' + field + ':""}',
+        '{"i":-3,"f":2.5E20,"g":"Infinity","b":false,"t":"1970-01-01 00:00:01.5","s":"\\b\\t\\n\\f\\r",'
+        + field + ':"x"}',
+        '{"i":null,"f":"NaN","g":null,"b":null,"t":null,"s":null,' + field + ':null}',
+        '{"i":9223372036854775807,"f":1.0E-4,"g":-0.0,"b":true,"t":"1969-12-31 23:59:59.999",'
+        '"s":"\\u0000\\u001F\x7f/é\U0001F600",' + field + ':"y"}']
+    back = decode("json", encode("json", batch), batch.schema, offset)
+    assert as_text(back.to_pylist()) == as_text(batch.to_pylist())
+
+
+def test_raw_values_are_the_text_json_writes_unquoted():
+    """Raw values and keys are a value's text as the JSON value writes it: they were Arrow's ('1', '...01.500')."""
+    floats = pa.record_batch({"f": [1.0, 2.5e20, None]})
+    times = pa.record_batch({"t": pa.array([1_500, 2_000], pa.timestamp("ms"))})
+    assert encode("raw", floats) == [b"1.0", b"2.5E20", b""]
+    assert encode("raw", times) == [b"1970-01-01 00:00:01.5", b"1970-01-01 00:00:02"]
+
+
 @pytest.mark.parametrize("payloads", [[None], [b'"a",1,1', None], [None, b'"a",1,1'], [b'"a",1,1', None, None]])
 def test_a_null_value_is_a_row_of_nulls_wherever_it_is(payloads):
     back = decode("csv", payloads, BATCH.schema, offset).to_pylist()

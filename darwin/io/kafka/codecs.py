@@ -23,7 +23,7 @@ import pyarrow.json as pajson
 
 from darwin.errors import SinkError, SourceError
 from darwin.io.file_sources import CSV_NULLS, csv_problem
-from darwin.io.java_floats import WORDS, java_text
+from darwin.io.java_floats import WORDS
 
 FORMATS = ("json", "csv", "raw", "avro")
 RAW_COLUMN = "value"  # the one value column of format 'raw': the payload as UTF-8 text
@@ -182,46 +182,78 @@ def encode(fmt: str, batch: pa.RecordBatch) -> list[bytes]:
 
 
 def text(column: pa.Array) -> pa.Array:
-    """Values as text; a timestamp as '2015-07-15 00:00:01.500', which the JSON and CSV readers parse back,
-    a float's NaN and infinities as Java spells them (``darwin.io.java_floats``)."""
-    return java_text(column) if pa.types.is_floating(column.type) else column.cast(pa.string())
+    """Each value's text as Flink's json and csv formats write it, before a JSON string's or a CSV field's quotes
+    (``true``; a float as Java's ``Double.toString``: ``1.0``, ``2.5E20``, ``NaN``; a timestamp in Flink's SQL
+    format: ``2015-07-15 00:00:01.5``), which the JSON and CSV readers parse back; NULL stays NULL. Keys and raw
+    values are this text, so a key reads as its column does in the value."""
+    t = column.type
+    if pa.types.is_floating(t):
+        from darwin.io.float_texts import java_float_texts  # Numba: loaded at the first float written
+
+        return java_float_texts(column)
+    if pa.types.is_timestamp(t):
+        return _flink_timestamp(column)
+    return column.cast(pa.string())
 
 
-_ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"))
+def _flink_timestamp(column: pa.Array) -> pa.Array:
+    """'2015-07-15 00:00:01.500' as Flink's SQL timestamp format writes it: '2015-07-15 00:00:01.5', and
+    '2015-07-15 00:00:01' for a whole second (the fraction's trailing zeros left out)."""
+    arrow = column.cast(pa.string())
+    return pc.replace_substring_regex(pc.replace_substring_regex(arrow, r"(\.\d*?)0+$", r"\1"), r"\.$", "")
+
+
+# Jackson's escapes in a JSON string (Flink's json format): quote, backslash, the short forms of five control
+# characters, and \u00XX (upper-case hex) for the other controls; nothing else (not '/', DEL or non-ASCII).
+# The backslash comes first: replacing it after the others would double their backslashes.
+_SHORT_ESCAPES = {"\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+_JSON_ESCAPES = {**_SHORT_ESCAPES,
+                 **{chr(c): f"\\u{c:04X}" for c in range(0x20) if chr(c) not in _SHORT_ESCAPES}}
+_NEEDS_ESCAPE = r'[\x00-\x1f"\\]'
+_OTHER_CONTROL = r"[\x00-\x07\x0b\x0e-\x1f]"
+
+
+def _json_name(name: str) -> str:
+    """A column's name as Jackson writes a field name: quoted, escaped as a string is."""
+    return '"' + "".join(_JSON_ESCAPES.get(c, c) for c in name) + '"'
+
+
+def _json_strings(texts: pa.Array) -> pa.Array:
+    """Texts as Jackson writes JSON strings, quoted and escaped (``_JSON_ESCAPES``). A column without a
+    character to escape, the usual one, costs one scan; the rare controls without a short form one more."""
+    if pc.any(pc.match_substring_regex(texts, _NEEDS_ESCAPE)).as_py():
+        rare = pc.any(pc.match_substring_regex(texts, _OTHER_CONTROL)).as_py()
+        for old, new in _JSON_ESCAPES.items():
+            if old in _SHORT_ESCAPES or rare:
+                texts = pc.replace_substring(texts, old, new)
+    return pc.binary_join_element_wise('"', texts, '"', "")
 
 
 def _json_literal(column: pa.Array) -> pa.Array:
-    """Each value of ``column`` as a JSON literal (null for nulls)."""
+    """Each value of ``column`` as Flink's json format writes it (Jackson): numbers and booleans bare, a float
+    as Java's ``Double.toString`` (``1.0``, ``2.5E20``) and NaN and infinities quoted (``"NaN"``), text and
+    timestamps as strings; null for NULL."""
     t = column.type
-    if pa.types.is_boolean(t):
-        literal = pc.if_else(column, "true", "false")
-    elif pa.types.is_integer(t):
-        literal = column.cast(pa.string())
-    elif pa.types.is_floating(t):  # NaN and infinities quoted, as Jackson (Flink, Spark) writes them
-        words = java_text(column)
+    words = text(column)
+    if pa.types.is_boolean(t) or pa.types.is_integer(t):
+        literal = words
+    elif pa.types.is_floating(t):
         literal = pc.if_else(pc.is_finite(column), words, pc.binary_join_element_wise('"', words, '"', ""))
     else:
-        literal = text(column)
-        for old, new in _ESCAPES:
-            literal = pc.replace_substring(literal, old, new)
-        literal = pc.binary_join_element_wise('"', literal, '"', "")
+        literal = _json_strings(words)
     return pc.fill_null(literal, "null")
 
 
 def _json_lines(batch: pa.RecordBatch) -> list[bytes]:
+    """Each row as Flink's json format writes it: one object, the fields in column order, no spaces."""
     if batch.num_rows == 0:
         return []
     parts: list[pa.Array | str] = []
     for i, name in enumerate(batch.schema.names):
-        parts.append(("{" if i == 0 else ",") + json.dumps(name) + ":")
+        parts.append(("{" if i == 0 else ",") + _json_name(name) + ":")
         parts.append(_json_literal(batch.column(i)))
     parts.append("}")
-    lines = pc.binary_join_element_wise(*parts, "").to_pylist()
-    control = [i for i, line in enumerate(lines) if not line.isprintable()]  # rare: other control characters
-    for i in control:
-        lines[i] = json.dumps(dict(zip(batch.schema.names, batch.slice(i, 1).to_pylist()[0].values())),
-                              default=str, separators=(",", ":"))
-    return [line.encode() for line in lines]
+    return pc.binary_join_element_wise(*parts, "").cast(pa.binary()).to_pylist()
 
 
 def _csv_lines(batch: pa.RecordBatch) -> list[bytes]:
@@ -238,16 +270,8 @@ def _csv_field(column: pa.Array) -> pa.Array:
     Flink's SQL format (``2015-07-15 00:00:01.5``, no fraction when it is 0); NULL an empty field and the
     empty string ``""``, so the two read back apart (where Flink writes both empty)."""
     t = column.type
-    if pa.types.is_boolean(t):
-        field = pc.if_else(column, "true", "false")
-    elif pa.types.is_integer(t):
-        field = column.cast(pa.string())
-    elif pa.types.is_floating(t):
-        from darwin.io.float_texts import java_float_texts  # Numba: loaded at the first CSV float
-
-        field = java_float_texts(column)
-    elif pa.types.is_timestamp(t):
-        field = _jackson_quoted(_flink_timestamp(column))
+    if pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t):
+        field = text(column)
     else:
         field = _jackson_quoted(text(column))
     return pc.fill_null(field, "")
@@ -267,8 +291,3 @@ def _jackson_quoted(texts: pa.Array) -> pa.Array:
     quoted = pc.binary_join_element_wise('"', pc.replace_substring(texts, '"', '""'), '"', "")
     return pc.if_else(quote, quoted, texts)
 
-
-def _flink_timestamp(column: pa.Array) -> pa.Array:
-    """'2015-07-15 00:00:01.500' as Flink's SQL timestamp format writes it: '2015-07-15 00:00:01.5', and
-    '2015-07-15 00:00:01' for a whole second (the fraction's trailing zeros left out)."""
-    return pc.replace_substring_regex(pc.replace_substring_regex(text(column), r"(\.\d*?)0+$", r"\1"), r"\.$", "")
