@@ -51,6 +51,29 @@ def test_a_pool_grows_past_its_first_table_and_buffers():
     assert pool.decode(codes[::7], None).to_pylist() == strings[::7]
 
 
+def test_codes_appended_and_interned_across_many_growths_come_back():
+    """The per-code arrays grow several times (from 1,024 codes) in the middle of appends and
+    interning: every code keeps its string and its interned flag."""
+    pool = StringPool()
+    expected, interned = [], []
+    rng = np.random.default_rng(3)
+    for step in range(40):
+        n = int(rng.integers(1, 9_000))
+        strings = [f"{step}:{i}:" + "y" * (i % 37) for i in range(n)]
+        if step % 3:
+            codes = pool.append(pa.array(strings))
+            interned += [False] * n
+        else:
+            codes = pool.encode(pa.array(strings))
+            interned += [True] * n
+        assert list(codes) == list(range(len(expected), len(expected) + n))
+        expected += strings
+    assert len(expected) > 100_000
+    assert pool.to_arrow().to_pylist() == expected
+    assert pool.interned().tolist() == interned
+    assert pool.decode(np.arange(0, len(expected), 11), None).to_pylist() == expected[::11]
+
+
 def test_appended_strings_get_fresh_codes_and_stay_out_of_interning():
     pool = StringPool()
     interned = pool.encode(pa.array(["a", "b"]))
