@@ -245,3 +245,24 @@ def test_read_parquet_directory(tmp_path):
     pq.write_table(pa.table({"x": [1, 2]}), tmp_path / "p" / "part-1.parquet")
     pq.write_table(pa.table({"x": [3]}), tmp_path / "p" / "part-2.parquet")
     assert dw.read_parquet(tmp_path / "p").collect()["x"].to_pylist() == [1, 2, 3]
+
+
+def test_a_window_over_a_parquet_directory_takes_the_ring_one_file_takes(tmp_path):
+    """A directory knows a key's bounds from every file's statistics (it knew none: its windows went
+    to the hash table, slower than the dense ring a single file of the same rows takes); a file
+    without statistics for the column leaves them unknown."""
+    import pyarrow.parquet as pq
+
+    t = pa.table({"ts": pa.array([i * 500 for i in range(40)], pa.timestamp("ms")),
+                  "k": [(i * 7) % 13 + 100 for i in range(40)], "v": list(range(40))})
+    (tmp_path / "d").mkdir()
+    for i in range(4):
+        pq.write_table(t.slice(i * 10, 10), tmp_path / "d" / f"part-{i}.parquet")
+
+    def query(path):
+        return dw.read_parquet(path, time="ts").window(dw.Tumble("2s", on="ts")).group_by("k").agg(s=dw.sum("v"))
+    assert dw.read_parquet(tmp_path / "d").plan.source.bounds("k") == (100, 112)
+    assert "state=ring" in query(tmp_path / "d").explain()
+    assert query(tmp_path / "d").collect().equals(query(tmp_path / "d").collect(dw.Config(mode="interpreted")))
+    pq.write_table(t.slice(0, 5), tmp_path / "d" / "part-9.parquet", write_statistics=False)
+    assert "state=ring" not in query(tmp_path / "d").explain()
