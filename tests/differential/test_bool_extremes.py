@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import darwin as dw
 from darwin import col
 
-RUNS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+RUNS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ROWS = st.lists(st.tuples(st.integers(0, 3), st.one_of(st.none(), st.booleans())), min_size=1, max_size=30)
 EXTREMES = dict(lo=dw.min("b"), hi=dw.max("b"))
 

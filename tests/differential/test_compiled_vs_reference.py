@@ -100,7 +100,7 @@ def q_flink_string_functions(t, start, length, pattern, similar="%"):
         lit_ws=dw.concat_ws(",", s), pipe=s.str.concat(u).str.substring(2, 3))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(rows=st.lists(st.tuples(st.one_of(st.none(), TEXT), st.one_of(st.none(), TEXT)), min_size=1, max_size=12),
        start=st.integers(-8, 8), length=st.integers(-2, 8), batch_size=st.integers(1, 5),
        pattern=st.text(alphabet="a%_\\é😀\n", max_size=5), recorded=st.sampled_from([1, 2, 3, 1 << 16]),
@@ -268,7 +268,7 @@ def q_casts(t):
         .otherwise(s.cast("int64")), both=s.try_cast("float64").is_not_null() & (s.cast("float64") > 0))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(rows=st.lists(st.tuples(st.one_of(st.none(), CAST_TEXT), st.one_of(st.none(), st.integers(-2**63, 2**63 - 1)),
                                st.one_of(st.none(), FLOATS), st.one_of(st.none(), st.booleans()),
                                st.one_of(st.none(), st.integers(-2**45, 2**45))), min_size=1, max_size=12),

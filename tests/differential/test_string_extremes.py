@@ -23,7 +23,7 @@ from darwin import col
 # a surrogate pair in UTF-16: Java's String.compareTo would put it below U+FFFF, Flink does not)
 TEXTS = st.text(alphabet=st.sampled_from(["a", "b", "Z", "\x00", "é", "ÿ", "Ā", "\uffff", "\U0001F600"]), max_size=4)
 VALUES = st.one_of(st.none(), TEXTS)
-RUNS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+RUNS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def oracle(values: list[str | None]) -> tuple[str | None, str | None]:

@@ -71,7 +71,7 @@ def _config(backend: str, tmp_path, **changes) -> dw.Config:
 
 
 @pytest.mark.parametrize("backend", STATE_BACKENDS)
-@settings(max_examples=30, deadline=None,
+@settings(max_examples=20, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=small_streams(), window=st.sampled_from(sorted(WINDOWS)), value=st.sampled_from(sorted(VALUES)),
        keys=st.sampled_from([(), ("k",), ("s", "b"), ("f",)]),

@@ -15,7 +15,7 @@ import darwin as dw
 from darwin.io.kafka import codecs
 
 JOB = Path(__file__).with_name("kafka_kill_job.py")
-KILLS = 3
+KILLS = 2  # each kill costs a restart; two are required
 EVENTS = 40_000
 
 

@@ -14,7 +14,7 @@ from kills import run_with_kills, start
 from darwin.config import STATE_BACKENDS
 
 JOB = Path(__file__).with_name("kill_job.py")
-KILLS = 3  # each kill costs a restart (an interpreter, Darwin's imports, its kernels loaded)
+KILLS = 2  # each kill costs a restart (an interpreter, Darwin's imports, its kernels loaded)
 
 
 QUERIES = ("aggregate", "join", "updating", "partitioned")

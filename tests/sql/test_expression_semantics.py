@@ -1121,7 +1121,7 @@ def test_greatest_and_least_are_flinks(config):
         (0.0, -3.0, 0.0, -0.0, -0.0, True, False, None, None, 2, None)])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(data=st.lists(st.tuples(*[st.one_of(st.none(), st.sampled_from([0.0, -0.0, math.nan, math.inf, -math.inf]),
                                            st.floats(-5, 5).map(round)) for _ in range(3)],
                                st.one_of(st.none(), st.integers(-3, 3))), min_size=1, max_size=30))
