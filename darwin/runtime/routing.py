@@ -61,6 +61,18 @@ def _mix(z: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
+def row_group(keys: tuple[np.ndarray, ...], i: int) -> np.uint64:
+    """Row ``i``'s key group, as ``key_groups`` hashes it, in the compiled routing loops."""
+    h = np.uint64(0)
+    for k in literal_unroll(keys):  # the columns' array types may differ (read-only ones from Arrow)
+        z = h ^ np.uint64(k[i])
+        z = (z ^ (z >> np.uint64(30))) * _M1
+        z = (z ^ (z >> np.uint64(27))) * _M2
+        h = z ^ (z >> np.uint64(31))
+    return h % np.uint64(KEY_GROUPS)  # a constant power of two: a mask, not a division
+
+
+@njit(cache=True, nogil=True)
 def owned_rows(keys: tuple[np.ndarray, ...], owner: np.ndarray, worker: int, times: np.ndarray, valid: np.ndarray,
                start: int, progress: np.ndarray, rows: np.ndarray) -> tuple[int, int]:
     """How many rows of a batch have a key group ``worker`` owns, and the batch's event-time progress
@@ -80,17 +92,11 @@ def owned_rows(keys: tuple[np.ndarray, ...], owner: np.ndarray, worker: int, tim
     for i in range(n):
         if timed and times[i] > top and (not checked or valid[i]):
             top = times[i]
-        h = np.uint64(0)
-        for k in literal_unroll(keys):  # the columns' array types may differ (read-only ones from Arrow)
-            z = h ^ np.uint64(k[i])
-            z = (z ^ (z >> np.uint64(30))) * _M1
-            z = (z ^ (z >> np.uint64(27))) * _M2
-            h = z ^ (z >> np.uint64(31))
         # written whether owned or not (the next owned row overwrites it): no branch to mispredict
         rows[count] = i
         if timed:
             progress[i] = top
-        count += owner[h % np.uint64(KEY_GROUPS)] == worker  # a constant power of two: a mask, not a division
+        count += owner[row_group(keys, i)] == worker
     return count, top
 
 
@@ -113,13 +119,7 @@ def rows_by_owner(keys: tuple[np.ndarray, ...], owner: np.ndarray, workers: int,
             top = times[i]
         if timed:
             progress[i] = top
-        h = np.uint64(0)
-        for k in literal_unroll(keys):
-            z = h ^ np.uint64(k[i])
-            z = (z ^ (z >> np.uint64(30))) * _M1
-            z = (z ^ (z >> np.uint64(27))) * _M2
-            h = z ^ (z >> np.uint64(31))
-        w = owner[h % np.uint64(KEY_GROUPS)]
+        w = owner[row_group(keys, i)]
         owners_of[i] = w
         counts[w] += 1
     place = np.zeros(workers, np.int64)
